@@ -1,1 +1,13 @@
-export {};
+// Entry `s3-ingest/local`: the embedded AWS stack and the S3 behaviour model. Kept apart from lib/index.ts so
+// Lambda bundles never pull the emulators.
+export { type Clock, ManualClock, systemClock } from './clock.js';
+export { InvalidLocalOptionError } from './errors.js';
+export {
+  firstSegmentPrefix,
+  S3BehaviourModel,
+  type S3BehaviourOptions,
+  type S3Decision,
+  type S3ModelCounters,
+  type S3Outcome,
+  type S3RequestKind,
+} from './s3-behaviour-model.js';

@@ -1,0 +1,14 @@
+import { S3IngestError } from '../errors.js';
+
+/** An option of the local stack (behaviour model, chaos proxy, provisioning, `npm run local`) is invalid. */
+export class InvalidLocalOptionError extends S3IngestError {
+  override readonly name = 'InvalidLocalOptionError';
+
+  constructor(
+    /** The option at fault, e.g. `writesPerSecond` or `faults.resetRate`. */
+    readonly option: string,
+    message: string,
+  ) {
+    super(`${option}: ${message}`);
+  }
+}

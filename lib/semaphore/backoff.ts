@@ -1,0 +1,32 @@
+/**
+ * Full-jitter exponential backoff: a uniform delay in [0, min(cap, base * 2^attempt)]. Jitter keeps
+ * waiting acquirers from retrying in lockstep against the same shard items.
+ */
+export function backoffDelay(attempt: number, baseMs: number, capMs: number, random: () => number): number {
+  const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));
+  return random() * ceiling;
+}
+
+/** Rejects with the signal's reason when it is (or becomes) aborted. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw signal.reason;
+}
+
+/** Waits `ms`, or rejects with `signal.reason` as soon as the signal aborts. Uses the global timer so fake timers drive it. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,262 @@
+import { randomUUID } from 'node:crypto';
+import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { backoffDelay, sleep, throwIfAborted } from './backoff.js';
+import {
+  InvalidSemaphoreOptionsError,
+  LeaseLostError,
+  SemaphoreConfigMismatchError,
+  SemaphoreTimeoutError,
+} from './errors.js';
+import { expiredHolders, type ShardItem, ShardTable } from './shard-table.js';
+import type { AcquireOptions, Lease, Semaphore } from './types.js';
+import { checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
+
+export interface DynamoSemaphoreOptions {
+  /** The DynamoDB client (create one per container and share it). */
+  client: DynamoDBClient;
+  /** Table with string partition key `pk` and string sort key `sk` (see `DynamoSemaphore.createTable`). */
+  tableName: string;
+  /** Semaphore name, e.g. `prefix:t=acme`. Items are keyed `pk = sem#<name>`. */
+  name: string;
+  /** Total permits across every process. Every process using `name` must agree on it (and on `shards`). */
+  limit: number;
+  /**
+   * Lease length in ms, relative to each acquire, when `acquire` gets no `leaseMs`. Default 60,000.
+   * In Lambda pass the invocation's remaining time plus a margin to `acquire` instead.
+   */
+  leaseMs?: number;
+  /**
+   * Shard items the permits are split over. Default `ceil(limit / 32)`: shards of about 32 permits, so a
+   * typical grant fits in one shard (one write to acquire, one to release) while each shard item stays far
+   * below DynamoDB's 1,000 writes/s per item. More shards raise that ceiling but fragment large grants.
+   */
+  shards?: number;
+  /** First backoff ceiling between attempts when permits are short, in ms. Default 20. */
+  backoffBaseMs?: number;
+  /** Largest backoff between attempts, in ms. Default 500. */
+  backoffCapMs?: number;
+  /** Clock in epoch ms (leases store absolute expiry times). Default `Date.now`. */
+  now?: () => number;
+  /** Uniform [0, 1) source for the starting shard and backoff jitter. Default `Math.random`. */
+  random?: () => number;
+}
+
+interface Grant {
+  shard: number;
+  n: number;
+}
+
+/** Permits of one shard that can be taken now, after reclaiming expired holders. */
+interface ShardRoom {
+  index: number;
+  free: number;
+}
+
+/**
+ * A counting semaphore shared by every process through one DynamoDB table; see README.md for the item
+ * shape, the condition expressions and the cost per acquire.
+ */
+export class DynamoSemaphore implements Semaphore {
+  readonly name: string;
+  readonly limit: number;
+  readonly shards: number;
+  readonly leaseMs: number;
+  readonly tableName: string;
+  private readonly table: ShardTable;
+  private readonly backoffBaseMs: number;
+  private readonly backoffCapMs: number;
+  private readonly now: () => number;
+  private readonly random: () => number;
+
+  constructor(options: DynamoSemaphoreOptions) {
+    this.name = options.name;
+    this.limit = options.limit;
+    this.leaseMs = options.leaseMs ?? 60_000;
+    this.tableName = options.tableName;
+    checkSemaphoreOptions(this);
+    this.shards = options.shards ?? Math.ceil(this.limit / 32);
+    if (!Number.isInteger(this.shards) || this.shards < 1 || this.shards > this.limit) {
+      throw new InvalidSemaphoreOptionsError(
+        `semaphore "${this.name}": shards must be an integer in 1..limit (${this.limit}), got ${options.shards}`,
+      );
+    }
+    this.backoffBaseMs = options.backoffBaseMs ?? 20;
+    this.backoffCapMs = options.backoffCapMs ?? 500;
+    if (!(this.backoffBaseMs > 0 && this.backoffCapMs >= this.backoffBaseMs)) {
+      throw new InvalidSemaphoreOptionsError(
+        `semaphore "${this.name}": need 0 < backoffBaseMs <= backoffCapMs, got ${this.backoffBaseMs} and ${this.backoffCapMs}`,
+      );
+    }
+    this.now = options.now ?? (() => Date.now());
+    this.random = options.random ?? Math.random;
+    this.table = new ShardTable(options.client, this.tableName, this.name, this.limit, this.shards);
+  }
+
+  /**
+   * Creates the semaphore table (pk/sk strings, on-demand) unless it exists, and waits until it is active.
+   * For local use and tests; in the cloud CDK creates it.
+   */
+  static async createTable(client: DynamoDBClient, tableName: string): Promise<void> {
+    try {
+      await client.send(
+        new CreateTableCommand({
+          TableName: tableName,
+          AttributeDefinitions: [
+            { AttributeName: 'pk', AttributeType: 'S' },
+            { AttributeName: 'sk', AttributeType: 'S' },
+          ],
+          KeySchema: [
+            { AttributeName: 'pk', KeyType: 'HASH' },
+            { AttributeName: 'sk', KeyType: 'RANGE' },
+          ],
+          BillingMode: 'PAY_PER_REQUEST',
+        }),
+      );
+    } catch (err) {
+      if ((err as { name?: unknown }).name !== 'ResourceInUseException') throw err;
+    }
+    for (;;) {
+      const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+      const keys = (Table?.KeySchema ?? []).map((k) => `${k.AttributeName}:${k.KeyType}`).join(',');
+      if (keys !== 'pk:HASH,sk:RANGE') {
+        throw new InvalidSemaphoreOptionsError(
+          `table "${tableName}" exists with key schema ${keys}; a semaphore table needs pk (HASH) and sk (RANGE)`,
+        );
+      }
+      if (Table?.TableStatus === 'ACTIVE') return;
+      await sleep(250);
+    }
+  }
+
+  async acquire(k: number, options: AcquireOptions = {}): Promise<Lease> {
+    const min = checkPermitRequest(this.name, this.limit, k, options);
+    const leaseMs = options.leaseMs ?? this.leaseMs;
+    const { deadline, signal } = options;
+    // One id per acquire call: it keys the holder entry in every shard the lease spans and fences it.
+    const fence = randomUUID();
+    for (let attempt = 0; ; attempt++) {
+      throwIfAborted(signal);
+      const until = this.now() + leaseMs;
+      const grants = await this.takeUpTo(fence, k, until, attempt === 0);
+      const permits = grants.reduce((sum, g) => sum + g.n, 0);
+      if (permits >= min) return new DynamoLease(this, this.table, fence, grants, until, this.now);
+      // Holding a partial grant while waiting would let two waiters deadlock each other: give it back.
+      await this.giveBack(fence, grants);
+      const now = this.now();
+      if (deadline !== undefined && now >= deadline)
+        throw new SemaphoreTimeoutError(this.name, min, deadline);
+      const delay = backoffDelay(attempt, this.backoffBaseMs, this.backoffCapMs, this.random);
+      await sleep(deadline === undefined ? delay : Math.min(delay, deadline - now), signal);
+    }
+  }
+
+  /** @internal Gives back every grant; a grant whose entry is gone (reclaimed) gives back nothing. */
+  async giveBack(fence: string, grants: readonly Grant[]): Promise<void> {
+    await Promise.all(grants.map((g) => this.table.giveBack(g.shard, fence, g.n)));
+  }
+
+  /**
+   * One round: takes up to `k` permits, never more than are free. The first round writes blindly to a
+   * random shard (one write when it has room, the common case); otherwise, and on later rounds, it reads
+   * all shards, reclaims expired holders and writes only to shards with room.
+   */
+  private async takeUpTo(fence: string, k: number, until: number, blindFirst: boolean): Promise<Grant[]> {
+    const grants: Grant[] = [];
+    // Writes whose outcome is unknown after an error are given back too: the conditional give-back is a
+    // no-op for a take that never landed, so nothing stays held when this round throws.
+    const attempted: Grant[] = [];
+    const tryTake = async (shard: number, n: number) => {
+      attempted.push({ shard, n });
+      if (await this.table.take(shard, fence, n, until)) grants.push({ shard, n });
+    };
+    const start = Math.floor(this.random() * this.shards);
+    const remaining = () => k - grants.reduce((sum, g) => sum + g.n, 0);
+    try {
+      if (blindFirst) {
+        await tryTake(start, Math.min(k, this.table.capacityOf(start)));
+        if (remaining() === 0) return grants;
+      }
+      const rooms = await this.survey();
+      for (let j = 0; j < this.shards && remaining() > 0; j++) {
+        const room = rooms[(start + j) % this.shards];
+        if (room === undefined || room.free <= 0 || grants.some((g) => g.shard === room.index)) continue;
+        await tryTake(room.index, Math.min(remaining(), room.free));
+      }
+      return grants;
+    } catch (err) {
+      await this.giveBack(fence, attempted).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Reads all shards, checks they were made with our shape, creates missing ones and reclaims expired holders. */
+  private async survey(): Promise<ShardRoom[]> {
+    const items = await this.table.readAll();
+    const byIndex = new Map<number, ShardItem>();
+    for (const item of items) {
+      if (item.limit !== this.limit || item.shards !== this.shards || item.index >= this.shards) {
+        throw new SemaphoreConfigMismatchError(
+          this.name,
+          { limit: item.limit, shards: item.shards },
+          { limit: this.limit, shards: this.shards },
+        );
+      }
+      byIndex.set(item.index, item);
+    }
+    const now = this.now();
+    return Promise.all(
+      Array.from({ length: this.shards }, async (_, index): Promise<ShardRoom> => {
+        const item = byIndex.get(index);
+        if (item === undefined) {
+          await this.table.create(index);
+          return { index, free: this.table.capacityOf(index) };
+        }
+        const expired = expiredHolders(item, now);
+        const freed = expired.length > 0 ? await this.table.reclaim(item, expired) : 0;
+        return { index, free: item.capacity - item.used + freed };
+      }),
+    );
+  }
+}
+
+class DynamoLease implements Lease {
+  private until: number;
+  private releasing: Promise<void> | undefined;
+
+  constructor(
+    private readonly semaphore: DynamoSemaphore,
+    private readonly table: ShardTable,
+    readonly fence: string,
+    private readonly grants: readonly Grant[],
+    until: number,
+    private readonly now: () => number,
+  ) {
+    this.until = until;
+  }
+
+  get permits(): number {
+    return this.grants.reduce((sum, g) => sum + g.n, 0);
+  }
+
+  get expiresAt(): number {
+    return this.until;
+  }
+
+  release(): Promise<void> {
+    this.releasing ??= this.semaphore.giveBack(this.fence, this.grants).catch((err: unknown) => {
+      // A failed give-back (network) may be retried; the lease expires in any case.
+      this.releasing = undefined;
+      throw err;
+    });
+    return this.releasing;
+  }
+
+  async extend(ms: number): Promise<void> {
+    checkLeaseMs(this.semaphore.name, ms);
+    if (this.releasing !== undefined) throw new LeaseLostError(this.semaphore.name, this.fence);
+    const until = this.now() + ms;
+    const kept = await Promise.all(this.grants.map((g) => this.table.setUntil(g.shard, this.fence, until)));
+    if (kept.includes(false)) throw new LeaseLostError(this.semaphore.name, this.fence);
+    this.until = until;
+  }
+}

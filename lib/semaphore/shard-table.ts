@@ -1,0 +1,271 @@
+import {
+  type AttributeValue,
+  type DynamoDBClient,
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { SemaphoreTableNotFoundError } from './errors.js';
+
+/*
+ * Item shape (one item per shard; the table has partition key `pk` and sort key `sk`, both strings):
+ *
+ *   pk        S  "sem#<name>"
+ *   sk        S  "shard#<i>"            i in 0..shards-1
+ *   capacity  N  permits of this shard  floor(limit / shards), the first (limit % shards) shards get one more
+ *   used      N  permits held           always the sum of holders[*].n
+ *   holders   M  { "<leaseId>": { n: N, until: N (epoch ms) } }
+ *   limit     N  the semaphore's total permits   } written once at creation, checked by every acquire so
+ *   shards    N  how many shard items            } processes that disagree fail loudly
+ *
+ * Every mutation is one conditional UpdateItem on one shard item, so `used` and `holders` change together.
+ */
+
+/** One holder entry of a shard. */
+export interface HolderEntry {
+  n: number;
+  until: number;
+}
+
+/** A shard item as read from the table. */
+export interface ShardItem {
+  index: number;
+  capacity: number;
+  used: number;
+  limit: number;
+  shards: number;
+  holders: Map<string, HolderEntry>;
+}
+
+const names = {
+  '#capacity': 'capacity',
+  '#used': 'used',
+  '#holders': 'holders',
+  '#limit': 'limit',
+  '#shards': 'shards',
+} as const;
+
+const num = (n: number): AttributeValue => ({ N: String(n) });
+
+// Expression attribute names must only be sent when the expression uses them (DynamoDB rejects unused ones).
+function pickNames(expressions: string, extra: Record<string, string> = {}): Record<string, string> {
+  const all: Record<string, string> = { ...names, ...extra };
+  return Object.fromEntries(Object.entries(all).filter(([placeholder]) => expressions.includes(placeholder)));
+}
+
+function isConditionalFailure(err: unknown): boolean {
+  return (err as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
+}
+
+/** Holder entries whose lease ended before `now`: another acquirer may reclaim them. */
+export function expiredHolders(item: ShardItem, now: number): [string, HolderEntry][] {
+  return [...item.holders].filter(([, entry]) => entry.until < now);
+}
+
+// Bounds the size of one reclaim expression; the rest is reclaimed by the next acquirer that finds the shard full.
+const maxReclaimPerWrite = 25;
+
+/** The DynamoDB operations on a semaphore's shard items: item shape and condition expressions live here. */
+export class ShardTable {
+  private readonly pk: string;
+
+  constructor(
+    private readonly client: DynamoDBClient,
+    readonly tableName: string,
+    readonly name: string,
+    readonly limit: number,
+    readonly shards: number,
+  ) {
+    this.pk = `sem#${name}`;
+  }
+
+  capacityOf(index: number): number {
+    return Math.floor(this.limit / this.shards) + (index < this.limit % this.shards ? 1 : 0);
+  }
+
+  /**
+   * Takes `n` permits on shard `index` for lease `fence`: succeeds only when the shard has room
+   * (`used <= capacity - n`, the subtraction done here because conditions allow no arithmetic) and the
+   * stored shape is ours. Resolves `false` when the condition failed (full, missing, or another shape).
+   */
+  async take(index: number, fence: string, n: number, until: number): Promise<boolean> {
+    const update = 'SET #holders.#lease = :entry, #used = #used + :n';
+    const condition =
+      '#used <= :max AND #limit = :limit AND #shards = :shards AND attribute_not_exists(#holders.#lease)';
+    return this.conditionalUpdate(
+      index,
+      update,
+      condition,
+      { '#lease': fence },
+      {
+        ':entry': { M: { n: num(n), until: num(until) } },
+        ':n': num(n),
+        ':max': num(this.capacityOf(index) - n),
+        ':limit': num(this.limit),
+        ':shards': num(this.shards),
+      },
+    );
+  }
+
+  /**
+   * Gives back lease `fence`'s `n` permits on shard `index`. Conditional on the holder entry still being
+   * there with that count: a lease that was reclaimed (the fence) gives back nothing. Resolves `false` then.
+   */
+  async giveBack(index: number, fence: string, n: number): Promise<boolean> {
+    return this.conditionalUpdate(
+      index,
+      'REMOVE #holders.#lease SET #used = #used - :n',
+      '#holders.#lease.n = :n',
+      { '#lease': fence },
+      { ':n': num(n) },
+    );
+  }
+
+  /** Moves lease `fence`'s expiry on shard `index`; `false` when its entry is gone (reclaimed). */
+  async setUntil(index: number, fence: string, until: number): Promise<boolean> {
+    return this.conditionalUpdate(
+      index,
+      'SET #holders.#lease.#until = :until',
+      'attribute_exists(#holders.#lease)',
+      { '#lease': fence, '#until': 'until' },
+      { ':until': num(until) },
+    );
+  }
+
+  /**
+   * Removes expired holders from a shard and subtracts their permits, conditional on each entry being
+   * unchanged since it was read (same `until`, so a holder that extended in between keeps its permits).
+   * Resolves the permits freed (0 when someone else reclaimed or extended first).
+   */
+  async reclaim(item: ShardItem, expired: readonly [string, HolderEntry][]): Promise<number> {
+    const batch = expired.slice(0, maxReclaimPerWrite);
+    if (batch.length === 0) return 0;
+    const extraNames: Record<string, string> = { '#until': 'until' };
+    const values: Record<string, AttributeValue> = {};
+    const removals: string[] = [];
+    const conditions: string[] = [];
+    let freed = 0;
+    batch.forEach(([fence, entry], i) => {
+      extraNames[`#h${i}`] = fence;
+      values[`:u${i}`] = num(entry.until);
+      removals.push(`#holders.#h${i}`);
+      conditions.push(`#holders.#h${i}.#until = :u${i}`);
+      freed += entry.n;
+    });
+    values[':freed'] = num(freed);
+    const ok = await this.conditionalUpdate(
+      item.index,
+      `REMOVE ${removals.join(', ')} SET #used = #used - :freed`,
+      conditions.join(' AND '),
+      extraNames,
+      values,
+    );
+    return ok ? freed : 0;
+  }
+
+  /** Creates shard `index` empty unless it exists (two processes racing to create it is harmless). */
+  async create(index: number): Promise<void> {
+    try {
+      await this.guard(
+        this.client.send(
+          new PutItemCommand({
+            TableName: this.tableName,
+            Item: {
+              pk: { S: this.pk },
+              sk: { S: `shard#${index}` },
+              capacity: num(this.capacityOf(index)),
+              used: num(0),
+              holders: { M: {} },
+              limit: num(this.limit),
+              shards: num(this.shards),
+            },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        ),
+      );
+    } catch (err) {
+      if (!isConditionalFailure(err)) throw err;
+    }
+  }
+
+  /** Reads every shard item of this semaphore with one strongly consistent Query. */
+  async readAll(): Promise<ShardItem[]> {
+    const items: ShardItem[] = [];
+    let startKey: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await this.guard(
+        this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': { S: this.pk } },
+            ConsistentRead: true,
+            ExclusiveStartKey: startKey,
+          }),
+        ),
+      );
+      for (const raw of page.Items ?? []) {
+        const item = parseShardItem(raw);
+        if (item !== undefined) items.push(item);
+      }
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return items;
+  }
+
+  private async conditionalUpdate(
+    index: number,
+    update: string,
+    condition: string,
+    extraNames: Record<string, string>,
+    values: Record<string, AttributeValue>,
+  ): Promise<boolean> {
+    try {
+      await this.guard(
+        this.client.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: { pk: { S: this.pk }, sk: { S: `shard#${index}` } },
+            UpdateExpression: update,
+            ConditionExpression: condition,
+            ExpressionAttributeNames: pickNames(`${update} ${condition}`, extraNames),
+            ExpressionAttributeValues: values,
+          }),
+        ),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionalFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Maps a missing table to a typed error; everything else passes through unchanged. */
+  private async guard<T>(request: Promise<T>): Promise<T> {
+    try {
+      return await request;
+    } catch (err) {
+      if ((err as { name?: unknown } | null)?.name === 'ResourceNotFoundException') {
+        throw new SemaphoreTableNotFoundError(this.tableName, { cause: err });
+      }
+      throw err;
+    }
+  }
+}
+
+function parseShardItem(raw: Record<string, AttributeValue>): ShardItem | undefined {
+  const match = /^shard#(\d+)$/.exec(raw.sk?.S ?? '');
+  if (match === null) return undefined;
+  const holders = new Map<string, HolderEntry>();
+  for (const [fence, value] of Object.entries(raw.holders?.M ?? {})) {
+    holders.set(fence, { n: Number(value.M?.n?.N ?? 0), until: Number(value.M?.until?.N ?? 0) });
+  }
+  return {
+    index: Number(match[1]),
+    capacity: Number(raw.capacity?.N ?? 0),
+    used: Number(raw.used?.N ?? 0),
+    limit: Number(raw.limit?.N ?? 0),
+    shards: Number(raw.shards?.N ?? 0),
+    holders,
+  };
+}

@@ -1,0 +1,32 @@
+/** Permits held from a semaphore until `release()` or until `expiresAt`, whichever comes first. */
+export interface Lease {
+  /** How many permits were granted: between the request's `min` and `k`. */
+  readonly permits: number;
+  /** Unique lease id. It fences the holder: once reclaimed, nothing done under this id frees anyone's permits. */
+  readonly fence: string;
+  /** Epoch ms after which other acquirers may reclaim the permits. Stop using them before this instant. */
+  readonly expiresAt: number;
+  /** Gives the permits back. Idempotent; a lease that was already reclaimed frees nothing. */
+  release(): Promise<void>;
+  /** Moves the expiry to `ms` from now. Rejects with `LeaseLostError` when the lease was already reclaimed. */
+  extend(ms: number): Promise<void>;
+}
+
+export interface AcquireOptions {
+  /** Fewest permits worth having; the grant is between `min` and `k`. Default: `k` (all or nothing). */
+  min?: number;
+  /** Epoch ms. When `min` permits cannot be had by then, the call rejects with `SemaphoreTimeoutError`. Default: wait until `signal` aborts. */
+  deadline?: number;
+  /** Aborting it rejects the call with `signal.reason`; nothing stays held. */
+  signal?: AbortSignal;
+  /** Lease length for this acquire, relative to the call (e.g. invocation time left + a margin). Default: the semaphore's `leaseMs`. */
+  leaseMs?: number;
+}
+
+/** A counting semaphore whose permits are leased. Implemented by `DynamoSemaphore` and `MemorySemaphore`. */
+export interface Semaphore {
+  readonly name: string;
+  readonly limit: number;
+  /** Acquires between `options.min` (default `k`) and `k` permits, never more than are free. */
+  acquire(k: number, options?: AcquireOptions): Promise<Lease>;
+}

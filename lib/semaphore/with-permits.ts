@@ -1,0 +1,46 @@
+import type { AcquireOptions, Lease, Semaphore } from './types.js';
+
+/**
+ * What a permit-sized executor must offer. `ExecutorPool` satisfies it structurally; nothing here depends
+ * on the pool's internals.
+ */
+export interface ConcurrencyTarget {
+  /** Caps the work in flight at `n`. */
+  setConcurrency(n: number): void;
+  /**
+   * Resolves when nothing is in flight, including timed-out attempts whose aborted work has not returned.
+   * When present it is awaited before the permits are released, so no operation outlives its permit.
+   */
+  onIdle?(): Promise<void>;
+}
+
+export interface PermitRequest extends AcquireOptions {
+  /** Permits wanted (the pool's useful concurrency). The grant is between `min` (default 1) and `want`. */
+  want: number;
+}
+
+/**
+ * Runs `run` with `target` sized to the permits one lease grants: acquire once (per invocation, per
+ * prefix), `setConcurrency(lease.permits)`, run, wait for the target to drain, release on every exit
+ * path. While the lease is held the target never has more in flight than the permits held.
+ * `min` defaults to 1 here (any permit lets work progress), unlike `acquire` where it defaults to `k`.
+ */
+export async function withPermits<T>(
+  semaphore: Semaphore,
+  target: ConcurrencyTarget,
+  request: PermitRequest,
+  run: (lease: Lease) => Promise<T>,
+): Promise<T> {
+  const { want, ...options } = request;
+  const lease = await semaphore.acquire(want, { ...options, min: options.min ?? 1 });
+  try {
+    target.setConcurrency(lease.permits);
+    return await run(lease);
+  } finally {
+    try {
+      await target.onIdle?.();
+    } finally {
+      await lease.release();
+    }
+  }
+}

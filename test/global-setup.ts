@@ -1,27 +1,23 @@
-import dynalite from 'dynalite';
-import { startFauxqs } from 'fauxqs';
 import type { TestProject } from 'vitest/node';
-import type { LocalAwsEndpoints } from './support/local-aws.js';
+import { type LocalAwsEndpoints, startLocalAws } from '../lib/local/local-aws.js';
+import { externalEndpointsFromEnv } from './support/external-endpoints.js';
 
 /**
- * Starts one embedded AWS stack (fauxqs for SQS + S3, dynalite for DynamoDB) for the whole test run and
- * provides its endpoints to every test file through `inject('localAws')`.
- * (Bootstrap version; the local AWS issue replaces the body with `startLocalAws()`, same provided shape.)
+ * Provides AWS endpoints to every test file through `inject('localAws')` (see test/support/local-aws.ts).
+ * With `AWS_ENDPOINT_URL` (or all of `AWS_ENDPOINT_URL_S3` / `_SQS` / `_DYNAMODB`) set, those are used as
+ * they are (LocalStack via `npm run test:localstack`, or real AWS); otherwise one embedded stack
+ * (fauxqs + dynalite) runs for the whole test run.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const fauxqs = await startFauxqs({ port: 0, host: '127.0.0.1', logger: false });
-  const dynamo = dynalite({ createTableMs: 0 });
-  await new Promise<void>((resolve) => dynamo.listen(0, '127.0.0.1', () => resolve()));
-  const address = dynamo.address();
-  if (address === null || typeof address === 'string') throw new Error('dynalite did not bind a TCP port');
-  const endpoints: LocalAwsEndpoints = {
-    s3: fauxqs.address,
-    sqs: fauxqs.address,
-    dynamodb: `http://127.0.0.1:${address.port}`,
-  };
+  const external = externalEndpointsFromEnv(process.env);
+  if (external !== undefined) {
+    project.provide('localAws', external);
+    project.provide('localAwsTarget', 'external');
+    return async () => {};
+  }
+  const aws = await startLocalAws();
+  const endpoints: LocalAwsEndpoints = aws.endpoints;
   project.provide('localAws', endpoints);
-  return async () => {
-    await fauxqs.stop();
-    await new Promise<void>((resolve) => dynamo.close(() => resolve()));
-  };
+  project.provide('localAwsTarget', 'embedded');
+  return () => aws.stop();
 }

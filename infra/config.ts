@@ -1,0 +1,169 @@
+import { z } from 'zod';
+import { S3IngestError } from '../lib/errors.js';
+
+/** A `cdk.json` environment block is missing, malformed or inconsistent; the message names the key. */
+export class EnvironmentConfigError extends S3IngestError {
+  override readonly name = 'EnvironmentConfigError';
+}
+
+/** Context key holding the per-environment blocks (`cdk.json` -> `context.environments`). */
+export const ENVIRONMENTS_CONTEXT_KEY = 'environments';
+/** Context key holding values every environment inherits unless it overrides them. */
+export const DEFAULTS_CONTEXT_KEY = 'environmentDefaults';
+/** Context key selecting the environment (`cdk synth -c env=staging`). */
+export const ENV_CONTEXT_KEY = 'env';
+export const DEFAULT_ENVIRONMENT = 'dev';
+
+// CloudWatch Logs accepts only these retention periods (days).
+const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+] as const;
+
+// Same rule as the key builder in lib/db: resource names become S3 key segments.
+const resourceName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'must match ^[a-z0-9][a-z0-9_-]{0,62}$');
+const positiveInt = z.int().min(1);
+
+const retentionSchema = z.strictObject({
+  queueDays: z.int().min(1).max(13),
+  dlqDays: z.int().min(2).max(14),
+  logDays: z.union(LOG_RETENTION_DAYS.map((d) => z.literal(d))),
+  accessLogDays: positiveInt,
+  noncurrentVersionDays: positiveInt,
+});
+
+const alarmsSchema = z.strictObject({
+  oldestMessageAgeSeconds: positiveInt,
+  functionErrors: positiveInt,
+  functionThrottles: positiveInt,
+  slowDownPerMinute: positiveInt,
+  poolErrorRatePercent: z.number().gt(0).max(100),
+  evaluationPeriods: z.int().min(1).max(60),
+  email: z.email().optional(),
+});
+
+const environmentSchema = z
+  .strictObject({
+    account: z
+      .string()
+      .regex(/^\d{12}$/, 'must be a 12-digit AWS account id')
+      .optional(),
+    region: z
+      .string()
+      .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be an AWS region such as eu-west-1')
+      .optional(),
+    serviceName: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'must be 1-64 of [A-Za-z0-9_-]'),
+    metricsNamespace: z.string().regex(/^[A-Za-z0-9/_.#:-]{1,255}$/, 'must be a CloudWatch namespace'),
+    logLevel: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT']),
+    memoryMb: z.int().min(128).max(10240),
+    timeoutSeconds: z.int().min(1).max(900),
+    batchSize: z.int().min(1).max(10000),
+    maxBatchingWindowSeconds: z.int().min(0).max(300),
+    maxConcurrency: z.int().min(2).max(1000),
+    reservedConcurrency: z.int().min(2),
+    poolConcurrency: z.int().min(1).max(4096),
+    s3PrefixWriteRate: positiveInt,
+    maxReceiveCount: z.int().min(5).max(1000),
+    resources: z
+      .record(resourceName, z.record(z.string(), z.unknown()))
+      .refine((r) => Object.keys(r).length > 0, 'declare at least one resource'),
+    versioning: z.boolean(),
+    removalPolicy: z.enum(['retain', 'destroy']),
+    retention: retentionSchema,
+    alarms: alarmsSchema,
+  })
+  .superRefine((c, ctx) => {
+    if (c.reservedConcurrency < c.maxConcurrency) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['reservedConcurrency'],
+        message: `must be >= maxConcurrency (${c.maxConcurrency}), or the event source is throttled below its own cap`,
+      });
+    }
+    if (c.batchSize > 10 && c.maxBatchingWindowSeconds < 1) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['maxBatchingWindowSeconds'],
+        message: 'must be >= 1 when batchSize > 10 (SQS event source rule)',
+      });
+    }
+    if (c.retention.dlqDays <= c.retention.queueDays) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['retention', 'dlqDays'],
+        message: `must be longer than retention.queueDays (${c.retention.queueDays}): a redriven message keeps its original enqueue time`,
+      });
+    }
+  });
+
+/** One environment's settings, as read from `cdk.json` (see infra/README.md for each key). */
+export type EnvironmentConfig = z.infer<typeof environmentSchema>;
+
+/** A validated environment plus its name. */
+export interface ResolvedEnvironment {
+  readonly name: string;
+  readonly config: EnvironmentConfig;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+// Nested blocks (retention, alarms) merge key by key so an environment overrides one threshold without
+// restating the rest; `resources` is replaced whole, since merging two schema maps would be a surprise.
+function mergeDefaults(
+  defaults: Record<string, unknown>,
+  env: Record<string, unknown>,
+): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...defaults };
+  for (const [key, value] of Object.entries(env)) {
+    const base = merged[key];
+    merged[key] =
+      key !== 'resources' && isPlainObject(base) && isPlainObject(value) ? { ...base, ...value } : value;
+  }
+  return merged;
+}
+
+function formatIssue(envName: string, issue: z.core.$ZodIssue): string {
+  const path = [ENVIRONMENTS_CONTEXT_KEY, envName, ...issue.path.map(String)].join('.');
+  if (issue.code === 'unrecognized_keys') {
+    return `${path}: unknown key(s) ${issue.keys.map((k) => `'${k}'`).join(', ')}`;
+  }
+  return `${path}: ${issue.message}`;
+}
+
+/**
+ * Reads and validates one environment from CDK context (`tryGetContext`-shaped lookup).
+ * Throws `EnvironmentConfigError` naming every bad key as `environments.<env>.<key>`.
+ */
+export function loadEnvironmentConfig(
+  getContext: (key: string) => unknown,
+  envName: string = (getContext(ENV_CONTEXT_KEY) as string | undefined) ?? DEFAULT_ENVIRONMENT,
+): ResolvedEnvironment {
+  const environments = getContext(ENVIRONMENTS_CONTEXT_KEY);
+  if (!isPlainObject(environments)) {
+    throw new EnvironmentConfigError(
+      `context '${ENVIRONMENTS_CONTEXT_KEY}' is missing or not an object (expected in cdk.json)`,
+    );
+  }
+  const block = environments[envName];
+  if (!isPlainObject(block)) {
+    const known = Object.keys(environments).join(', ');
+    throw new EnvironmentConfigError(
+      `${ENVIRONMENTS_CONTEXT_KEY}.${envName}: unknown environment (known: ${known}); select one with -c env=<name>`,
+    );
+  }
+  const defaults = getContext(DEFAULTS_CONTEXT_KEY) ?? {};
+  if (!isPlainObject(defaults)) {
+    throw new EnvironmentConfigError(`context '${DEFAULTS_CONTEXT_KEY}' must be an object`);
+  }
+  const parsed = environmentSchema.safeParse(mergeDefaults(defaults, block));
+  if (!parsed.success) {
+    throw new EnvironmentConfigError(parsed.error.issues.map((i) => formatIssue(envName, i)).join('\n'));
+  }
+  if (parsed.data.removalPolicy === 'destroy' && envName !== DEFAULT_ENVIRONMENT) {
+    throw new EnvironmentConfigError(
+      `${ENVIRONMENTS_CONTEXT_KEY}.${envName}.removalPolicy: only '${DEFAULT_ENVIRONMENT}' may destroy data; use 'retain'`,
+    );
+  }
+  return { name: envName, config: parsed.data };
+}

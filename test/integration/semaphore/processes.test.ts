@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoSemaphore, SemaphoreTimeoutError } from '../../../lib/index.js';
+import { semaphoreTable, storedShards, totalUsed } from './support/dynamo.js';
+import { type HoldInterval, peakHeld } from './support/timeline.js';
+import { startWorker, type Worker } from './support/workers.js';
+
+let client: DynamoDBClient;
+let tableName: string;
+let endpoint: string;
+const started: Worker[] = [];
+
+beforeAll(async () => {
+  ({ client, tableName, endpoint } = await semaphoreTable());
+});
+
+afterEach(async () => {
+  for (const worker of started.splice(0)) {
+    if (worker.process.exitCode === null && worker.process.signalCode === null)
+      worker.process.kill('SIGKILL');
+    await worker.exited;
+  }
+});
+
+const spawnWorker = (config: Parameters<typeof startWorker>[0]) => {
+  const worker = startWorker(config);
+  started.push(worker);
+  return worker;
+};
+
+describe('DynamoSemaphore across worker processes (dynalite)', () => {
+  it('never has more than `limit` permits held at any instant while 4 processes contend', async () => {
+    const name = `contend-${randomUUID().slice(0, 8)}`;
+    const limit = 5;
+    const workers = Array.from({ length: 4 }, () =>
+      spawnWorker({
+        endpoint,
+        tableName,
+        name,
+        limit,
+        shards: 2,
+        leaseMs: 30_000,
+        mode: 'contend',
+        cycles: 16,
+        maxK: 3,
+        maxHoldMs: 8,
+      }),
+    );
+    await Promise.all(workers.map((w) => w.next('ready')));
+    for (const w of workers) w.process.send('go');
+    const cyclesStarted = Date.now();
+    const reports = await Promise.all(workers.map((w) => w.next('intervals')));
+    const intervals: HoldInterval[] = reports.flatMap((r) => r.intervals);
+    console.log(`4 processes x 16 cycles: ${Date.now() - cyclesStarted} ms`);
+
+    expect(intervals).toHaveLength(4 * 16);
+    for (const i of intervals) expect(i.permits).toBeGreaterThanOrEqual(1);
+    const { peak, at } = peakHeld(intervals);
+    expect(peak, `peak at ${at}`).toBeLessThanOrEqual(limit);
+    // The processes really overlapped, so the bound above was exercised.
+    expect(peak).toBeGreaterThan(3);
+    const shards = await storedShards(client, tableName, name);
+    expect(totalUsed(shards)).toBe(0);
+    expect(shards.flatMap((s) => Object.keys(s.holders))).toEqual([]);
+  });
+
+  it("makes a killed worker's permits acquirable within leaseMs + 1 s", async () => {
+    const name = `crash-${randomUUID().slice(0, 8)}`;
+    const leaseMs = 1_500;
+    const worker = spawnWorker({
+      endpoint,
+      tableName,
+      name,
+      limit: 3,
+      shards: 2,
+      leaseMs,
+      mode: 'hold',
+      k: 3,
+    });
+    const held = await worker.next('held');
+    expect(held.permits).toBe(3);
+    worker.process.kill('SIGKILL');
+    await worker.exited;
+    const killedAt = Date.now();
+
+    const sem = new DynamoSemaphore({
+      client,
+      tableName,
+      name,
+      limit: 3,
+      shards: 2,
+      backoffBaseMs: 10,
+      backoffCapMs: 100,
+    });
+    const lease = await sem.acquire(3, { deadline: held.expiresAt + 1_000 });
+    const acquiredAt = Date.now();
+    expect(lease.permits).toBe(3);
+    expect(acquiredAt).toBeGreaterThanOrEqual(held.expiresAt);
+    expect(acquiredAt - killedAt).toBeLessThanOrEqual(leaseMs + 1_000);
+    await lease.release();
+  });
+
+  it('fences a frozen worker: after its lease is reclaimed its late release frees nothing and extend fails', async () => {
+    const name = `fence-${randomUUID().slice(0, 8)}`;
+    const worker = spawnWorker({
+      endpoint,
+      tableName,
+      name,
+      limit: 2,
+      shards: 1,
+      leaseMs: 1_000,
+      mode: 'hold',
+      k: 2,
+    });
+    const held = await worker.next('held');
+    worker.process.kill('SIGSTOP'); // a frozen Lambda environment: alive, but not running
+
+    const sem = new DynamoSemaphore({
+      client,
+      tableName,
+      name,
+      limit: 2,
+      shards: 1,
+      backoffBaseMs: 10,
+      backoffCapMs: 100,
+    });
+    const lease = await sem.acquire(2, { deadline: held.expiresAt + 1_000 });
+    expect(lease.fence).not.toBe(held.fence);
+
+    worker.process.kill('SIGCONT');
+    worker.process.send('extend');
+    expect(await worker.next('extendFailed')).toEqual({ type: 'extendFailed', errorName: 'LeaseLostError' });
+    worker.process.send('release');
+    await worker.next('released');
+
+    const shards = await storedShards(client, tableName, name);
+    expect(totalUsed(shards)).toBe(2);
+    expect(Object.keys(shards[0]!.holders)).toEqual([lease.fence]);
+    await expect(sem.acquire(1, { deadline: Date.now() + 100 })).rejects.toBeInstanceOf(
+      SemaphoreTimeoutError,
+    );
+    await lease.release();
+  });
+});

@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoSemaphore } from '../../../../lib/semaphore/index.js';
+import { localAwsEndpoints, localClientConfig } from '../../../support/local-aws.js';
+
+/** A client on the run's dynalite and a fresh semaphore table for one test file. */
+export async function semaphoreTable(): Promise<{
+  client: DynamoDBClient;
+  tableName: string;
+  endpoint: string;
+}> {
+  const client = new DynamoDBClient(localClientConfig('dynamodb'));
+  const tableName = `semaphore-${randomUUID().slice(0, 8)}`;
+  await DynamoSemaphore.createTable(client, tableName);
+  return { client, tableName, endpoint: localAwsEndpoints().dynamodb };
+}
+
+export interface StoredShard {
+  sk: string;
+  capacity: number;
+  used: number;
+  holders: Record<string, { n: number; until: number }>;
+}
+
+/** The stored shard items of semaphore `name`, read straight from the table (not through the semaphore). */
+export async function storedShards(
+  client: DynamoDBClient,
+  tableName: string,
+  name: string,
+): Promise<StoredShard[]> {
+  const { Items = [] } = await client.send(
+    new QueryCommand({
+      TableName: tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': { S: `sem#${name}` } },
+      ConsistentRead: true,
+    }),
+  );
+  return Items.map((item) => ({
+    sk: item.sk!.S!,
+    capacity: Number(item.capacity!.N),
+    used: Number(item.used!.N),
+    holders: Object.fromEntries(
+      Object.entries(item.holders!.M!).map(([fence, v]) => [
+        fence,
+        { n: Number(v.M!.n!.N), until: Number(v.M!.until!.N) },
+      ]),
+    ),
+  }));
+}
+
+export const totalUsed = (shards: readonly StoredShard[]) => shards.reduce((sum, s) => sum + s.used, 0);

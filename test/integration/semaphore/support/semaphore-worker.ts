@@ -1,0 +1,84 @@
+// A separate OS process that uses one DynamoSemaphore, driven by the tests through fork() IPC.
+//   contend: report 'ready', wait for 'go', run `cycles` acquire/hold/release cycles and send back every hold interval.
+//   hold:    acquire `k` permits, report the lease, then wait for 'release' / 'extend' commands.
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoSemaphore } from '../../../../lib/semaphore/index.js';
+import type { HoldInterval } from './timeline.js';
+
+export interface WorkerConfig {
+  endpoint: string;
+  tableName: string;
+  name: string;
+  limit: number;
+  shards: number;
+  leaseMs: number;
+  mode: 'contend' | 'hold';
+  cycles?: number;
+  maxK?: number;
+  maxHoldMs?: number;
+  k?: number;
+}
+
+export type WorkerMessage =
+  | { type: 'ready' }
+  | { type: 'intervals'; intervals: HoldInterval[] }
+  | { type: 'held'; fence: string; permits: number; expiresAt: number }
+  | { type: 'released' }
+  | { type: 'extendFailed'; errorName: string }
+  | { type: 'extended' };
+
+const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
+const send = (message: WorkerMessage) =>
+  new Promise<void>((resolve) => process.send!(message, () => resolve()));
+const client = new DynamoDBClient({
+  endpoint: config.endpoint,
+  region: 'us-east-1',
+  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+});
+const semaphore = new DynamoSemaphore({
+  client,
+  tableName: config.tableName,
+  name: config.name,
+  limit: config.limit,
+  shards: config.shards,
+  leaseMs: config.leaseMs,
+  backoffBaseMs: 5,
+  backoffCapMs: 50,
+});
+const randomInt = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1));
+
+if (config.mode === 'contend') {
+  // Start all workers' cycles together (process start-up times differ by seconds on a loaded machine).
+  const go = new Promise((resolve) => process.once('message', resolve));
+  await send({ type: 'ready' });
+  await go;
+  const intervals: HoldInterval[] = [];
+  for (let i = 0; i < (config.cycles ?? 10); i++) {
+    const k = randomInt(1, config.maxK ?? 1);
+    const lease = await semaphore.acquire(k, { min: randomInt(1, k), deadline: Date.now() + 20_000 });
+    const start = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, randomInt(0, config.maxHoldMs ?? 5)));
+    const end = Date.now();
+    if (end >= lease.expiresAt) throw new Error('held past the lease; the test would not be meaningful');
+    await lease.release();
+    intervals.push({ start, end, permits: lease.permits });
+  }
+  await send({ type: 'intervals', intervals });
+  process.exit(0);
+} else {
+  const lease = await semaphore.acquire(config.k ?? 1);
+  await send({ type: 'held', fence: lease.fence, permits: lease.permits, expiresAt: lease.expiresAt });
+  process.on('message', async (command: 'release' | 'extend') => {
+    if (command === 'release') {
+      await lease.release();
+      await send({ type: 'released' });
+      process.exit(0);
+    }
+    try {
+      await lease.extend(config.leaseMs);
+      await send({ type: 'extended' });
+    } catch (err) {
+      await send({ type: 'extendFailed', errorName: (err as Error).name });
+    }
+  });
+}

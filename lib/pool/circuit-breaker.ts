@@ -1,0 +1,122 @@
+import type { CircuitBreakerOptions } from './options.js';
+import { POOL_DEFAULTS } from './options.js';
+
+export type CircuitState = 'closed' | 'open' | 'halfOpen';
+
+/** What the breaker says about starting one attempt now. */
+export type Admission = 'run' | 'probe' | 'reject' | 'wait';
+
+/**
+ * Closed -> open when, over the last `windowSize` attempts (at least `minimumRequests` of them), the
+ * failure ratio reaches `threshold`. Open rejects at once; after `timeout` ms it half-opens and admits
+ * `halfOpenRequests` probes: one probe failure re-opens, all succeeding closes (with a fresh window).
+ * Outcomes sit in a fixed ring, so memory is constant.
+ */
+export class CircuitBreaker {
+  readonly #threshold: number;
+  readonly #minimumRequests: number;
+  readonly #timeout: number;
+  readonly #halfOpenRequests: number;
+  readonly #ring: Uint8Array;
+  readonly #onChange: (state: CircuitState) => void;
+  #next = 0;
+  #recorded = 0;
+  #failures = 0;
+  #state: CircuitState = 'closed';
+  #openedAt = 0;
+  #probesStarted = 0;
+  #probesSucceeded = 0;
+
+  constructor(options: CircuitBreakerOptions, onChange: (state: CircuitState) => void) {
+    const defaults = POOL_DEFAULTS.circuitBreaker;
+    this.#threshold = options.threshold ?? defaults.threshold;
+    this.#minimumRequests = Math.max(1, options.minimumRequests ?? defaults.minimumRequests);
+    this.#timeout = options.timeout ?? defaults.timeout;
+    this.#halfOpenRequests = Math.max(1, options.halfOpenRequests ?? defaults.halfOpenRequests);
+    this.#ring = new Uint8Array(Math.max(options.windowSize ?? 100, this.#minimumRequests));
+    this.#onChange = onChange;
+    if (!(this.#threshold > 0 && this.#threshold <= 1)) {
+      throw new RangeError(`circuitBreaker.threshold must be in (0, 1], got ${this.#threshold}`);
+    }
+  }
+
+  get state(): CircuitState {
+    return this.#state;
+  }
+
+  /** Milliseconds until an open breaker half-opens (0 when not open). */
+  retryAfter(now: number): number {
+    return this.#state === 'open' ? Math.max(0, this.#openedAt + this.#timeout - now) : 0;
+  }
+
+  /** Whether new work is refused outright (open and not yet due to half-open). */
+  rejects(now: number): boolean {
+    return this.#state === 'open' && now < this.#openedAt + this.#timeout;
+  }
+
+  admit(now: number): Admission {
+    if (this.#state === 'closed') return 'run';
+    if (this.#state === 'open') {
+      if (now < this.#openedAt + this.#timeout) return 'reject';
+      this.#setState('halfOpen');
+      this.#probesStarted = 0;
+      this.#probesSucceeded = 0;
+    }
+    if (this.#probesStarted < this.#halfOpenRequests) {
+      this.#probesStarted += 1;
+      return 'probe';
+    }
+    return 'wait';
+  }
+
+  /** Gives back a probe that `admit` granted but that could not start after all. */
+  cancelProbe(): void {
+    if (this.#state === 'halfOpen' && this.#probesStarted > 0) this.#probesStarted -= 1;
+  }
+
+  /** Records one finished attempt. `probe` is whether `admit` returned 'probe' for it. */
+  record(failed: boolean, probe: boolean, now: number): void {
+    if (probe) {
+      if (this.#state !== 'halfOpen') return;
+      if (failed) {
+        this.#open(now);
+        return;
+      }
+      this.#probesSucceeded += 1;
+      if (this.#probesSucceeded >= this.#halfOpenRequests) {
+        this.#resetWindow();
+        this.#setState('closed');
+      }
+      return;
+    }
+    if (this.#state !== 'closed') return;
+    const ring = this.#ring;
+    if (this.#recorded === ring.length) this.#failures -= ring[this.#next]!;
+    else this.#recorded += 1;
+    ring[this.#next] = failed ? 1 : 0;
+    this.#failures += failed ? 1 : 0;
+    this.#next = (this.#next + 1) % ring.length;
+    if (this.#recorded >= this.#minimumRequests && this.#failures / this.#recorded >= this.#threshold) {
+      this.#open(now);
+    }
+  }
+
+  #open(now: number): void {
+    this.#openedAt = now;
+    this.#resetWindow();
+    this.#setState('open');
+  }
+
+  #resetWindow(): void {
+    this.#ring.fill(0);
+    this.#next = 0;
+    this.#recorded = 0;
+    this.#failures = 0;
+  }
+
+  #setState(state: CircuitState): void {
+    if (this.#state === state) return;
+    this.#state = state;
+    this.#onChange(state);
+  }
+}

@@ -1,0 +1,186 @@
+import { Ajv } from 'ajv';
+import { isValidResource } from '../db/keys.js';
+import { ConfigError } from './errors.js';
+
+/** A resource's JSON Schema (`{}` accepts any object). */
+export type ResourceSchema = Readonly<Record<string, unknown>>;
+
+/** The environment the handler and the local runner read, parsed once at cold start. */
+export interface IngestConfig {
+  /** `BUCKET_NAME` (required): the bucket holding every tenant's records. */
+  readonly bucketName: string;
+  /** `DLQ_URL` (required): where permanently invalid messages go, with their reason. */
+  readonly dlqUrl: string;
+  /**
+   * `SEMAPHORE_TABLE` (optional): the DynamoDB table of the distributed semaphore. Unset: no distributed
+   * semaphore; each invocation only bounds itself (`POOL_CONCURRENCY`), so concurrent invocations can
+   * together exceed `S3_PREFIX_WRITE_RATE` and meet S3 SlowDown, which the pools then retry.
+   */
+  readonly semaphoreTable?: string;
+  /** `RESOURCES` (required): JSON object, resource name -> JSON Schema. A null-prototype map. */
+  readonly resources: Readonly<Record<string, ResourceSchema>>;
+  /** `POOL_CONCURRENCY`: in-flight S3 writes per invocation, split over tenants. Default 64, int >= 1. */
+  readonly poolConcurrency: number;
+  /** `S3_PREFIX_WRITE_RATE`: S3 PUT/DELETE per second one prefix sustains. Default 3500, int >= 1. */
+  readonly s3PrefixWriteRate: number;
+  /** `AWS_REGION`, when set; otherwise the SDK's own resolution applies. */
+  readonly region?: string;
+  /**
+   * Endpoint overrides, the SDK's conventions: `AWS_ENDPOINT_URL_S3` / `_SQS` / `_DYNAMODB` win over
+   * `AWS_ENDPOINT_URL`; `AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true` ignores them all. Undefined: default.
+   */
+  readonly endpoints: {
+    readonly s3?: string;
+    readonly sqs?: string;
+    readonly dynamodb?: string;
+  };
+  /** True when an S3 endpoint override is set (emulators and most S3-compatible stores need path style). */
+  readonly s3ForcePathStyle: boolean;
+  /** `DEADLINE_MARGIN_MS`: stop starting writes when less time than this remains. Default 5000, >= WRITE_TIMEOUT_MS. */
+  readonly deadlineMarginMs: number;
+  /** `WRITE_TIMEOUT_MS`: one S3 write attempt's timeout. Default 3000, int >= 1. */
+  readonly writeTimeoutMs: number;
+  /** `WRITE_RETRIES`: retries of a retryable write failure (SlowDown, 5xx, timeout). Default 3, int >= 0. */
+  readonly writeRetries: number;
+  /** `SEMAPHORE_LEASE_MARGIN_MS`: leases end at the invocation deadline plus this. Default 10000, int >= 0. */
+  readonly semaphoreLeaseMarginMs: number;
+  /** `TENANT_CACHE_SIZE`: per-tenant Databases kept warm across invocations (LRU). Default 100, int >= 1. */
+  readonly tenantCacheSize: number;
+}
+
+/** Defaults of the optional keys, exported so docs and tests cannot drift from the code. */
+export const CONFIG_DEFAULTS = {
+  POOL_CONCURRENCY: 64,
+  S3_PREFIX_WRITE_RATE: 3500,
+  DEADLINE_MARGIN_MS: 5000,
+  WRITE_TIMEOUT_MS: 3000,
+  WRITE_RETRIES: 3,
+  SEMAPHORE_LEASE_MARGIN_MS: 10_000,
+  TENANT_CACHE_SIZE: 100,
+} as const;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Unset and blank are the same: CDK and shells often pass `''` for "not configured". */
+function optional(env: Env, key: string): string | undefined {
+  const value = env[key]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function required(env: Env, key: string): string {
+  const value = optional(env, key);
+  if (value === undefined) throw new ConfigError(key, 'required');
+  return value;
+}
+
+function integer(env: Env, key: keyof typeof CONFIG_DEFAULTS, min: number): number {
+  const text = optional(env, key);
+  if (text === undefined) return CONFIG_DEFAULTS[key];
+  if (!/^\d+$/.test(text))
+    throw new ConfigError(key, `expected an integer >= ${min}, got ${JSON.stringify(text)}`);
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new ConfigError(key, `expected an integer >= ${min}, got ${text}`);
+  }
+  return value;
+}
+
+function endpoint(env: Env, key: string): string | undefined {
+  const value = optional(env, key);
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(key, `expected an http(s) URL, got ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(key, `expected an http(s) URL, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function resources(env: Env): Record<string, ResourceSchema> {
+  const text = required(env, 'RESOURCES');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (cause) {
+    throw new ConfigError('RESOURCES', `not JSON (${(cause as Error).message})`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError('RESOURCES', 'expected a JSON object: resource name -> JSON Schema');
+  }
+  const names = Object.keys(parsed);
+  if (names.length === 0)
+    throw new ConfigError('RESOURCES', 'declares no resource: every message would fail');
+  // Meta-schema check only (cheap): the Database compiles the schemas it uses.
+  const ajv = new Ajv({ strict: false });
+  const out: Record<string, ResourceSchema> = Object.create(null);
+  for (const name of names) {
+    if (!isValidResource(name)) {
+      throw new ConfigError(
+        'RESOURCES',
+        `resource name ${JSON.stringify(name)} must match ^[a-z0-9][a-z0-9_-]{0,62}$`,
+      );
+    }
+    const schema = (parsed as Record<string, unknown>)[name];
+    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+      throw new ConfigError('RESOURCES', `${name}: expected a JSON Schema object ({} for schemaless)`);
+    }
+    if (!ajv.validateSchema(schema)) {
+      throw new ConfigError('RESOURCES', `${name}: invalid JSON Schema (${ajv.errorsText(ajv.errors)})`);
+    }
+    out[name] = schema as ResourceSchema;
+  }
+  return out;
+}
+
+/**
+ * Parses the ingestion settings from a `process.env`-shaped object, once, at cold start. Throws
+ * `ConfigError` naming the first bad key. Blank values count as unset.
+ */
+export function loadConfig(env: Env): IngestConfig {
+  const bucketName = required(env, 'BUCKET_NAME');
+  const dlqUrl = required(env, 'DLQ_URL');
+  endpoint(env, 'DLQ_URL');
+  const semaphoreTable = optional(env, 'SEMAPHORE_TABLE');
+  const resourceMap = resources(env);
+  const region = optional(env, 'AWS_REGION');
+
+  const ignoreEndpoints = optional(env, 'AWS_IGNORE_CONFIGURED_ENDPOINT_URLS')?.toLowerCase() === 'true';
+  const shared = ignoreEndpoints ? undefined : endpoint(env, 'AWS_ENDPOINT_URL');
+  const perService = (key: string) => (ignoreEndpoints ? undefined : (endpoint(env, key) ?? shared));
+  const endpoints = {
+    s3: perService('AWS_ENDPOINT_URL_S3'),
+    sqs: perService('AWS_ENDPOINT_URL_SQS'),
+    dynamodb: perService('AWS_ENDPOINT_URL_DYNAMODB'),
+  };
+
+  const writeTimeoutMs = integer(env, 'WRITE_TIMEOUT_MS', 1);
+  const deadlineMarginMs = integer(env, 'DEADLINE_MARGIN_MS', 0);
+  if (deadlineMarginMs < writeTimeoutMs) {
+    // A write started just before the margin could otherwise outlive the invocation and be cut mid-flight.
+    throw new ConfigError(
+      'DEADLINE_MARGIN_MS',
+      `must be >= WRITE_TIMEOUT_MS (${writeTimeoutMs}), got ${deadlineMarginMs}`,
+    );
+  }
+
+  return {
+    bucketName,
+    dlqUrl,
+    ...(semaphoreTable === undefined ? {} : { semaphoreTable }),
+    resources: resourceMap,
+    poolConcurrency: integer(env, 'POOL_CONCURRENCY', 1),
+    s3PrefixWriteRate: integer(env, 'S3_PREFIX_WRITE_RATE', 1),
+    ...(region === undefined ? {} : { region }),
+    endpoints,
+    s3ForcePathStyle: endpoints.s3 !== undefined,
+    deadlineMarginMs,
+    writeTimeoutMs,
+    writeRetries: integer(env, 'WRITE_RETRIES', 0),
+    semaphoreLeaseMarginMs: integer(env, 'SEMAPHORE_LEASE_MARGIN_MS', 0),
+    tenantCacheSize: integer(env, 'TENANT_CACHE_SIZE', 1),
+  };
+}

@@ -1,0 +1,52 @@
+import { InvalidMessageError, preview } from '../errors.js';
+import { parseIngestMessage } from './parse.js';
+import type { IngestWrite, ProducerWrite, ResourceNames } from './types.js';
+
+export interface EncodeOptions {
+  /** Declared resources; when given, a write to another resource fails with `unknown-resource`. */
+  readonly resources?: ResourceNames;
+}
+
+export interface EncodedWrite {
+  /** The SQS message body (contract v1 JSON). */
+  readonly body: string;
+  /** UTF-8 size of `body`, what SQS counts against its limits. */
+  readonly bytes: number;
+  /** The write exactly as the handler will parse it (an `insert` without id shows a placeholder id). */
+  readonly parsed: IngestWrite;
+}
+
+// Stands in for the SQS message id, which does not exist before sending; only used to derive a
+// placeholder id for inserts without `id` and `key`, never sent.
+const UNSENT_MESSAGE_ID = 'unsent';
+
+// SQS refuses bodies with U+FFFE / U+FFFF. JSON.stringify already escapes control characters and lone
+// surrogates, and these two can only occur inside JSON strings, where `\ufffe` means the same.
+const SQS_INVALID_CHARS = /[\ufffe\uffff]/g;
+
+/**
+ * Encodes a write as a contract v1 body and validates it with the very parser the handler uses, so the
+ * producer refuses exactly what the consumer would dead-letter. Throws `InvalidMessageError`.
+ */
+export function encodeWrite(write: ProducerWrite, options: EncodeOptions = {}): EncodedWrite {
+  if (typeof write !== 'object' || write === null || Array.isArray(write)) {
+    throw new InvalidMessageError('schema', `write: expected an object, got ${preview(write)}`);
+  }
+  let json: string;
+  try {
+    // Spread, so unknown fields reach the strict parser and are refused instead of silently dropped.
+    json = JSON.stringify({ v: 1, ...write });
+  } catch (cause) {
+    // BigInt, cycles, throwing toJSON: not representable in a message.
+    const reason = (cause as Error).message.split('\n')[0];
+    throw new InvalidMessageError('schema', `data: not serializable as JSON (${reason})`, { cause });
+  }
+  const body = json.replace(SQS_INVALID_CHARS, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+  const parsed = parseIngestMessage(body, { messageId: UNSENT_MESSAGE_ID, resources: options.resources });
+  return { body, bytes: Buffer.byteLength(body, 'utf8'), parsed };
+}
+
+/** Throws `InvalidMessageError` unless `write` is a valid contract v1 write. Same rules as the handler. */
+export function validateWrite(write: ProducerWrite, options: EncodeOptions = {}): void {
+  encodeWrite(write, options);
+}

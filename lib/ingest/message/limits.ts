@@ -1,0 +1,85 @@
+/**
+ * Limits of message contract v1.
+ *
+ * `data` is capped at 256,000 bytes (decimal KB) of compact JSON rather than 262,144: the envelope around
+ * it (tenant, resource, id, key, ...) is at most ~600 bytes, so a message whose `data` passes always fits
+ * the SQS message size limit of 256 KiB, and the producer never accepts a write SQS would refuse.
+ */
+export const MAX_DATA_BYTES = 256_000;
+/** `data` itself is level 1; each nested object or array adds one level. */
+export const MAX_DATA_DEPTH = 32;
+/** Bodies above SQS's own maximum (1 MiB) are refused before `JSON.parse` spends time on them. */
+export const MAX_BODY_BYTES = 1_048_576;
+/** Keys that could reach an object's prototype when a record is merged or copied. */
+export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+export const MIN_PRIORITY = 0;
+export const MAX_PRIORITY = 100;
+/** Priority of a message that sets none: the middle, so producers can rank writes above and below it. */
+export const DEFAULT_PRIORITY = 50;
+/**
+ * Idempotency keys: 1..128 printable ASCII characters (0x21..0x7e), the alphabet SQS accepts for FIFO
+ * deduplication ids, so keys are safe in logs, message attributes and ids derived from them.
+ */
+export const KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
+
+/** What one pass over a parsed JSON document found. */
+export interface JsonScan {
+  /** Path of the first refused key, e.g. `data.a.__proto__`. */
+  readonly forbiddenKeyPath?: string;
+  /** Path of the first number that is not finite (`1e400` parses to Infinity and would serialize as null). */
+  readonly nonFinitePath?: string;
+  /** Deepest container level below the root: the root's children are level 1. */
+  readonly maxLevel: number;
+}
+
+interface Frame {
+  readonly value: unknown;
+  readonly level: number;
+  readonly parent: Frame | undefined;
+  readonly key: string;
+}
+
+function pathOf(frame: Frame): string {
+  const parts: string[] = [];
+  for (let f: Frame | undefined = frame; f?.parent !== undefined; f = f.parent) parts.push(f.key);
+  return parts.reverse().join('.');
+}
+
+/**
+ * Walks a `JSON.parse` result iteratively (no recursion, so hostile nesting cannot overflow the stack).
+ * `JSON.parse` turns a `"__proto__"` member into an own property, which `Object.keys` reports: that is
+ * what is detected here, before any code copies or merges the object.
+ */
+export function scanJson(root: unknown): JsonScan {
+  let nonFinitePath: string | undefined;
+  let maxLevel = 0;
+  const stack: Frame[] = [{ value: root, level: 0, parent: undefined, key: '' }];
+  for (let frame = stack.pop(); frame !== undefined; frame = stack.pop()) {
+    const { value, level } = frame;
+    if (typeof value === 'number') {
+      if (nonFinitePath === undefined && !Number.isFinite(value)) nonFinitePath = pathOf(frame);
+      continue;
+    }
+    if (typeof value !== 'object' || value === null) continue;
+    if (level > maxLevel) maxLevel = level;
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) {
+        stack.push({ value: value[i], level: level + 1, parent: frame, key: String(i) });
+      }
+      continue;
+    }
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record);
+    const refused = keys.find((key) => FORBIDDEN_KEYS.has(key));
+    if (refused !== undefined) {
+      // One refused key condemns the whole message: stop here (a deterministic, not exhaustive, report).
+      const forbiddenKeyPath = pathOf({ value: undefined, level: level + 1, parent: frame, key: refused });
+      return { forbiddenKeyPath, nonFinitePath, maxLevel };
+    }
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const key = keys[i]!;
+      stack.push({ value: record[key], level: level + 1, parent: frame, key });
+    }
+  }
+  return { nonFinitePath, maxLevel };
+}

@@ -1,0 +1,156 @@
+import * as z from 'zod';
+import { isValidId, isValidResource, isValidTenant } from '../../db/keys.js';
+import { InvalidMessageError, type InvalidMessageReason, preview } from '../errors.js';
+import { deriveInsertId } from './derive-id.js';
+import {
+  DEFAULT_PRIORITY,
+  KEY_PATTERN,
+  MAX_BODY_BYTES,
+  MAX_DATA_BYTES,
+  MAX_DATA_DEPTH,
+  MAX_PRIORITY,
+  MIN_PRIORITY,
+  scanJson,
+} from './limits.js';
+import { type IngestWrite, type JsonObject, type ResourceNames, WRITE_OPS } from './types.js';
+
+/** What the SQS record adds to its body. */
+export interface MessageMeta {
+  /** The SQS `messageId`: derives the id of an `insert` that has neither `id` nor `key`. Non-empty. */
+  readonly messageId: string;
+  /**
+   * The declared resources (`config.resources`, or a set of names). A write to another resource fails with
+   * `unknown-resource`. Omitted: any well-formed resource name passes.
+   */
+  readonly resources?: ResourceNames;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+// Shape only; the limits zod cannot express (depth, size, refused keys) are checked by hand.
+const envelopeSchema = z.strictObject({
+  v: z.literal(1),
+  tenant: z.string().refine(isValidTenant, 'must match ^[a-z0-9][a-z0-9_-]{0,62}$'),
+  resource: z.string().refine(isValidResource, 'must match ^[a-z0-9][a-z0-9_-]{0,62}$'),
+  op: z.enum(WRITE_OPS),
+  id: z.string().refine(isValidId, 'must match ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$ without ".."').optional(),
+  data: z.custom<JsonObject>(isPlainObject, 'must be a JSON object').optional(),
+  priority: z.int().min(MIN_PRIORITY).max(MAX_PRIORITY).optional(),
+  key: z.string().regex(KEY_PATTERN, 'must be 1..128 printable ASCII characters').optional(),
+});
+
+const REQUIRED_FIELDS = new Set(['v', 'tenant', 'resource', 'op']);
+/** When several fields are wrong, the first in this order is reported, so a message has one stable reason. */
+const FIELD_REASONS: ReadonlyArray<readonly [string, InvalidMessageReason]> = [
+  ['op', 'invalid-op'],
+  ['tenant', 'invalid-tenant'],
+  ['resource', 'invalid-resource'],
+  ['id', 'invalid-id'],
+  ['key', 'invalid-key'],
+  ['priority', 'invalid-priority'],
+  ['data', 'schema'],
+];
+
+function shapeError(raw: Record<string, unknown>, issues: readonly z.core.$ZodIssue[]): InvalidMessageError {
+  for (const field of REQUIRED_FIELDS) {
+    if (raw[field] === undefined) return new InvalidMessageError('schema', `${field}: required`);
+  }
+  for (const [field, reason] of FIELD_REASONS) {
+    const issue = issues.find((i) => i.path[0] === field);
+    if (issue !== undefined) {
+      return new InvalidMessageError(reason, `${field}: ${issue.message}, got ${preview(raw[field])}`);
+    }
+  }
+  const unknown = issues.find((i) => i.code === 'unrecognized_keys');
+  if (unknown !== undefined && unknown.code === 'unrecognized_keys') {
+    const names = unknown.keys.slice(0, 5).map((k) => preview(k));
+    return new InvalidMessageError('schema', `unknown field(s) ${names.join(', ')}`);
+  }
+  const first = issues[0];
+  return new InvalidMessageError('schema', `${first?.path.join('.') ?? ''}: ${first?.message ?? 'invalid'}`);
+}
+
+function isDeclared(resources: ResourceNames, name: string): boolean {
+  // Object.hasOwn, not `in`: a resource named `constructor` must not be found on Object.prototype.
+  return resources instanceof Set ? resources.has(name) : Object.hasOwn(resources, name);
+}
+
+/**
+ * Parses and validates one SQS message body against contract v1 (see lib/ingest/README.md).
+ * Returns the write to apply; throws `InvalidMessageError` (a permanent failure, with `reason` and a
+ * `detail` naming the field) for anything else. Never throws any other error for any body.
+ */
+export function parseIngestMessage(body: string, meta: MessageMeta): IngestWrite {
+  if (typeof meta.messageId !== 'string' || meta.messageId === '') {
+    throw new TypeError('parseIngestMessage: meta.messageId must be a non-empty string');
+  }
+  if (typeof body !== 'string') throw new InvalidMessageError('schema', `body: expected a string`);
+  // UTF-16 length is a cheap lower bound of the byte length; only count bytes when it matters.
+  if (body.length > MAX_BODY_BYTES / 3 && Buffer.byteLength(body, 'utf8') > MAX_BODY_BYTES) {
+    throw new InvalidMessageError('too-large', `body: more than ${MAX_BODY_BYTES} bytes`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(body);
+  } catch (cause) {
+    throw new InvalidMessageError('invalid-json', `body: ${(cause as Error).message}`, { cause });
+  }
+  if (!isPlainObject(raw))
+    throw new InvalidMessageError('schema', `body: expected a JSON object, got ${preview(raw)}`);
+
+  const scan = scanJson(raw);
+  if (scan.forbiddenKeyPath !== undefined) {
+    throw new InvalidMessageError('forbidden-key', `${scan.forbiddenKeyPath}: refused key`);
+  }
+  if (raw.v !== undefined && raw.v !== 1) {
+    throw new InvalidMessageError('unsupported-version', `v: only 1 is supported, got ${preview(raw.v)}`);
+  }
+  const parsed = envelopeSchema.safeParse(raw);
+  if (!parsed.success) throw shapeError(raw, parsed.error.issues);
+  const message = parsed.data;
+
+  if (meta.resources !== undefined && !isDeclared(meta.resources, message.resource)) {
+    throw new InvalidMessageError(
+      'unknown-resource',
+      `resource: ${preview(message.resource)} is not declared`,
+    );
+  }
+  if (message.op !== 'insert' && message.id === undefined) {
+    throw new InvalidMessageError('missing-id', `id: required for ${message.op}`);
+  }
+  if (message.op === 'delete') {
+    if (message.data !== undefined) throw new InvalidMessageError('schema', 'data: not allowed for delete');
+  } else {
+    if (message.data === undefined)
+      throw new InvalidMessageError('missing-data', `data: required for ${message.op}`);
+    checkDataLimits(message.data, scan.maxLevel, scan.nonFinitePath);
+  }
+
+  const base = {
+    tenant: message.tenant,
+    resource: message.resource,
+    priority: message.priority ?? DEFAULT_PRIORITY,
+    messageId: meta.messageId,
+    ...(message.key === undefined ? {} : { key: message.key }),
+  };
+  const id = message.id ?? deriveInsertId({ key: message.key, messageId: meta.messageId });
+  const idSource = message.id !== undefined ? 'message' : message.key !== undefined ? 'key' : 'message-id';
+  // Envelope fields are primitives once the schema passed, so every container the scan saw is in `data`.
+  if (message.op === 'delete') return { ...base, op: 'delete', id, idSource };
+  return { ...base, op: message.op, id, idSource, data: message.data! };
+}
+
+function checkDataLimits(data: JsonObject, dataLevels: number, nonFinitePath: string | undefined): void {
+  if (dataLevels > MAX_DATA_DEPTH) {
+    throw new InvalidMessageError('too-deep', `data: nested ${dataLevels} levels, at most ${MAX_DATA_DEPTH}`);
+  }
+  if (nonFinitePath !== undefined) {
+    throw new InvalidMessageError('schema', `${nonFinitePath}: number out of range`);
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(data), 'utf8');
+  if (bytes > MAX_DATA_BYTES) {
+    throw new InvalidMessageError('too-large', `data: ${bytes} bytes serialized, at most ${MAX_DATA_BYTES}`);
+  }
+}

@@ -56,23 +56,26 @@ export class MemorySemaphore implements Semaphore {
     return this.limit - this.used;
   }
 
-  acquire(k: number, options: AcquireOptions = {}): Promise<Lease> {
+  async acquire(k: number, options: AcquireOptions = {}): Promise<Lease> {
     const min = checkPermitRequest(this.name, this.limit, k, options);
     const leaseMs = options.leaseMs ?? this.leaseMs;
     const { deadline, signal } = options;
-    try {
-      throwIfAborted(signal);
-    } catch (reason) {
-      return Promise.reject(reason);
-    }
+    throwIfAborted(signal);
     this.reclaimExpired();
     const free = this.limit - this.used;
-    if (this.waiters.length === 0 && free >= min)
-      return Promise.resolve(this.grant(Math.min(k, free), leaseMs));
-    if (deadline !== undefined && deadline <= this.now()) {
-      return Promise.reject(new SemaphoreTimeoutError(this.name, min, deadline));
-    }
+    if (this.waiters.length === 0 && free >= min) return this.grant(Math.min(k, free), leaseMs);
+    if (deadline !== undefined && deadline <= this.now())
+      throw new SemaphoreTimeoutError(this.name, min, deadline);
+    return this.wait(k, min, leaseMs, deadline, signal);
+  }
 
+  private wait(
+    k: number,
+    min: number,
+    leaseMs: number,
+    deadline: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Lease> {
     return new Promise<Lease>((resolve, reject) => {
       let deadlineTimer: ReturnType<typeof setTimeout> | undefined;
       const leave = () => {

@@ -1,0 +1,42 @@
+export interface Deferred<T> {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (error: unknown) => void;
+}
+
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Lets pending promise reactions run (a bounded number of microtask turns; no timers involved). */
+export async function flush(turns = 20): Promise<void> {
+  for (let i = 0; i < turns; i++) await Promise.resolve();
+}
+
+/** Settles to 'pending' if `promise` has not settled after the queued microtasks ran. */
+export async function stateOf(promise: Promise<unknown>): Promise<'pending' | 'fulfilled' | 'rejected'> {
+  let state: 'pending' | 'fulfilled' | 'rejected' = 'pending';
+  promise.then(
+    () => {
+      state = 'fulfilled';
+    },
+    () => {
+      state = 'rejected';
+    },
+  );
+  await flush();
+  return state;
+}
+
+export function awsError(name: string, status?: number): Error {
+  const error = new Error(name) as Error & { $metadata?: { httpStatusCode: number } };
+  error.name = name;
+  if (status !== undefined) error.$metadata = { httpStatusCode: status };
+  return error;
+}

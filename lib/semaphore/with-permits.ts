@@ -8,10 +8,11 @@ export interface ConcurrencyTarget {
   /** Caps the work in flight at `n`. */
   setConcurrency(n: number): void;
   /**
-   * Resolves when nothing is in flight, including timed-out attempts whose aborted work has not returned.
-   * When present it is awaited before the permits are released, so no operation outlives its permit.
+   * Resolves when nothing is queued or in flight, including timed-out attempts whose aborted work has not
+   * returned (`ExecutorPool.drain`). When present it is awaited before the permits are released, so no
+   * operation outlives its permit.
    */
-  onIdle?(): Promise<void>;
+  drain?(): Promise<void>;
 }
 
 export interface PermitRequest extends AcquireOptions {
@@ -38,7 +39,7 @@ export async function withPermits<T>(
     return await run(lease);
   } finally {
     try {
-      await target.onIdle?.();
+      await target.drain?.();
     } finally {
       await lease.release();
     }

@@ -65,6 +65,37 @@ describe('DynamoSemaphore across worker processes (dynalite)', () => {
     expect(shards.flatMap((s) => Object.keys(s.holders))).toEqual([]);
   });
 
+  it('two processes whose ExecutorPools are sized by leases never run more than `limit` tasks combined', async () => {
+    const name = `pool-${randomUUID().slice(0, 8)}`;
+    const limit = 4;
+    const workers = Array.from({ length: 2 }, () =>
+      spawnWorker({
+        endpoint,
+        tableName,
+        name,
+        limit,
+        shards: 2,
+        leaseMs: 30_000,
+        mode: 'pool',
+        invocations: 8,
+        want: 3,
+        tasksPerInvocation: 12,
+        maxHoldMs: 4,
+      }),
+    );
+    await Promise.all(workers.map((w) => w.next('ready')));
+    for (const w of workers) w.process.send('go');
+    const reports = await Promise.all(workers.map((w) => w.next('intervals')));
+    const tasks = reports.flatMap((r) => r.intervals);
+    expect(tasks).toHaveLength(2 * 8 * 12);
+    // Within each process the pool never ran more tasks than its lease held.
+    for (const r of reports) expect(r.poolPeakOverPermits).toBeLessThanOrEqual(0);
+    const { peak } = peakHeld(tasks);
+    expect(peak).toBeLessThanOrEqual(limit);
+    expect(peak).toBeGreaterThan(2);
+    expect(totalUsed(await storedShards(client, tableName, name))).toBe(0);
+  });
+
   it("makes a killed worker's permits acquirable within leaseMs + 1 s", async () => {
     const name = `crash-${randomUUID().slice(0, 8)}`;
     const leaseMs = 1_500;

@@ -120,3 +120,28 @@ export class DatabaseNotConnectedError extends S3IngestError {
     super('database is not connected: call connect() first');
   }
 }
+
+/** A resource's JSON Schema does not compile (unknown keyword, bad type, unknown format...). */
+export class InvalidSchemaError extends S3IngestError {
+  override readonly name = 'InvalidSchemaError';
+
+  constructor(
+    readonly resource: string,
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`schema of ${resource} is invalid: ${reason}`, options);
+  }
+}
+
+/** A stored object under a record key is not a JSON object (written by something else, or truncated). */
+export class CorruptRecordError extends S3IngestError {
+  override readonly name = 'CorruptRecordError';
+
+  constructor(
+    readonly key: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`object ${key} is not a JSON record`, options);
+  }
+}

@@ -1,5 +1,14 @@
 // Public API of the document store (re-exported from lib/index.ts).
 
+export type { ConnectionTarget } from './connection-string.js';
+export { parseConnectionString } from './connection-string.js';
+export type {
+  CreateResourceOptions,
+  DatabaseClient,
+  DatabaseClientOptions,
+  DatabaseOptions,
+} from './database.js';
+export { DATABASE_POOL_DEFAULTS, Database } from './database.js';
 export * from './errors.js';
 export {
   assertId,
@@ -19,3 +28,31 @@ export {
   TENANT_PATTERN,
   tenantPrefix,
 } from './keys.js';
+export type { BehaviourModel, MemoryObjectStoreOptions } from './memory-object-store.js';
+export { dropMemoryBucket, MemoryBucket, MemoryObjectStore, memoryBucket } from './memory-object-store.js';
+export type {
+  ListObjectsInput,
+  ListObjectsPage,
+  ObjectHead,
+  ObjectStore,
+  PutObjectInput,
+  StoreCallOptions,
+  StoredObject,
+} from './object-store.js';
+export { PreconditionFailedError } from './object-store.js';
+export type {
+  CallOptions,
+  Document,
+  InsertManyResult,
+  InsertOptions,
+  ListOptions,
+  ListPage,
+  PoolCallOptions,
+  RecordFields,
+  StoredRecord,
+} from './resource.js';
+export { Resource } from './resource.js';
+export type { CreateS3ClientOptions } from './s3-client.js';
+export { createS3Client } from './s3-client.js';
+export { S3ObjectStore } from './s3-object-store.js';
+export type { JsonSchema } from './schema.js';

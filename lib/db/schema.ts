@@ -1,0 +1,60 @@
+import { Ajv, type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
+import { InvalidSchemaError, ValidationError, type ValidationIssue } from './errors.js';
+
+/** A JSON Schema (draft-07 subset Ajv 8 supports by default) for one resource's records. */
+export type JsonSchema = AnySchemaObject;
+
+// ajv-formats is CommonJS with `exports.default`; under NodeNext the default import is the module object.
+const addFormats: FormatsPlugin =
+  (addFormatsModule as unknown as { default?: FormatsPlugin }).default ??
+  (addFormatsModule as unknown as FormatsPlugin);
+
+function pointerToField(pointer: string): string {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .join('.');
+}
+
+function issueOf(error: ErrorObject): ValidationIssue {
+  const params = error.params as { missingProperty?: string; additionalProperty?: string };
+  const child = params.missingProperty ?? params.additionalProperty;
+  const base = pointerToField(error.instancePath);
+  const field = child === undefined ? base : base === '' ? child : `${base}.${child}`;
+  return { instancePath: error.instancePath, field, message: error.message ?? 'is invalid' };
+}
+
+/**
+ * Compiles resource schemas once (Ajv 8, strict mode, standard formats) and validates records against
+ * them. Stops at the first violation: `allErrors` costs time and is a known amplification risk on
+ * untrusted input.
+ */
+export class SchemaRegistry {
+  readonly #ajv: Ajv;
+
+  constructor() {
+    this.#ajv = new Ajv({ strict: true, allErrors: false });
+    addFormats(this.#ajv);
+  }
+
+  /** Compiles `schema` for `resource`; throws `InvalidSchemaError` when it does not compile. */
+  compile(resource: string, schema: JsonSchema): (data: unknown) => void {
+    let validate: ValidateFunction;
+    try {
+      validate = this.#ajv.compile(schema);
+    } catch (err) {
+      throw new InvalidSchemaError(resource, err instanceof Error ? err.message : String(err), {
+        cause: err,
+      });
+    }
+    if ((schema as { $async?: unknown }).$async === true) {
+      throw new InvalidSchemaError(resource, '$async schemas are not supported');
+    }
+    return (data: unknown) => {
+      if (validate(data)) return;
+      throw new ValidationError(resource, (validate.errors ?? []).map(issueOf));
+    };
+  }
+}

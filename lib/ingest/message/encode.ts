@@ -24,6 +24,17 @@ const UNSENT_MESSAGE_ID = 'unsent';
 // surrogates, and these two can only occur inside JSON strings, where `\ufffe` means the same.
 const SQS_INVALID_CHARS = /[\ufffe\uffff]/g;
 
+// JSON.stringify would silently turn NaN and Infinity into null: inside `data`, a different record than
+// the caller's. (At the top level the null reaches the parser, which names the field, e.g. `priority`.)
+function nonFiniteRefuser(message: object) {
+  return function refuseNonFinite(this: unknown, key: string, value: unknown): unknown {
+    if (this !== message && typeof value === 'number' && !Number.isFinite(value)) {
+      throw new InvalidMessageError('schema', `data: ${JSON.stringify(key)}: number out of range (${value})`);
+    }
+    return value;
+  };
+}
+
 /**
  * Encodes a write as a contract v1 body and validates it with the very parser the handler uses, so the
  * producer refuses exactly what the consumer would dead-letter. Throws `InvalidMessageError`.
@@ -35,10 +46,16 @@ export function encodeWrite(write: ProducerWrite, options: EncodeOptions = {}): 
   let json: string;
   try {
     // Spread, so unknown fields reach the strict parser and are refused instead of silently dropped.
-    json = JSON.stringify({ v: 1, ...write });
+    const message = { v: 1, ...write };
+    json = JSON.stringify(message, nonFiniteRefuser(message));
   } catch (cause) {
-    // BigInt, cycles, throwing toJSON: not representable in a message.
-    const reason = (cause as Error).message.split('\n')[0];
+    if (cause instanceof InvalidMessageError) throw cause;
+    if (cause instanceof RangeError) {
+      // JSON.stringify recurses: only nesting far past the limit overflows the stack.
+      throw new InvalidMessageError('too-deep', 'data: nested too deep to serialize', { cause });
+    }
+    // BigInt, cycles, a throwing toJSON: not representable in a message.
+    const reason = (cause instanceof Error ? cause.message : String(cause)).split('\n')[0];
     throw new InvalidMessageError('schema', `data: not serializable as JSON (${reason})`, { cause });
   }
   const body = json.replace(SQS_INVALID_CHARS, (c) => `\\u${c.charCodeAt(0).toString(16)}`);

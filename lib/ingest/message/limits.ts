@@ -28,13 +28,10 @@ export interface JsonScan {
   readonly forbiddenKeyPath?: string;
   /** Path of the first number that is not finite (`1e400` parses to Infinity and would serialize as null). */
   readonly nonFinitePath?: string;
-  /** Deepest container level below the root: the root's children are level 1. */
-  readonly maxLevel: number;
 }
 
 interface Frame {
   readonly value: unknown;
-  readonly level: number;
   readonly parent: Frame | undefined;
   readonly key: string;
 }
@@ -46,25 +43,23 @@ function pathOf(frame: Frame): string {
 }
 
 /**
- * Walks a `JSON.parse` result iteratively (no recursion, so hostile nesting cannot overflow the stack).
+ * Walks a `JSON.parse` result iteratively (no recursion; depth is bounded earlier by `nestsDeeperThan`).
  * `JSON.parse` turns a `"__proto__"` member into an own property, which `Object.keys` reports: that is
  * what is detected here, before any code copies or merges the object.
  */
 export function scanJson(root: unknown): JsonScan {
   let nonFinitePath: string | undefined;
-  let maxLevel = 0;
-  const stack: Frame[] = [{ value: root, level: 0, parent: undefined, key: '' }];
+  const stack: Frame[] = [{ value: root, parent: undefined, key: '' }];
   for (let frame = stack.pop(); frame !== undefined; frame = stack.pop()) {
-    const { value, level } = frame;
+    const { value } = frame;
     if (typeof value === 'number') {
       if (nonFinitePath === undefined && !Number.isFinite(value)) nonFinitePath = pathOf(frame);
       continue;
     }
     if (typeof value !== 'object' || value === null) continue;
-    if (level > maxLevel) maxLevel = level;
     if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) {
-        stack.push({ value: value[i], level: level + 1, parent: frame, key: String(i) });
+        stack.push({ value: value[i], parent: frame, key: String(i) });
       }
       continue;
     }
@@ -73,13 +68,37 @@ export function scanJson(root: unknown): JsonScan {
     const refused = keys.find((key) => FORBIDDEN_KEYS.has(key));
     if (refused !== undefined) {
       // One refused key condemns the whole message: stop here (a deterministic, not exhaustive, report).
-      const forbiddenKeyPath = pathOf({ value: undefined, level: level + 1, parent: frame, key: refused });
-      return { forbiddenKeyPath, nonFinitePath, maxLevel };
+      const forbiddenKeyPath = pathOf({ value: undefined, parent: frame, key: refused });
+      return { forbiddenKeyPath, nonFinitePath };
     }
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i]!;
-      stack.push({ value: record[key], level: level + 1, parent: frame, key });
+      stack.push({ value: record[key], parent: frame, key });
     }
   }
-  return { nonFinitePath, maxLevel };
+  return { nonFinitePath };
+}
+
+/**
+ * True when brackets outside JSON strings nest deeper than `maxLevels` in `text`. Runs before `JSON.parse`
+ * because parsing half a million nested arrays costs about a second, against a few ms for this loop.
+ */
+export function nestsDeeperThan(text: string, maxLevels: number): boolean {
+  let level = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++level > maxLevels) return true;
+    } else if (c === 0x7d || c === 0x5d) {
+      level--;
+    }
+  }
+  return false;
 }

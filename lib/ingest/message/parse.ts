@@ -10,6 +10,7 @@ import {
   MAX_DATA_DEPTH,
   MAX_PRIORITY,
   MIN_PRIORITY,
+  nestsDeeperThan,
   scanJson,
 } from './limits.js';
 import { type IngestWrite, type JsonObject, type ResourceNames, WRITE_OPS } from './types.js';
@@ -91,6 +92,10 @@ export function parseIngestMessage(body: string, meta: MessageMeta): IngestWrite
   if (body.length > MAX_BODY_BYTES / 3 && Buffer.byteLength(body, 'utf8') > MAX_BODY_BYTES) {
     throw new InvalidMessageError('too-large', `body: more than ${MAX_BODY_BYTES} bytes`);
   }
+  // The envelope is level 1, so `data` at its 32-level limit puts the body at 33.
+  if (nestsDeeperThan(body, MAX_DATA_DEPTH + 1)) {
+    throw new InvalidMessageError('too-deep', `body: nested more than ${MAX_DATA_DEPTH + 1} levels`);
+  }
   let raw: unknown;
   try {
     raw = JSON.parse(body);
@@ -125,7 +130,7 @@ export function parseIngestMessage(body: string, meta: MessageMeta): IngestWrite
   } else {
     if (message.data === undefined)
       throw new InvalidMessageError('missing-data', `data: required for ${message.op}`);
-    checkDataLimits(message.data, scan.maxLevel, scan.nonFinitePath);
+    checkDataLimits(message.data, scan.nonFinitePath);
   }
 
   const base = {
@@ -137,15 +142,11 @@ export function parseIngestMessage(body: string, meta: MessageMeta): IngestWrite
   };
   const id = message.id ?? deriveInsertId({ key: message.key, messageId: meta.messageId });
   const idSource = message.id !== undefined ? 'message' : message.key !== undefined ? 'key' : 'message-id';
-  // Envelope fields are primitives once the schema passed, so every container the scan saw is in `data`.
   if (message.op === 'delete') return { ...base, op: 'delete', id, idSource };
   return { ...base, op: message.op, id, idSource, data: message.data! };
 }
 
-function checkDataLimits(data: JsonObject, dataLevels: number, nonFinitePath: string | undefined): void {
-  if (dataLevels > MAX_DATA_DEPTH) {
-    throw new InvalidMessageError('too-deep', `data: nested ${dataLevels} levels, at most ${MAX_DATA_DEPTH}`);
-  }
+function checkDataLimits(data: JsonObject, nonFinitePath: string | undefined): void {
   if (nonFinitePath !== undefined) {
     throw new InvalidMessageError('schema', `${nonFinitePath}: number out of range`);
   }

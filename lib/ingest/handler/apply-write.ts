@@ -1,0 +1,75 @@
+import { RecordExistsError, RecordNotFoundError, ValidationError } from '../../db/errors.js';
+import type { Document, Resource, StoredRecord } from '../../db/resource.js';
+import type { IngestWrite, JsonObject } from '../message/types.js';
+import { WRITTEN, type WriteOutcome } from './write-outcome.js';
+
+const SYSTEM_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'version']);
+
+/** Stable JSON of the user fields, so two deliveries of the same insert compare equal whatever key order. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value)
+      .filter((key) => !SYSTEM_FIELDS.has(key))
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function sameContent(stored: StoredRecord<Document>, data: JsonObject): boolean {
+  return canonical(stored) === canonical(data);
+}
+
+/**
+ * Applies one write through the tenant's pool and classifies the result. `signal` is the invocation's
+ * deadline: aborting it rejects the write whether it is queued or in flight.
+ *
+ * Idempotence under redelivery: an insert whose id was derived from the message (`key` or SQS message id)
+ * and that finds the object already there was applied by an earlier delivery, so it counts as written.
+ * An explicit-id insert that finds the same content also counts as written; different content is a
+ * permanent `record-exists`.
+ */
+export async function applyWrite(
+  resource: Resource<Document>,
+  write: IngestWrite,
+  signal: AbortSignal,
+): Promise<WriteOutcome> {
+  const call = { executorPool: { priority: write.priority, signal } };
+  try {
+    switch (write.op) {
+      case 'insert':
+        try {
+          await resource.insert(write.data as Document, { ...call, id: write.id });
+        } catch (err) {
+          if (!(err instanceof RecordExistsError)) throw err;
+          if (write.idSource !== 'message') return WRITTEN;
+          const stored = await resource.get(write.id, call);
+          if (sameContent(stored, write.data)) return WRITTEN;
+          return { kind: 'permanent', reason: 'record-exists', error: err };
+        }
+        return WRITTEN;
+      case 'upsert':
+        await resource.upsert(write.id, write.data as Document, call);
+        return WRITTEN;
+      case 'update':
+        await resource.update(write.id, write.data as Partial<Document>, call);
+        return WRITTEN;
+      case 'delete':
+        await resource.delete(write.id, call);
+        return WRITTEN;
+    }
+  } catch (err) {
+    return classifyFailure(err, signal);
+  }
+}
+
+/** Permanent only when retrying can never help; anything else is redelivered (nothing is lost). */
+export function classifyFailure(err: unknown, signal: AbortSignal): WriteOutcome {
+  if (err instanceof ValidationError) return { kind: 'permanent', reason: 'schema-violation', error: err };
+  if (err instanceof RecordNotFoundError)
+    return { kind: 'permanent', reason: 'record-not-found', error: err };
+  if (signal.aborted) return { kind: 'transient', cause: 'deadline', error: err };
+  return { kind: 'transient', cause: 'storage', error: err };
+}

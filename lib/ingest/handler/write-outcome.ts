@@ -1,0 +1,22 @@
+import type { DeadLetterReason } from './dead-letter-reason.js';
+
+/** What became of one write. */
+export type WriteOutcome =
+  /** Applied (or found already applied by an earlier delivery). */
+  | { readonly kind: 'written' }
+  /** Refused for good: goes to the DLQ with `reason`, never retried. */
+  | { readonly kind: 'permanent'; readonly reason: DeadLetterReason; readonly error: Error }
+  /**
+   * Not applied this time (throttling, timeouts, 5xx, deadline, no permits, an earlier write to the same
+   * record failed): reported in `batchItemFailures` so SQS redelivers it.
+   */
+  | { readonly kind: 'transient'; readonly cause: TransientCause; readonly error: unknown };
+
+export type TransientCause =
+  | 'storage'
+  | 'deadline'
+  | 'permits-unavailable'
+  | 'earlier-write-failed'
+  | 'dead-letter-failed';
+
+export const WRITTEN: WriteOutcome = { kind: 'written' };

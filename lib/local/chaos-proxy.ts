@@ -17,6 +17,8 @@ export interface ChaosProxy {
   /** `http://127.0.0.1:<port>`: point S3 clients here (path-style). */
   endpoint: string;
   model: S3BehaviourModel;
+  /** Requests held right now (waiting out their latency or stall); drops when their clients go away. */
+  heldRequests(): number;
   /** Closes the listener and every open connection, cancels stalls. Idempotent. */
   stop(): Promise<void>;
 }
@@ -184,5 +186,5 @@ export async function startChaosProxy(options: ChaosProxyOptions): Promise<Chaos
     return stopping;
   };
 
-  return { endpoint: `http://127.0.0.1:${port}`, model, stop };
+  return { endpoint: `http://127.0.0.1:${port}`, model, heldRequests: () => timers.size, stop };
 }

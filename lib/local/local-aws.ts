@@ -107,6 +107,8 @@ export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise
     // Reverse start order: the proxy goes before the emulator it forwards to.
     stopping ??= (async () => {
       for (const cleanup of cleanups.reverse()) await cleanup();
+      // Close callbacks run before libuv releases the handles; let it, so callers see a clean process.
+      await new Promise((resolve) => setImmediate(resolve));
     })();
     return stopping;
   };

@@ -78,6 +78,8 @@ export interface EventSourceRunnerStats {
   invocations: number;
   received: number;
   deleted: number;
+  /** Records received again (`ApproximateReceiveCount` > 1): SQS's retries. */
+  redelivered: number;
   /** Records not deleted: listed in `batchItemFailures` or part of a failed invocation. */
   failedItems: number;
   /** Invocations that failed as a whole (thrown error, timeout, invalid response). */
@@ -174,6 +176,7 @@ export class EventSourceRunner extends EventEmitter<EventSourceRunnerEvents> {
   readonly #stats: Omit<EventSourceRunnerStats, 'inFlight'> = {
     invocations: 0,
     received: 0,
+    redelivered: 0,
     deleted: 0,
     failedItems: 0,
     errors: 0,
@@ -320,6 +323,8 @@ export class EventSourceRunner extends EventEmitter<EventSourceRunnerEvents> {
           }
           batch.push(...received);
           this.#stats.received += received.length;
+          for (const m of received)
+            if (Number(m.Attributes?.ApproximateReceiveCount ?? 1) > 1) this.#stats.redelivered++;
           if (maximumBatchingWindowMs === 0) break;
         } else if (wait === 0) {
           const pause =

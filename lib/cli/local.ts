@@ -1,0 +1,280 @@
+import { parseArgs } from 'node:util';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { IngestConfig } from '../ingest/config.js';
+import { loadConfig } from '../ingest/config.js';
+import { Producer } from '../ingest/producer.js';
+import { DEMO_RESOURCES, generateDemoLoad } from '../local/demo-load.js';
+import { verifyDemo } from '../local/demo-verify.js';
+import { EventSourceRunner, type SqsBatchHandler } from '../local/event-source-runner.js';
+import { clientConfigFor, LOCAL_CREDENTIALS, LOCAL_REGION, startLocalAws } from '../local/local-aws.js';
+import { provisionLocal } from '../local/provision.js';
+import { type CliIo, EXIT } from './io.js';
+
+export const LOCAL_HELP = `Usage: s3-ingest local [options]   (npm start)
+
+Runs the whole pipeline in this process: embedded AWS (fauxqs for SQS + S3, dynalite for DynamoDB),
+provisioned like the deployed stack, the local SQS event-source runner invoking the real handler
+(createIngestHandler), and a seeded demo load. Then reads the bucket and the DLQ back and compares them
+with the load's expected final state.
+
+Options:
+  --tenants N          tenants in the demo load (default 5)
+  --messages N         messages in total, bad ones included (default 2000)
+  --bad-ratio R        share of bad messages, 0..1 (default 0.02)
+  --seed N             demo load seed (default 1)
+  --batch-size N       records per invocation, 1..10000 (default 10)
+  --concurrency N      concurrent invocations (default 4)
+  --chaos              put the S3 chaos proxy (throttling at 3,500 writes/s per prefix, latency, faults)
+                       in front of S3
+  --slowdown-rate N    with --chaos: writes per second per prefix before SlowDown (default 3500)
+  --json               print the summary as one JSON object on the last line of stdout
+  -h, --help           this help`;
+
+/** Invocation settings of the local run: short enough that retries of transient failures come back soon. */
+const FUNCTION_TIMEOUT_MS = 8_000;
+const VISIBILITY_TIMEOUT_S = 8;
+const MAX_RECEIVE_COUNT = 5;
+
+export interface LocalSummary {
+  sent: number;
+  written: number;
+  deletedAsExpected: number;
+  deadLettered: number;
+  deadLetteredByReason: Record<string, number>;
+  lost: number;
+  duplicated: number;
+  invocations: number;
+  /** Records SQS delivered again (transient failures, timeouts). */
+  retries: number;
+  /** S3 SlowDown answers of the chaos proxy (0 without --chaos). */
+  throttles: number;
+  invocationMs: { p50: number; p95: number; p99: number };
+  durationMs: number;
+  problems: string[];
+}
+
+type HandlerFactory = (config: IngestConfig) => SqsBatchHandler;
+
+/** The real handler; it lands in lib/ingest after this command, hence the dynamic import and the check. */
+async function loadHandlerFactory(): Promise<HandlerFactory | undefined> {
+  const ingest: Record<string, unknown> = await import('../ingest/index.js');
+  const factory = ingest.createIngestHandler;
+  return typeof factory === 'function' ? (factory as HandlerFactory) : undefined;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!);
+}
+
+function positiveInt(name: string, raw: string | undefined, fallback: number): number {
+  const value = raw === undefined ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < 0)
+    throw new Error(`--${name} must be a non-negative integer, got ${raw}`);
+  return value;
+}
+
+export async function localCommand(argv: string[], io: CliIo): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      tenants: { type: 'string' },
+      messages: { type: 'string' },
+      'bad-ratio': { type: 'string' },
+      seed: { type: 'string' },
+      'batch-size': { type: 'string' },
+      concurrency: { type: 'string' },
+      chaos: { type: 'boolean', default: false },
+      'slowdown-rate': { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    io.stdout.write(`${LOCAL_HELP}\n`);
+    return EXIT.ok;
+  }
+  let load: ReturnType<typeof generateDemoLoad>;
+  let batchSize: number;
+  let concurrency: number;
+  let slowdownRate: number;
+  try {
+    load = generateDemoLoad({
+      tenants: positiveInt('tenants', values.tenants, 5),
+      messages: positiveInt('messages', values.messages, 2000),
+      badRatio: values['bad-ratio'] === undefined ? 0.02 : Number(values['bad-ratio']),
+      seed: positiveInt('seed', values.seed, 1),
+    });
+    batchSize = positiveInt('batch-size', values['batch-size'], 10);
+    concurrency = positiveInt('concurrency', values.concurrency, 4);
+    slowdownRate = positiveInt('slowdown-rate', values['slowdown-rate'], 3500);
+  } catch (error) {
+    io.stderr.write(`s3-ingest local: ${(error as Error).message}\n`);
+    return EXIT.usage;
+  }
+  const createIngestHandler = await loadHandlerFactory();
+  if (createIngestHandler === undefined) {
+    io.stderr.write(
+      's3-ingest local: lib/ingest does not export createIngestHandler yet (the ingest handler has not landed)\n',
+    );
+    return EXIT.failure;
+  }
+
+  const started = performance.now();
+  const aws = await startLocalAws(
+    values.chaos ? { chaos: { writesPerSecond: slowdownRate, latency: { medianMs: 15, p99Ms: 80 } } } : {},
+  );
+  const admin = clientConfigFor(aws.emulatorEndpoints);
+  const sqs = new SQSClient(aws.clientConfig.sqs);
+  const s3Direct = new S3Client(admin.s3);
+  const progress = new Progress(io, load.messages);
+  try {
+    const resources = await provisionLocal({
+      clientConfig: admin,
+      maxReceiveCount: MAX_RECEIVE_COUNT,
+      visibilityTimeoutSeconds: VISIBILITY_TIMEOUT_S,
+    });
+    const env: Record<string, string> = {
+      BUCKET_NAME: resources.bucket,
+      DLQ_URL: resources.dlqUrl,
+      SEMAPHORE_TABLE: resources.tableName,
+      RESOURCES: JSON.stringify(DEMO_RESOURCES),
+      AWS_REGION: LOCAL_REGION,
+      AWS_ENDPOINT_URL_S3: aws.endpoints.s3,
+      AWS_ENDPOINT_URL_SQS: aws.endpoints.sqs,
+      AWS_ENDPOINT_URL_DYNAMODB: aws.endpoints.dynamodb,
+      DEADLINE_MARGIN_MS: '2000',
+      WRITE_TIMEOUT_MS: '2000',
+    };
+    // The handler's SDK clients resolve credentials from the process (the emulators accept any).
+    process.env.AWS_ACCESS_KEY_ID ??= LOCAL_CREDENTIALS.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY ??= LOCAL_CREDENTIALS.secretAccessKey;
+    const handler = createIngestHandler(loadConfig({ ...io.env, ...env }));
+    const durations: number[] = [];
+    const runner = new EventSourceRunner({
+      client: sqs,
+      queueUrl: resources.queueUrl,
+      handler,
+      batchSize,
+      maximumBatchingWindowMs: batchSize > 10 ? 500 : 0,
+      maxConcurrency: concurrency,
+      visibilityTimeoutSeconds: VISIBILITY_TIMEOUT_S,
+      functionTimeoutMs: FUNCTION_TIMEOUT_MS,
+      functionName: 's3-ingest-local',
+    });
+    runner.on('invocation', (result) => {
+      durations.push(result.durationMs);
+      progress.update(runner.stats);
+    });
+    await runner.start();
+    const producer = new Producer({ queueUrl: resources.queueUrl, client: sqs, resources: DEMO_RESOURCES });
+    let sent = 0;
+    for (const round of load.rounds) {
+      const results = await producer.sendMany(round.writes);
+      sent += results.filter((r) => r.error === undefined).length;
+      sent += await sendRaw(
+        sqs,
+        resources.queueUrl,
+        round.bad.map((b) => b.body),
+      );
+      // Standard queues do not order across batches: each round lands before the next one is sent.
+      await runner.waitForIdle({ timeoutMs: 300_000 });
+    }
+    const stats = await runner.stop();
+    progress.done(stats);
+    const verification = await verifyDemo({
+      s3: s3Direct,
+      sqs: new SQSClient(admin.sqs),
+      bucket: resources.bucket,
+      dlqUrl: resources.dlqUrl,
+      load,
+    });
+    durations.sort((a, b) => a - b);
+    const summary: LocalSummary = {
+      sent,
+      written: verification.written,
+      deletedAsExpected: verification.deletedAsExpected,
+      deadLettered: verification.deadLettered,
+      deadLetteredByReason: verification.deadLetteredByReason,
+      lost: verification.lost,
+      duplicated: verification.duplicated,
+      invocations: stats.invocations,
+      retries: stats.redelivered,
+      throttles: aws.chaos?.model.stats().total.throttled ?? 0,
+      invocationMs: {
+        p50: percentile(durations, 50),
+        p95: percentile(durations, 95),
+        p99: percentile(durations, 99),
+      },
+      durationMs: Math.round(performance.now() - started),
+      problems: verification.problems,
+    };
+    printSummary(io, summary);
+    if (values.json) io.stdout.write(`${JSON.stringify(summary)}\n`);
+    return summary.lost === 0 && summary.duplicated === 0 ? EXIT.ok : EXIT.failure;
+  } finally {
+    sqs.destroy();
+    s3Direct.destroy();
+    await aws.stop();
+  }
+}
+
+async function sendRaw(sqs: SQSClient, queueUrl: string, bodies: string[]): Promise<number> {
+  let sent = 0;
+  for (let i = 0; i < bodies.length; i += 10) {
+    const entries = bodies.slice(i, i + 10).map((MessageBody, j) => ({ Id: String(j), MessageBody }));
+    const res = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
+    sent += res.Successful?.length ?? 0;
+  }
+  return sent;
+}
+
+function printSummary(io: CliIo, s: LocalSummary): void {
+  const reasons = Object.entries(s.deadLetteredByReason)
+    .map(([reason, n]) => `${reason} ${n}`)
+    .join(', ');
+  const lines = [
+    `sent          ${s.sent}`,
+    `written       ${s.written} records (+${s.deletedAsExpected} deleted as expected)`,
+    `dead-lettered ${s.deadLettered}${reasons ? ` (${reasons})` : ''}`,
+    `lost          ${s.lost}`,
+    `duplicated    ${s.duplicated}`,
+    `invocations   ${s.invocations}, retries ${s.retries}, throttles ${s.throttles}`,
+    `invocation    p50 ${s.invocationMs.p50} ms, p95 ${s.invocationMs.p95} ms, p99 ${s.invocationMs.p99} ms`,
+    `duration      ${s.durationMs} ms`,
+    ...s.problems.map((p) => `  ${p}`),
+  ];
+  io.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** A bar redrawn in place on a TTY; otherwise a line at most every 2 s. */
+class Progress {
+  readonly #io: CliIo;
+  readonly #total: number;
+  #lastLine = 0;
+
+  constructor(io: CliIo, total: number) {
+    this.#io = io;
+    this.#total = Math.max(1, total);
+  }
+
+  update(stats: { deleted: number; failedItems: number; invocations: number }): void {
+    const ratio = Math.min(1, stats.deleted / this.#total);
+    const text = `${stats.deleted}/${this.#total} done, ${stats.failedItems} failed attempts, ${stats.invocations} invocations`;
+    if (this.#io.stderr.isTTY) {
+      const width = 30;
+      const filled = Math.round(ratio * width);
+      this.#io.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${text}`);
+    } else if (Date.now() - this.#lastLine >= 2_000) {
+      this.#lastLine = Date.now();
+      this.#io.stderr.write(`${text}\n`);
+    }
+  }
+
+  done(stats: { deleted: number; failedItems: number; invocations: number }): void {
+    this.#lastLine = 0;
+    this.update(stats);
+    if (this.#io.stderr.isTTY) this.#io.stderr.write('\n');
+  }
+}

@@ -1,4 +1,3 @@
-import { Ajv } from 'ajv';
 import { isValidResource } from '../db/keys.js';
 import { ConfigError } from './errors.js';
 
@@ -100,6 +99,21 @@ function endpoint(env: Env, key: string): string | undefined {
   return value;
 }
 
+const JSON_TYPES = new Set(['object', 'array', 'string', 'number', 'integer', 'boolean', 'null']);
+
+// A structural check only: compiling needs an Ajv instance (tens of ms of cold start per instance), and the
+// Database compiles each schema anyway, reporting `InvalidSchemaError`. This catches the common typo early.
+function checkSchemaType(resource: string, type: unknown): void {
+  const types = Array.isArray(type) ? type : type === undefined ? [] : [type];
+  const bad = types.find((t) => typeof t !== 'string' || !JSON_TYPES.has(t));
+  if (bad !== undefined || (Array.isArray(type) && type.length === 0)) {
+    throw new ConfigError(
+      'RESOURCES',
+      `${resource}: "type" must name JSON types, got ${JSON.stringify(type)}`,
+    );
+  }
+}
+
 function resources(env: Env): Record<string, ResourceSchema> {
   const text = required(env, 'RESOURCES');
   let parsed: unknown;
@@ -114,8 +128,6 @@ function resources(env: Env): Record<string, ResourceSchema> {
   const names = Object.keys(parsed);
   if (names.length === 0)
     throw new ConfigError('RESOURCES', 'declares no resource: every message would fail');
-  // Meta-schema check only (cheap): the Database compiles the schemas it uses.
-  const ajv = new Ajv({ strict: false });
   const out: Record<string, ResourceSchema> = Object.create(null);
   for (const name of names) {
     if (!isValidResource(name)) {
@@ -128,9 +140,7 @@ function resources(env: Env): Record<string, ResourceSchema> {
     if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
       throw new ConfigError('RESOURCES', `${name}: expected a JSON Schema object ({} for schemaless)`);
     }
-    if (!ajv.validateSchema(schema)) {
-      throw new ConfigError('RESOURCES', `${name}: invalid JSON Schema (${ajv.errorsText(ajv.errors)})`);
-    }
+    checkSchemaType(name, (schema as Record<string, unknown>).type);
     out[name] = schema as ResourceSchema;
   }
   return out;

@@ -19,6 +19,9 @@ const LOG_RETENTION_DAYS = [
   1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
 ] as const;
 
+// Lambda caps all environment variables together at 4 KB; leave room for the others.
+const MAX_RESOURCES_ENV_BYTES = 3072;
+
 // Same rule as the key builder in lib/db: resource names become S3 key segments.
 const resourceName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'must match ^[a-z0-9][a-z0-9_-]{0,62}$');
 const positiveInt = z.int().min(1);
@@ -84,6 +87,14 @@ const environmentSchema = z
         code: 'custom',
         path: ['maxBatchingWindowSeconds'],
         message: 'must be >= 1 when batchSize > 10 (SQS event source rule)',
+      });
+    }
+    const resourcesBytes = Buffer.byteLength(JSON.stringify(c.resources));
+    if (resourcesBytes > MAX_RESOURCES_ENV_BYTES) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['resources'],
+        message: `serializes to ${resourcesBytes} bytes; the RESOURCES variable must stay under ${MAX_RESOURCES_ENV_BYTES} (Lambda allows 4 KB of environment in total)`,
       });
     }
     if (c.retention.dlqDays <= c.retention.queueDays) {

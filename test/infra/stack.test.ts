@@ -1,0 +1,577 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Validations } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { Queue } from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { type BuiltApp, buildApp } from '../../infra/build-app.js';
+import { TENANT_KEY_PATTERN } from '../../infra/ingest-stack.js';
+import { INGEST_METRIC_NAMES, type IngestMetricName } from '../../infra/metric-names.js';
+import { cdkJsonContext } from './cdk-context.js';
+
+const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
+type EnvName = (typeof ENVIRONMENTS)[number];
+
+interface Built extends BuiltApp {
+  readonly template: Template;
+  readonly json: CfnTemplate;
+}
+interface CfnResource {
+  Type: string;
+  Properties?: Record<string, unknown>;
+  DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
+}
+interface CfnTemplate {
+  Resources: Record<string, CfnResource>;
+  Outputs?: Record<string, unknown>;
+}
+interface Statement {
+  Effect: 'Allow' | 'Deny';
+  Action: string | string[];
+  Resource: unknown;
+  Condition?: Record<string, Record<string, unknown>>;
+  Sid?: string;
+}
+
+/**
+ * The app as `cdk synth` builds it, minus two costs that say nothing about the template: esbuild bundling
+ * (about 3 s a stack on a loaded 2-core box, and the same for every environment; the 'function bundle'
+ * test below bundles for real) and the built-in CloudFormation schema validation (reports warnings only).
+ */
+function testApp(envName: EnvName, bundle = false): BuiltApp {
+  const context = cdkJsonContext();
+  return buildApp({
+    envName,
+    context: bundle ? context : { ...context, 'aws:cdk:bundling-stacks': [] },
+    builtinCloudFormationValidation: false,
+  });
+}
+
+// Build each environment once and share it across the file.
+const built = new Map<EnvName, Built>();
+beforeAll(() => {
+  for (const envName of ENVIRONMENTS) {
+    const app = testApp(envName);
+    const template = Template.fromStack(app.stack);
+    built.set(envName, { ...app, template, json: template.toJSON() as CfnTemplate });
+  }
+});
+
+function env(name: EnvName): Built {
+  const b = built.get(name);
+  if (b === undefined) throw new Error(`stack ${name} was not built`);
+  return b;
+}
+
+const asArray = <T>(v: T | T[]): T[] => (Array.isArray(v) ? v : [v]);
+
+function resourcesOfType(t: CfnTemplate, type: string): [string, CfnResource][] {
+  return Object.entries(t.Resources).filter(([, r]) => r.Type === type);
+}
+
+function only(t: CfnTemplate, type: string): [string, CfnResource] {
+  const found = resourcesOfType(t, type);
+  expect(found, type).toHaveLength(1);
+  return found[0]!;
+}
+
+function logicalId(b: Built, construct: { node: { defaultChild?: unknown } }): string {
+  return b.stack.getLogicalId(construct.node.defaultChild as Parameters<typeof b.stack.getLogicalId>[0]);
+}
+
+/** Every statement of every identity policy (AWS::IAM::Policy and role inline policies). */
+function identityStatements(t: CfnTemplate): Statement[] {
+  const docs: { Statement: Statement[] }[] = [];
+  for (const [, r] of resourcesOfType(t, 'AWS::IAM::Policy'))
+    docs.push(r.Properties?.PolicyDocument as never);
+  for (const [, r] of resourcesOfType(t, 'AWS::IAM::ManagedPolicy'))
+    docs.push(r.Properties?.PolicyDocument as never);
+  for (const [, r] of resourcesOfType(t, 'AWS::IAM::Role')) {
+    for (const p of (r.Properties?.Policies as { PolicyDocument: { Statement: Statement[] } }[]) ?? []) {
+      docs.push(p.PolicyDocument);
+    }
+  }
+  return docs.flatMap((d) => d.Statement);
+}
+
+/** The CloudFormation reference of a resource attribute as it appears in a policy. */
+const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
+
+/** The template with everything that changes with the handler's code (asset hashes) masked. */
+function maskedTemplate(t: CfnTemplate): unknown {
+  const text = JSON.stringify(t).replace(/[0-9a-f]{64}/g, '[asset-hash]');
+  return JSON.parse(text);
+}
+
+describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
+  const b = () => env(envName);
+  const cfg = () => b().environment.config;
+
+  it('has exactly one ingest function, queue pair, data + log bucket, table, topic, dashboard', () => {
+    const t = b().template;
+    t.resourceCountIs('AWS::Lambda::Function', 1);
+    t.resourceCountIs('AWS::SQS::Queue', 2);
+    t.resourceCountIs('AWS::S3::Bucket', 2);
+    t.resourceCountIs('AWS::DynamoDB::Table', 1);
+    t.resourceCountIs('AWS::SNS::Topic', 1);
+    t.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  });
+
+  describe('queues', () => {
+    it('encrypts both queues and redrives to a DLQ that keeps messages longer', () => {
+      const { json, stack } = b();
+      const queue = json.Resources[logicalId(b(), stack.queue)]!.Properties!;
+      const dlqId = logicalId(b(), stack.deadLetterQueue);
+      const dlq = json.Resources[dlqId]!.Properties!;
+      expect(queue.SqsManagedSseEnabled).toBe(true);
+      expect(dlq.SqsManagedSseEnabled).toBe(true);
+      const redrive = queue.RedrivePolicy as { deadLetterTargetArn: unknown; maxReceiveCount: number };
+      expect(redrive.deadLetterTargetArn).toEqual(getAtt(dlqId));
+      expect(redrive.maxReceiveCount).toBeGreaterThanOrEqual(5);
+      expect(redrive.maxReceiveCount).toBe(cfg().maxReceiveCount);
+      expect(dlq.MessageRetentionPeriod as number).toBeGreaterThan(queue.MessageRetentionPeriod as number);
+      expect(queue.MessageRetentionPeriod).toBe(cfg().retention.queueDays * 86_400);
+    });
+
+    it('sets visibility timeout >= 6x the function timeout plus the batching window', () => {
+      const { json, stack } = b();
+      const [, fn] = only(json, 'AWS::Lambda::Function');
+      const [, esm] = only(json, 'AWS::Lambda::EventSourceMapping');
+      const queue = json.Resources[logicalId(b(), stack.queue)]!.Properties!;
+      const timeout = fn.Properties!.Timeout as number;
+      const window = (esm.Properties!.MaximumBatchingWindowInSeconds as number | undefined) ?? 0;
+      expect(queue.VisibilityTimeout as number).toBeGreaterThanOrEqual(6 * timeout + window);
+    });
+
+    it('denies every non-TLS request on both queues', () => {
+      const { json, stack } = b();
+      for (const q of [stack.queue, stack.deadLetterQueue]) {
+        const id = logicalId(b(), q);
+        const policies = resourcesOfType(json, 'AWS::SQS::QueuePolicy').filter(([, p]) =>
+          JSON.stringify(p.Properties!.Queues).includes(id),
+        );
+        const statements = policies.flatMap(
+          ([, p]) => (p.Properties!.PolicyDocument as { Statement: Statement[] }).Statement,
+        );
+        expect(statements).toContainEqual(
+          expect.objectContaining({
+            Effect: 'Deny',
+            Action: 'sqs:*',
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+            Resource: getAtt(id),
+          }),
+        );
+      }
+    });
+  });
+
+  describe('function', () => {
+    it('runs nodejs22.x or newer on arm64 with memory and timeout from config', () => {
+      const [, fn] = only(b().json, 'AWS::Lambda::Function');
+      const p = fn.Properties!;
+      const major = Number(/^nodejs(\d+)\.x$/.exec(p.Runtime as string)?.[1]);
+      expect(major).toBeGreaterThanOrEqual(22);
+      expect(p.Architectures).toEqual(['arm64']);
+      expect(p.MemorySize).toBe(cfg().memoryMb);
+      expect(p.Timeout).toBe(cfg().timeoutSeconds);
+      expect(p.Handler).toBe('index.handler');
+    });
+
+    it('passes the configuration contract and the Powertools settings in its environment', () => {
+      const { json, stack } = b();
+      const [, fn] = only(json, 'AWS::Lambda::Function');
+      const vars = (fn.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(vars.BUCKET_NAME).toEqual({ Ref: logicalId(b(), stack.bucket) });
+      expect(vars.DLQ_URL).toEqual({ Ref: logicalId(b(), stack.deadLetterQueue) });
+      expect(vars.SEMAPHORE_TABLE).toEqual({ Ref: logicalId(b(), stack.table) });
+      expect(JSON.parse(vars.RESOURCES as string)).toEqual(cfg().resources);
+      expect(vars.POOL_CONCURRENCY).toBe(String(cfg().poolConcurrency));
+      expect(vars.S3_PREFIX_WRITE_RATE).toBe(String(cfg().s3PrefixWriteRate));
+      expect(vars.POWERTOOLS_SERVICE_NAME).toBe(cfg().serviceName);
+      expect(vars.POWERTOOLS_METRICS_NAMESPACE).toBe(cfg().metricsNamespace);
+      expect(vars.POWERTOOLS_LOG_LEVEL).toBe(cfg().logLevel);
+    });
+
+    it('consumes the ingest queue with partial batch responses and config-driven batching', () => {
+      const { json, stack } = b();
+      const [, esm] = only(json, 'AWS::Lambda::EventSourceMapping');
+      const p = esm.Properties!;
+      expect(p.EventSourceArn).toEqual(getAtt(logicalId(b(), stack.queue)));
+      expect(p.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
+      expect(p.BatchSize).toBe(cfg().batchSize);
+      expect((p.MaximumBatchingWindowInSeconds as number | undefined) ?? 0).toBe(
+        cfg().maxBatchingWindowSeconds,
+      );
+      expect(p.ScalingConfig).toEqual({ MaximumConcurrency: cfg().maxConcurrency });
+    });
+
+    it('reserves at least the event source maximum concurrency', () => {
+      const [, fn] = only(b().json, 'AWS::Lambda::Function');
+      const [, esm] = only(b().json, 'AWS::Lambda::EventSourceMapping');
+      const max = (esm.Properties!.ScalingConfig as { MaximumConcurrency: number }).MaximumConcurrency;
+      expect(fn.Properties!.ReservedConcurrentExecutions as number).toBeGreaterThanOrEqual(max);
+      expect(fn.Properties!.ReservedConcurrentExecutions).toBe(cfg().reservedConcurrency);
+    });
+
+    it('writes to its own log group with the configured retention', () => {
+      const { json } = b();
+      const [logId, logs] = only(json, 'AWS::Logs::LogGroup');
+      const [, fn] = only(json, 'AWS::Lambda::Function');
+      expect(fn.Properties!.LoggingConfig).toEqual({ LogGroup: { Ref: logId } });
+      expect(logs.Properties!.RetentionInDays).toBe(cfg().retention.logDays);
+    });
+  });
+
+  describe('bucket', () => {
+    it('encrypts at rest, blocks public access, logs access and enforces TLS', () => {
+      const { json, stack } = b();
+      const dataId = logicalId(b(), stack.bucket);
+      const logsId = logicalId(b(), stack.accessLogsBucket);
+      for (const id of [dataId, logsId]) {
+        const p = json.Resources[id]!.Properties!;
+        const rules = (p.BucketEncryption as { ServerSideEncryptionConfiguration: unknown[] })
+          .ServerSideEncryptionConfiguration;
+        expect(rules).toContainEqual({
+          ServerSideEncryptionByDefault: { SSEAlgorithm: expect.stringMatching(/^(AES256|aws:kms)$/) },
+        });
+        expect(p.PublicAccessBlockConfiguration).toEqual({
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        });
+        const policy = resourcesOfType(json, 'AWS::S3::BucketPolicy').find(
+          ([, r]) => JSON.stringify(r.Properties!.Bucket) === JSON.stringify({ Ref: id }),
+        );
+        expect(policy, `bucket policy of ${id}`).toBeDefined();
+        const statements = (policy![1].Properties!.PolicyDocument as { Statement: Statement[] }).Statement;
+        expect(statements).toContainEqual(
+          expect.objectContaining({
+            Effect: 'Deny',
+            Action: 's3:*',
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+        );
+      }
+      expect(json.Resources[dataId]!.Properties!.LoggingConfiguration).toEqual({
+        DestinationBucketName: { Ref: logsId },
+        LogFilePrefix: 'data-bucket/',
+      });
+    });
+
+    it('versions and expires per environment', () => {
+      const { json, stack } = b();
+      const p = json.Resources[logicalId(b(), stack.bucket)]!.Properties!;
+      const rules = (p.LifecycleConfiguration as { Rules: Record<string, unknown>[] }).Rules;
+      expect(rules).toContainEqual(
+        expect.objectContaining({
+          AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+          Status: 'Enabled',
+        }),
+      );
+      if (cfg().versioning) {
+        expect(p.VersioningConfiguration).toEqual({ Status: 'Enabled' });
+        expect(rules).toContainEqual(
+          expect.objectContaining({
+            NoncurrentVersionExpiration: { NoncurrentDays: cfg().retention.noncurrentVersionDays },
+          }),
+        );
+      } else {
+        expect(p.VersioningConfiguration).toBeUndefined();
+      }
+    });
+
+    it('retains data outside dev', () => {
+      const { json, stack } = b();
+      const expected = envName === 'dev' ? 'Delete' : 'Retain';
+      for (const c of [stack.bucket, stack.accessLogsBucket, stack.table, stack.deadLetterQueue]) {
+        const r = json.Resources[logicalId(b(), c)]!;
+        expect(r.DeletionPolicy, c.node.path).toBe(expected);
+        expect(r.UpdateReplacePolicy, c.node.path).toBe(expected);
+      }
+    });
+  });
+
+  it('creates the semaphore table on demand with point-in-time recovery and a TTL attribute', () => {
+    const [, table] = only(b().json, 'AWS::DynamoDB::Table');
+    expect(table.Properties).toMatchObject({
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' },
+        { AttributeName: 'sk', KeyType: 'RANGE' },
+      ],
+      AttributeDefinitions: [
+        { AttributeName: 'pk', AttributeType: 'S' },
+        { AttributeName: 'sk', AttributeType: 'S' },
+      ],
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
+    });
+  });
+
+  describe('IAM', () => {
+    it('grants no wildcard action and no "*" resource', () => {
+      const statements = identityStatements(b().json);
+      expect(statements.length).toBeGreaterThan(0);
+      for (const s of statements) {
+        for (const action of asArray(s.Action)) expect(action, JSON.stringify(s)).not.toContain('*');
+        for (const resource of asArray(s.Resource)) expect(resource, JSON.stringify(s)).not.toBe('*');
+      }
+    });
+
+    it('attaches no managed policy to the function role', () => {
+      const [, role] = only(b().json, 'AWS::IAM::Role');
+      expect(role.Properties!.ManagedPolicyArns).toBeUndefined();
+    });
+
+    it('allows object access only under t=* of its own bucket', () => {
+      const { json, stack } = b();
+      const bucketArn = getAtt(logicalId(b(), stack.bucket));
+      const s3 = identityStatements(json).filter((s) => asArray(s.Action).some((a) => a.startsWith('s3:')));
+      const objectStatements = s3.filter((s) => asArray(s.Action).some((a) => a.endsWith('Object')));
+      expect(objectStatements).toHaveLength(1);
+      const [objects] = objectStatements;
+      expect(asArray(objects!.Action).sort()).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:PutObject']);
+      expect(objects!.Resource).toEqual({ 'Fn::Join': ['', [bucketArn, `/${TENANT_KEY_PATTERN}`]] });
+      const others = s3.filter((s) => s !== objects);
+      expect(others).toEqual([
+        expect.objectContaining({
+          Action: 's3:ListBucket',
+          Resource: bucketArn,
+          Condition: { StringLike: { 's3:prefix': [TENANT_KEY_PATTERN] } },
+        }),
+      ]);
+    });
+
+    it('uses only its own table and queues', () => {
+      const { json, stack } = b();
+      const statements = identityStatements(json);
+      const byService = (prefix: string) =>
+        statements.filter((s) => asArray(s.Action).some((a) => a.startsWith(prefix)));
+
+      const dynamo = byService('dynamodb:');
+      expect(dynamo.flatMap((s) => asArray(s.Action)).sort()).toEqual([
+        'dynamodb:DeleteItem',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+      ]);
+      const tableArn = getAtt(logicalId(b(), stack.table));
+      for (const s of dynamo) for (const r of asArray(s.Resource)) expect(r).toEqual(tableArn);
+
+      const queueArn = getAtt(logicalId(b(), stack.queue));
+      const dlqArn = getAtt(logicalId(b(), stack.deadLetterQueue));
+      const sqs = byService('sqs:');
+      const actionsOn = (arn: unknown) =>
+        sqs.filter((s) => asArray(s.Resource).some((r) => JSON.stringify(r) === JSON.stringify(arn)));
+      for (const s of sqs) {
+        for (const r of asArray(s.Resource)) expect([queueArn, dlqArn]).toContainEqual(r);
+      }
+      const onQueue = actionsOn(queueArn).flatMap((s) => asArray(s.Action));
+      expect(onQueue).toEqual(
+        expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']),
+      );
+      expect(onQueue).not.toContain('sqs:SendMessage');
+      const onDlq = actionsOn(dlqArn).flatMap((s) => asArray(s.Action));
+      expect(onDlq).toContain('sqs:SendMessage');
+      expect(onDlq).not.toContain('sqs:ReceiveMessage');
+      expect(onDlq).not.toContain('sqs:DeleteMessage');
+    });
+
+    it('lets the function write only to its own log group', () => {
+      const { json } = b();
+      const [logId] = only(json, 'AWS::Logs::LogGroup');
+      const logs = identityStatements(json).filter((s) =>
+        asArray(s.Action).some((a) => a.startsWith('logs:')),
+      );
+      expect(logs.length).toBeGreaterThan(0);
+      for (const s of logs) expect(s.Resource).toEqual(getAtt(logId));
+    });
+  });
+
+  describe('alarms', () => {
+    const alarm = (
+      name:
+        | 'DlqNotEmpty'
+        | 'OldestMessageAge'
+        | 'FunctionErrors'
+        | 'FunctionThrottles'
+        | 'SlowDownRate'
+        | 'PoolErrorRate',
+    ) => {
+      const { json, stack } = b();
+      const r = json.Resources[logicalId(b(), stack.alarms[camel(name)])];
+      expect(r?.Type).toBe('AWS::CloudWatch::Alarm');
+      return r!.Properties!;
+    };
+    const camel = <S extends string>(s: S) => (s[0]!.toLowerCase() + s.slice(1)) as Uncapitalize<S>;
+
+    it('notifies the SNS topic from every alarm, on ALARM and OK', () => {
+      const { json, stack } = b();
+      const topicRef = { Ref: logicalId(b(), stack.alarmTopic) };
+      const alarms = resourcesOfType(json, 'AWS::CloudWatch::Alarm');
+      expect(alarms).toHaveLength(6);
+      for (const [, a] of alarms) {
+        expect(a.Properties!.AlarmActions).toEqual([topicRef]);
+        expect(a.Properties!.OKActions).toEqual([topicRef]);
+      }
+    });
+
+    it('alarms as soon as the DLQ holds a message', () => {
+      const p = alarm('DlqNotEmpty');
+      expect(p).toMatchObject({
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: [
+          {
+            Name: 'QueueName',
+            Value: { 'Fn::GetAtt': [logicalId(b(), b().stack.deadLetterQueue), 'QueueName'] },
+          },
+        ],
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        EvaluationPeriods: 1,
+      });
+    });
+
+    it('alarms on oldest message age over the threshold', () => {
+      expect(alarm('OldestMessageAge')).toMatchObject({
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Dimensions: [
+          { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(b(), b().stack.queue), 'QueueName'] } },
+        ],
+        Threshold: cfg().alarms.oldestMessageAgeSeconds,
+        ComparisonOperator: 'GreaterThanThreshold',
+        EvaluationPeriods: cfg().alarms.evaluationPeriods,
+      });
+    });
+
+    it('alarms on function errors and throttles', () => {
+      expect(alarm('FunctionErrors')).toMatchObject({
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Errors',
+        Threshold: cfg().alarms.functionErrors,
+      });
+      expect(alarm('FunctionThrottles')).toMatchObject({
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Throttles',
+        Threshold: cfg().alarms.functionThrottles,
+      });
+    });
+
+    it('alarms on the SlowDown rate the function reports', () => {
+      expect(alarm('SlowDownRate')).toMatchObject({
+        Namespace: cfg().metricsNamespace,
+        MetricName: 'Throttles' satisfies IngestMetricName,
+        Dimensions: [{ Name: 'service', Value: cfg().serviceName }],
+        Statistic: 'Sum',
+        Period: 60,
+        Threshold: cfg().alarms.slowDownPerMinute,
+      });
+    });
+
+    it('alarms on the pool error rate as PoolErrors / (Writes + PoolErrors)', () => {
+      const p = alarm('PoolErrorRate');
+      expect(p.Threshold).toBe(cfg().alarms.poolErrorRatePercent);
+      const metrics = p.Metrics as {
+        Id: string;
+        Expression?: string;
+        MetricStat?: { Metric: { MetricName: string; Namespace: string } };
+      }[];
+      const expression = metrics.find((m) => m.Expression !== undefined)!.Expression!;
+      const named = Object.fromEntries(
+        metrics.filter((m) => m.MetricStat).map((m) => [m.Id, m.MetricStat!.Metric.MetricName]),
+      );
+      expect(Object.values(named).sort()).toEqual(['PoolErrors', 'Writes']);
+      for (const m of metrics.filter((x) => x.MetricStat))
+        expect(m.MetricStat!.Metric.Namespace).toBe(cfg().metricsNamespace);
+      const errors = Object.keys(named).find((id) => named[id] === 'PoolErrors')!;
+      const writes = Object.keys(named).find((id) => named[id] === 'Writes')!;
+      expect(expression).toBe(`100 * FILL(${errors}, 0) / (FILL(${writes}, 0) + FILL(${errors}, 0))`);
+    });
+  });
+
+  it('charts queues, DLQ, function and every pool metric the issue lists', () => {
+    const [, dashboard] = only(b().json, 'AWS::CloudWatch::Dashboard');
+    const body = JSON.stringify(dashboard.Properties!.DashboardBody);
+    for (const m of [
+      'ApproximateNumberOfMessagesVisible',
+      'ApproximateAgeOfOldestMessage',
+      'Invocations',
+      'Errors',
+      'Throttles',
+      'Duration',
+    ]) {
+      expect(body).toContain(`\\"${m}\\"`);
+    }
+    const charted: IngestMetricName[] = INGEST_METRIC_NAMES.filter((n) => !/P50$/.test(n));
+    for (const m of charted) expect(body, m).toContain(`\\"${m}\\"`);
+    expect(body).toContain(`\\"${cfg().metricsNamespace}\\"`);
+  });
+
+  it('outputs the queue URLs, bucket, table and dashboard URL', () => {
+    const outputs = b().json.Outputs ?? {};
+    for (const name of [
+      'QueueUrl',
+      'DeadLetterQueueUrl',
+      'BucketName',
+      'SemaphoreTableName',
+      'DashboardUrl',
+    ]) {
+      expect(outputs, name).toHaveProperty(name);
+    }
+    expect(JSON.stringify(outputs.DashboardUrl)).toContain(
+      `#dashboards:name=${cfg().serviceName}-${envName}`,
+    );
+  });
+
+  it('passes cdk-nag AwsSolutions with no unacknowledged finding', () => {
+    const report = new AwsSolutionsChecks().validateScope(b().app);
+    expect(report.violations.map((v) => `${v.ruleName}: ${v.description}`)).toEqual([]);
+    expect(report.success).toBe(true);
+  });
+
+  it('matches the template snapshot (asset hashes masked)', () => {
+    expect(maskedTemplate(b().json)).toMatchSnapshot();
+  });
+});
+
+describe('cdk-nag wiring', () => {
+  it('fails synth on a finding, so nothing slips through an unchecked path', () => {
+    const { app, stack } = testApp('dev');
+    new Queue(stack, 'NoTlsNoDlq', { enforceSSL: false });
+    expect(() => app.synth()).toThrow(/AwsSolutions-SQS4/);
+  });
+
+  it('acknowledges only findings that exist, each with a written reason', () => {
+    const acknowledged: { id: string; reason: string }[] = [];
+    const spy = vi.spyOn(Validations.prototype, 'acknowledge').mockImplementation((...rules) => {
+      acknowledged.push(...rules);
+    });
+    try {
+      const { app } = testApp('prod');
+      const findings = new AwsSolutionsChecks().validateScope(app).violations.map((v) => v.ruleName);
+      expect(acknowledged.map((a) => a.id).sort()).toEqual([...findings].sort());
+      for (const a of acknowledged) expect(a.reason.length, a.id).toBeGreaterThan(40);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
+
+describe('function bundle', () => {
+  it('is built by local esbuild as an ESM module exporting the handler', () => {
+    const { app, stack } = testApp('dev', true);
+    const assembly = app.synth();
+    const [, fn] = only(Template.fromStack(stack).toJSON() as CfnTemplate, 'AWS::Lambda::Function');
+    const key = (fn.Properties!.Code as { S3Key: string }).S3Key;
+    const dir = join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`);
+    expect(existsSync(join(dir, 'index.mjs')), dir).toBe(true);
+    const code = readFileSync(join(dir, 'index.mjs'), 'utf8');
+    expect(code.startsWith("import { createRequire } from 'node:module';")).toBe(true);
+    expect(code).toMatch(/export\s*\{[^}]*\bhandler\b/);
+  });
+});

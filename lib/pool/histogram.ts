@@ -62,6 +62,7 @@ export class Histogram {
   quantile(q: number): number {
     if (this.#count === 0) return 0;
     const rank = Math.max(1, Math.ceil(Math.min(1, Math.max(0, q)) * this.#count));
+    if (rank >= this.#count) return this.#max;
     const counts = this.#counts;
     let seen = 0;
     for (let i = 0; i < BUCKETS; i++) {

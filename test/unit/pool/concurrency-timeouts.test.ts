@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ExecutorPool, TimeoutError } from '../../../lib/index.js';
+import { ExecutorPool, TimeoutError } from '../../../lib/pool/index.js';
 import { awsError, type Deferred, deferred, flush, stateOf } from './helpers.js';
 
 /** Tracks work that is really executing (entered and not yet returned), independent of the pool's view. */
@@ -113,7 +113,13 @@ describe('ExecutorPool concurrency cap', () => {
 
   it('keeps in-flight work under the cap through a mixed load of timeouts, retries and failures', async () => {
     const cap = 4;
-    const pool = new ExecutorPool({ concurrency: cap, timeout: 30, retries: 2, retryDelay: 5, maxRetryDelay: 20 });
+    const pool = new ExecutorPool({
+      concurrency: cap,
+      timeout: 30,
+      retries: 2,
+      retryDelay: 5,
+      maxRetryDelay: 20,
+    });
     const work = workTracker();
     let maxReported = 0;
     pool.on('pool:taskStarted', ({ activeCount }) => {
@@ -154,9 +160,13 @@ describe('ExecutorPool concurrency cap', () => {
 
   it('uses a per-task timeout over the pool default', async () => {
     const pool = new ExecutorPool({ concurrency: 2, timeout: 10_000, retries: 0 });
-    const slow = pool.enqueue((ctx) => new Promise((_r, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))), {
-      timeout: 20,
-    });
+    const slow = pool.enqueue(
+      (ctx) =>
+        new Promise((_r, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))),
+      {
+        timeout: 20,
+      },
+    );
     const outcome = slow.catch((e: unknown) => e);
     await vi.advanceTimersByTimeAsync(19);
     expect(await stateOf(slow)).toBe('pending');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExecutorPool, PoolStoppedError } from '../../../lib/index.js';
+import { ExecutorPool, PoolStoppedError } from '../../../lib/pool/index.js';
 import { type Deferred, deferred, flush, stateOf } from './helpers.js';
 
 function gatedTasks(pool: ExecutorPool, n: number) {

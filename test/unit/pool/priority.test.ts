@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ExecutorPool } from '../../../lib/index.js';
+import { ExecutorPool } from '../../../lib/pool/index.js';
 import { PriorityQueue } from '../../../lib/pool/priority-queue.js';
 
 interface Entry {
@@ -35,22 +35,25 @@ describe('PriorityQueue', () => {
 
   it('keeps working when pushes and pops interleave', () => {
     fc.assert(
-      fc.property(fc.array(fc.option(fc.integer({ min: 0, max: 5 }), { nil: undefined }), { maxLength: 300 }), (ops) => {
-        const queue = new PriorityQueue<Entry>();
-        const model: Entry[] = [];
-        let seq = 0;
-        for (const op of ops) {
-          if (op === undefined) {
-            model.sort((a, b) => b.priority - a.priority || a.seq - b.seq);
-            expect(queue.pop()).toBe(model.shift());
-          } else {
-            const entry = { priority: op, seq: seq++, queueIndex: -1 };
-            queue.push(entry);
-            model.push(entry);
+      fc.property(
+        fc.array(fc.option(fc.integer({ min: 0, max: 5 }), { nil: undefined }), { maxLength: 300 }),
+        (ops) => {
+          const queue = new PriorityQueue<Entry>();
+          const model: Entry[] = [];
+          let seq = 0;
+          for (const op of ops) {
+            if (op === undefined) {
+              model.sort((a, b) => b.priority - a.priority || a.seq - b.seq);
+              expect(queue.pop()).toBe(model.shift());
+            } else {
+              const entry = { priority: op, seq: seq++, queueIndex: -1 };
+              queue.push(entry);
+              model.push(entry);
+            }
           }
-        }
-        expect(queue.size).toBe(model.length);
-      }),
+          expect(queue.size).toBe(model.length);
+        },
+      ),
     );
   });
 });
@@ -70,9 +73,12 @@ describe('ExecutorPool priority', () => {
       ['negative', -2],
     ];
     const done = specs.map(([name, priority]) =>
-      pool.enqueue(async () => {
-        order.push(name);
-      }, { priority }),
+      pool.enqueue(
+        async () => {
+          order.push(name);
+        },
+        { priority },
+      ),
     );
     pool.resume();
     await Promise.all(done);
@@ -83,10 +89,16 @@ describe('ExecutorPool priority', () => {
     const pool = new ExecutorPool({ concurrency: 1 });
     const order: string[] = [];
     let release!: () => void;
-    const blocker = pool.enqueue(() => new Promise<void>((resolve) => {
-      release = resolve;
-    }));
-    const queued = [pool.enqueue(async () => void order.push('normal-1')), pool.enqueue(async () => void order.push('normal-2'))];
+    const blocker = pool.enqueue(
+      () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+    );
+    const queued = [
+      pool.enqueue(async () => void order.push('normal-1')),
+      pool.enqueue(async () => void order.push('normal-2')),
+    ];
     const urgent = pool.enqueue(async () => void order.push('urgent'), { priority: 100 });
     release();
     await Promise.all([blocker, ...queued, urgent]);

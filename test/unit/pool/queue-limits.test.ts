@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExecutorPool, QueueFullError } from '../../../lib/index.js';
+import { ExecutorPool, QueueFullError } from '../../../lib/pool/index.js';
 import { deferred, flush } from './helpers.js';
 
 describe('maxQueueSize', () => {
@@ -127,7 +127,8 @@ describe('process()', () => {
       async (item, ctx) => {
         started += 1;
         if (item === 1) controller.abort();
-        if (!ctx.signal.aborted) await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+        if (!ctx.signal.aborted)
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
       },
       { signal: controller.signal },
     );

@@ -1,6 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { computeBackoff, ExecutorPool, isRetryableError, TimeoutError } from '../../../lib/index.js';
-import { AbortError, CircuitOpenError, PoolStoppedError } from '../../../lib/pool/errors.js';
+import {
+  AbortError,
+  CircuitOpenError,
+  computeBackoff,
+  ExecutorPool,
+  isRetryableError,
+  PoolStoppedError,
+  TimeoutError,
+} from '../../../lib/pool/index.js';
 import { awsError, deferred, flush, stateOf } from './helpers.js';
 
 describe('isRetryableError', () => {
@@ -152,7 +159,13 @@ describe('ExecutorPool retries', () => {
   });
 
   it('frees the slot during backoff: queued work runs while the failed task waits', async () => {
-    const pool = new ExecutorPool({ concurrency: 1, retries: 1, retryDelay: 1_000, jitter: 'none', timeout: 0 });
+    const pool = new ExecutorPool({
+      concurrency: 1,
+      retries: 1,
+      retryDelay: 1_000,
+      jitter: 'none',
+      timeout: 0,
+    });
     const order: string[] = [];
     const flaky = pool.enqueue(async (ctx) => {
       order.push(`flaky#${ctx.attempt}`);
@@ -173,7 +186,13 @@ describe('ExecutorPool retries', () => {
   });
 
   it('re-enters the queue with its priority after the backoff', async () => {
-    const pool = new ExecutorPool({ concurrency: 1, retries: 1, retryDelay: 100, jitter: 'none', timeout: 0 });
+    const pool = new ExecutorPool({
+      concurrency: 1,
+      retries: 1,
+      retryDelay: 100,
+      jitter: 'none',
+      timeout: 0,
+    });
     const order: string[] = [];
     const gate = deferred();
     const urgent = pool.enqueue(
@@ -195,7 +214,13 @@ describe('ExecutorPool retries', () => {
   });
 
   it('rejects at once when the caller aborts during the backoff, and never runs again', async () => {
-    const pool = new ExecutorPool({ concurrency: 1, retries: 3, retryDelay: 10_000, jitter: 'none', timeout: 0 });
+    const pool = new ExecutorPool({
+      concurrency: 1,
+      retries: 3,
+      retryDelay: 10_000,
+      jitter: 'none',
+      timeout: 0,
+    });
     const controller = new AbortController();
     let calls = 0;
     const outcome = pool

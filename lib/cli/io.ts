@@ -5,7 +5,7 @@ export interface CliIo {
   /** The environment (SDK settings, `RESOURCES`, ...). Default `process.env`. */
   env: Readonly<Record<string, string | undefined>>;
   /** Read for `send -`. Default `process.stdin`. */
-  stdin?: AsyncIterable<string | Buffer>;
+  stdin?: AsyncIterable<string | Buffer> | Iterable<string>;
 }
 
 /** Exit codes: 0 ok, 1 failure, 2 bad input (nothing sent), 64 usage error. */

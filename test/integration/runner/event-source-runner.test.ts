@@ -202,6 +202,7 @@ describe('EventSourceRunner against fauxqs', () => {
     for (const id of ids.filter((id) => id !== badId)) expect(seen.get(id)).toEqual(['1']);
     expect(r.stats.deleted).toBe(3);
     expect(r.stats.failedItems).toBe(maxReceiveCount);
+    expect(r.stats.redelivered).toBe(maxReceiveCount - 1);
     const dead = await drain(client, dlqUrl);
     expect(dead.map((m) => m.MessageId)).toEqual([badId]);
     expect(dead[0]!.Body).toBe('bad');

@@ -36,6 +36,10 @@ export function parseConnectionString(connectionString: string): ConnectionTarge
   if (typeof connectionString !== 'string' || connectionString === '') {
     throw new ConnectionStringError('must be a non-empty string');
   }
+  // The URL parser silently resolves dot segments (`/a/../b` -> `/b`); refuse them instead.
+  if (/\/\.{1,2}(?=\/|\?|#|$)/.test(connectionString.replace(/^[a-z0-9+.-]+:\/\//i, '/'))) {
+    throw new ConnectionStringError('path must not contain "." or ".." segments');
+  }
   let url: URL;
   try {
     url = new URL(connectionString);

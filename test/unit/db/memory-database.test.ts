@@ -96,7 +96,7 @@ describe('Database on memory:// (every method)', () => {
     expect(fulfilled).toHaveLength(1);
     expect(rejected).toHaveLength(1);
     expect((rejected[0] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
-    const winner = (fulfilled[0] as PromiseFulfilledResult<{ n: number }>).value;
+    const winner = (fulfilled[0] as PromiseFulfilledResult<Record<string, unknown>>).value;
     expect(await r.get('c')).toMatchObject({ n: winner.n, version: 2 });
   });
 

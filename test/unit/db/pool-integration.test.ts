@@ -1,0 +1,269 @@
+import { S3ServiceException } from '@aws-sdk/client-s3';
+import { describe, expect, it } from 'vitest';
+import {
+  type BehaviourModel,
+  Database,
+  type ListObjectsInput,
+  MemoryBucket,
+  MemoryObjectStore,
+  memoryBucket,
+  type ObjectStore,
+  type PutObjectInput,
+  type StoreCallOptions,
+} from '../../../lib/db/index.js';
+import { ManualClock, systemClock } from '../../../lib/local/clock.js';
+import { S3BehaviourModel } from '../../../lib/local/s3-behaviour-model.js';
+import { ConcurrencyBudget, TimeoutError } from '../../../lib/pool/index.js';
+
+/** Records each request's key and signal; optionally fails the first N puts after applying them. */
+class ProbeStore implements ObjectStore {
+  readonly calls: Array<{ op: string; key: string; signal: AbortSignal | undefined }> = [];
+  inFlight = 0;
+  maxInFlight = 0;
+  lostResponses = 0;
+  constructor(readonly inner: ObjectStore) {}
+  get bucket() {
+    return this.inner.bucket;
+  }
+  async #track<T>(op: string, key: string, o: StoreCallOptions | undefined, run: () => Promise<T>) {
+    this.calls.push({ op, key, signal: o?.signal });
+    this.inFlight += 1;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      await Promise.resolve();
+      return await run();
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+  put(input: PutObjectInput, o?: StoreCallOptions) {
+    return this.#track('put', input.key, o, async () => {
+      const out = await this.inner.put(input, o);
+      if (this.lostResponses > 0) {
+        this.lostResponses -= 1;
+        throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+      }
+      return out;
+    });
+  }
+  get(key: string, o?: StoreCallOptions) {
+    return this.#track('get', key, o, () => this.inner.get(key, o));
+  }
+  head(key: string, o?: StoreCallOptions) {
+    return this.#track('head', key, o, () => this.inner.head(key, o));
+  }
+  delete(key: string, o?: StoreCallOptions) {
+    return this.#track('delete', key, o, () => this.inner.delete(key, o));
+  }
+  list(input: ListObjectsInput, o?: StoreCallOptions) {
+    return this.#track('list', input.prefix, o, () => this.inner.list(input, o));
+  }
+}
+
+async function probeDb(pool: ConstructorParameters<typeof Database>[0]['clientOptions'] = {}) {
+  const store = new ProbeStore(new MemoryObjectStore({ bucket: new MemoryBucket('probe') }));
+  const db = new Database({
+    connectionString: 'memory://probe',
+    tenant: 'acme',
+    clientOptions: { ...pool, store },
+  });
+  await db.connect();
+  return { db, store, orders: await db.createResource({ name: 'orders' }) };
+}
+
+async function modelDb(
+  behaviour: BehaviourModel | ConstructorParameters<typeof S3BehaviourModel>[0],
+  executorPool = {},
+) {
+  const db = new Database({
+    connectionString: `memory://model-${Math.random().toString(36).slice(2, 10)}`,
+    tenant: 'acme',
+    clientOptions: { behaviour, executorPool: { retries: 0, ...executorPool } },
+  });
+  await db.connect();
+  return { db, orders: await db.createResource({ name: 'orders' }) };
+}
+
+describe('storage calls go through the Database pool', () => {
+  it('one pool task per S3 request, each given the pool signal', async () => {
+    const { db, store, orders } = await probeDb();
+    let started = 0;
+    db.client.executorPool!.on('pool:taskStarted', () => {
+      started += 1;
+    });
+    await orders.insert({ a: 1 }, { id: 'x' });
+    await orders.update('x', { a: 2 });
+    await orders.list();
+    await orders.count();
+    await orders.upsert('y', {});
+    await orders.delete('y');
+    expect(store.calls.map((c) => c.op)).toEqual([
+      'put',
+      'get',
+      'put',
+      'list',
+      'get',
+      'list',
+      'put',
+      'delete',
+    ]);
+    expect(started).toBe(store.calls.length);
+    expect(store.calls.every((c) => c.signal instanceof AbortSignal && !c.signal.aborted)).toBe(true);
+    expect(db.client.executorPool!.getStats().processedCount).toBe(store.calls.length);
+    await db.disconnect();
+  });
+
+  it('concurrency caps in-flight requests; live setConcurrency applies', async () => {
+    const { db, store, orders } = await probeDb({ executorPool: { concurrency: 3 } });
+    await orders.insertMany(Array.from({ length: 40 }, (_, i) => ({ id: `a${i}` })));
+    expect(store.maxInFlight).toBe(3);
+    db.client.executorPool!.setConcurrency(7);
+    store.maxInFlight = 0;
+    await orders.insertMany(Array.from({ length: 40 }, (_, i) => ({ id: `b${i}` })));
+    expect(store.maxInFlight).toBe(7);
+    await db.disconnect();
+  });
+
+  it('per-call priority orders queued work; executorPool: false bypasses the pool', async () => {
+    const { db, store, orders } = await probeDb({ executorPool: { concurrency: 1 } });
+    const pool = db.client.executorPool!;
+    await pool.pause();
+    const done = Promise.all([
+      orders.upsert('low', {}, { executorPool: { priority: 1 } }),
+      orders.upsert('high', {}, { executorPool: { priority: 10 } }),
+      orders.upsert('mid', {}, { executorPool: { priority: 5 } }),
+    ]);
+    await orders.upsert('direct', {}, { executorPool: false });
+    expect(store.calls.map((c) => c.key.split('id=')[1])).toEqual(['direct.json']);
+    expect(store.calls[0]!.signal).toBeUndefined();
+    pool.resume();
+    await done;
+    expect(store.calls.map((c) => c.key.split('id=')[1])).toEqual([
+      'direct.json',
+      'high.json',
+      'mid.json',
+      'low.json',
+    ]);
+    await db.disconnect();
+  });
+
+  it('Databases sharing a ConcurrencyBudget never exceed it together, each keeping its own pool', async () => {
+    const budget = new ConcurrencyBudget(4);
+    const bucket = new MemoryBucket('budget');
+    const store = new ProbeStore(new MemoryObjectStore({ bucket }));
+    const dbs = ['t1', 't2', 't3'].map(
+      (tenant) =>
+        new Database({
+          connectionString: 'memory://budget',
+          tenant,
+          clientOptions: { store, executorPool: { concurrency: 3, budget } },
+        }),
+    );
+    await Promise.all(dbs.map((db) => db.connect()));
+    expect(new Set(dbs.map((db) => db.client.executorPool)).size).toBe(3);
+    await Promise.all(
+      dbs.map(async (db) =>
+        (await db.createResource({ name: 'r' })).insertMany(
+          Array.from({ length: 30 }, (_, i) => ({ id: `${i}` })),
+        ),
+      ),
+    );
+    expect(store.maxInFlight).toBe(4);
+    expect(bucket.size).toBe(90);
+    await Promise.all(dbs.map((db) => db.disconnect()));
+  });
+
+  it('a retry that finds its own earlier write (response lost) succeeds instead of RecordExistsError', async () => {
+    const { db, store, orders } = await probeDb({ executorPool: { retryDelay: 0 } });
+    store.lostResponses = 1;
+    const record = await orders.insert({ a: 1 }, { id: 'lost' });
+    expect(await orders.get('lost')).toEqual(record);
+    store.lostResponses = 1;
+    const updated = await orders.update('lost', { a: 2 });
+    expect(updated.version).toBe(2);
+    expect(db.client.executorPool!.getStats().retryCount).toBe(2);
+    await expect(orders.insert({ a: 3 }, { id: 'lost' })).rejects.toMatchObject({
+      name: 'RecordExistsError',
+    });
+    await db.disconnect();
+  });
+});
+
+describe('memory:// driven by the S3 behaviour model', () => {
+  it('throttling surfaces as the SDK does: S3ServiceException SlowDown, 503, server fault', async () => {
+    const { db, orders } = await modelDb({ writesPerSecond: 0 });
+    const err = await orders.insert({}, { id: 'x' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(S3ServiceException);
+    expect(err).toMatchObject({ name: 'SlowDown', $fault: 'server', $metadata: { httpStatusCode: 503 } });
+    expect(db.client.behaviour).toBeInstanceOf(S3BehaviourModel);
+    expect((db.client.behaviour as S3BehaviourModel).stats().byPrefix['t=acme/']?.throttled).toBe(1);
+    await db.disconnect();
+  });
+
+  it('internal errors are 500 InternalError; resets carry code ECONNRESET', async () => {
+    const a = await modelDb({ faults: { internalErrorRate: 1 } });
+    await expect(a.orders.get('x')).rejects.toMatchObject({
+      name: 'InternalError',
+      $metadata: { httpStatusCode: 500 },
+    });
+    const b = await modelDb({ faults: { resetRate: 1 } });
+    await expect(b.orders.get('x')).rejects.toMatchObject({ code: 'ECONNRESET' });
+    await a.db.disconnect();
+    await b.db.disconnect();
+  });
+
+  it('the pool retries model faults until every write lands', async () => {
+    const model = new S3BehaviourModel({ faults: { internalErrorRate: 0.3, resetRate: 0.1 }, seed: 7 });
+    const { db, orders } = await modelDb(model, { retries: 10, retryDelay: 0 });
+    const results = await orders.insertMany(Array.from({ length: 100 }, (_, i) => ({ id: `r${i}` })));
+    expect(results.every((r) => r.ok)).toBe(true);
+    const { total } = model.stats();
+    expect(total.internalErrors + total.resets).toBeGreaterThan(10);
+    expect(db.client.executorPool!.getStats().retryCount).toBe(total.internalErrors + total.resets);
+    expect(await orders.count()).toBe(100);
+    await db.disconnect();
+  });
+
+  it('latency is waited on the model clock, and a caller abort cancels the wait without writing', async () => {
+    const clock = new ManualClock();
+    const model = new S3BehaviourModel({ clock, latency: { medianMs: 20, p99Ms: 20 } });
+    const { db, orders } = await modelDb(model);
+    let settled = false;
+    const pending = orders.upsert('slow', { a: 1 }).then(() => {
+      settled = true;
+    });
+    await expect.poll(() => clock.pendingSleeps).toBe(1);
+    clock.advance(10);
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    clock.advance(100);
+    await pending;
+    const controller = new AbortController();
+    const aborted = orders.upsert('never', {}, { signal: controller.signal });
+    await expect.poll(() => clock.pendingSleeps).toBe(1);
+    controller.abort(new Error('caller gave up'));
+    await expect(aborted).rejects.toMatchObject({ name: 'AbortError' });
+    expect(clock.pendingSleeps).toBe(0);
+    clock.advance(1000);
+    expect([...memoryBucket(db.bucket).objects.keys()]).toEqual(['t=acme/r=orders/id=slow.json']);
+    await db.disconnect();
+  });
+
+  it('a stalled request is aborted by the pool timeout: TimeoutError at once, slot freed, next task runs', async () => {
+    let stall = true;
+    const model: BehaviourModel = {
+      clock: systemClock,
+      decide: () => (stall ? { outcome: 'stall', latencyMs: 600_000 } : { outcome: 'ok', latencyMs: 0 }),
+    };
+    const { db, orders } = await modelDb(model, { concurrency: 1, timeout: 50 });
+    const pool = db.client.executorPool!;
+    const started = performance.now();
+    await expect(orders.upsert('s', {})).rejects.toBeInstanceOf(TimeoutError);
+    expect(performance.now() - started).toBeLessThan(1000);
+    await pool.drain();
+    expect(pool.getStats().activeCount).toBe(0);
+    stall = false;
+    await expect(orders.upsert('t', {})).resolves.toMatchObject({ id: 't' });
+    await db.disconnect();
+  });
+});

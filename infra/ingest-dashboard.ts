@@ -5,6 +5,7 @@ import {
   GraphWidget,
   type IAlarm,
   type IMetric,
+  type Metric,
   TextWidget,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
@@ -36,7 +37,7 @@ export class IngestDashboard extends Construct {
     super(scope, id);
     const { config, queue, deadLetterQueue: dlq, fn } = props;
     const minute = Duration.minutes(1);
-    const pool = (name: IngestMetricName, statistic?: string): IMetric =>
+    const pool = (name: IngestMetricName, statistic?: string): Metric =>
       ingestMetric(config, name, statistic, minute);
     const graph = (title: string, left: IMetric[], right: IMetric[] = []): GraphWidget =>
       new GraphWidget({ title, left, right, width: WIDTH, height: HEIGHT });
@@ -99,7 +100,10 @@ export class IngestDashboard extends Construct {
       graph('Pool: execution p95/p99 (ms)', [pool('ExecutionP95'), pool('ExecutionP99')]),
     );
     this.dashboard.addWidgets(
-      graph('Semaphore permits held', [pool('PermitsHeld', 'Maximum'), pool('PermitsHeld', 'Average')]),
+      graph('Semaphore permits held', [
+        pool('PermitsHeld', 'Maximum').with({ label: 'PermitsHeld (max)' }),
+        pool('PermitsHeld', 'Average').with({ label: 'PermitsHeld (avg)' }),
+      ]),
       new AlarmStatusWidget({ title: 'Alarms', alarms: [...props.alarms], width: 16, height: HEIGHT }),
     );
 

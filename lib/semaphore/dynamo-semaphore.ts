@@ -26,9 +26,11 @@ export interface DynamoSemaphoreOptions {
    */
   leaseMs?: number;
   /**
-   * Shard items the permits are split over. Default `ceil(limit / 32)`: shards of about 32 permits, so a
-   * typical grant fits in one shard (one write to acquire, one to release) while each shard item stays far
-   * below DynamoDB's 1,000 writes/s per item. More shards raise that ceiling but fragment large grants.
+   * Shard items the permits are split over. Default `ceil(limit / 64)` (limit 70 -> 2 shards of 35).
+   * One shard item takes 1,000 writes/s on DynamoDB, about 500 acquire+release cycles/s at 2 writes each;
+   * at one cycle per invocation per prefix that is far above what a prefix's S3 limit lets invocations do
+   * (3,500 writes/s / 100 per batch = 35 invocations/s). More shards raise that ceiling but fragment
+   * grants: a grant larger than what one shard has free spans shards and costs a write per shard.
    */
   shards?: number;
   /** First backoff ceiling between attempts when permits are short, in ms. Default 20. */
@@ -67,6 +69,8 @@ export class DynamoSemaphore implements Semaphore {
   private readonly backoffCapMs: number;
   private readonly now: () => number;
   private readonly random: () => number;
+  /** Set when shards were recently short of room: acquires then read before writing instead of writing blind. */
+  private contended = false;
 
   constructor(options: DynamoSemaphoreOptions) {
     this.name = options.name;
@@ -74,7 +78,7 @@ export class DynamoSemaphore implements Semaphore {
     this.leaseMs = options.leaseMs ?? 60_000;
     this.tableName = options.tableName;
     checkSemaphoreOptions(this);
-    this.shards = options.shards ?? Math.ceil(this.limit / 32);
+    this.shards = options.shards ?? Math.ceil(this.limit / 64);
     if (!Number.isInteger(this.shards) || this.shards < 1 || this.shards > this.limit) {
       throw new InvalidSemaphoreOptionsError(
         `semaphore "${this.name}": shards must be an integer in 1..limit (${this.limit}), got ${options.shards}`,
@@ -137,7 +141,7 @@ export class DynamoSemaphore implements Semaphore {
     for (let attempt = 0; ; attempt++) {
       throwIfAborted(signal);
       const until = this.now() + leaseMs;
-      const grants = await this.takeUpTo(fence, k, until, attempt === 0);
+      const grants = await this.takeUpTo(fence, k, min, until, attempt === 0);
       const permits = grants.reduce((sum, g) => sum + g.n, 0);
       if (permits >= min) return new DynamoLease(this, this.table, fence, grants, until, this.now);
       // Holding a partial grant while waiting would let two waiters deadlock each other: give it back.
@@ -156,11 +160,18 @@ export class DynamoSemaphore implements Semaphore {
   }
 
   /**
-   * One round: takes up to `k` permits, never more than are free. The first round writes blindly to a
-   * random shard (one write when it has room, the common case); otherwise, and on later rounds, it reads
-   * all shards, reclaims expired holders and writes only to shards with room.
+   * One round: takes up to `k` permits, never more than are free. When shards have been roomy it writes
+   * blindly to a random shard first (one write, the common case). Otherwise, or when that fails, it reads
+   * all shards (reclaiming expired holders), writes nothing when fewer than `min` are free, and otherwise
+   * writes to the shard that fits the rest whole, else to the roomiest shards in turn.
    */
-  private async takeUpTo(fence: string, k: number, until: number, blindFirst: boolean): Promise<Grant[]> {
+  private async takeUpTo(
+    fence: string,
+    k: number,
+    min: number,
+    until: number,
+    blindFirst: boolean,
+  ): Promise<Grant[]> {
     const grants: Grant[] = [];
     // Writes whose outcome is unknown after an error are given back too: the conditional give-back is a
     // no-op for a take that never landed, so nothing stays held when this round throws.
@@ -168,18 +179,25 @@ export class DynamoSemaphore implements Semaphore {
     const tryTake = async (shard: number, n: number) => {
       attempted.push({ shard, n });
       if (await this.table.take(shard, fence, n, until)) grants.push({ shard, n });
+      else this.contended = true;
     };
     const start = Math.floor(this.random() * this.shards);
     const remaining = () => k - grants.reduce((sum, g) => sum + g.n, 0);
     try {
-      if (blindFirst) {
+      if (blindFirst && !this.contended) {
         await tryTake(start, Math.min(k, this.table.capacityOf(start)));
         if (remaining() === 0) return grants;
       }
       const rooms = await this.survey();
-      for (let j = 0; j < this.shards && remaining() > 0; j++) {
-        const room = rooms[(start + j) % this.shards];
-        if (room === undefined || room.free <= 0 || grants.some((g) => g.shard === room.index)) continue;
+      // A blind write would have failed on any shard short of a k-sized grant: read first next time.
+      this.contended = rooms.some((r) => r.free < Math.min(k, this.table.capacityOf(r.index)));
+      const rotated = rooms.map((_, j) => rooms[(start + j) % this.shards]!);
+      if (rotated.reduce((sum, r) => sum + r.free, 0) + (k - remaining()) < min) return grants;
+      const whole = rotated.find((r) => r.free >= remaining() && !grants.some((g) => g.shard === r.index));
+      const order = whole !== undefined ? [whole] : [...rotated].sort((a, b) => b.free - a.free);
+      for (const room of order) {
+        if (remaining() === 0) break;
+        if (room.free <= 0 || grants.some((g) => g.shard === room.index)) continue;
         await tryTake(room.index, Math.min(remaining(), room.free));
       }
       return grants;

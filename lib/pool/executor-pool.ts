@@ -283,13 +283,11 @@ export class ExecutorPool {
         };
       }
     }
-    if (this.#breaker?.rejects(performance.now())) {
-      return rejected(new CircuitOpenError(this.#breaker.retryAfter(performance.now())));
-    }
+    const now = performance.now();
+    if (this.#breaker?.rejects(now)) return rejected(new CircuitOpenError(this.#breaker.retryAfter(now)));
     if (this.#queue.size >= this.#options.maxQueueSize && !this.#canStartNow()) {
       return rejected(new QueueFullError(this.#options.maxQueueSize));
     }
-    const now = performance.now();
     const task = new Task(fn as TaskFn<unknown>, options?.priority ?? 0, ++this.#seq, now, extras);
     const promise = new Promise(capture);
     task.resolve = capturedResolve;
@@ -305,8 +303,19 @@ export class ExecutorPool {
       }
     }
     this.#busy = true;
-    this.#queue.push(task);
-    this.#pump();
+    if (
+      this.#queue.size === 0 &&
+      !this.#paused &&
+      this.#active < this.#cap &&
+      this.#breaker === undefined &&
+      this.#member === undefined
+    ) {
+      // Nothing waits and a slot is free: skip the queue.
+      this.#start(task, false, now);
+    } else {
+      this.#queue.push(task);
+      this.#pump();
+    }
     return promise as Promise<T>;
   }
 
@@ -493,7 +502,7 @@ export class ExecutorPool {
         this.#member.waitForSlot();
         return;
       }
-      this.#start(queue.pop()!, probe);
+      this.#start(queue.pop()!, probe, performance.now());
     }
     if (this.#roomWaiters.length > 0 && queue.size < this.#options.maxQueueSize) {
       for (const wake of this.#roomWaiters.splice(0)) wake();
@@ -513,14 +522,13 @@ export class ExecutorPool {
       }
       probe = admission === 'probe';
     }
-    this.#start(this.#queue.pop()!, probe);
+    this.#start(this.#queue.pop()!, probe, performance.now());
     // Still busy: get back in line (at the back) for the next slot.
     if (!this.#paused && this.#active < this.#cap && this.#queue.size > 0) this.#member!.waitForSlot();
     return true;
   }
 
-  #start(task: Task, probe: boolean): void {
-    const now = performance.now();
+  #start(task: Task, probe: boolean, now: number): void {
     task.state = RUNNING;
     task.attempts += 1;
     const extras = task.extras;
@@ -560,7 +568,7 @@ export class ExecutorPool {
     );
   }
 
-  #release(attempt: Attempt): void {
+  #release(attempt: Attempt, now: number): void {
     if (attempt.timerIndex >= 0) this.#timeouts.remove(attempt);
     if (attempt.prev === undefined) this.#running = attempt.next;
     else attempt.prev.next = attempt.next;
@@ -568,7 +576,7 @@ export class ExecutorPool {
     attempt.prev = undefined;
     attempt.next = undefined;
     this.#active -= 1;
-    this.#metrics.released(performance.now(), this.#active);
+    this.#metrics.released(now, this.#active);
     // The budget hands the freed slot to a waiting pool before this pool competes for it again.
     this.#member?.release();
     if (this.#active === 0 && this.#settledWaiters.length > 0) {
@@ -577,15 +585,16 @@ export class ExecutorPool {
   }
 
   #onSettled(attempt: Attempt, value: unknown, error: unknown, failed: boolean): void {
-    this.#release(attempt);
+    const now = performance.now();
+    this.#release(attempt, now);
     if (!attempt.detached) {
       attempt.detached = true;
       const task = attempt.task;
-      const durationMs = performance.now() - attempt.startedAt;
+      const durationMs = now - attempt.startedAt;
       if (!failed) {
         this.#metrics.attemptFinished(durationMs, undefined);
-        this.#breaker?.record(false, attempt.probe, performance.now());
-        this.#succeed(task, value, attempt.attempt, attempt.startedAt, durationMs);
+        this.#breaker?.record(false, attempt.probe, now);
+        this.#succeed(task, value, attempt, now, durationMs);
       } else {
         this.#attemptFailed(attempt, error, durationMs);
       }
@@ -699,17 +708,17 @@ export class ExecutorPool {
     this.#pump();
   }
 
-  #succeed(task: Task, value: unknown, attempt: number, startedAt: number, durationMs: number): void {
+  #succeed(task: Task, value: unknown, attempt: Attempt, now: number, durationMs: number): void {
     task.state = DONE;
     this.#processed += 1;
-    this.#metrics.taskSettled(performance.now());
+    this.#metrics.taskSettled(now);
     if (task.extras !== undefined) this.#cleanup(task, task.extras);
     task.resolve(value);
     if (this.#events.has['pool:taskCompleted']) {
       this.#events.emit('pool:taskCompleted', {
         id: task.id,
-        attempt,
-        queueWaitMs: startedAt - task.enqueuedAt,
+        attempt: attempt.attempt,
+        queueWaitMs: attempt.startedAt - task.enqueuedAt,
         durationMs,
       });
     }

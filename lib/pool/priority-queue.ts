@@ -1,103 +1,170 @@
 /** What the queue needs from an entry. `queueIndex` is owned by the queue (-1 when not queued). */
 export interface PriorityQueueEntry {
   readonly priority: number;
-  /** Insertion sequence, strictly increasing: the FIFO tie-break among equal priorities. */
-  readonly seq: number;
   queueIndex: number;
 }
 
+/** All queued entries of one priority, FIFO. Slots of removed entries are skipped lazily. */
+class Bucket<T extends PriorityQueueEntry> {
+  items: (T | undefined)[] = [];
+  head = 0;
+  /** Absolute position of items[0]: an entry is live when its queueIndex equals offset + its array index. */
+  offset = 0;
+  live = 0;
+  heapIndex = -1;
+  constructor(readonly priority: number) {}
+}
+
+const COMPACT_MIN = 1024;
+
 /**
- * Binary max-heap on (priority desc, seq asc). push/pop/remove are O(log n); pushing equal priorities in
- * order costs one comparison (a new entry never rises past an older equal one), so the common
- * "everything at priority 0" load pays almost nothing for the heap.
+ * Priority queue: a binary max-heap of priority levels, each level a FIFO array. Enqueue is O(1) when
+ * the level exists and O(log P) when it is new (P = distinct priorities queued, P <= n); dequeue is O(1)
+ * amortised plus O(log P) when a level empties; `remove` is O(1) (the slot is skipped later and reclaimed
+ * by compaction). Equal priorities come out in insertion order. Compared with one heap over all entries
+ * this never walks log n levels of a 100k-entry heap per dequeue, which is where a plain heap loses to a
+ * linked list.
  */
 export class PriorityQueue<T extends PriorityQueueEntry> {
-  readonly #heap: T[] = [];
+  readonly #levels = new Map<number, Bucket<T>>();
+  readonly #heap: Bucket<T>[] = [];
+  #size = 0;
+  #lastPushed: Bucket<T> | undefined;
 
   get size(): number {
-    return this.#heap.length;
-  }
-
-  peek(): T | undefined {
-    return this.#heap[0];
+    return this.#size;
   }
 
   push(entry: T): void {
-    const heap = this.#heap;
-    heap.push(entry);
-    this.#siftUp(entry, heap.length - 1);
+    const priority = entry.priority;
+    let bucket = this.#lastPushed;
+    if (bucket === undefined || bucket.priority !== priority || bucket.heapIndex < 0) {
+      bucket = this.#levels.get(priority);
+      if (bucket === undefined) {
+        bucket = new Bucket<T>(priority);
+        this.#levels.set(priority, bucket);
+        this.#heapPush(bucket);
+      }
+      this.#lastPushed = bucket;
+    }
+    entry.queueIndex = bucket.offset + bucket.items.length;
+    bucket.items.push(entry);
+    bucket.live += 1;
+    this.#size += 1;
+  }
+
+  peek(): T | undefined {
+    const bucket = this.#heap[0];
+    if (bucket === undefined) return undefined;
+    this.#skipStale(bucket);
+    return bucket.items[bucket.head];
   }
 
   pop(): T | undefined {
-    const heap = this.#heap;
-    const top = heap[0];
-    if (top === undefined) return undefined;
-    const last = heap.pop()!;
-    if (last !== top) this.#siftDown(last, 0);
-    top.queueIndex = -1;
-    return top;
+    const bucket = this.#heap[0];
+    if (bucket === undefined) return undefined;
+    this.#skipStale(bucket);
+    const entry = bucket.items[bucket.head]!;
+    bucket.items[bucket.head] = undefined;
+    bucket.head += 1;
+    entry.queueIndex = -1;
+    bucket.live -= 1;
+    this.#size -= 1;
+    if (bucket.live === 0) this.#dropLevel(bucket);
+    else if (bucket.head >= COMPACT_MIN && bucket.head * 2 >= bucket.items.length) this.#compact(bucket);
+    return entry;
   }
 
   /** Removes `entry` if queued; returns whether it was. */
   remove(entry: T): boolean {
-    const heap = this.#heap;
-    const index = entry.queueIndex;
-    if (index < 0 || heap[index] !== entry) return false;
-    const last = heap.pop()!;
+    if (entry.queueIndex < 0) return false;
+    const bucket = this.#levels.get(entry.priority);
+    if (bucket === undefined || bucket.items[entry.queueIndex - bucket.offset] !== entry) return false;
+    bucket.items[entry.queueIndex - bucket.offset] = undefined;
     entry.queueIndex = -1;
-    if (last !== entry) {
-      if (index > 0 && before(last, heap[(index - 1) >> 1]!)) this.#siftUp(last, index);
-      else this.#siftDown(last, index);
+    bucket.live -= 1;
+    this.#size -= 1;
+    if (bucket.live === 0) this.#dropLevel(bucket);
+    else if (bucket.items.length >= COMPACT_MIN && bucket.live * 2 < bucket.items.length - bucket.head) {
+      this.#compact(bucket);
     }
     return true;
   }
 
-  /** Empties the queue, returning the entries (in no particular order). */
+  /** Empties the queue, returning the entries in dequeue order. */
   clear(): T[] {
-    const entries = this.#heap.splice(0);
-    for (const entry of entries) entry.queueIndex = -1;
+    const entries: T[] = [];
+    for (let entry = this.pop(); entry !== undefined; entry = this.pop()) entries.push(entry);
     return entries;
   }
 
-  #siftUp(entry: T, index: number): void {
+  #skipStale(bucket: Bucket<T>): void {
+    while (bucket.items[bucket.head] === undefined) bucket.head += 1;
+  }
+
+  /** Drops consumed and removed slots, renumbering the live entries. */
+  #compact(bucket: Bucket<T>): void {
+    const live: T[] = [];
+    for (let i = bucket.head; i < bucket.items.length; i++) {
+      const entry = bucket.items[i];
+      if (entry !== undefined) live.push(entry);
+    }
+    bucket.offset += bucket.items.length;
+    for (let i = 0; i < live.length; i++) live[i]!.queueIndex = bucket.offset + i;
+    bucket.items = live;
+    bucket.head = 0;
+  }
+
+  #dropLevel(bucket: Bucket<T>): void {
+    this.#levels.delete(bucket.priority);
     const heap = this.#heap;
+    const index = bucket.heapIndex;
+    bucket.heapIndex = -1;
+    const last = heap.pop()!;
+    if (last !== bucket) {
+      heap[index] = last;
+      last.heapIndex = index;
+      this.#siftDown(index);
+      this.#siftUp(last.heapIndex);
+    }
+  }
+
+  #heapPush(bucket: Bucket<T>): void {
+    bucket.heapIndex = this.#heap.length;
+    this.#heap.push(bucket);
+    this.#siftUp(bucket.heapIndex);
+  }
+
+  #siftUp(index: number): void {
+    const heap = this.#heap;
+    const bucket = heap[index]!;
     while (index > 0) {
       const parentIndex = (index - 1) >> 1;
       const parent = heap[parentIndex]!;
-      if (!before(entry, parent)) break;
+      if (parent.priority >= bucket.priority) break;
       heap[index] = parent;
-      parent.queueIndex = index;
+      parent.heapIndex = index;
       index = parentIndex;
     }
-    heap[index] = entry;
-    entry.queueIndex = index;
+    heap[index] = bucket;
+    bucket.heapIndex = index;
   }
 
-  #siftDown(entry: T, index: number): void {
+  #siftDown(index: number): void {
     const heap = this.#heap;
+    const bucket = heap[index]!;
     const length = heap.length;
-    const half = length >> 1;
-    while (index < half) {
-      let childIndex = 2 * index + 1;
-      let child = heap[childIndex]!;
-      const rightIndex = childIndex + 1;
-      if (rightIndex < length) {
-        const right = heap[rightIndex]!;
-        if (before(right, child)) {
-          childIndex = rightIndex;
-          child = right;
-        }
-      }
-      if (!before(child, entry)) break;
-      heap[index] = child;
-      child.queueIndex = index;
-      index = childIndex;
+    for (;;) {
+      let child = 2 * index + 1;
+      if (child >= length) break;
+      if (child + 1 < length && heap[child + 1]!.priority > heap[child]!.priority) child += 1;
+      const next = heap[child]!;
+      if (next.priority <= bucket.priority) break;
+      heap[index] = next;
+      next.heapIndex = index;
+      index = child;
     }
-    heap[index] = entry;
-    entry.queueIndex = index;
+    heap[index] = bucket;
+    bucket.heapIndex = index;
   }
-}
-
-function before(a: PriorityQueueEntry, b: PriorityQueueEntry): boolean {
-  return a.priority > b.priority || (a.priority === b.priority && a.seq < b.seq);
 }

@@ -11,9 +11,9 @@ import {
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import type { IngestMetricName } from '../lib/ingest/metric-names.js';
 import type { EnvironmentConfig } from './config.js';
 import { ingestMetric } from './ingest-metric.js';
-import type { IngestMetricName } from './metric-names.js';
 
 export interface IngestDashboardProps {
   readonly config: EnvironmentConfig;

@@ -1,7 +1,11 @@
 import { Duration } from 'aws-cdk-lib';
 import { Metric } from 'aws-cdk-lib/aws-cloudwatch';
+import {
+  INGEST_METRIC_DIMENSION,
+  INGEST_METRICS,
+  type IngestMetricName,
+} from '../lib/ingest/metric-names.js';
 import type { EnvironmentConfig } from './config.js';
-import { INGEST_METRIC_DIMENSION, INGEST_METRICS, type IngestMetricName } from './metric-names.js';
 
 /** A CloudWatch metric for one of the function's EMF metrics, in the environment's namespace and service. */
 export function ingestMetric(

@@ -1,12 +1,15 @@
 import { parseArgs } from 'node:util';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { IngestConfig } from '../ingest/config.js';
 import { loadConfig } from '../ingest/config.js';
+import { createIngestHandler, type InvocationSummary } from '../ingest/handler/ingest-handler.js';
 import { Producer } from '../ingest/producer.js';
 import { DEMO_RESOURCES, generateDemoLoad } from '../local/demo-load.js';
 import { verifyDemo } from '../local/demo-verify.js';
-import { EventSourceRunner, type SqsBatchHandler } from '../local/event-source-runner.js';
+import { EventSourceRunner } from '../local/event-source-runner.js';
+import { LambdaContainers } from '../local/lambda-containers.js';
 import { clientConfigFor, LOCAL_CREDENTIALS, LOCAL_REGION, startLocalAws } from '../local/local-aws.js';
 import { provisionLocal } from '../local/provision.js';
 import { type CliIo, EXIT } from './io.js';
@@ -29,6 +32,7 @@ Options:
                        in front of S3
   --slowdown-rate N    with --chaos: writes per second per prefix before SlowDown (default 3500)
   --json               print the summary as one JSON object on the last line of stdout
+  --verbose            show the handler's structured logs and EMF metric lines (stderr)
   -h, --help           this help`;
 
 /** Invocation settings of the local run: short enough that retries of transient failures come back soon. */
@@ -46,21 +50,22 @@ export interface LocalSummary {
   duplicated: number;
   invocations: number;
   /** Records SQS delivered again (transient failures, timeouts). */
+  redelivered: number;
+  /** Pool retries of S3 calls inside invocations. */
   retries: number;
-  /** S3 SlowDown answers of the chaos proxy (0 without --chaos). */
+  /** S3 SlowDown answers the pools saw. */
   throttles: number;
+  /** Pool tasks that hit their per-attempt timeout. */
+  timeouts: number;
+  /** Most semaphore permits one invocation held. */
+  permitsPeak: number;
+  /** Slowest invocation's pool execution quantiles (per-attempt S3 call time). */
+  executionMs: { p50: number; p95: number; p99: number };
+  /** Lambda containers started (cold starts). */
+  containers: number;
   invocationMs: { p50: number; p95: number; p99: number };
   durationMs: number;
   problems: string[];
-}
-
-type HandlerFactory = (config: IngestConfig) => SqsBatchHandler;
-
-/** The real handler; it lands in lib/ingest after this command, hence the dynamic import and the check. */
-async function loadHandlerFactory(): Promise<HandlerFactory | undefined> {
-  const ingest: Record<string, unknown> = await import('../ingest/index.js');
-  const factory = ingest.createIngestHandler;
-  return typeof factory === 'function' ? (factory as HandlerFactory) : undefined;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -88,6 +93,7 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       chaos: { type: 'boolean', default: false },
       'slowdown-rate': { type: 'string' },
       json: { type: 'boolean', default: false },
+      verbose: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -112,13 +118,6 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
   } catch (error) {
     io.stderr.write(`s3-ingest local: ${(error as Error).message}\n`);
     return EXIT.usage;
-  }
-  const createIngestHandler = await loadHandlerFactory();
-  if (createIngestHandler === undefined) {
-    io.stderr.write(
-      's3-ingest local: lib/ingest does not export createIngestHandler yet (the ingest handler has not landed)\n',
-    );
-    return EXIT.failure;
   }
 
   const started = performance.now();
@@ -150,7 +149,18 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     // The handler's SDK clients resolve credentials from the process (the emulators accept any).
     process.env.AWS_ACCESS_KEY_ID ??= LOCAL_CREDENTIALS.accessKeyId;
     process.env.AWS_SECRET_ACCESS_KEY ??= LOCAL_CREDENTIALS.secretAccessKey;
-    const handler = createIngestHandler(loadConfig({ ...io.env, ...env }));
+    const config = loadConfig({ ...io.env, ...env });
+    const invocations: InvocationSummary[] = [];
+    // Handler logs and EMF lines would drown the progress bar: on stderr with --verbose, otherwise errors only.
+    const containers = new LambdaContainers(() =>
+      createIngestHandler(config, {
+        logger: new Logger({ serviceName: 's3-ingest-local', logLevel: values.verbose ? 'INFO' : 'ERROR' }),
+        metrics: new Metrics({ namespace: 's3-ingest-local', serviceName: 's3-ingest-local' }),
+        flushMetrics: values.verbose === true,
+        onInvocation: (summary) => invocations.push(summary),
+      }),
+    );
+    const handler = containers.invoke;
     const durations: number[] = [];
     const runner = new EventSourceRunner({
       client: sqs,
@@ -182,6 +192,7 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       await runner.waitForIdle({ timeoutMs: 300_000 });
     }
     const stats = await runner.stop();
+    await containers.close();
     progress.done(stats);
     const verification = await verifyDemo({
       s3: s3Direct,
@@ -200,8 +211,17 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       lost: verification.lost,
       duplicated: verification.duplicated,
       invocations: stats.invocations,
-      retries: stats.redelivered,
-      throttles: aws.chaos?.model.stats().total.throttled ?? 0,
+      redelivered: stats.redelivered,
+      retries: sum(invocations, 'Retries'),
+      throttles: sum(invocations, 'Throttles'),
+      timeouts: sum(invocations, 'Timeouts'),
+      permitsPeak: Math.max(0, ...invocations.map((i) => i.PermitsHeld)),
+      executionMs: {
+        p50: Math.round(Math.max(0, ...invocations.map((i) => i.ExecutionP50))),
+        p95: Math.round(Math.max(0, ...invocations.map((i) => i.ExecutionP95))),
+        p99: Math.round(Math.max(0, ...invocations.map((i) => i.ExecutionP99))),
+      },
+      containers: containers.size,
       invocationMs: {
         p50: percentile(durations, 50),
         p95: percentile(durations, 95),
@@ -218,6 +238,13 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     s3Direct.destroy();
     await aws.stop();
   }
+}
+
+function sum(
+  invocations: readonly InvocationSummary[],
+  metric: 'Retries' | 'Throttles' | 'Timeouts',
+): number {
+  return invocations.reduce((total, i) => total + i[metric], 0);
 }
 
 async function sendRaw(sqs: SQSClient, queueUrl: string, bodies: string[]): Promise<number> {
@@ -240,7 +267,9 @@ function printSummary(io: CliIo, s: LocalSummary): void {
     `dead-lettered ${s.deadLettered}${reasons ? ` (${reasons})` : ''}`,
     `lost          ${s.lost}`,
     `duplicated    ${s.duplicated}`,
-    `invocations   ${s.invocations}, retries ${s.retries}, throttles ${s.throttles}`,
+    `invocations   ${s.invocations} in ${s.containers} containers, ${s.redelivered} records redelivered`,
+    `pool          retries ${s.retries}, throttles ${s.throttles}, timeouts ${s.timeouts}, permits peak ${s.permitsPeak}`,
+    `S3 call       p50 ${s.executionMs.p50} ms, p95 ${s.executionMs.p95} ms, p99 ${s.executionMs.p99} ms (slowest invocation)`,
     `invocation    p50 ${s.invocationMs.p50} ms, p95 ${s.invocationMs.p95} ms, p99 ${s.invocationMs.p99} ms`,
     `duration      ${s.durationMs} ms`,
     ...s.problems.map((p) => `  ${p}`),

@@ -8,6 +8,16 @@ export {
   type InvalidWriteIssue,
   SendFailedError,
 } from './errors.js';
+export type { AwsClients } from './handler/aws-clients.js';
+export type { DeadLetterReason } from './handler/dead-letter-reason.js';
+export {
+  createIngestHandler,
+  type IngestHandler,
+  type IngestHandlerOptions,
+  type InvocationSummary,
+} from './handler/ingest-handler.js';
+export type { SemaphoreFactory } from './handler/tenant-permits.js';
+export type { TransientCause, WriteOutcome } from './handler/write-outcome.js';
 export * from './message/index.js';
 export {
   Producer,

@@ -7,7 +7,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { type BuiltApp, buildApp } from '../../infra/build-app.js';
 import { TENANT_KEY_PATTERN } from '../../infra/ingest-stack.js';
-import { INGEST_METRIC_NAMES, type IngestMetricName } from '../../infra/metric-names.js';
+import { INGEST_METRIC_NAMES, type IngestMetricName } from '../../lib/ingest/metric-names.js';
 import { cdkJsonContext } from './cdk-context.js';
 
 const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;

@@ -4,10 +4,12 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import type { ObjectStore } from '../../db/object-store.js';
 import type { Document, Resource } from '../../db/resource.js';
 import { ConcurrencyBudget } from '../../pool/concurrency-budget.js';
+import type { ExecutorPool } from '../../pool/executor-pool.js';
 import type { IngestConfig } from '../config.js';
 import { InvalidMessageError } from '../errors.js';
 import { parseIngestMessage } from '../message/parse.js';
 import type { IngestWrite } from '../message/types.js';
+import type { IngestMetricName } from '../metric-names.js';
 import { applyWrite } from './apply-write.js';
 import { type AwsClients, createAwsClients } from './aws-clients.js';
 import { type DeadLetter, DeadLetterQueue } from './dead-letter-queue.js';
@@ -32,7 +34,17 @@ export interface IngestHandlerOptions {
   readonly store?: ObjectStore;
   /** Semaphores instead of DynamoDB ones (tests use `MemorySemaphore`). */
   readonly semaphores?: SemaphoreFactory;
+  /** Called after every invocation with what it did (the local runner's summary, tests). */
+  readonly onInvocation?: (summary: InvocationSummary) => void;
 }
+
+/** What one invocation did: the published metrics plus context. */
+export type InvocationSummary = Record<IngestMetricName, number> & {
+  readonly records: number;
+  readonly tenants: number;
+  readonly durationMs: number;
+  readonly deadlineReached: boolean;
+};
 
 /** The ingestion Lambda: an SQS batch in, the records SQS must redeliver out. */
 export interface IngestHandler {
@@ -59,7 +71,10 @@ const RECORD_SEPARATOR = '\u0000';
  * those, in `batchItemFailures`. Records are acknowledged only once written or safely in the DLQ.
  */
 export function createIngestHandler(config: IngestConfig, options: IngestHandlerOptions = {}): IngestHandler {
-  const built = options.clients?.s3 && options.clients.sqs && options.clients.dynamodb ? undefined : createAwsClients(config);
+  const built =
+    options.clients?.s3 && options.clients.sqs && options.clients.dynamodb
+      ? undefined
+      : createAwsClients(config);
   const clients: AwsClients = {
     s3: options.clients?.s3 ?? built!.s3,
     sqs: options.clients?.sqs ?? built!.sqs,
@@ -92,6 +107,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     const letters: DeadLetter[] = [];
     const byTenant = new Map<string, TenantWork>();
     const records = event.Records ?? [];
+    const bodies = new Map(records.map((r) => [r.messageId, r.body] as const));
 
     try {
       for (const record of records) {
@@ -113,7 +129,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
           if (outcome?.kind === 'permanent') {
             letters.push({
               messageId: write.messageId,
-              body: bodyOf(records, write.messageId),
+              body: bodies.get(write.messageId) ?? '',
               reason: outcome.reason,
               errorName: outcome.error.name,
               detail: outcome.error.message,
@@ -125,7 +141,11 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
       const notDeadLettered = letters.length === 0 ? new Set<string>() : await deadLetters.send(letters);
       for (const letter of letters) {
         if (notDeadLettered.has(letter.messageId)) {
-          outcomes.set(letter.messageId, { kind: 'transient', cause: 'dead-letter-failed', error: undefined });
+          outcomes.set(letter.messageId, {
+            kind: 'transient',
+            cause: 'dead-letter-failed',
+            error: undefined,
+          });
         } else {
           invocation.recordsDeadLettered++;
           logger.warn('message dead-lettered', {
@@ -158,17 +178,20 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     const tenants = [...byTenant.keys()];
     invocation.addTo(metrics, tenants);
     if (flushMetrics) metrics.publishStoredMetrics();
-    logger.info('batch processed', {
+    const summary: InvocationSummary = {
       records: records.length,
       tenants: tenants.length,
       ...invocation.values(),
       durationMs: Date.now() - startedAt,
       deadlineReached: deadline.signal.aborted,
-    });
+    };
+    logger.info('batch processed', summary);
+    options.onInvocation?.(summary);
     return { batchItemFailures };
 
     async function runTenants(work: TenantWork[]): Promise<void> {
-      const ready: { work: TenantWork; resources: Map<string, Resource<Document>>; pool: import('../../pool/executor-pool.js').ExecutorPool }[] = [];
+      const ready: { work: TenantWork; resources: Map<string, Resource<Document>>; pool: ExecutorPool }[] =
+        [];
       await Promise.all(
         work.map(async (w) => {
           try {
@@ -177,7 +200,8 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
             const resources = new Map(db.resources.map((name) => [name, db.resource(name)] as const));
             ready.push({ work: w, resources, pool });
           } catch (error) {
-            for (const write of w.writes) outcomes.set(write.messageId, { kind: 'transient', cause: 'storage', error });
+            for (const write of w.writes)
+              outcomes.set(write.messageId, { kind: 'transient', cause: 'storage', error });
             logger.error('tenant database unavailable', { tenant: w.tenant, error });
           }
         }),
@@ -202,12 +226,19 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
         }
         logger.warn('no semaphore permits: tenant writes redelivered', { tenant, error: result.unavailable });
         for (const write of byName.get(tenant)!.work.writes) {
-          outcomes.set(write.messageId, { kind: 'transient', cause: 'permits-unavailable', error: result.unavailable });
+          outcomes.set(write.messageId, {
+            kind: 'transient',
+            cause: 'permits-unavailable',
+            error: result.unavailable,
+          });
         }
       }
     }
 
-    async function applyTenantWrites(work: TenantWork, resources: Map<string, Resource<Document>>): Promise<void> {
+    async function applyTenantWrites(
+      work: TenantWork,
+      resources: Map<string, Resource<Document>>,
+    ): Promise<void> {
       // One chain per record, in message order; chains run concurrently on the tenant's pool.
       const chains = new Map<string, IngestWrite[]>();
       for (const write of work.writes) {
@@ -261,7 +292,8 @@ function parse(
     return parseIngestMessage(record.body, { messageId: record.messageId, resources: config.resources });
   } catch (err) {
     if (!(err instanceof InvalidMessageError)) {
-      outcomes.set(record.messageId, { kind: 'transient', cause: 'storage', error: err });
+      // Not a contract violation but a bug of ours: redeliver rather than dead-letter a possibly good message.
+      outcomes.set(record.messageId, { kind: 'transient', cause: 'unexpected', error: err });
       return undefined;
     }
     letters.push({
@@ -274,8 +306,4 @@ function parse(
     outcomes.set(record.messageId, { kind: 'permanent', reason: err.reason, error: err });
     return undefined;
   }
-}
-
-function bodyOf(records: readonly SQSRecord[], messageId: string): string {
-  return records.find((r) => r.messageId === messageId)?.body ?? '';
 }

@@ -66,7 +66,10 @@ export class TenantPermits {
     dynamodb: DynamoDBClient | undefined,
     factory?: SemaphoreFactory,
   ) {
-    this.#prefixLimit = permitsFor({ ratePerSecond: config.s3PrefixWriteRate, latencyMs: ASSUMED_WRITE_LATENCY_MS });
+    this.#prefixLimit = permitsFor({
+      ratePerSecond: config.s3PrefixWriteRate,
+      latencyMs: ASSUMED_WRITE_LATENCY_MS,
+    });
     const table = config.semaphoreTable;
     this.#factory =
       factory ??
@@ -183,7 +186,9 @@ export class TenantPermits {
       // `body` never throws, so this is the acquire: out of time, aborted, or DynamoDB unreachable. Only this
       // tenant's writes are redelivered; the rest of the batch goes on.
       return {
-        unavailable: window.signal.aborted ? new SemaphoreTimeoutError(semaphore.name, min, window.deadline) : err,
+        unavailable: window.signal.aborted
+          ? new SemaphoreTimeoutError(semaphore.name, min, window.deadline)
+          : err,
       };
     }
   }

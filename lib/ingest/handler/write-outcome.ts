@@ -17,6 +17,7 @@ export type TransientCause =
   | 'deadline'
   | 'permits-unavailable'
   | 'earlier-write-failed'
-  | 'dead-letter-failed';
+  | 'dead-letter-failed'
+  | 'unexpected';
 
 export const WRITTEN: WriteOutcome = { kind: 'written' };

@@ -35,3 +35,4 @@ export {
   type S3Outcome,
   type S3RequestKind,
 } from './s3-behaviour-model.js';
+export { parseServeArgs, SERVE_USAGE, type ServeOptions } from './serve-args.js';

@@ -125,6 +125,16 @@ function rejectingThenable(error: unknown): PromiseLike<never> {
   };
 }
 
+/** Describes the first bad field of `options`, if any. */
+function invalidEnqueueOption(options: EnqueueOptions): string | undefined {
+  const { priority, timeout, retries } = options;
+  if (priority !== undefined && !Number.isFinite(priority))
+    return `priority must be a finite number, got ${priority}`;
+  if (timeout !== undefined && !(timeout >= 0)) return `timeout must be a number >= 0, got ${timeout}`;
+  if (retries !== undefined && !(retries >= 0)) return `retries must be a number >= 0, got ${retries}`;
+  return undefined;
+}
+
 function rejected<T>(error: unknown): Promise<T> {
   const promise = Promise.reject(error);
   promise.catch(noop);
@@ -245,6 +255,8 @@ export class ExecutorPool {
     if (this.#stopped) return rejected(new PoolStoppedError());
     let extras: TaskExtras | undefined;
     if (options !== undefined) {
+      const invalid = invalidEnqueueOption(options);
+      if (invalid !== undefined) return rejected(new RangeError(invalid));
       const signal = options.signal;
       if (signal?.aborted)
         return rejected(new AbortError('task aborted before it was queued', { cause: signal.reason }));

@@ -73,7 +73,7 @@ export interface ExecutorPoolOptions {
 export interface EnqueueOptions {
   /** Higher runs first; equal priorities run in enqueue order. Default `0`. */
   priority?: number;
-  /** Per-attempt timeout in ms, overriding the pool's. */
+  /** Per-attempt timeout in ms, overriding the pool's; `0` or `Infinity` disables it for this task. */
   timeout?: number;
   /** Retries for this task, overriding the pool's. */
   retries?: number;
@@ -121,11 +121,15 @@ function nonNegative(name: string, value: number): number {
 
 export function resolvePoolOptions(options: ExecutorPoolOptions): ResolvedPoolOptions {
   const timeout = nonNegative('timeout', options.timeout ?? POOL_DEFAULTS.timeout);
+  const jitter = options.jitter ?? POOL_DEFAULTS.jitter;
+  if (jitter !== 'full' && jitter !== 'decorrelated' && jitter !== 'none') {
+    throw new RangeError(`jitter must be 'full', 'decorrelated' or 'none', got ${String(jitter)}`);
+  }
   return {
     retries: nonNegative('retries', options.retries ?? POOL_DEFAULTS.retries),
     retryDelay: nonNegative('retryDelay', options.retryDelay ?? POOL_DEFAULTS.retryDelay),
     maxRetryDelay: nonNegative('maxRetryDelay', options.maxRetryDelay ?? POOL_DEFAULTS.maxRetryDelay),
-    jitter: options.jitter ?? POOL_DEFAULTS.jitter,
+    jitter,
     retryableErrors: options.retryableErrors ?? DEFAULT_RETRYABLE_ERRORS,
     timeout: timeout === 0 ? Number.POSITIVE_INFINITY : timeout,
     maxQueueSize: nonNegative('maxQueueSize', options.maxQueueSize ?? POOL_DEFAULTS.maxQueueSize),

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ExecutorPool } from '../../../lib/pool/index.js';
 import { deferred, flush } from './helpers.js';
 
@@ -82,5 +82,42 @@ describe('deduplication', () => {
     calls = 0;
     await Promise.all([plain.enqueue(fn, { dedupKey: 'k' }), plain.enqueue(fn, { dedupKey: 'k' })]);
     expect(calls).toBe(2);
+  });
+});
+
+describe('deduplication ttl', () => {
+  it('stops joining a pending execution once it is older than `ttl`', async () => {
+    vi.useFakeTimers();
+    try {
+      const pool = new ExecutorPool({ concurrency: 2, timeout: 0, deduplication: { ttl: 1_000 } });
+      let calls = 0;
+      const fn = () => {
+        calls += 1;
+        return new Promise<number>((resolve) => setTimeout(() => resolve(calls), 5_000));
+      };
+      const first = pool.enqueue(fn, { dedupKey: 'k' });
+      await vi.advanceTimersByTimeAsync(999);
+      const joined = pool.enqueue(fn, { dedupKey: 'k' });
+      await vi.advanceTimersByTimeAsync(1);
+      const fresh = pool.enqueue(fn, { dedupKey: 'k' });
+      expect(joined).toBe(first);
+      expect(calls).toBe(2);
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(await Promise.all([first, joined, fresh])).toEqual([2, 2, 2]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe('enqueue input validation', () => {
+  it('rejects bad options with a RangeError naming the field, and queues nothing', async () => {
+    const pool = new ExecutorPool({ concurrency: 1 });
+    await expect(pool.enqueue(async () => 1, { priority: Number.NaN })).rejects.toThrow(/priority/);
+    await expect(pool.enqueue(async () => 1, { timeout: -1 })).rejects.toThrow(/timeout/);
+    await expect(pool.enqueue(async () => 1, { retries: -2 })).rejects.toBeInstanceOf(RangeError);
+    expect(pool.getStats()).toMatchObject({ queueSize: 0, activeCount: 0, processedCount: 0 });
+    expect(() => new ExecutorPool({ jitter: 'sometimes' as never })).toThrow(/jitter/);
+    expect(() => new ExecutorPool({ timeout: -5 })).toThrow(/timeout/);
   });
 });

@@ -5,19 +5,15 @@ import * as pool from '../../../lib/pool/index.js';
 
 describe('pool public API', () => {
   it('is re-exported from lib/index.ts', () => {
-    for (const name of [
-      'ExecutorPool',
-      'ConcurrencyBudget',
-      'isRetryableError',
-      'computeBackoff',
-      'TimeoutError',
-      'PoolStoppedError',
-      'QueueFullError',
-      'CircuitOpenError',
-      'AbortError',
-    ] as const) {
-      expect(api[name], name).toBe(pool[name]);
-    }
+    expect(api.ExecutorPool).toBe(pool.ExecutorPool);
+    expect(api.ConcurrencyBudget).toBe(pool.ConcurrencyBudget);
+    expect(api.isRetryableError).toBe(pool.isRetryableError);
+    expect(api.computeBackoff).toBe(pool.computeBackoff);
+    expect(api.TimeoutError).toBe(pool.TimeoutError);
+    expect(api.PoolStoppedError).toBe(pool.PoolStoppedError);
+    expect(api.QueueFullError).toBe(pool.QueueFullError);
+    expect(api.CircuitOpenError).toBe(pool.CircuitOpenError);
+    expect(api.AbortError).toBe(pool.AbortError);
   });
 
   it('throws errors with stable names that extend S3IngestError', () => {

@@ -247,8 +247,12 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
         if (chain === undefined) chains.set(key, [write]);
         else chain.push(write);
       }
+      // Chains start in the order of their first write's priority (stable for equal ones): the pool starts
+      // the first enqueued write at once when it has a free slot, so starting in message order would let a
+      // low-priority first message jump ahead of every higher-priority one.
+      const ordered = [...chains.values()].sort((a, b) => b[0]!.priority - a[0]!.priority);
       await Promise.all(
-        [...chains.values()].map(async (chain) => {
+        ordered.map(async (chain) => {
           let blocked = false;
           for (const write of chain) {
             let outcome: WriteOutcome;

@@ -181,7 +181,9 @@ describe('chaos proxy: rates over real HTTP', () => {
     const elapsedSeconds = (performance.now() - started) / 1000;
     agent.destroy();
     const acceptedRate = (accepted - rate * burstSeconds) / elapsedSeconds;
-    expect(throttled).toBeGreaterThan(accepted); // offered load was well over the limit
+    // The limit was really reached: at least 20% more was offered than accepted (a run below the limit
+    // would be all accepted, burst included).
+    expect(throttled).toBeGreaterThan(accepted * 0.2);
     expect(acceptedRate).toBeGreaterThan(rate * 0.9);
     expect(acceptedRate).toBeLessThan(rate * 1.1);
     expect(proxy.model.stats().byPrefix['t=rate/']).toMatchObject({ ok: accepted, throttled });

@@ -14,7 +14,7 @@ import { applyWrite } from './apply-write.js';
 import { type AwsClients, createAwsClients } from './aws-clients.js';
 import { type DeadLetter, DeadLetterQueue } from './dead-letter-queue.js';
 import { InvocationMetrics } from './invocation-metrics.js';
-import { TenantDatabases } from './tenant-databases.js';
+import { type TenantDatabase, TenantDatabases } from './tenant-databases.js';
 import { type SemaphoreFactory, TenantPermits } from './tenant-permits.js';
 import type { WriteOutcome } from './write-outcome.js';
 
@@ -108,6 +108,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     const byTenant = new Map<string, TenantWork>();
     const records = event.Records ?? [];
     const bodies = new Map(records.map((r) => [r.messageId, r.body] as const));
+    const inUse: TenantDatabase[] = [];
 
     try {
       for (const record of records) {
@@ -160,6 +161,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     } finally {
       clearTimeout(timer);
       invocation.detach();
+      for (const entry of inUse.splice(0)) databases.release(entry);
     }
 
     const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
@@ -195,7 +197,9 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
       await Promise.all(
         work.map(async (w) => {
           try {
-            const { db, pool } = await databases.get(w.tenant);
+            const entry = await databases.get(w.tenant);
+            inUse.push(entry);
+            const { db, pool } = entry;
             invocation.watch(pool);
             const resources = new Map(db.resources.map((name) => [name, db.resource(name)] as const));
             ready.push({ work: w, resources, pool });

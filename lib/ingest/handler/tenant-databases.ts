@@ -27,6 +27,12 @@ export interface TenantDatabase {
   readonly pool: ExecutorPool;
 }
 
+function retire(entry: TenantDatabase): void {
+  entry.db.disconnect().catch(() => {
+    // Eviction happens between writes; a failing drain has nothing left to report to.
+  });
+}
+
 /**
  * The per-tenant Databases of one container, kept warm across invocations in a bounded LRU (one pool each,
  * so one tenant's flood never starves another). An evicted tenant's Database is drained and disconnected;
@@ -34,6 +40,10 @@ export interface TenantDatabase {
  */
 export class TenantDatabases {
   readonly #cache: LRUCache<string, TenantDatabase>;
+  /** Entries handed out by `get` and not yet `release`d (the running invocation's tenants), with a count. */
+  readonly #inUse = new Map<TenantDatabase, number>();
+  /** In-use entries the LRU evicted: disconnected on their last `release`, not under a running write. */
+  readonly #evicted = new Set<TenantDatabase>();
   #closing = false;
 
   constructor(private readonly options: TenantDatabasesOptions) {
@@ -41,9 +51,10 @@ export class TenantDatabases {
       max: options.config.tenantCacheSize,
       dispose: (entry) => {
         if (this.#closing) return;
-        entry.db.disconnect().catch(() => {
-          // Eviction happens between writes; a failing drain has nothing left to report to.
-        });
+        // A batch with more tenants than the cache evicts tenants it is about to write to: disconnecting
+        // one now would fail all its writes (DatabaseNotConnectedError) in every such batch.
+        if (this.#inUse.has(entry)) this.#evicted.add(entry);
+        else retire(entry);
       },
     });
   }
@@ -52,12 +63,28 @@ export class TenantDatabases {
     return this.#cache.size;
   }
 
+  /** The tenant's Database, opened on first use; kept from eviction until `release(entry)`. */
   async get(tenant: string): Promise<TenantDatabase> {
-    const cached = this.#cache.get(tenant);
-    if (cached !== undefined) return cached;
-    const entry = await this.#open(tenant);
-    this.#cache.set(tenant, entry);
+    let entry = this.#cache.get(tenant);
+    if (entry === undefined) {
+      entry = await this.#open(tenant);
+      this.#inUse.set(entry, (this.#inUse.get(entry) ?? 0) + 1);
+      this.#cache.set(tenant, entry);
+    } else {
+      this.#inUse.set(entry, (this.#inUse.get(entry) ?? 0) + 1);
+    }
     return entry;
+  }
+
+  /** Ends one `get`'s use; an entry the LRU evicted meanwhile is disconnected now. */
+  release(entry: TenantDatabase): void {
+    const count = (this.#inUse.get(entry) ?? 0) - 1;
+    if (count > 0) {
+      this.#inUse.set(entry, count);
+      return;
+    }
+    this.#inUse.delete(entry);
+    if (this.#evicted.delete(entry)) retire(entry);
   }
 
   async #open(tenant: string): Promise<TenantDatabase> {
@@ -91,7 +118,9 @@ export class TenantDatabases {
 
   /** Drains and disconnects every cached Database (tests and the local runner's shutdown). */
   async close(): Promise<void> {
-    const entries = [...this.#cache.values()];
+    const entries = [...this.#cache.values(), ...this.#evicted];
+    this.#evicted.clear();
+    this.#inUse.clear();
     this.#closing = true;
     this.#cache.clear();
     this.#closing = false;

@@ -1,0 +1,350 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { S3ServiceException } from '@aws-sdk/client-s3';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Database } from '../../../lib/db/database.js';
+import { INVALID_MESSAGE_REASONS } from '../../../lib/ingest/errors.js';
+import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
+import { S3BehaviourModel } from '../../../lib/local/s3-behaviour-model.js';
+import { ExecutorPool } from '../../../lib/pool/executor-pool.js';
+import { loadBadMessages, loadGoodMessages } from '../../fixtures/messages.js';
+import {
+  createDlq,
+  failedIds,
+  ids,
+  keyOf,
+  lambdaContext,
+  localClients,
+  readDlq,
+  sqsEvent,
+  sqsRecord,
+  TrackingStore,
+  testHandler,
+} from './handler/support.js';
+
+let clients: { s3: S3Client; sqs: SQSClient; dynamodb: DynamoDBClient };
+let dlqUrl: string;
+const handlers: IngestHandler[] = [];
+
+beforeAll(async () => {
+  clients = localClients();
+});
+afterEach(async () => {
+  await Promise.all(handlers.splice(0).map((h) => h.close()));
+});
+afterAll(() => {
+  clients.s3.destroy();
+  clients.sqs.destroy();
+  clients.dynamodb.destroy();
+});
+
+async function setup(env: Record<string, string> = {}, store?: TrackingStore) {
+  dlqUrl = await createDlq(clients.sqs);
+  const t = testHandler(clients, { DLQ_URL: dlqUrl, ...env }, store === undefined ? {} : { store });
+  handlers.push(t.handler);
+  return t;
+}
+
+function internalError(): S3ServiceException {
+  return new S3ServiceException({
+    name: 'InternalError',
+    $fault: 'server',
+    $metadata: { httpStatusCode: 500 },
+    message: 'We encountered an internal error. Please try again.',
+  });
+}
+
+describe('response shapes', () => {
+  it('acknowledges an empty batch with an empty list', async () => {
+    const { handler, summaries } = await setup();
+    await expect(handler({ Records: [] }, lambdaContext(30_000))).resolves.toEqual({ batchItemFailures: [] });
+    expect(summaries[0]).toMatchObject({ records: 0, RecordsProcessed: 0, RecordsFailed: 0 });
+  });
+
+  it('lists exactly the record whose write failed transiently', async () => {
+    const { handler, store, summaries } = await setup();
+    store.hook = (call) => {
+      if (call.kind === 'put' && call.key === keyOf('acme', 'orders', 'o-2')) throw internalError();
+    };
+    const event = sqsEvent([{ id: 'o-1' }, { id: 'o-2' }, { id: 'o-3' }]);
+    const response = await handler(event, lambdaContext(30_000));
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: event.Records[1]!.messageId }] });
+    expect(store.keys()).toEqual([keyOf('acme', 'orders', 'o-1'), keyOf('acme', 'orders', 'o-3')]);
+    expect(summaries[0]).toMatchObject({ RecordsProcessed: 2, RecordsFailed: 1, RecordsDeadLettered: 0 });
+  });
+
+  it('lists every record when every write is throttled (a full failure is never acknowledged)', async () => {
+    // No write tokens at all: every PUT is answered 503 SlowDown, as S3 does to an overloaded prefix.
+    const model = new S3BehaviourModel({ writesPerSecond: 0 });
+    const store = new TrackingStore({ model });
+    const { handler, summaries } = await setup({ WRITE_RETRIES: '1' }, store);
+    const event = sqsEvent([
+      { id: 'o-1' },
+      { id: 'o-2', op: 'insert' },
+      { tenant: 'globex', id: 'g-1' },
+      { op: 'delete', id: 'o-3' },
+    ]);
+    const response = await handler(event, lambdaContext(30_000));
+    expect(response.batchItemFailures).not.toEqual([]);
+    expect(failedIds(response)).toEqual(ids(event).sort());
+    expect(store.keys()).toEqual([]);
+    expect(model.stats().total.throttled).toBe(8); // 4 writes x (1 attempt + 1 retry)
+    expect(summaries[0]).toMatchObject({ RecordsProcessed: 0, RecordsFailed: 4, Throttles: 8, Retries: 4 });
+  });
+
+  it('redelivers (not acknowledges) a record whose handling threw unexpectedly', async () => {
+    const { handler, store } = await setup();
+    store.hook = () => {
+      throw new TypeError('bug');
+    };
+    const event = sqsEvent([{ id: 'o-1' }]);
+    expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual(ids(event));
+  });
+});
+
+describe('permanent failures go to the DLQ with their reason, not to batchItemFailures', () => {
+  it('dead-letters every corpus message with its precise reason, writes the good ones, stays in t=<tenant>/', async () => {
+    const bad = loadBadMessages();
+    const good = loadGoodMessages();
+    // The corpus declares its resources schemaless: good messages carry arbitrary data.
+    const { handler, store, summaries } = await setup({
+      POOL_CONCURRENCY: '16',
+      RESOURCES: JSON.stringify(Object.fromEntries([...bad.resources].map((r) => [r, {}]))),
+    });
+    // Bodies SQS itself would refuse (over 1 MiB with the DLQ's attributes) cannot reach a handler.
+    const sendable = bad.messages.filter((m) => Buffer.byteLength(m.body) < 1_000_000);
+    const badRecords = sendable.map((m) => sqsRecord(m.body));
+    const goodRecords = good.messages.map((m) => sqsRecord(m.body, m.messageId));
+    // Good writes touch the same records (o-1 ...), in message order; interleave bad ones around them.
+    const records = [...badRecords.slice(0, 60), ...goodRecords, ...badRecords.slice(60)];
+    const response = await handler({ Records: records }, lambdaContext(60_000));
+
+    expect(response).toEqual({ batchItemFailures: [] });
+    const letters = await readDlq(clients.sqs, dlqUrl);
+    for (const record of goodRecords)
+      expect(letters.get(record.messageId), record.body.slice(0, 300)).toBeUndefined();
+    expect(letters.size).toBe(sendable.length);
+    sendable.forEach((m, i) => {
+      const letter = letters.get(badRecords[i]!.messageId);
+      expect(letter, m.name).toBeDefined();
+      expect(letter!.attributes.reason, m.name).toBe(m.reason);
+      expect(letter!.attributes.errorName, m.name).toBe('InvalidMessageError');
+      expect(letter!.attributes.detail, m.name).not.toBe('');
+      expect(letter!.body, m.name).toBe(m.body === '' ? '(empty body)' : m.body);
+    });
+    // Every reason of the contract is exercised by the corpus.
+    expect(new Set(sendable.map((m) => m.reason))).toEqual(new Set(INVALID_MESSAGE_REASONS));
+    for (const record of goodRecords) expect(letters.has(record.messageId)).toBe(false);
+
+    const goodTenants = new Set(good.messages.map((m) => (JSON.parse(m.body) as { tenant: string }).tenant));
+    expect(store.keys().length).toBeGreaterThan(0);
+    for (const key of store.keys()) {
+      const tenant = /^t=([a-z0-9][a-z0-9_-]{0,62})\/r=[a-z0-9_-]+\/id=[^/]+\.json$/.exec(key)?.[1];
+      expect(tenant, key).toBeDefined();
+      expect(goodTenants.has(tenant!), key).toBe(true);
+    }
+    expect(summaries[0]).toMatchObject({
+      RecordsDeadLettered: sendable.length,
+      RecordsProcessed: good.messages.length,
+      RecordsFailed: 0,
+    });
+  });
+
+  it('dead-letters a schema violation naming the field, and an update of a missing record', async () => {
+    const { handler, store } = await setup();
+    const event = sqsEvent([
+      { resource: 'customers', id: 'c-1', data: { name: 'Ada', age: -3 } },
+      { resource: 'customers', id: 'c-2', data: { name: 'Bob' } },
+      { resource: 'customers', op: 'update', id: 'c-2', data: { age: 'old' } },
+      { op: 'update', id: 'missing', data: { status: 'paid' } },
+    ]);
+    const response = await handler(event, lambdaContext(30_000));
+    expect(response).toEqual({ batchItemFailures: [] });
+    const letters = await readDlq(clients.sqs, dlqUrl);
+    const [violation, , patchViolation, missing] = event.Records;
+    expect(letters.get(violation!.messageId)?.attributes).toMatchObject({
+      reason: 'schema-violation',
+      errorName: 'ValidationError',
+      tenant: 'acme',
+    });
+    expect(letters.get(violation!.messageId)?.attributes.detail).toContain('age');
+    expect(letters.get(violation!.messageId)?.body).toBe(violation!.body);
+    expect(letters.get(patchViolation!.messageId)?.attributes.reason).toBe('schema-violation');
+    expect(letters.get(patchViolation!.messageId)?.attributes.detail).toContain('age');
+    expect(letters.get(missing!.messageId)?.attributes).toMatchObject({
+      reason: 'record-not-found',
+      errorName: 'RecordNotFoundError',
+    });
+    expect(letters.size).toBe(3);
+    expect(store.keys()).toEqual([keyOf('acme', 'customers', 'c-2')]);
+    expect(store.record(keyOf('acme', 'customers', 'c-2'))).toMatchObject({ name: 'Bob', version: 1 });
+  });
+
+  it('redelivers permanent failures when the DLQ cannot take them (nothing is acknowledged unsaved)', async () => {
+    const { handler } = await setup({ DLQ_URL: `${await createDlq(clients.sqs)}-does-not-exist` });
+    const event = sqsEvent(['not json', { id: 'o-1' }, { op: 'update', id: 'missing' }]);
+    const response = await handler(event, lambdaContext(30_000));
+    const [badJson, good, missing] = event.Records;
+    expect(failedIds(response)).toEqual([badJson!.messageId, missing!.messageId].sort());
+    expect(failedIds(response)).not.toContain(good!.messageId);
+  });
+});
+
+describe('per-record order, concurrency and priority', () => {
+  it('applies writes to one record in message order', async () => {
+    const { handler, store } = await setup();
+    const event = sqsEvent([
+      { op: 'insert', id: 'o-1', data: { step: 1, a: 1 } },
+      { op: 'update', id: 'o-1', data: { step: 2, b: 2 } },
+      { op: 'update', id: 'o-1', data: { step: 3, c: 3 } },
+      { op: 'delete', id: 'o-1' },
+      { op: 'upsert', id: 'o-1', data: { step: 5 } },
+      { op: 'update', id: 'o-1', data: { tail: true } },
+    ]);
+    expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+    expect(store.record(keyOf('acme', 'orders', 'o-1'))).toMatchObject({ step: 5, tail: true, version: 2 });
+    expect(store.record(keyOf('acme', 'orders', 'o-1'))).not.toHaveProperty('a');
+    // insert, (get, put) x2, delete, upsert, get, put: strictly one after the other.
+    expect(store.calls.map((c) => c.kind)).toEqual([
+      'put',
+      'get',
+      'put',
+      'get',
+      'put',
+      'delete',
+      'put',
+      'get',
+      'put',
+    ]);
+  });
+
+  it('a transient failure of one write blocks the later writes to that record, which are redelivered too', async () => {
+    const { handler, store } = await setup();
+    let puts = 0;
+    store.hook = (call) => {
+      if (call.kind === 'put' && call.key === keyOf('acme', 'orders', 'o-1') && ++puts === 2) {
+        throw internalError();
+      }
+    };
+    const event = sqsEvent([
+      { op: 'insert', id: 'o-1', data: { step: 1 } },
+      { op: 'update', id: 'o-1', data: { step: 2 } },
+      { op: 'update', id: 'o-1', data: { step: 3 } },
+      { op: 'delete', id: 'o-1' },
+      { op: 'upsert', id: 'o-2', data: { other: true } },
+    ]);
+    const response = await handler(event, lambdaContext(30_000));
+    expect(failedIds(response)).toEqual(ids(event).slice(1, 4).sort());
+    expect(store.record(keyOf('acme', 'orders', 'o-1'))).toMatchObject({ step: 1, version: 1 });
+    expect(store.record(keyOf('acme', 'orders', 'o-2'))).toMatchObject({ other: true });
+    expect(store.writes().filter((c) => c.key === keyOf('acme', 'orders', 'o-1'))).toHaveLength(2);
+  });
+
+  it('runs writes to different records concurrently', async () => {
+    const model = new S3BehaviourModel({ latency: { medianMs: 40, p99Ms: 40 }, writesPerSecond: Infinity });
+    const store = new TrackingStore({ model });
+    const { handler } = await setup({ POOL_CONCURRENCY: '8' }, store);
+    const event = sqsEvent(Array.from({ length: 6 }, (_, i) => ({ id: `o-${i}` })));
+    expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+    expect(store.maxInFlight).toBe(6);
+    expect(store.keys()).toHaveLength(6);
+  });
+
+  it('starts higher-priority writes first when the pool has one slot', async () => {
+    const model = new S3BehaviourModel({ latency: { medianMs: 5, p99Ms: 5 }, writesPerSecond: Infinity });
+    const store = new TrackingStore({ model });
+    const { handler } = await setup({ POOL_CONCURRENCY: '1' }, store);
+    const priorities = [10, 90, 50, 100, 0, 70];
+    const event = sqsEvent(priorities.map((priority) => ({ id: `p-${priority}`, priority })));
+    expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+    expect(store.maxInFlight).toBe(1);
+    const order = store.writes().map((c) => c.key);
+    const expected = [...priorities].sort((a, b) => b - a).map((p) => keyOf('acme', 'orders', `p-${p}`));
+    expect(order).toEqual(expected);
+  });
+});
+
+describe('redelivery', () => {
+  it('handles the same batch twice: same objects, no failure, derived-id inserts count as written', async () => {
+    const { handler, store, summaries } = await setup();
+    const event = sqsEvent([
+      { op: 'insert', data: { via: 'message-id' } },
+      { op: 'insert', key: 'order-2024-0001', data: { via: 'key' } },
+      { op: 'insert', id: 'o-explicit', data: { via: 'explicit' } },
+      { op: 'upsert', id: 'o-up', data: { n: 1 } },
+      { op: 'delete', id: 'o-gone' },
+      { tenant: 'globex', op: 'insert', data: { via: 'other tenant' } },
+    ]);
+    expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+    const first = new Map(store.keys().map((k) => [k, store.record(k)]));
+    expect(first.size).toBe(5);
+    expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+    expect(store.keys()).toEqual([...first.keys()]);
+    for (const [key, record] of first) {
+      const { createdAt: _c, updatedAt: _u, ...content } = record!;
+      expect(store.record(key), key).toMatchObject(content);
+    }
+    expect(summaries.map((s) => s.RecordsProcessed)).toEqual([6, 6]);
+    expect(summaries[1]).toMatchObject({ RecordsDeadLettered: 0, RecordsFailed: 0 });
+    expect((await readDlq(clients.sqs, dlqUrl)).size).toBe(0);
+  });
+
+  it('dead-letters an explicit-id insert that finds different content (record-exists)', async () => {
+    const { handler, store } = await setup();
+    await handler(sqsEvent([{ op: 'insert', id: 'o-1', data: { v: 1 } }]), lambdaContext(30_000));
+    const event = sqsEvent([{ op: 'insert', id: 'o-1', data: { v: 2 } }]);
+    expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+    const letters = await readDlq(clients.sqs, dlqUrl);
+    expect(letters.get(event.Records[0]!.messageId)?.attributes.reason).toBe('record-exists');
+    expect(store.record(keyOf('acme', 'orders', 'o-1'))).toMatchObject({ v: 1 });
+  });
+});
+
+describe('tenant Database cache', () => {
+  it('keeps each tenant Database (and pool) warm across invocations and evicts the least recently used', async () => {
+    const connect = vi.spyOn(Database.prototype, 'connect');
+    const disconnect = vi.spyOn(Database.prototype, 'disconnect');
+    try {
+      const { handler } = await setup({ TENANT_CACHE_SIZE: '2' });
+      const opened = () => connect.mock.contexts as Database[];
+      const batch = (...tenants: string[]) => sqsEvent(tenants.map((tenant) => ({ tenant, id: 'x' })));
+      await handler(batch('a', 'b'), lambdaContext(30_000));
+      expect(
+        opened()
+          .map((d) => d.tenant)
+          .sort(),
+      ).toEqual(['a', 'b']);
+      const pools = new Map(opened().map((d) => [d.tenant, d.client.executorPool]));
+      const enqueue = vi.spyOn(ExecutorPool.prototype, 'enqueue');
+      await handler(batch('a', 'b'), lambdaContext(30_000));
+      expect(opened()).toHaveLength(2); // warm: no new Database
+      expect(new Set(enqueue.mock.contexts)).toEqual(new Set(pools.values())); // the same pools did the work
+      enqueue.mockRestore();
+      await handler(batch('a'), lambdaContext(30_000)); // a becomes the most recently used
+      await handler(batch('c'), lambdaContext(30_000));
+      expect(
+        opened()
+          .map((d) => d.tenant)
+          .slice(2),
+      ).toEqual(['c']);
+      expect((disconnect.mock.contexts as Database[]).map((d) => d.tenant)).toEqual(['b']);
+    } finally {
+      connect.mockRestore();
+      disconnect.mockRestore();
+    }
+  });
+
+  it('writes every tenant of a batch that holds more tenants than the cache', async () => {
+    const { handler, store } = await setup({ TENANT_CACHE_SIZE: '2' });
+    const tenants = ['t1', 't2', 't3', 't4'];
+    const event = sqsEvent(
+      tenants.flatMap((tenant) => [
+        { tenant, op: 'insert' as const, id: 'r', data: { n: 1 } },
+        { tenant, op: 'update' as const, id: 'r', data: { n: 2 } },
+      ]),
+    );
+    expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+    for (const tenant of tenants) expect(store.record(keyOf(tenant, 'orders', 'r'))).toMatchObject({ n: 2 });
+  });
+});

@@ -98,10 +98,11 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     const remainingMs = context.getRemainingTimeInMillis();
     const cutoff = startedAt + remainingMs - config.deadlineMarginMs;
     const deadline = new AbortController();
-    const timer = setTimeout(
-      () => deadline.abort(new Error('invocation deadline margin reached')),
-      Math.max(0, cutoff - startedAt),
-    );
+    const deadlineReached = () => deadline.abort(new Error('invocation deadline margin reached'));
+    // Already inside the margin: abort now, not on a timer tick, which would fire only after the writes
+    // had been started (they start synchronously once permits are held).
+    if (cutoff <= startedAt) deadlineReached();
+    const timer = setTimeout(deadlineReached, Math.max(0, cutoff - startedAt));
     const invocation = new InvocationMetrics();
     const outcomes = new Map<string, WriteOutcome>();
     const letters: DeadLetter[] = [];

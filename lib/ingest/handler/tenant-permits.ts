@@ -120,8 +120,14 @@ export class TenantPermits {
     );
 
     const sharedLimit = this.#prefixLimit * SMALL_TENANTS_PREFIX_SHARE;
-    // Each small tenant needs at least one permit of the shared lease, so groups never outnumber it.
-    const groupSize = Math.max(1, Math.floor(sharedLimit / 2));
+    const sharedName = `bucket:${this.config.bucketName}/small-tenants`;
+    // Each small tenant needs at least one permit of the shared lease, so a group never outnumbers what the
+    // semaphore can grant. Sized from the semaphore's actual limit: a factory may build it smaller than asked
+    // (a table configured with fewer permits), and a group larger than the grant would run one write per
+    // tenant over it.
+    const sharedCapacity =
+      small.length === 0 ? sharedLimit : this.#semaphore(factory, sharedName, sharedLimit).limit;
+    const groupSize = Math.max(1, Math.floor(sharedCapacity / 2));
     for (let i = 0; i < small.length; i += groupSize) {
       const group = small.slice(i, i + groupSize);
       const want = Math.min(
@@ -131,7 +137,7 @@ export class TenantPermits {
       );
       jobs.push(
         this.#runUnder(
-          this.#semaphore(factory, `bucket:${this.config.bucketName}/small-tenants`, sharedLimit),
+          this.#semaphore(factory, sharedName, sharedLimit),
           new PoolGroup(group),
           Math.max(want, group.length),
           window,

@@ -1,0 +1,190 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
+import { S3BehaviourModel } from '../../../lib/local/s3-behaviour-model.js';
+import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
+import type { Semaphore } from '../../../lib/semaphore/types.js';
+import {
+  createDlq,
+  failedIds,
+  ids,
+  keyOf,
+  lambdaContext,
+  localClients,
+  readDlq,
+  sqsEvent,
+  TrackingStore,
+  testHandler,
+} from './handler/support.js';
+
+let clients: { s3: S3Client; sqs: SQSClient; dynamodb: DynamoDBClient };
+const handlers: IngestHandler[] = [];
+
+beforeAll(() => {
+  clients = localClients();
+});
+afterEach(async () => {
+  await Promise.all(handlers.splice(0).map((h) => h.close()));
+});
+afterAll(() => {
+  clients.s3.destroy();
+  clients.sqs.destroy();
+  clients.dynamodb.destroy();
+});
+
+/** Memory semaphores of `limit` permits whatever the handler asks for, by name. */
+function semaphores(limit: number) {
+  const made = new Map<string, MemorySemaphore>();
+  const factory = (name: string): Semaphore => {
+    let s = made.get(name);
+    if (s === undefined) {
+      s = new MemorySemaphore({ name, limit });
+      made.set(name, s);
+    }
+    return s;
+  };
+  return { made, factory };
+}
+
+function latency(ms: number): S3BehaviourModel {
+  return new S3BehaviourModel({ latency: { medianMs: ms, p99Ms: ms }, writesPerSecond: Infinity });
+}
+
+async function setup(
+  env: Record<string, string>,
+  options: { store?: TrackingStore; semaphores?: (name: string, limit: number) => Semaphore } = {},
+) {
+  const dlqUrl = await createDlq(clients.sqs);
+  const t = testHandler(clients, { DLQ_URL: dlqUrl, ...env }, options);
+  handlers.push(t.handler);
+  return { ...t, dlqUrl };
+}
+
+const records = (tenant: string, n: number) =>
+  Array.from({ length: n }, (_, i) => ({ tenant, id: `${tenant}-${i}` }));
+
+describe('deadline', () => {
+  it('stops before the Lambda timeout, aborts in-flight writes and reports everything unfinished', async () => {
+    const store = new TrackingStore({ model: latency(60_000) });
+    const sem = semaphores(10);
+    const { handler, summaries, dlqUrl } = await setup(
+      { WRITE_TIMEOUT_MS: '800', DEADLINE_MARGIN_MS: '800', POOL_CONCURRENCY: '2' },
+      { store, semaphores: sem.factory },
+    );
+    const event = sqsEvent([
+      ...records('acme', 4),
+      { tenant: 'acme', op: 'update', id: 'acme-0', data: { later: true } },
+      'not json',
+    ]);
+    const started = Date.now();
+    const response = await handler(event, lambdaContext(1_200));
+    const elapsed = Date.now() - started;
+
+    expect(elapsed).toBeLessThan(1_200);
+    expect(elapsed).toBeGreaterThanOrEqual(390);
+    const unfinished = ids(event).slice(0, 5);
+    expect(failedIds(response)).toEqual(unfinished.sort());
+    // The permanent failure is still dead-lettered, inside the margin.
+    expect((await readDlq(clients.sqs, dlqUrl)).get(event.Records[5]!.messageId)?.attributes.reason).toBe(
+      'invalid-json',
+    );
+    // Two slots: two writes started, both aborted; the queued ones never reached the store.
+    expect(store.calls).toHaveLength(2);
+    for (const call of store.calls) {
+      expect(call.signal?.aborted).toBe(true);
+      expect(call.settled).toBe('error');
+    }
+    expect(store.keys()).toEqual([]);
+    expect(summaries[0]).toMatchObject({ deadlineReached: true, RecordsFailed: 5, RecordsDeadLettered: 1 });
+    for (const s of sem.made.values()) expect(s.available).toBe(10);
+  });
+
+  it('starts nothing when the remaining time is already under the margin', async () => {
+    const { handler, store } = await setup({ WRITE_TIMEOUT_MS: '500', DEADLINE_MARGIN_MS: '1000' });
+    const event = sqsEvent(records('acme', 3));
+    expect(failedIds(await handler(event, lambdaContext(900)))).toEqual(ids(event).sort());
+    expect(store.calls).toEqual([]);
+  });
+});
+
+describe('semaphore permits', () => {
+  it('sizes a large tenant pool to its grant and releases the permits afterwards', async () => {
+    const store = new TrackingStore({ model: latency(15) });
+    const sem = semaphores(3);
+    const { handler, summaries } = await setup(
+      { POOL_CONCURRENCY: '16' },
+      { store, semaphores: sem.factory },
+    );
+    const event = sqsEvent(records('big', 15));
+    expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+    expect(store.maxInFlightByTenant.get('big')).toBe(3);
+    expect(store.keys()).toHaveLength(15);
+    expect(summaries[0]?.PermitsHeld).toBe(3);
+    expect([...sem.made.keys()]).toEqual(['prefix:ignored-by-memory-store/t=big/']);
+    expect(sem.made.get('prefix:ignored-by-memory-store/t=big/')?.available).toBe(3);
+  });
+
+  it('never has more small-tenant writes in flight than the shared lease granted', async () => {
+    const store = new TrackingStore({ model: latency(15) });
+    const sem = semaphores(2);
+    const { handler } = await setup({ POOL_CONCURRENCY: '16' }, { store, semaphores: sem.factory });
+    const event = sqsEvent([...records('s1', 3), ...records('s2', 3), ...records('s3', 3)]);
+    expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+    expect(store.keys()).toHaveLength(9);
+    expect(store.maxInFlight).toBeLessThanOrEqual(2);
+    expect([...sem.made.keys()]).toEqual(['bucket:ignored-by-memory-store/small-tenants']);
+    for (const s of sem.made.values()) expect(s.available).toBe(2);
+  });
+
+  it('releases the permits when every write fails', async () => {
+    const store = new TrackingStore();
+    store.hook = () => {
+      throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    };
+    const sem = semaphores(4);
+    const { handler } = await setup({}, { store, semaphores: sem.factory });
+    const event = sqsEvent([...records('big', 10), ...records('small', 2)]);
+    expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual(ids(event).sort());
+    expect(sem.made.size).toBe(2);
+    for (const s of sem.made.values()) expect(s.available).toBe(4);
+  });
+
+  it('redelivers the writes of a tenant whose permits never come, and writes the other tenants', async () => {
+    const sem = semaphores(2);
+    const blocked = sem.factory('prefix:ignored-by-memory-store/t=blocked/', 2);
+    const holder = await blocked.acquire(2, { leaseMs: 60_000 });
+    try {
+      const { handler, store } = await setup(
+        { WRITE_TIMEOUT_MS: '500', DEADLINE_MARGIN_MS: '500' },
+        { semaphores: sem.factory },
+      );
+      const event = sqsEvent([...records('blocked', 10), ...records('free', 3)]);
+      const started = Date.now();
+      const response = await handler(event, lambdaContext(1_000));
+      expect(Date.now() - started).toBeLessThan(1_000);
+      expect(failedIds(response)).toEqual(ids(event).slice(0, 10).sort());
+      expect(store.keys()).toEqual(records('free', 3).map((r) => keyOf('free', 'orders', r.id)));
+    } finally {
+      await holder.release();
+    }
+  });
+
+  it('redelivers a tenant whose semaphore is unreachable, and writes the others', async () => {
+    const sem = semaphores(8);
+    const factory = (name: string, limit: number): Semaphore =>
+      name.includes('t=down/')
+        ? {
+            name,
+            limit,
+            acquire: () =>
+              Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })),
+          }
+        : sem.factory(name);
+    const { handler, store } = await setup({}, { semaphores: factory });
+    const event = sqsEvent([...records('down', 10), ...records('up', 2)]);
+    expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual(ids(event).slice(0, 10).sort());
+    expect(store.keys()).toHaveLength(2);
+  });
+});

@@ -143,7 +143,15 @@ export class DynamoSemaphore implements Semaphore {
       const until = this.now() + leaseMs;
       const grants = await this.takeUpTo(fence, k, min, until, attempt === 0);
       const permits = grants.reduce((sum, g) => sum + g.n, 0);
-      if (permits >= min) return new DynamoLease(this, this.table, fence, grants, until, this.now);
+      if (permits >= min) {
+        // The signal may have aborted while the round's writes were in flight: keep the promise of
+        // "rejected means nothing held".
+        if (signal?.aborted) {
+          await this.giveBack(fence, grants);
+          throw signal.reason;
+        }
+        return new DynamoLease(this, this.table, fence, grants, until, this.now);
+      }
       // Holding a partial grant while waiting would let two waiters deadlock each other: give it back.
       await this.giveBack(fence, grants);
       const now = this.now();

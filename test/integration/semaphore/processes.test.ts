@@ -3,16 +3,18 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoSemaphore, SemaphoreTimeoutError } from '../../../lib/index.js';
 import { semaphoreTable, storedShards, totalUsed } from './support/dynamo.js';
+import type { WorkerConfig } from './support/semaphore-worker.js';
 import { type HoldInterval, peakHeld } from './support/timeline.js';
-import { startWorker, type Worker } from './support/workers.js';
+import { bundleWorker, startWorker, type Worker } from './support/workers.js';
 
 let client: DynamoDBClient;
 let tableName: string;
 let endpoint: string;
+let bundle: string;
 const started: Worker[] = [];
 
 beforeAll(async () => {
-  ({ client, tableName, endpoint } = await semaphoreTable());
+  [{ client, tableName, endpoint }, bundle] = await Promise.all([semaphoreTable(), bundleWorker()]);
 });
 
 afterEach(async () => {
@@ -23,37 +25,37 @@ afterEach(async () => {
   }
 });
 
-const spawnWorker = (config: Parameters<typeof startWorker>[0]) => {
-  const worker = startWorker(config);
+const spawnWorker = (config: WorkerConfig) => {
+  const worker = startWorker(bundle, config);
   started.push(worker);
   return worker;
 };
 
-// Worker processes start through tsx (seconds each on a loaded 2-core machine): allow more than the default 30 s.
+/** Starts `count` workers with one config, starts their cycles together, and collects their reports. */
+async function runTogether(count: number, config: Omit<WorkerConfig, 'endpoint' | 'tableName' | 'leaseMs'>) {
+  const workers = Array.from({ length: count }, () =>
+    spawnWorker({ endpoint, tableName, leaseMs: 30_000, ...config }),
+  );
+  await Promise.all(workers.map((w) => w.next('ready')));
+  for (const w of workers) w.process.send('go');
+  return Promise.all(workers.map((w) => w.next('intervals')));
+}
+
+// Worker processes take seconds each to start on a loaded 2-core machine: allow more than the default 30 s.
 describe('DynamoSemaphore across worker processes (dynalite)', { timeout: 60_000 }, () => {
   it('never has more than `limit` permits held at any instant while 4 processes contend', async () => {
     const name = `contend-${randomUUID().slice(0, 8)}`;
     const limit = 5;
-    const workers = Array.from({ length: 4 }, () =>
-      spawnWorker({
-        endpoint,
-        tableName,
-        name,
-        limit,
-        shards: 2,
-        leaseMs: 30_000,
-        mode: 'contend',
-        cycles: 12,
-        maxK: 3,
-        maxHoldMs: 8,
-      }),
-    );
-    await Promise.all(workers.map((w) => w.next('ready')));
-    for (const w of workers) w.process.send('go');
-    const cyclesStarted = Date.now();
-    const reports = await Promise.all(workers.map((w) => w.next('intervals')));
+    const reports = await runTogether(4, {
+      name,
+      limit,
+      shards: 2,
+      mode: 'contend',
+      cycles: 12,
+      maxK: 3,
+      maxHoldMs: 8,
+    });
     const intervals: HoldInterval[] = reports.flatMap((r) => r.intervals);
-    console.log(`4 processes x 12 cycles: ${Date.now() - cyclesStarted} ms`);
 
     expect(intervals).toHaveLength(4 * 12);
     for (const i of intervals) expect(i.permits).toBeGreaterThanOrEqual(1);
@@ -69,24 +71,16 @@ describe('DynamoSemaphore across worker processes (dynalite)', { timeout: 60_000
   it('two processes whose ExecutorPools are sized by leases never run more than `limit` tasks combined', async () => {
     const name = `pool-${randomUUID().slice(0, 8)}`;
     const limit = 4;
-    const workers = Array.from({ length: 2 }, () =>
-      spawnWorker({
-        endpoint,
-        tableName,
-        name,
-        limit,
-        shards: 2,
-        leaseMs: 30_000,
-        mode: 'pool',
-        invocations: 6,
-        want: 3,
-        tasksPerInvocation: 10,
-        maxHoldMs: 4,
-      }),
-    );
-    await Promise.all(workers.map((w) => w.next('ready')));
-    for (const w of workers) w.process.send('go');
-    const reports = await Promise.all(workers.map((w) => w.next('intervals')));
+    const reports = await runTogether(2, {
+      name,
+      limit,
+      shards: 2,
+      mode: 'pool',
+      invocations: 6,
+      want: 3,
+      tasksPerInvocation: 10,
+      maxHoldMs: 4,
+    });
     const tasks = reports.flatMap((r) => r.intervals);
     expect(tasks).toHaveLength(2 * 6 * 10);
     // Within each process the pool never ran more tasks than its lease held.

@@ -1,5 +1,3 @@
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
 import { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 
@@ -41,8 +39,9 @@ export function createS3Client(options: CreateS3ClientOptions = {}): S3Client {
     ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
     forcePathStyle: options.forcePathStyle ?? options.endpoint !== undefined,
     requestHandler: new NodeHttpHandler({
-      httpAgent: new HttpAgent({ keepAlive: true, maxSockets }),
-      httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets }),
+      // Options, not Agent instances: the handler then owns the agents and `client.destroy()` closes them.
+      httpAgent: { keepAlive: true, maxSockets },
+      httpsAgent: { keepAlive: true, maxSockets },
       connectionTimeout: options.connectionTimeout ?? 3000,
       requestTimeout: options.requestTimeout ?? 0,
     }),

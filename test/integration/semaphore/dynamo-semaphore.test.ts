@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   DynamoSemaphore,
@@ -30,8 +30,20 @@ const make = (options: Partial<DynamoSemaphoreOptions> & { limit: number }) =>
   });
 
 describe('DynamoSemaphore against dynalite', () => {
-  it('createTable is idempotent', async () => {
+  it('createTable is idempotent and refuses a table with another key schema', async () => {
     await expect(DynamoSemaphore.createTable(client, tableName)).resolves.toBeUndefined();
+    const other = `other-${randomUUID().slice(0, 8)}`;
+    await client.send(
+      new CreateTableCommand({
+        TableName: other,
+        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+    await expect(DynamoSemaphore.createTable(client, other)).rejects.toBeInstanceOf(
+      InvalidSemaphoreOptionsError,
+    );
   });
 
   it('grants between min and k, never more than are free, and frees on release', async () => {

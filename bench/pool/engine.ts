@@ -73,6 +73,18 @@ function makeEngine(name: string): Engine {
 
 const retained: unknown[] = [];
 
+function measured(name: string, ms: number, extra: Partial<EngineResult> = {}): EngineResult {
+  return {
+    engine: name,
+    tasks,
+    mode,
+    ms,
+    opsPerSec: (tasks * 1000) / ms,
+    heapUsedBytes: process.memoryUsage().heapUsed,
+    ...extra,
+  };
+}
+
 function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
@@ -83,15 +95,7 @@ async function throughput(): Promise<EngineResult> {
   const all: Promise<void>[] = new Array(tasks);
   for (let i = 0; i < tasks; i++) all[i] = e.submit(work);
   await Promise.all(all);
-  const ms = performance.now() - start;
-  return {
-    engine,
-    tasks,
-    mode,
-    ms,
-    opsPerSec: (tasks * 1000) / ms,
-    heapUsedBytes: process.memoryUsage().heapUsed,
-  };
+  return measured(engine, performance.now() - start);
 }
 
 /** Streams `tasks` items through ExecutorPool.process(): nothing per item is kept. */
@@ -110,14 +114,7 @@ async function streaming(): Promise<EngineResult> {
   const ms = performance.now() - start;
   if (summary.processed !== tasks || sum !== tasks)
     throw new Error(`process() lost items: ${JSON.stringify(summary)}`);
-  return {
-    engine: 'pool.process',
-    tasks,
-    mode,
-    ms,
-    opsPerSec: (tasks * 1000) / ms,
-    heapUsedBytes: process.memoryUsage().heapUsed,
-  };
+  return measured('pool.process', ms);
 }
 
 /**
@@ -139,15 +136,10 @@ async function heapPerTask(): Promise<EngineResult> {
   gc();
   gc();
   const after = process.memoryUsage().heapUsed;
-  const result: EngineResult = {
-    engine,
-    tasks,
-    mode,
-    ms,
-    opsPerSec: (tasks * 1000) / ms,
+  const result = measured(engine, ms, {
     heapBytesPerQueuedTask: (after - before) / tasks,
     heapUsedBytes: after,
-  };
+  });
   // Both must stay reachable until after the measurement, or an engine whose queue nothing else references
   // (fastq's, once its workers are parked on never-settling promises) is collected with its tasks.
   retained.push(e, held);

@@ -1,3 +1,5 @@
+import { IndexedHeap } from './indexed-heap.js';
+
 /** What the queue needs from an entry. `queueIndex` is owned by the queue (-1 when not queued). */
 export interface PriorityQueueEntry {
   readonly priority: number;
@@ -27,7 +29,12 @@ const COMPACT_MIN = 1024;
  */
 export class PriorityQueue<T extends PriorityQueueEntry> {
   readonly #levels = new Map<number, Bucket<T>>();
-  readonly #heap: Bucket<T>[] = [];
+  readonly #heap = new IndexedHeap<Bucket<T>>(
+    (a, b) => a.priority > b.priority,
+    (bucket, index) => {
+      bucket.heapIndex = index;
+    },
+  );
   #size = 0;
   #lastPushed: Bucket<T> | undefined;
 
@@ -43,7 +50,7 @@ export class PriorityQueue<T extends PriorityQueueEntry> {
       if (bucket === undefined) {
         bucket = new Bucket<T>(priority);
         this.#levels.set(priority, bucket);
-        this.#heapPush(bucket);
+        this.#heap.push(bucket);
       }
       this.#lastPushed = bucket;
     }
@@ -54,14 +61,14 @@ export class PriorityQueue<T extends PriorityQueueEntry> {
   }
 
   peek(): T | undefined {
-    const bucket = this.#heap[0];
+    const bucket = this.#heap.peek();
     if (bucket === undefined) return undefined;
     this.#skipStale(bucket);
     return bucket.items[bucket.head];
   }
 
   pop(): T | undefined {
-    const bucket = this.#heap[0];
+    const bucket = this.#heap.peek();
     if (bucket === undefined) return undefined;
     this.#skipStale(bucket);
     const entry = bucket.items[bucket.head]!;
@@ -117,54 +124,6 @@ export class PriorityQueue<T extends PriorityQueueEntry> {
 
   #dropLevel(bucket: Bucket<T>): void {
     this.#levels.delete(bucket.priority);
-    const heap = this.#heap;
-    const index = bucket.heapIndex;
-    bucket.heapIndex = -1;
-    const last = heap.pop()!;
-    if (last !== bucket) {
-      heap[index] = last;
-      last.heapIndex = index;
-      this.#siftDown(index);
-      this.#siftUp(last.heapIndex);
-    }
-  }
-
-  #heapPush(bucket: Bucket<T>): void {
-    bucket.heapIndex = this.#heap.length;
-    this.#heap.push(bucket);
-    this.#siftUp(bucket.heapIndex);
-  }
-
-  #siftUp(index: number): void {
-    const heap = this.#heap;
-    const bucket = heap[index]!;
-    while (index > 0) {
-      const parentIndex = (index - 1) >> 1;
-      const parent = heap[parentIndex]!;
-      if (parent.priority >= bucket.priority) break;
-      heap[index] = parent;
-      parent.heapIndex = index;
-      index = parentIndex;
-    }
-    heap[index] = bucket;
-    bucket.heapIndex = index;
-  }
-
-  #siftDown(index: number): void {
-    const heap = this.#heap;
-    const bucket = heap[index]!;
-    const length = heap.length;
-    for (;;) {
-      let child = 2 * index + 1;
-      if (child >= length) break;
-      if (child + 1 < length && heap[child + 1]!.priority > heap[child]!.priority) child += 1;
-      const next = heap[child]!;
-      if (next.priority <= bucket.priority) break;
-      heap[index] = next;
-      next.heapIndex = index;
-      index = child;
-    }
-    heap[index] = bucket;
-    bucket.heapIndex = index;
+    this.#heap.removeAt(bucket.heapIndex);
   }
 }

@@ -1,5 +1,17 @@
 import type { JitterMode } from './options.js';
 
+/** Node and undici codes of a connection that failed or broke mid-request: always transient. */
+const NETWORK_ERROR_CODES = [
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+] as const;
+
 /**
  * Names/codes retried by default. S3 throttling reaches code as `name === 'SlowDown'` (HTTP 503); the others
  * are the throttling and transient server codes of S3, DynamoDB and SQS, plus Node/undici network codes.
@@ -24,14 +36,7 @@ export const DEFAULT_RETRYABLE_ERRORS: readonly string[] = Object.freeze([
   'NetworkError',
   'NetworkingError',
   'TimeoutError',
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EAI_AGAIN',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
+  ...NETWORK_ERROR_CODES,
 ]);
 
 /** Always transient whatever list is passed: network failures and our own timeout/abort/back-pressure errors. */
@@ -41,13 +46,7 @@ const ALWAYS_RETRYABLE = new Set([
   'PoolStoppedError',
   'QueueFullError',
   'CircuitOpenError',
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EAI_AGAIN',
-  'UND_ERR_SOCKET',
+  ...NETWORK_ERROR_CODES,
 ]);
 
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);

@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CircuitOpenError, ExecutorPool } from '../../../lib/pool/index.js';
-import { awsError, deferred, flush } from './helpers.js';
+import { awsError, deferred, flush, useFakeTimersInEachTest } from './helpers.js';
 
 function breakerPool() {
   const pool = new ExecutorPool({
@@ -25,12 +25,7 @@ const fail = async () => {
 };
 
 describe('circuit breaker', () => {
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
+  useFakeTimersInEachTest();
 
   it('stays closed below minimumRequests, opens at the threshold, then rejects fast without running', async () => {
     const { pool, states } = breakerPool();

@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ExecutorPool, TimeoutError } from '../../../lib/pool/index.js';
-import { awsError, type Deferred, deferred, flush, stateOf } from './helpers.js';
+import { awsError, type Deferred, deferred, flush, stateOf, useFakeTimersInEachTest } from './helpers.js';
 
 /** Tracks work that is really executing (entered and not yet returned), independent of the pool's view. */
 function workTracker() {
@@ -24,12 +24,7 @@ function workTracker() {
 }
 
 describe('ExecutorPool concurrency cap', () => {
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
+  useFakeTimersInEachTest();
 
   it('never runs more than `concurrency` tasks at once', async () => {
     const pool = new ExecutorPool({ concurrency: 3, timeout: 0 });

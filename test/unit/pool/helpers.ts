@@ -1,3 +1,5 @@
+import { afterEach, beforeEach, vi } from 'vitest';
+
 export interface Deferred<T> {
   promise: Promise<T>;
   resolve: (value: T) => void;
@@ -39,4 +41,14 @@ export function awsError(name: string, status?: number): Error {
   error.name = name;
   if (status !== undefined) error.$metadata = { httpStatusCode: status };
   return error;
+}
+
+/** Fake timers (and `performance.now`) for every test of the enclosing `describe`. */
+export function useFakeTimersInEachTest(): void {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 }

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ExecutorPool, Histogram } from '../../../lib/pool/index.js';
+import { useFakeTimersInEachTest } from './helpers.js';
 
 function exactQuantile(sorted: number[], q: number): number {
   return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
@@ -45,12 +46,7 @@ describe('Histogram', () => {
 });
 
 describe('pool metrics', () => {
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
+  useFakeTimersInEachTest();
 
   it('reports execution and queue-wait quantiles, throughput, errors and concurrency', async () => {
     const pool = new ExecutorPool({ concurrency: 2, retries: 0, timeout: 0 });

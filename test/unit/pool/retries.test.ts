@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   AbortError,
   CircuitOpenError,
@@ -8,7 +8,7 @@ import {
   PoolStoppedError,
   TimeoutError,
 } from '../../../lib/pool/index.js';
-import { awsError, deferred, flush, stateOf } from './helpers.js';
+import { awsError, deferred, flush, stateOf, useFakeTimersInEachTest } from './helpers.js';
 
 describe('isRetryableError', () => {
   it.each([
@@ -83,12 +83,7 @@ describe('computeBackoff', () => {
 });
 
 describe('ExecutorPool retries', () => {
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
+  useFakeTimersInEachTest();
 
   it('retries retryable errors up to `retries` times, then fails with the last error', async () => {
     const pool = new ExecutorPool({ concurrency: 2, retries: 3, retryDelay: 10, jitter: 'none', timeout: 0 });

@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ExecutorPool, TimeoutError } from '../../../lib/pool/index.js';
-import { deferred, flush } from './helpers.js';
+import { deferred, flush, useFakeTimersInEachTest } from './helpers.js';
 
 describe('caller signal', () => {
   it('rejects a queued task at once and removes it from the queue', async () => {
@@ -81,12 +81,7 @@ describe('caller signal', () => {
 });
 
 describe('events', () => {
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
+  useFakeTimersInEachTest();
 
   it('reports start, error, retry and completion with attempt numbers and timings', async () => {
     const pool = new ExecutorPool({ concurrency: 2, retries: 1, retryDelay: 10, jitter: 'none', timeout: 0 });

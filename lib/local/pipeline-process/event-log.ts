@@ -1,0 +1,107 @@
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+
+interface LineBase {
+  /** Epoch ms (every process on one machine shares the clock, so logs of several processes merge). */
+  t: number;
+  pid: number;
+}
+
+/** The process is polling (runner started). */
+export interface ReadyLine extends LineBase {
+  event: 'ready';
+}
+
+/** Permits granted: logged after the grant, so the holder surely held them from `t` on. */
+export interface AcquireLine extends LineBase {
+  event: 'acquire';
+  container: number;
+  name: string;
+  limit: number;
+  permits: number;
+  fence: string;
+  expiresAt: number;
+}
+
+/** Permits given back: logged before the release call, so the holder surely held them until `t` at most. */
+export interface ReleaseLine extends LineBase {
+  event: 'release';
+  container: number;
+  name: string;
+  permits: number;
+  fence: string;
+}
+
+/** One invocation as the event-source runner judged it, with what its container's S3 client saw. */
+export interface InvocationLine extends LineBase {
+  event: 'invocation';
+  container: number;
+  records: number;
+  deleted: number;
+  failed: number;
+  outcome: 'success' | 'partial' | 'failed';
+  /** Most S3 requests in flight at once in the container during the invocation. */
+  peakInFlight: number;
+  /** Most S3 requests in flight beyond the semaphore permits the container held at that moment (<= 0: never). */
+  peakOverPermits: number;
+  /** Records of the batch SQS had delivered before (`ApproximateReceiveCount` > 1). */
+  redelivered: number;
+  deadLettered: number;
+  retries: number;
+  throttles: number;
+  timeouts: number;
+}
+
+/** Graceful stop finished (SIGTERM): every invocation settled, every lease released. */
+export interface StoppedLine extends LineBase {
+  event: 'stopped';
+}
+
+export type PipelineLogLine = ReadyLine | AcquireLine | ReleaseLine | InvocationLine | StoppedLine;
+
+/** Distributes `Omit` over the union, so each line keeps its own fields. */
+export type PipelineLogEntry = PipelineLogLine extends infer L
+  ? L extends PipelineLogLine
+    ? Omit<L, 't' | 'pid'>
+    : never
+  : never;
+
+/**
+ * An append-only NDJSON log written with one synchronous `write` per line: a SIGKILL can only lose the line
+ * being built, never leave earlier ones in a buffer.
+ */
+export class EventLog {
+  readonly #fd: number;
+
+  constructor(path: string) {
+    this.#fd = openSync(path, 'a');
+  }
+
+  write(entry: PipelineLogEntry): void {
+    writeSync(this.#fd, `${JSON.stringify({ t: Date.now(), pid: process.pid, ...entry })}\n`);
+  }
+
+  close(): void {
+    closeSync(this.#fd);
+  }
+}
+
+/** Reads a log (of a live or dead process); a torn last line (killed mid-write) is ignored. */
+export function readEventLog(path: string): PipelineLogLine[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ENOENT') return [];
+    throw error;
+  }
+  const lines: PipelineLogLine[] = [];
+  for (const raw of text.split('\n')) {
+    if (raw === '') continue;
+    try {
+      lines.push(JSON.parse(raw) as PipelineLogLine);
+    } catch {
+      // Only the last line can be torn; anything else unreadable would be a bug worth seeing in the counts.
+    }
+  }
+  return lines;
+}

@@ -1,0 +1,58 @@
+import type { SemaphoreFactory } from '../../ingest/handler/tenant-permits.js';
+import type { AcquireOptions, Lease, Semaphore } from '../../semaphore/types.js';
+import type { EventLog } from './event-log.js';
+
+/** Permits one container holds right now, over every semaphore. */
+export class HeldPermits {
+  total = 0;
+}
+
+/**
+ * Wraps a semaphore factory so every grant and release is logged (`acquire` after the grant, `release`
+ * before the call) and counted in `held`: the timeline of holders can then be rebuilt from the logs of
+ * every process, killed ones included.
+ */
+export function loggedSemaphores(
+  base: SemaphoreFactory,
+  log: EventLog,
+  container: number,
+  held: HeldPermits,
+): SemaphoreFactory {
+  return (name, limit) => {
+    const semaphore = base(name, limit);
+    return {
+      name: semaphore.name,
+      limit: semaphore.limit,
+      async acquire(k: number, options?: AcquireOptions): Promise<Lease> {
+        const lease = await semaphore.acquire(k, options);
+        held.total += lease.permits;
+        log.write({
+          event: 'acquire',
+          container,
+          name,
+          limit,
+          permits: lease.permits,
+          fence: lease.fence,
+          expiresAt: lease.expiresAt,
+        });
+        let released = false;
+        return {
+          permits: lease.permits,
+          fence: lease.fence,
+          get expiresAt() {
+            return lease.expiresAt;
+          },
+          async release() {
+            if (!released) {
+              released = true;
+              held.total -= lease.permits;
+              log.write({ event: 'release', container, name, permits: lease.permits, fence: lease.fence });
+            }
+            await lease.release();
+          },
+          extend: (ms: number) => lease.extend(ms),
+        };
+      },
+    } satisfies Semaphore;
+  };
+}

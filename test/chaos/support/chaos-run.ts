@@ -1,0 +1,426 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { Producer } from '../../../lib/ingest/producer.js';
+import { startChaosProxy } from '../../../lib/local/chaos-proxy.js';
+import { DEMO_RESOURCES, type DemoLoad, generateDemoLoad } from '../../../lib/local/demo-load.js';
+import { verifyDemo } from '../../../lib/local/demo-verify.js';
+import {
+  clientConfigFor,
+  LOCAL_CREDENTIALS,
+  LOCAL_REGION,
+  startLocalAws,
+} from '../../../lib/local/local-aws.js';
+import {
+  type InvocationLine,
+  type PipelineLogLine,
+  readEventLog,
+} from '../../../lib/local/pipeline-process/event-log.js';
+import { type PipelineProcess, spawnPipelineProcess } from '../../../lib/local/pipeline-process/spawn.js';
+import { provisionLocal } from '../../../lib/local/provision.js';
+import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
+import { SlowDownInjectingModel } from './slowdown-model.js';
+import { semaphoreTimeline } from './timeline.js';
+
+/** The issue's fault mix, as shares of all S3 requests (SlowDown) and of the requests it lets through. */
+export const CHAOS_FAULTS = {
+  slowDownRate: 0.1,
+  internalErrorRate: 0.01,
+  resetRate: 0.01,
+  stallRate: 0.01,
+  /** A stall outlasts the per-attempt timeout by far: only the pool's abort ends it. */
+  stallMs: 20_000,
+} as const;
+
+/**
+ * Handler settings: a short per-attempt timeout (stalls are aborted after 1 s), the deadline margin at least
+ * that, a short lease margin so a killed process's permits come back soon, and a per-prefix write rate whose
+ * permits (300 PUT/s x 20 ms = 6 per prefix, 24 for the small tenants' shared lease) are contended by the
+ * concurrent invocations.
+ */
+export const CHAOS_HANDLER_ENV = {
+  POOL_CONCURRENCY: '16',
+  S3_PREFIX_WRITE_RATE: '300',
+  WRITE_TIMEOUT_MS: '1000',
+  DEADLINE_MARGIN_MS: '1500',
+  WRITE_RETRIES: '3',
+  SEMAPHORE_LEASE_MARGIN_MS: '1000',
+} as const;
+
+export interface ChaosRunOptions {
+  /** Messages in total (2 % of them permanently bad). */
+  messages: number;
+  /** SIGKILLs of the pipeline process, spread evenly over the run (each followed by a fresh process). */
+  kills: number;
+  tenants?: number;
+  seed?: number;
+  /** Where logs go (one NDJSON event log and one output file per process). */
+  workDir: string;
+  /** Gives up when the run takes longer. Default 120 s. */
+  timeoutMs?: number;
+  /** Progress lines. */
+  progress?: (line: string) => void;
+}
+
+export interface KillRecord {
+  pid: number;
+  /** Messages acknowledged (deleted from the queue) before the kill, over every process. */
+  processedBefore: number;
+  leasesHeld: number;
+  permitsHeld: number;
+}
+
+export interface ChaosReport {
+  sent: number;
+  written: number;
+  deletedAsExpected: number;
+  deadLettered: number;
+  deadLetteredByReason: Record<string, number>;
+  lost: number;
+  duplicated: number;
+  problems: string[];
+  /** Deliveries of a message after its first (kills, transient failures), seen in logged invocations. */
+  redelivered: number;
+  invocations: number;
+  failedInvocations: number;
+  processes: number;
+  kills: KillRecord[];
+  semaphore: {
+    /** Per semaphore: most permits held at once (timeline from the logs) and its limit. */
+    peaks: Record<string, { limit: number; peak: number }>;
+    leases: number;
+    /** Permits held by killed processes when they died (never released). */
+    orphanedPermits: number;
+    /** Of those, taken back by the live pipeline once their leases expired, during the run. */
+    reclaimedDuringRun: number;
+    /** Still in the table at the end, taken back by the final full-limit acquire. */
+    reclaimedAtEnd: number;
+    /** Holder entries left by processes that stopped gracefully (must be 0). */
+    leakedByGracefulProcesses: number;
+    /** Every semaphore's full limit acquired after the run, within its killed leases' expiry + 1 s. */
+    fullLimitAcquired: boolean;
+    /** Slowest full-limit grant, in ms after the later of the acquire call and the orphaned leases' expiry. */
+    fullLimitLateMs: number;
+  };
+  inFlight: { cap: number; peak: number; peakOverPermits: number };
+  pool: { retries: number; throttles: number; timeouts: number };
+  chaos: {
+    requests: number;
+    slowDowns: number;
+    internalErrors: number;
+    resets: number;
+    stalls: number;
+  };
+  durationMs: number;
+}
+
+async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const { Attributes: a = {} } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: [
+        'ApproximateNumberOfMessages',
+        'ApproximateNumberOfMessagesNotVisible',
+        'ApproximateNumberOfMessagesDelayed',
+      ],
+    }),
+  );
+  return (
+    Number(a.ApproximateNumberOfMessages ?? 0) +
+    Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
+    Number(a.ApproximateNumberOfMessagesDelayed ?? 0)
+  );
+}
+
+async function sendRaw(sqs: SQSClient, queueUrl: string, bodies: string[]): Promise<number> {
+  let sent = 0;
+  for (let i = 0; i < bodies.length; i += 10) {
+    const Entries = bodies.slice(i, i + 10).map((MessageBody, j) => ({ Id: String(j), MessageBody }));
+    const res = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries }));
+    sent += res.Successful?.length ?? 0;
+  }
+  return sent;
+}
+
+/** Leases a process holds right now according to its log. */
+function heldBy(lines: readonly PipelineLogLine[], pid: number): { leases: number; permits: number } {
+  const open = new Map<string, number>();
+  for (const l of lines) {
+    if (l.pid !== pid) continue;
+    if (l.event === 'acquire') open.set(l.fence, l.permits);
+    else if (l.event === 'release') open.delete(l.fence);
+  }
+  return { leases: open.size, permits: [...open.values()].reduce((a, b) => a + b, 0) };
+}
+
+/** Holder entries (fence -> permits) of every semaphore item in the table. */
+async function tableHolders(dynamodb: DynamoDBClient, tableName: string): Promise<Map<string, number>> {
+  const holders = new Map<string, number>();
+  let start: Record<string, import('@aws-sdk/client-dynamodb').AttributeValue> | undefined;
+  do {
+    const page = await dynamodb.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: start }));
+    for (const item of page.Items ?? []) {
+      for (const [fence, entry] of Object.entries(item.holders?.M ?? {})) {
+        holders.set(fence, (holders.get(fence) ?? 0) + Number(entry.M?.n?.N ?? 0));
+      }
+    }
+    start = page.LastEvaluatedKey;
+  } while (start !== undefined);
+  return holders;
+}
+
+/**
+ * The whole local pipeline under faults: embedded SQS/S3/DynamoDB in this process, the chaos proxy in front
+ * of S3, and the event-source runner with the real handler in a child process that is SIGKILLed `kills`
+ * times mid-invocation (while it holds semaphore permits) and replaced by a fresh one each time. The seeded
+ * demo load is sent in rounds (one write per record per round, the next round once the queue is empty);
+ * afterwards the bucket and the DLQ are read back and compared with the load's expected final state.
+ */
+export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosReport> {
+  const started = Date.now();
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const giveUpAt = started + timeoutMs;
+  const progress = options.progress ?? (() => {});
+  mkdirSync(options.workDir, { recursive: true });
+
+  const load: DemoLoad = generateDemoLoad({
+    messages: options.messages,
+    tenants: options.tenants ?? 3,
+    seed: options.seed ?? 1,
+    badRatio: 0.02,
+  });
+  const aws = await startLocalAws();
+  const model = new SlowDownInjectingModel({
+    slowDownRate: CHAOS_FAULTS.slowDownRate,
+    writesPerSecond: Number.POSITIVE_INFINITY,
+    readsPerSecond: Number.POSITIVE_INFINITY,
+    faults: {
+      internalErrorRate: CHAOS_FAULTS.internalErrorRate,
+      resetRate: CHAOS_FAULTS.resetRate,
+      stallRate: CHAOS_FAULTS.stallRate,
+      stallMs: CHAOS_FAULTS.stallMs,
+    },
+    seed: options.seed ?? 1,
+  });
+  const proxy = await startChaosProxy({ target: aws.emulatorEndpoints.s3, model });
+  const admin = clientConfigFor(aws.emulatorEndpoints);
+  const sqs = new SQSClient(admin.sqs);
+  const s3 = new S3Client(admin.s3);
+  const dynamodb = new DynamoDBClient(admin.dynamodb);
+  const processes: PipelineProcess[] = [];
+  try {
+    // Provisioned on the emulators directly: the chaos is for the pipeline, not for the setup.
+    const resources = await provisionLocal({
+      clientConfig: admin,
+      maxReceiveCount: 10,
+      visibilityTimeoutSeconds: 5,
+    });
+    const env: Record<string, string> = {
+      ...CHAOS_HANDLER_ENV,
+      BUCKET_NAME: resources.bucket,
+      DLQ_URL: resources.dlqUrl,
+      SEMAPHORE_TABLE: resources.tableName,
+      RESOURCES: JSON.stringify(DEMO_RESOURCES),
+      AWS_REGION: LOCAL_REGION,
+      AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
+      AWS_ENDPOINT_URL_S3: proxy.endpoint,
+      AWS_ENDPOINT_URL_SQS: aws.endpoints.sqs,
+      AWS_ENDPOINT_URL_DYNAMODB: aws.endpoints.dynamodb,
+    };
+    const start = async (): Promise<PipelineProcess> => {
+      const n = processes.length;
+      const child = spawnPipelineProcess({
+        queueUrl: resources.queueUrl,
+        logFile: join(options.workDir, `pipeline-${n}.ndjson`),
+        outputFile: join(options.workDir, `pipeline-${n}.out`),
+        batchSize: 25,
+        batchingWindowMs: 100,
+        concurrency: 3,
+        functionTimeoutMs: 5_000,
+        visibilityTimeoutSeconds: 5,
+        waitTimeSeconds: 1,
+        env,
+      });
+      processes.push(child);
+      await child.ready(Math.max(1_000, giveUpAt - Date.now()));
+      progress(`process ${n} (pid ${child.pid}) ready`);
+      return child;
+    };
+    const allLines = (): PipelineLogLine[] => processes.flatMap((p) => readEventLog(p.logFile));
+    const processed = (lines: readonly PipelineLogLine[]) =>
+      lines.reduce((sum, l) => sum + (l.event === 'invocation' ? l.deleted : 0), 0);
+
+    const killAt = Array.from({ length: options.kills }, (_, k) =>
+      Math.floor(((k + 1) * load.messages) / (options.kills + 1)),
+    );
+    const kills: KillRecord[] = [];
+    let current = await start();
+    const producer = new Producer({ queueUrl: resources.queueUrl, client: sqs, resources: DEMO_RESOURCES });
+    let sent = 0;
+    for (const [r, round] of load.rounds.entries()) {
+      const results = await producer.sendMany(round.writes);
+      sent += results.filter((x) => x.error === undefined).length;
+      sent += await sendRaw(
+        sqs,
+        resources.queueUrl,
+        round.bad.map((b) => b.body),
+      );
+      progress(`round ${r}: ${round.writes.length + round.bad.length} sent`);
+      // Standard queues do not order across batches: the next round goes out once this one is fully done.
+      for (;;) {
+        const next = killAt[kills.length];
+        if (next !== undefined) {
+          const lines = allLines();
+          const held = heldBy(lines, current.pid);
+          // Kill mid-invocation, while permits are held: the hardest moment for the semaphore and the queue.
+          if (processed(lines) >= next && held.leases > 0) {
+            await current.kill();
+            kills.push({
+              pid: current.pid,
+              processedBefore: processed(lines),
+              leasesHeld: held.leases,
+              permitsHeld: held.permits,
+            });
+            progress(
+              `killed pid ${current.pid} after ${processed(lines)} processed, holding ${held.permits} permits`,
+            );
+            current = await start();
+            continue;
+          }
+        }
+        if ((await queueDepth(sqs, resources.queueUrl)) === 0) break;
+        if (Date.now() > giveUpAt) throw new Error(`chaos run timed out in round ${r}`);
+        await delay(100);
+      }
+    }
+    const exit = await current.stop();
+    if (exit !== 0) throw new Error(`last pipeline process exited with ${exit}`);
+
+    const verification = await verifyDemo({
+      s3,
+      sqs,
+      bucket: resources.bucket,
+      dlqUrl: resources.dlqUrl,
+      load,
+    });
+    const lines = allLines();
+    const invocations = lines.filter((l): l is InvocationLine => l.event === 'invocation');
+    const timeline = semaphoreTimeline(lines);
+
+    // Permits of killed processes: any still in the table must be theirs, and must come back by expiry + 1 s.
+    const remaining = await tableHolders(dynamodb, resources.tableName);
+    const orphanFences = new Set(timeline.orphaned.map((l) => l.fence));
+    let leaked = 0;
+    let reclaimedAtEnd = 0;
+    for (const [fence, n] of remaining) {
+      if (orphanFences.has(fence)) reclaimedAtEnd += n;
+      else leaked += n;
+    }
+    let fullLimitAcquired = true;
+    let fullLimitLateMs = Number.NEGATIVE_INFINITY;
+    for (const [name, { limit }] of Object.entries(timeline.peaks)) {
+      const expiry = Math.max(0, ...timeline.orphaned.filter((l) => l.name === name).map((l) => l.to));
+      const semaphore = new DynamoSemaphore({
+        client: dynamodb,
+        tableName: resources.tableName,
+        name,
+        limit,
+      });
+      const calledAt = Date.now();
+      try {
+        const lease = await semaphore.acquire(limit, {
+          min: limit,
+          deadline: Math.max(calledAt, expiry) + 1_000,
+          leaseMs: 5_000,
+        });
+        // Measured against the later of the call and the orphaned leases' expiry: the promise is "by expiry + 1 s".
+        fullLimitLateMs = Math.max(fullLimitLateMs, Date.now() - Math.max(calledAt, expiry));
+        await lease.release();
+      } catch {
+        fullLimitAcquired = false;
+      }
+    }
+    const orphanedPermits = timeline.orphaned.reduce((sum, l) => sum + l.permits, 0);
+    const counters = model.stats().total;
+    return {
+      sent,
+      written: verification.written,
+      deletedAsExpected: verification.deletedAsExpected,
+      deadLettered: verification.deadLettered,
+      deadLetteredByReason: verification.deadLetteredByReason,
+      lost: verification.lost,
+      duplicated: verification.duplicated,
+      problems: verification.problems,
+      redelivered: invocations.reduce((sum, l) => sum + l.redelivered, 0),
+      invocations: invocations.length,
+      failedInvocations: invocations.filter((l) => l.outcome === 'failed').length,
+      processes: processes.length,
+      kills,
+      semaphore: {
+        peaks: timeline.peaks,
+        leases: timeline.leases.length,
+        orphanedPermits,
+        reclaimedDuringRun: orphanedPermits - reclaimedAtEnd,
+        reclaimedAtEnd,
+        leakedByGracefulProcesses: leaked,
+        fullLimitAcquired,
+        fullLimitLateMs,
+      },
+      inFlight: {
+        cap: Number(CHAOS_HANDLER_ENV.POOL_CONCURRENCY),
+        peak: Math.max(0, ...invocations.map((l) => l.peakInFlight)),
+        peakOverPermits: Math.max(Number.NEGATIVE_INFINITY, ...invocations.map((l) => l.peakOverPermits)),
+      },
+      pool: {
+        retries: invocations.reduce((sum, l) => sum + l.retries, 0),
+        throttles: invocations.reduce((sum, l) => sum + l.throttles, 0),
+        timeouts: invocations.reduce((sum, l) => sum + l.timeouts, 0),
+      },
+      chaos: {
+        requests: model.requests,
+        slowDowns: model.injectedSlowDowns + counters.throttled,
+        internalErrors: counters.internalErrors,
+        resets: counters.resets,
+        stalls: counters.stalls,
+      },
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    await Promise.all(processes.map((p) => p.kill()));
+    sqs.destroy();
+    s3.destroy();
+    dynamodb.destroy();
+    await proxy.stop();
+    await aws.stop();
+  }
+}
+
+/** The accounting report as printed by the suites. */
+export function formatChaosReport(r: ChaosReport): string {
+  const pct = (n: number) => `${((100 * n) / Math.max(1, r.chaos.requests)).toFixed(1)} %`;
+  const reasons = Object.entries(r.deadLetteredByReason)
+    .map(([reason, n]) => `${reason} ${n}`)
+    .join(', ');
+  const peaks = Object.entries(r.semaphore.peaks)
+    .map(([name, p]) => `${name} ${p.peak}/${p.limit}`)
+    .join('; ');
+  return [
+    `sent            ${r.sent}`,
+    `written         ${r.written} records (+${r.deletedAsExpected} deleted as expected)`,
+    `dead-lettered   ${r.deadLettered}${reasons ? ` (${reasons})` : ''}`,
+    `accounted       sent ${r.sent} = records' writes + dead-lettered; lost ${r.lost}, duplicated ${r.duplicated}`,
+    `redelivered     ${r.redelivered} deliveries after the first, ${r.invocations} invocations (${r.failedInvocations} failed whole)`,
+    `kills           ${r.kills.length}: ${r.kills.map((k) => `pid ${k.pid} after ${k.processedBefore} processed holding ${k.permitsHeld} permits in ${k.leasesHeld} leases`).join('; ')}; ${r.processes} processes`,
+    `permits         ${r.semaphore.leases} leases; peaks ${peaks}`,
+    `reclaimed       ${r.semaphore.orphanedPermits} orphaned permits: ${r.semaphore.reclaimedDuringRun} by the pipeline, ${r.semaphore.reclaimedAtEnd} at the end; leaked by graceful stops ${r.semaphore.leakedByGracefulProcesses}; full limit of every semaphore ${r.semaphore.fullLimitAcquired ? 'acquired' : 'NOT acquired'} at most ${r.semaphore.fullLimitLateMs} ms after max(call, orphaned expiry)`,
+    `in flight       peak ${r.inFlight.peak} per container (cap ${r.inFlight.cap}); peak over held permits ${r.inFlight.peakOverPermits}`,
+    `pool            retries ${r.pool.retries}, throttles ${r.pool.throttles}, timeouts ${r.pool.timeouts}`,
+    `S3 faults       ${r.chaos.requests} requests: SlowDown ${r.chaos.slowDowns} (${pct(r.chaos.slowDowns)}), 500 ${r.chaos.internalErrors} (${pct(r.chaos.internalErrors)}), resets ${r.chaos.resets} (${pct(r.chaos.resets)}), stalls ${r.chaos.stalls} (${pct(r.chaos.stalls)})`,
+    `duration        ${r.durationMs} ms`,
+    ...r.problems.map((p) => `  ${p}`),
+  ].join('\n');
+}

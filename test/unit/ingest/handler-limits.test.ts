@@ -153,7 +153,7 @@ describe('semaphore permits', () => {
 
   it('redelivers the writes of a tenant whose permits never come, and writes the other tenants', async () => {
     const sem = semaphores(2);
-    const blocked = sem.factory('prefix:ignored-by-memory-store/t=blocked/', 2);
+    const blocked = sem.factory('prefix:ignored-by-memory-store/t=blocked/');
     const holder = await blocked.acquire(2, { leaseMs: 60_000 });
     try {
       const { handler, store } = await setup(

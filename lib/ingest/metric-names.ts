@@ -28,7 +28,11 @@ export const INGEST_METRICS = {
     unit: 'Count',
     description: 'SQS records the function sent to the DLQ itself (permanent failures, with a reason).',
   },
-  Writes: { unit: 'Count', description: 'S3 writes (put/delete) that completed successfully.' },
+  Writes: {
+    unit: 'Count',
+    description:
+      'Writes applied (insert/upsert/update/delete): one S3 PUT or DELETE each; an update also reads first.',
+  },
   Retries: { unit: 'Count', description: 'Pool retries of an S3 call (each retry counted once).' },
   Throttles: { unit: 'Count', description: 'S3 SlowDown / 503 responses seen by the pool.' },
   Timeouts: { unit: 'Count', description: 'Pool tasks that hit their per-task timeout.' },

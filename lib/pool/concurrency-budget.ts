@@ -45,7 +45,7 @@ export class ConcurrencyBudget {
     this.#dispatch();
   }
 
-  /** Registers a consumer (a pool does this itself when given `budget`). */
+  /** @internal Registers a consumer (a pool does this itself when given `budget`). */
   join(consumer: BudgetConsumer): BudgetMember {
     return new BudgetMember(this, consumer);
   }

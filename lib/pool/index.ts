@@ -1,12 +1,9 @@
-export type { Admission, CircuitState } from './circuit-breaker.js';
-export { CircuitBreaker } from './circuit-breaker.js';
-export type { BudgetConsumer } from './concurrency-budget.js';
-export { BudgetMember, ConcurrencyBudget } from './concurrency-budget.js';
+export type { CircuitState } from './circuit-breaker.js';
+export { ConcurrencyBudget } from './concurrency-budget.js';
 export { AbortError, CircuitOpenError, PoolStoppedError, QueueFullError, TimeoutError } from './errors.js';
 export type { PoolEventName, PoolEvents, PoolListener } from './events.js';
 export type { ProcessOptions, ProcessSummary } from './executor-pool.js';
 export { ExecutorPool } from './executor-pool.js';
-export { Histogram } from './histogram.js';
 export type {
   CircuitBreakerOptions,
   DeduplicationOptions,

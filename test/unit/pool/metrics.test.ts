@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import { ExecutorPool, Histogram } from '../../../lib/pool/index.js';
+import { Histogram } from '../../../lib/pool/histogram.js';
+import { ExecutorPool } from '../../../lib/pool/index.js';
 import { useFakeTimersInEachTest } from './helpers.js';
 
 function exactQuantile(sorted: number[], q: number): number {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   SendMessageBatchCommand,
   type SendMessageBatchRequestEntry,
@@ -21,13 +22,35 @@ const ENTRIES_PER_BATCH = 10;
 // SQS caps a whole SendMessageBatch at 256 KiB (bodies + attributes); leave room for attributes.
 const BATCH_BYTES = 250 * 1024;
 const DETAIL_CHARS = 500;
+/**
+ * A body this large could not travel to the DLQ whole once attributes are added (a source queue may take
+ * up to 1 MiB, a classic DLQ 256 KiB). Such a body is kept up to this size, with its full size and SHA-256
+ * as attributes, rather than bounce between queues until the redrive policy drops the reason.
+ */
+export const MAX_DEAD_LETTER_BODY_BYTES = 240 * 1024;
+
+function bodyOf(letter: DeadLetter): { body: string; truncatedFrom?: number } {
+  if (letter.body.length === 0) return { body: '(empty body)' };
+  const bytes = Buffer.byteLength(letter.body);
+  if (bytes <= MAX_DEAD_LETTER_BODY_BYTES) return { body: letter.body };
+  // Cutting inside a multi-byte character yields one U+FFFD at the end, which is fine for evidence.
+  const body = Buffer.from(letter.body).subarray(0, MAX_DEAD_LETTER_BODY_BYTES).toString('utf8');
+  return { body, truncatedFrom: bytes };
+}
 
 function entryOf(letter: DeadLetter, index: number): SendMessageBatchRequestEntry {
   const attribute = (value: string) => ({ DataType: 'String', StringValue: value });
+  const { body, truncatedFrom } = bodyOf(letter);
   return {
     Id: String(index),
-    MessageBody: letter.body.length === 0 ? '(empty body)' : letter.body,
+    MessageBody: body,
     MessageAttributes: {
+      ...(truncatedFrom === undefined
+        ? {}
+        : {
+            originalBodyBytes: { DataType: 'Number', StringValue: String(truncatedFrom) },
+            originalBodySha256: attribute(createHash('sha256').update(letter.body).digest('hex')),
+          }),
       reason: attribute(letter.reason),
       errorName: attribute(letter.errorName),
       detail: attribute(letter.detail.slice(0, DETAIL_CHARS) || '-'),
@@ -54,7 +77,7 @@ export class DeadLetterQueue {
     let current: DeadLetter[] = [];
     let bytes = 0;
     for (const letter of letters) {
-      const size = Buffer.byteLength(letter.body) + 1024;
+      const size = Math.min(Buffer.byteLength(letter.body), MAX_DEAD_LETTER_BODY_BYTES) + 1024;
       if (current.length === ENTRIES_PER_BATCH || (current.length > 0 && bytes + size > BATCH_BYTES)) {
         batches.push(current);
         current = [];

@@ -1,10 +1,4 @@
-import {
-  CreateTableCommand,
-  DescribeTableCommand,
-  DynamoDBClient,
-  type DynamoDBClientConfig,
-  ResourceInUseException,
-} from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, HeadBucketCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import {
   CreateQueueCommand,
@@ -13,6 +7,7 @@ import {
   SQSClient,
   type SQSClientConfig,
 } from '@aws-sdk/client-sqs';
+import { DynamoSemaphore } from '../semaphore/dynamo-semaphore.js';
 import { InvalidLocalOptionError } from './errors.js';
 import { clientConfigFor, type LocalAwsEndpoints } from './local-aws.js';
 
@@ -67,36 +62,6 @@ async function ensureBucket(s3: S3Client, bucket: string): Promise<void> {
     if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') throw error;
     // Exists: make sure it is ours to use (HeadBucket fails if it is someone else's).
     await s3.send(new HeadBucketCommand({ Bucket: bucket }));
-  }
-}
-
-async function ensureTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
-  try {
-    await dynamodb.send(
-      new CreateTableCommand({
-        TableName: tableName,
-        AttributeDefinitions: [
-          { AttributeName: 'pk', AttributeType: 'S' },
-          { AttributeName: 'sk', AttributeType: 'S' },
-        ],
-        KeySchema: [
-          { AttributeName: 'pk', KeyType: 'HASH' },
-          { AttributeName: 'sk', KeyType: 'RANGE' },
-        ],
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
-  } catch (error) {
-    if (!(error instanceof ResourceInUseException)) throw error;
-  }
-  // dynalite is ACTIVE at once; LocalStack and DynamoDB take a moment.
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
-    if (Table?.TableStatus === 'ACTIVE') return;
-    if (Date.now() > deadline)
-      throw new Error(`table ${tableName} not ACTIVE after 60 s (${Table?.TableStatus})`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
 
@@ -159,7 +124,8 @@ export async function provisionLocal(options: ProvisionLocalOptions): Promise<Lo
     const [, { queueUrl, dlqUrl, dlqArn }] = await Promise.all([
       ensureBucket(s3, bucket),
       queues,
-      ensureTable(dynamodb, tableName),
+      // The same table shape the semaphore and the CDK stack use, created idempotently.
+      DynamoSemaphore.createTable(dynamodb, tableName),
     ]);
     return { bucket, queueUrl, dlqUrl, dlqArn, tableName };
   } finally {

@@ -26,6 +26,22 @@ function issueOf(error: ErrorObject): ValidationIssue {
   return { instancePath: error.instancePath, field, message: error.message ?? 'is invalid' };
 }
 
+let shared: Ajv | undefined;
+
+/**
+ * One Ajv per process: creating one costs tens of ms, and the ingestion Lambda opens a Database per tenant
+ * (up to the tenant cache size) that all declare the same schema objects. Ajv caches compiled validators by
+ * schema object, so every tenant after the first reuses them. The price: two different schemas may not
+ * declare the same `$id`.
+ */
+function sharedAjv(): Ajv {
+  if (shared === undefined) {
+    shared = new Ajv({ strict: true, allErrors: false });
+    addFormats(shared);
+  }
+  return shared;
+}
+
 /**
  * Compiles resource schemas once (Ajv 8, strict mode, standard formats) and validates records against
  * them. Stops at the first violation: `allErrors` costs time and is a known amplification risk on
@@ -35,8 +51,7 @@ export class SchemaRegistry {
   readonly #ajv: Ajv;
 
   constructor() {
-    this.#ajv = new Ajv({ strict: true, allErrors: false });
-    addFormats(this.#ajv);
+    this.#ajv = sharedAjv();
   }
 
   /** Compiles `schema` for `resource`; throws `InvalidSchemaError` when it does not compile. */

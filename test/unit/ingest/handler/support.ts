@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, type Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import { expect } from 'vitest';
 import type { BehaviourModel } from '../../../../lib/db/memory-object-store.js';
 import { MemoryObjectStore } from '../../../../lib/db/memory-object-store.js';
 import type {
@@ -17,6 +18,7 @@ import type {
   StoredObject,
 } from '../../../../lib/db/object-store.js';
 import { type IngestConfig, loadConfig } from '../../../../lib/ingest/config.js';
+import { MAX_DEAD_LETTER_BODY_BYTES } from '../../../../lib/ingest/handler/dead-letter-queue.js';
 import {
   createIngestHandler,
   type IngestHandler,
@@ -325,4 +327,27 @@ export function testHandler(
 /** The S3 key of a record in the layout. */
 export function keyOf(tenant: string, resource: string, id: string): string {
   return `t=${tenant}/r=${resource}/id=${id}.json`;
+}
+
+/**
+ * The DLQ keeps a refused body verbatim; one too large to travel whole keeps its head, plus its full size
+ * and SHA-256 as attributes.
+ */
+export function expectDeadLetteredBody(
+  letter: DeadLettered | undefined,
+  original: string,
+  name: string,
+): void {
+  expect(letter, name).toBeDefined();
+  const bytes = Buffer.byteLength(original);
+  if (bytes <= MAX_DEAD_LETTER_BODY_BYTES) {
+    expect(letter!.body, name).toBe(original === '' ? '(empty body)' : original);
+    return;
+  }
+  expect(original.startsWith(letter!.body.replace(/\uFFFD$/, '')), name).toBe(true);
+  expect(Buffer.byteLength(letter!.body), name).toBeLessThanOrEqual(MAX_DEAD_LETTER_BODY_BYTES + 3);
+  expect(letter!.attributes.originalBodyBytes, name).toBe(String(bytes));
+  expect(letter!.attributes.originalBodySha256, name).toBe(
+    createHash('sha256').update(original).digest('hex'),
+  );
 }

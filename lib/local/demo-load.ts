@@ -1,5 +1,6 @@
 import type { ProducerWrite } from '../ingest/message/types.js';
 import { InvalidLocalOptionError } from './errors.js';
+import { seededRandom } from './seeded-random.js';
 
 /** The resources the demo declares (`RESOURCES`), all schemaless. */
 export const DEMO_RESOURCES = { orders: {}, customers: {} } as const;
@@ -50,18 +51,6 @@ export interface DemoLoadOptions {
   badRatio?: number;
   /** Same seed, same load. Default 1. */
   seed?: number;
-}
-
-/** mulberry32: small, fast, good enough to make a demo load repeatable. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 type Step = 'insert' | 'upsert' | 'update' | 'delete';
@@ -147,7 +136,7 @@ function badMessage(kind: BadKind, n: number, tenant: string): BadMessage {
  */
 export function generateDemoLoad(options: DemoLoadOptions = {}): DemoLoad {
   const { tenants: tenantCount, messages, badRatio, seed } = checkOptions(options);
-  const random = prng(seed);
+  const random = seededRandom(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const tenants = Array.from({ length: tenantCount }, (_, i) => `tenant-${String(i).padStart(2, '0')}`);
   const resources = Object.keys(DEMO_RESOURCES);

@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from './clock.js';
 import { InvalidLocalOptionError } from './errors.js';
+import { seededRandom } from './seeded-random.js';
 
 /** PUT/DELETE/POST are writes; GET/HEAD/LIST are reads (S3 limits them separately). */
 export type S3RequestKind = 'read' | 'write';
@@ -82,18 +83,6 @@ interface PrefixState {
 
 function zeroCounters(): S3ModelCounters {
   return { requests: 0, ok: 0, throttled: 0, internalErrors: 0, resets: 0, stalls: 0 };
-}
-
-/** mulberry32: tiny, fast, good enough for fault dice and latency draws, and seedable. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function checkRate(option: string, value: number): number {

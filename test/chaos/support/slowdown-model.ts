@@ -4,18 +4,7 @@ import {
   type S3Decision,
   type S3RequestKind,
 } from '../../../lib/local/s3-behaviour-model.js';
-
-/** mulberry32, seeded: the same run draws the same SlowDowns. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+import { seededRandom } from '../../../lib/local/seeded-random.js';
 
 /**
  * The S3 behaviour model plus a probabilistic `503 SlowDown` on a share of all requests. The model only
@@ -33,7 +22,7 @@ export class SlowDownInjectingModel extends S3BehaviourModel {
     const { slowDownRate, ...model } = options;
     super(model);
     this.#rate = slowDownRate;
-    this.#random = seeded((options.seed ?? 1) + 7919);
+    this.#random = seededRandom((options.seed ?? 1) + 7919);
   }
 
   override decide(kind: S3RequestKind, key: string): S3Decision {

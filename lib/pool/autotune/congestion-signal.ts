@@ -1,0 +1,35 @@
+/** Error names that mean "the service is overloaded": S3's SlowDown and its siblings in other AWS services. */
+const THROTTLE_NAMES = new Set([
+  'SlowDown',
+  'Throttling',
+  'ThrottlingException',
+  'ThrottledException',
+  'TooManyRequestsException',
+  'RequestLimitExceeded',
+  'RequestThrottled',
+  'RequestThrottledException',
+  'ProvisionedThroughputExceededException',
+  'ServiceUnavailable',
+  // A timed-out attempt (the pool's own TimeoutError, or the service's) is latency gone to infinity.
+  'TimeoutError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+]);
+
+interface ErrorShape {
+  name?: unknown;
+  code?: unknown;
+  $metadata?: { httpStatusCode?: unknown };
+  $retryable?: { throttling?: unknown };
+}
+
+/** Whether an attempt's error should cut the request rate: throttling (503/429, SlowDown, ...) or a timeout. */
+export function isCongestionSignal(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as ErrorShape;
+  if (typeof e.name === 'string' && THROTTLE_NAMES.has(e.name)) return true;
+  if (typeof e.code === 'string' && THROTTLE_NAMES.has(e.code)) return true;
+  const status = e.$metadata?.httpStatusCode;
+  if (status === 503 || status === 429) return true;
+  return e.$retryable?.throttling === true;
+}

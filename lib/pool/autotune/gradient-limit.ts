@@ -1,0 +1,81 @@
+import type { GradientOptions } from './options.js';
+
+export interface GradientLimitOptions extends Required<GradientOptions> {
+  initialLimit: number;
+  minLimit: number;
+  maxLimit: number;
+  /** Absolute latency ceiling in ms (`Infinity`: none). */
+  targetLatency: number;
+}
+
+/** Samples before the long-term average is trusted: until then the limit holds still. */
+const WARMUP_SAMPLES = 10;
+
+/**
+ * Growth per sample at most: x1.25 per round trip while probing. Faster ramps overshoot an unknown rate
+ * limit further before the first 503 comes back (S3's burst allowance hides it for a while).
+ */
+const MAX_GROWTH_PER_SAMPLE = 0.25;
+
+/**
+ * A concurrency limit from the latency gradient, after Netflix's Gradient2: the ratio of long-term to
+ * short-term latency (first attempts only: a retry's latency says more about backoff than about load)
+ * scales the limit down when latency climbs, and a headroom of sqrt(limit) lets it probe upward while the
+ * pool is busy. Each estimate is smoothed into the limit, so one slow request moves it a little.
+ */
+export class GradientLimit {
+  readonly #options: GradientLimitOptions;
+  #limit: number;
+  #longRtt = 0;
+  #shortRtt = 0;
+  #samples = 0;
+
+  constructor(options: GradientLimitOptions) {
+    this.#options = options;
+    this.#limit = options.initialLimit;
+  }
+
+  /** The current limit (fractional; callers round). */
+  get limit(): number {
+    return this.#limit;
+  }
+
+  /** Long-term mean latency of first attempts in ms (0 before any sample). */
+  get longRtt(): number {
+    return this.#longRtt;
+  }
+
+  get shortRtt(): number {
+    return this.#shortRtt;
+  }
+
+  /** One successful first attempt took `rttMs` while `inFlight` attempts were running. Returns the new limit. */
+  onSample(rttMs: number, inFlight: number): number {
+    const o = this.#options;
+    this.#samples += 1;
+    if (this.#samples <= WARMUP_SAMPLES) {
+      // A plain mean over the warm-up, so the first samples do not count for 1/600 each.
+      this.#longRtt += (rttMs - this.#longRtt) / this.#samples;
+      this.#shortRtt = this.#longRtt;
+      return this.#limit;
+    }
+    this.#longRtt += (rttMs - this.#longRtt) / o.longWindow;
+    this.#shortRtt += (rttMs - this.#shortRtt) / o.shortWindow;
+    // After an overload the long average stays inflated; let it fall back toward the present.
+    if (this.#longRtt > 2 * this.#shortRtt) this.#longRtt *= 0.95;
+    let gradient = Math.max(0.5, Math.min(1, (o.tolerance * this.#longRtt) / this.#shortRtt));
+    if (this.#shortRtt > o.targetLatency)
+      gradient = Math.min(gradient, Math.max(0.5, o.targetLatency / this.#shortRtt));
+    // App-limited: with under half the limit in use, latency says nothing about a higher limit.
+    if (gradient >= 1 && inFlight < this.#limit / 2) return this.#limit;
+    const estimate = this.#limit * gradient + Math.sqrt(this.#limit);
+    // Gradient2's headroom adds sqrt(limit) per update; per sample (limit samples per round trip) that
+    // would explode, so growth is capped like a slow start.
+    const next = Math.min(
+      this.#limit + MAX_GROWTH_PER_SAMPLE,
+      this.#limit * (1 - o.smoothing) + estimate * o.smoothing,
+    );
+    this.#limit = Math.min(o.maxLimit, Math.max(o.minLimit, next));
+    return this.#limit;
+  }
+}

@@ -1,0 +1,114 @@
+/** Latency-gradient tuning (Gradient2-like). Defaults suit S3 PUTs of small objects. */
+export interface GradientOptions {
+  /** Short-term latency may exceed the long-term one by this factor before the limit shrinks. Default `1.5`. */
+  tolerance?: number;
+  /** Samples the long-term latency average spans (EWMA window). Default `600`. */
+  longWindow?: number;
+  /** Samples the short-term latency average spans (EWMA window). Default `10`. */
+  shortWindow?: number;
+  /** Weight of each new limit estimate (0..1]; lower is smoother and slower. Default `0.2`. */
+  smoothing?: number;
+}
+
+/** Throttle-driven rate limit (CUBIC on a request rate, like the AWS SDK's adaptive retry mode). */
+export interface ThrottleOptions {
+  /** A throttle or timeout multiplies the rate by this (once per round trip). Default `0.7`. */
+  beta?: number;
+  /**
+   * Busy seconds the cubic curve takes to climb back to the rate of the last throttle; after that it probes
+   * beyond it (convex). Default `2`.
+   */
+  recoverySeconds?: number;
+}
+
+export interface AutotuneOptions {
+  /** `false` leaves the pool's concurrency alone (the tuner attaches but never changes it). Default `true`. */
+  enabled?: boolean;
+  /** The limit never goes below this. Integer >= 1. Default `1`. */
+  minConcurrency?: number;
+  /** The limit never goes above this. Integer >= `minConcurrency`. Default `1000`. */
+  maxConcurrency?: number;
+  /** Limit to start from. Default: the pool's concurrency when attached, within the bounds. */
+  initialConcurrency?: number;
+  /**
+   * Milliseconds a first attempt may take before the limit shrinks even if the long-term latency is as
+   * high (an absolute ceiling next to the relative gradient). Default `Infinity` (relative only).
+   */
+  targetLatency?: number;
+  /** Share (percent, 0-100] of the memory budget in-flight operations may use. Default `80`. */
+  targetMemoryPercent?: number;
+  /**
+   * Memory budget in bytes. Default: `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` MiB in Lambda, else the process's
+   * constrained memory (cgroup), else the machine's total memory.
+   */
+  memoryBudgetBytes?: number;
+  /** Bytes the process uses now. Default `process.memoryUsage.rss()`. Injected by tests. */
+  memoryUsage?: () => number;
+  gradient?: GradientOptions;
+  throttle?: ThrottleOptions;
+  /** Milliseconds now, on the pool's clock. Default `performance.now()`. Injected by tests. */
+  now?: () => number;
+}
+
+export const AUTOTUNE_DEFAULTS = {
+  minConcurrency: 1,
+  maxConcurrency: 1000,
+  targetLatency: Number.POSITIVE_INFINITY,
+  targetMemoryPercent: 80,
+  gradient: { tolerance: 1.5, longWindow: 600, shortWindow: 10, smoothing: 0.2 },
+  throttle: { beta: 0.7, recoverySeconds: 2 },
+} as const;
+
+/** The memory budget outside an explicit option: Lambda's configured size, a cgroup limit, or total RAM. */
+export function defaultMemoryBudget(env: Record<string, string | undefined>, totalMemory: number): number {
+  const lambdaMb = Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE);
+  if (Number.isFinite(lambdaMb) && lambdaMb > 0) return lambdaMb * 1024 * 1024;
+  const constrained = process.constrainedMemory?.() ?? 0;
+  // Without a cgroup limit Node reports 0 or a huge sentinel; neither is a budget.
+  if (constrained > 0 && constrained < totalMemory) return constrained;
+  return totalMemory;
+}
+
+function check(name: string, value: number, ok: boolean): number {
+  if (!ok) throw new RangeError(`autotune.${name} is out of range, got ${value}`);
+  return value;
+}
+
+export interface ResolvedAutotuneOptions {
+  readonly enabled: boolean;
+  readonly minConcurrency: number;
+  readonly maxConcurrency: number;
+  readonly targetLatency: number;
+  readonly targetMemoryPercent: number;
+  readonly gradient: Required<GradientOptions>;
+  readonly throttle: Required<ThrottleOptions>;
+}
+
+/** Fills defaults and rejects nonsense with a RangeError naming the field. */
+export function resolveAutotuneOptions(options: AutotuneOptions): ResolvedAutotuneOptions {
+  const min = options.minConcurrency ?? AUTOTUNE_DEFAULTS.minConcurrency;
+  const max = options.maxConcurrency ?? Math.max(min, AUTOTUNE_DEFAULTS.maxConcurrency);
+  check('minConcurrency', min, Number.isInteger(min) && min >= 1);
+  check('maxConcurrency', max, Number.isInteger(max) && max >= min);
+  const g = { ...AUTOTUNE_DEFAULTS.gradient, ...options.gradient };
+  const t = { ...AUTOTUNE_DEFAULTS.throttle, ...options.throttle };
+  const targetLatency = options.targetLatency ?? AUTOTUNE_DEFAULTS.targetLatency;
+  const targetMemoryPercent = options.targetMemoryPercent ?? AUTOTUNE_DEFAULTS.targetMemoryPercent;
+  check('targetLatency', targetLatency, targetLatency > 0);
+  check('targetMemoryPercent', targetMemoryPercent, targetMemoryPercent > 0 && targetMemoryPercent <= 100);
+  check('gradient.tolerance', g.tolerance, g.tolerance >= 1);
+  check('gradient.longWindow', g.longWindow, g.longWindow >= 1);
+  check('gradient.shortWindow', g.shortWindow, g.shortWindow >= 1 && g.shortWindow <= g.longWindow);
+  check('gradient.smoothing', g.smoothing, g.smoothing > 0 && g.smoothing <= 1);
+  check('throttle.beta', t.beta, t.beta > 0 && t.beta < 1);
+  check('throttle.recoverySeconds', t.recoverySeconds, t.recoverySeconds > 0);
+  return {
+    enabled: options.enabled ?? true,
+    minConcurrency: min,
+    maxConcurrency: max,
+    targetLatency,
+    targetMemoryPercent,
+    gradient: g,
+    throttle: t,
+  };
+}

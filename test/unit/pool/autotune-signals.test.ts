@@ -1,0 +1,193 @@
+import { describe, expect, it } from 'vitest';
+import { GradientLimit } from '../../../lib/pool/autotune/gradient-limit.js';
+import { Autotuner, isCongestionSignal } from '../../../lib/pool/autotune/index.js';
+import { MemoryCap } from '../../../lib/pool/autotune/memory-cap.js';
+import { AUTOTUNE_DEFAULTS } from '../../../lib/pool/autotune/options.js';
+import { ThrottleRateLimit } from '../../../lib/pool/autotune/throttle-rate-limit.js';
+import { TimeoutError } from '../../../lib/pool/index.js';
+import { FakePool, slowDown } from './autotune/fake-pool.js';
+
+function gradient(initialLimit = 10) {
+  return new GradientLimit({
+    ...AUTOTUNE_DEFAULTS.gradient,
+    initialLimit,
+    minLimit: 1,
+    maxLimit: 1000,
+    targetLatency: Infinity,
+  });
+}
+
+describe('GradientLimit', () => {
+  it('grows while latency is flat and the limit is in use, by at most x1.25 per round trip', () => {
+    const g = gradient(10);
+    for (let i = 0; i < 10; i++) g.onSample(20, 10);
+    expect(g.limit).toBe(10); // warm-up
+    g.onSample(20, 10);
+    expect(g.limit).toBeGreaterThan(10);
+    expect(g.limit).toBeLessThanOrEqual(10.25);
+    for (let i = 0; i < 200; i++) g.onSample(20, Math.ceil(g.limit));
+    expect(g.limit).toBeGreaterThan(40);
+  });
+
+  it('does not grow when app-limited (under half the limit in flight)', () => {
+    const g = gradient(40);
+    for (let i = 0; i < 100; i++) g.onSample(20, 5);
+    expect(g.limit).toBe(40);
+  });
+
+  it('shrinks when short-term latency climbs past tolerance x long-term', () => {
+    const g = gradient(100);
+    for (let i = 0; i < 300; i++) g.onSample(20, 100);
+    const before = g.limit;
+    for (let i = 0; i < 30; i++) g.onSample(200, 100);
+    expect(g.limit).toBeLessThan(before * 0.5);
+  });
+
+  it('shrinks above targetLatency even when latency is steady', () => {
+    const g = new GradientLimit({
+      ...AUTOTUNE_DEFAULTS.gradient,
+      initialLimit: 50,
+      minLimit: 1,
+      maxLimit: 1000,
+      targetLatency: 50,
+    });
+    for (let i = 0; i < 100; i++) g.onSample(100, 50);
+    expect(g.limit).toBeLessThan(10);
+  });
+});
+
+describe('ThrottleRateLimit', () => {
+  it('is unlimited until the first throttle, which halves what was being sent', () => {
+    const t = new ThrottleRateLimit({ beta: 0.7, recoverySeconds: 2 });
+    expect(t.onSuccess(0, true, 4000)).toBe(Infinity);
+    expect(t.onThrottle(10, 0, true, 4000)).toBe(2000);
+  });
+
+  it('cuts at most once per round trip: throttles of attempts started before the cut are ignored', () => {
+    const t = new ThrottleRateLimit({ beta: 0.7, recoverySeconds: 2 });
+    t.onThrottle(100, 80, true, 4000);
+    expect(t.onThrottle(110, 90, true, 4000)).toBe(2000);
+    expect(t.onThrottle(150, 120, true, 4000)).toBe(1400);
+    expect(t.counts).toEqual({ throttles: 3, cuts: 2 });
+  });
+
+  it('climbs back to the pre-cut rate in recoverySeconds of busy time, then probes beyond it', () => {
+    const t = new ThrottleRateLimit({ beta: 0.7, recoverySeconds: 2 });
+    t.onThrottle(100, 50, true, 1000); // first cut: 500, wMax 1000
+    let rate = 0;
+    for (let ms = 110; ms <= 2100; ms += 10) rate = t.onSuccess(ms, true, 1000);
+    expect(rate).toBeCloseTo(1000, -1);
+    for (let ms = 2110; ms <= 3100; ms += 10) rate = t.onSuccess(ms, true, 1000);
+    expect(rate).toBeGreaterThan(1020);
+  });
+
+  it('does not climb while the pool is idle', () => {
+    const t = new ThrottleRateLimit({ beta: 0.7, recoverySeconds: 2 });
+    t.onThrottle(0, 0, true, 1000);
+    const cut = t.onSuccess(1, true, 1000);
+    expect(t.onSuccess(10_000, false, 1000)).toBeCloseTo(cut, 0);
+  });
+});
+
+describe('MemoryCap', () => {
+  it('divides the memory left for in-flight work by the observed bytes per operation', () => {
+    let used = 100;
+    const cap = new MemoryCap({ targetPercent: 50, budgetBytes: 1000, usage: () => used, sampleEveryMs: 0 });
+    expect(cap.onSample(0, 10)).toBe(Infinity); // no growth over the baseline yet
+    used = 100 + 10 * 20; // 10 in flight at 20 bytes each
+    expect(cap.onSample(1, 10)).toBe(Math.floor((500 - 100) / 20));
+  });
+});
+
+describe('isCongestionSignal', () => {
+  it('recognises SlowDown/503, 429, throttling names and timeouts, not other failures', () => {
+    expect(isCongestionSignal(slowDown())).toBe(true);
+    expect(isCongestionSignal({ name: 'X', $metadata: { httpStatusCode: 429 } })).toBe(true);
+    expect(isCongestionSignal({ name: 'ThrottlingException' })).toBe(true);
+    expect(isCongestionSignal(new TimeoutError(100))).toBe(true);
+    expect(isCongestionSignal({ name: 'InternalError', $metadata: { httpStatusCode: 500 } })).toBe(false);
+    expect(isCongestionSignal(Object.assign(new Error('reset'), { code: 'ECONNRESET' }))).toBe(false);
+    expect(isCongestionSignal(undefined)).toBe(false);
+  });
+});
+
+describe('Autotuner on a hand-driven pool', () => {
+  it('keeps retried attempts out of the latency statistics', () => {
+    const pool = new FakePool(10);
+    const tuner = new Autotuner(pool, { now: () => 0 });
+    for (let i = 0; i < 20; i++) pool.completed(20);
+    for (let i = 0; i < 20; i++) pool.completed(5000, 2);
+    expect(tuner.state().longRttMs).toBeCloseTo(20, 5);
+    expect(tuner.state().shortRttMs).toBeCloseTo(20, 5);
+  });
+
+  it('reacts per sample: a throttle lowers the pool concurrency at once (Little: rate x latency)', () => {
+    const pool = new FakePool(10);
+    let now = 0;
+    const tuner = new Autotuner(pool, { now: () => now, initialConcurrency: 100 });
+    pool.activeCount = 39;
+    for (let i = 0; i < 20; i++) {
+      now += 1;
+      pool.completed(25);
+    }
+    pool.activeCount = 39; // 40 in flight incl. the throttled one = 1,600 req/s at 25 ms
+    now += 30;
+    pool.failed(slowDown(), 25);
+    expect(tuner.state().rateLimit).toBeCloseTo(800, 5);
+    expect(pool.concurrency).toBe(20);
+    expect(pool.setCalls.at(-1)).toBe(20);
+  });
+
+  it('never goes below minConcurrency nor above maxConcurrency', () => {
+    const pool = new FakePool(10);
+    let now = 0;
+    new Autotuner(pool, { now: () => now, minConcurrency: 3, maxConcurrency: 12 });
+    pool.activeCount = 12;
+    for (let i = 0; i < 500; i++) {
+      now += 1;
+      pool.completed(20);
+    }
+    expect(pool.concurrency).toBe(12);
+    for (let i = 0; i < 50; i++) {
+      now += 100;
+      pool.failed(slowDown(), 20);
+    }
+    expect(pool.concurrency).toBe(3);
+  });
+
+  it('caps by memory', () => {
+    const pool = new FakePool(10);
+    let now = 0;
+    let used = 1_000;
+    new Autotuner(pool, {
+      now: () => now,
+      memoryBudgetBytes: 10_000,
+      targetMemoryPercent: 50,
+      memoryUsage: () => used,
+    });
+    pool.activeCount = 9;
+    used = 1_000 + 10 * 500; // 500 bytes per in-flight operation
+    now = 1000;
+    pool.completed(20);
+    expect(pool.concurrency).toBe(Math.floor((5_000 - 1_000) / 500));
+  });
+
+  it('with enabled: false observes but never sets the concurrency; detach stops listening', () => {
+    const pool = new FakePool(10);
+    const tuner = new Autotuner(pool, { enabled: false, now: () => 0 });
+    pool.failed(slowDown(), 20);
+    expect(pool.setCalls).toEqual([]);
+    tuner.detach();
+    expect(pool.events.listenerCount('pool:taskCompleted')).toBe(0);
+    expect(pool.events.listenerCount('pool:taskError')).toBe(0);
+  });
+
+  it('rejects bad options with a RangeError naming the field', () => {
+    expect(() => new Autotuner(new FakePool(), { minConcurrency: 0 })).toThrow(/minConcurrency/);
+    expect(() => new Autotuner(new FakePool(), { minConcurrency: 5, maxConcurrency: 4 })).toThrow(
+      /maxConcurrency/,
+    );
+    expect(() => new Autotuner(new FakePool(), { targetMemoryPercent: 120 })).toThrow(/targetMemoryPercent/);
+    expect(() => new Autotuner(new FakePool(), { throttle: { beta: 1 } })).toThrow(/throttle.beta/);
+  });
+});

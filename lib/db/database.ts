@@ -1,6 +1,6 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { S3BehaviourModel, type S3BehaviourOptions } from '../local/s3-behaviour-model.js';
-import { ExecutorPool, type ExecutorPoolOptions } from '../pool/index.js';
+import { AUTOTUNE_DEFAULTS, ExecutorPool, type ExecutorPoolOptions } from '../pool/index.js';
 import { parseConnectionString } from './connection-string.js';
 import { ConnectionStringError, DatabaseNotConnectedError, ResourceNotFoundError } from './errors.js';
 import { assertResource, assertTenant, DEFAULT_TENANT } from './keys.js';
@@ -62,6 +62,12 @@ export interface DatabaseClient {
   readonly behaviour: BehaviourModel | undefined;
 }
 
+/** An autotuned pool may grow to its ceiling: size the sockets for that, not for where it starts. */
+function autotuneCeiling(options: ExecutorPoolOptions | false): number {
+  if (options === false || (options.concurrency !== 'auto' && options.autotune?.enabled !== true)) return 0;
+  return options.autotune?.maxConcurrency ?? AUTOTUNE_DEFAULTS.maxConcurrency;
+}
+
 function isModel(value: NonNullable<DatabaseClientOptions['behaviour']>): value is BehaviourModel {
   return typeof (value as BehaviourModel).decide === 'function';
 }
@@ -117,7 +123,12 @@ export class Database {
         injected ??
         createS3Client({
           ...clientOptions,
-          maxSockets: Math.max(clientOptions.maxSockets ?? 0, pool?.concurrency ?? 0, 100),
+          maxSockets: Math.max(
+            clientOptions.maxSockets ?? 0,
+            pool?.concurrency ?? 0,
+            autotuneCeiling(poolOptions),
+            100,
+          ),
           ...(target.endpoint !== undefined ? { endpoint: target.endpoint } : {}),
           ...(target.credentials !== undefined ? { credentials: target.credentials } : {}),
           ...(target.region !== undefined ? { region: target.region } : {}),

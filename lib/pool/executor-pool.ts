@@ -1,3 +1,4 @@
+import { Autotuner } from './autotune/autotuner.js';
 import { CircuitBreaker, type CircuitState } from './circuit-breaker.js';
 import type { BudgetMember } from './concurrency-budget.js';
 import { DeadlineTimer } from './deadline-timer.js';
@@ -195,9 +196,14 @@ export class ExecutorPool {
   #idleWaiters: (() => void)[] = [];
   #settledWaiters: (() => void)[] = [];
   #roomWaiters: (() => void)[] = [];
+  #autotuner: Autotuner | undefined;
 
   constructor(options: ExecutorPoolOptions = {}) {
-    const concurrency = options.concurrency ?? POOL_DEFAULTS.concurrency;
+    const auto = options.concurrency === 'auto';
+    const concurrency =
+      options.concurrency === 'auto'
+        ? (options.autotune?.initialConcurrency ?? POOL_DEFAULTS.concurrency)
+        : (options.concurrency ?? POOL_DEFAULTS.concurrency);
     assertConcurrency(concurrency);
     this.#cap = concurrency;
     this.#options = resolvePoolOptions(options);
@@ -210,6 +216,15 @@ export class ExecutorPool {
     this.#dedupKeyFn = dedup?.enabled !== false ? dedup?.keyFn : undefined;
     this.#dedupTtl = dedup?.ttl ?? POOL_DEFAULTS.deduplicationTtl;
     this.#member = options.budget?.join({ onSlotGranted: () => this.#onSlotGranted() });
+    const tune = options.autotune;
+    if ((auto && tune?.enabled !== false) || tune?.enabled === true) {
+      this.#autotuner = new Autotuner(this, { ...tune, enabled: true });
+    }
+  }
+
+  /** The adaptive concurrency controller, when `concurrency: 'auto'` or `autotune.enabled` turned it on. */
+  get autotuner(): Autotuner | undefined {
+    return this.#autotuner;
   }
 
   /** The current cap on in-flight attempts. */
@@ -447,6 +462,7 @@ export class ExecutorPool {
   stop(): void {
     if (this.#stopped) return;
     this.#stopped = true;
+    this.#autotuner?.detach();
     this.#paused = true;
     this.#member?.cancelWait();
     const error = new PoolStoppedError();

@@ -1,3 +1,4 @@
+export * from './autotune/index.js';
 export type { CircuitState } from './circuit-breaker.js';
 export { ConcurrencyBudget } from './concurrency-budget.js';
 export { AbortError, CircuitOpenError, PoolStoppedError, QueueFullError, TimeoutError } from './errors.js';

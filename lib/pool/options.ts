@@ -1,3 +1,4 @@
+import type { AutotuneOptions } from './autotune/options.js';
 import type { ConcurrencyBudget } from './concurrency-budget.js';
 import { DEFAULT_RETRYABLE_ERRORS } from './retry-policy.js';
 
@@ -41,8 +42,17 @@ export interface DeduplicationOptions {
 }
 
 export interface ExecutorPoolOptions {
-  /** Maximum attempts in flight (timed-out work still counts until it settles). Integer >= 1. Default `10`. */
-  concurrency?: number;
+  /**
+   * Maximum attempts in flight (timed-out work still counts until it settles). Integer >= 1, or `'auto'`:
+   * the autotuner (see `autotune`) finds the level itself from latency, throttling and memory. Default `10`.
+   */
+  concurrency?: number | 'auto';
+  /**
+   * Adaptive concurrency (lib/pool/autotune). On with `concurrency: 'auto'` (starting from
+   * `autotune.initialConcurrency`, default 10) or with `autotune.enabled: true` (starting from the numeric
+   * `concurrency`). Default: off.
+   */
+  autotune?: AutotuneOptions;
   /** Retries after the first attempt, for retryable errors only. Default `3`. */
   retries?: number;
   /** Base backoff in ms (attempt n waits up to `retryDelay * 2^(n-1)`). Default `1000`. */

@@ -175,6 +175,12 @@ function sample(): void {
   const bucket = bucketAt(performance.now());
   bucket.inFlight = inFlight;
   bucket.concurrency = pools.length > 0 ? pools.reduce((sum, p) => sum + p.concurrency, 0) : inFlight;
+  if (process.env.BENCH_TRACE === '1' && tuners[0] !== undefined) {
+    const st = tuners[0].state();
+    console.error(
+      `${(performance.now() / 1000).toFixed(1)} limit=${st.limit} grad=${st.gradientLimit.toFixed(0)} rate=${st.rateLimit.toFixed(0)} rc=${st.rateConcurrency.toFixed(0)} rtt=${st.longRttMs.toFixed(1)} cuts=${st.cuts}`,
+    );
+  }
   if (settled < config.writes) setTimeout(sample, config.bucketMs);
 }
 sample();

@@ -10,6 +10,7 @@ import {
   type ResolvedAutotuneOptions,
   resolveAutotuneOptions,
 } from './options.js';
+import { RateMeter } from './rate-meter.js';
 import { ThrottleRateLimit } from './throttle-rate-limit.js';
 
 /** What the autotuner needs from a pool (an `ExecutorPool` fits). */
@@ -55,6 +56,7 @@ export class Autotuner {
   readonly #gradient: GradientLimit;
   readonly #rate: ThrottleRateLimit;
   readonly #memory: MemoryCap;
+  readonly #meter = new RateMeter();
   /** Mean latency of every attempt, for Little's law before a first attempt has succeeded. */
   #anyRtt = 0;
   #limit: number;
@@ -65,8 +67,9 @@ export class Autotuner {
     const stats = this.#pool.getStats();
     const inFlight = stats.activeCount + 1;
     this.#observeRtt(e.durationMs);
+    this.#meter.record(now, true);
     if (e.attempt === 1) this.#gradient.onSample(e.durationMs, inFlight);
-    this.#rate.onSuccess(now, this.#isBusy(stats), this.#sendingRate(inFlight));
+    this.#rate.onSuccess(now, this.#isBusy(stats), this.#sendingRate(now, inFlight));
     this.#memory.onSample(now, inFlight);
     this.#apply();
   };
@@ -75,13 +78,16 @@ export class Autotuner {
     if (!isCongestionSignal(e.error)) return;
     const now = this.#now();
     this.#observeRtt(e.durationMs);
+    this.#meter.record(now, false);
     const stats = this.#pool.getStats();
+    this.#gradient.endSlowStart();
     // The throttled attempt has left the pool already; it was sending with the others.
     this.#rate.onThrottle(
       now,
       now - e.durationMs,
       this.#isBusy(stats),
-      this.#sendingRate(stats.activeCount + 1),
+      this.#sendingRate(now, stats.activeCount + 1),
+      this.#meter.successesPerSecond(now),
     );
     this.#apply();
   };
@@ -153,10 +159,15 @@ export class Autotuner {
     return this.#gradient.longRtt > 0 ? this.#gradient.longRtt : this.#anyRtt;
   }
 
-  /** Requests per second `inFlight` attempts make at the mean latency (Little's law). */
-  #sendingRate(inFlight: number): number {
+  /**
+   * Requests per second the pool sends: measured completions over the last 100 ms, or, if higher, what
+   * `inFlight` attempts make at the mean latency (Little's law) — the meter lags a ramp by a round trip.
+   */
+  #sendingRate(now: number, inFlight: number): number {
     const rtt = this.#meanRtt();
-    return rtt > 0 ? (inFlight * 1000) / rtt : Number.POSITIVE_INFINITY;
+    const measured = this.#meter.attemptsPerSecond(now);
+    if (!(rtt > 0)) return measured;
+    return Number.isFinite(measured) ? Math.min(measured, (inFlight * 1000) / rtt) : (inFlight * 1000) / rtt;
   }
 
   #rateConcurrency(): number {

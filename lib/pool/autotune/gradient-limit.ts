@@ -29,6 +29,7 @@ export class GradientLimit {
   #longRtt = 0;
   #shortRtt = 0;
   #samples = 0;
+  #slowStart = true;
 
   constructor(options: GradientLimitOptions) {
     this.#options = options;
@@ -47,6 +48,19 @@ export class GradientLimit {
 
   get shortRtt(): number {
     return this.#shortRtt;
+  }
+
+  /** Whether the start-up ramp (x2 per round trip) is still on. */
+  get slowStart(): boolean {
+    return this.#slowStart;
+  }
+
+  /**
+   * A congestion signal (throttle, timeout) ends the start-up ramp for good, like TCP's first loss: from
+   * then on growth is capped at x1.25 per round trip and the throttle-rate limit does the probing.
+   */
+  endSlowStart(): void {
+    this.#slowStart = false;
   }
 
   /** One successful first attempt took `rttMs` while `inFlight` attempts were running. Returns the new limit. */
@@ -71,6 +85,12 @@ export class GradientLimit {
     const estimate = this.#limit * gradient + Math.sqrt(this.#limit);
     // Gradient2's headroom adds sqrt(limit) per update; per sample (limit samples per round trip) that
     // would explode, so growth is capped like a slow start.
+    // Slow start: +1 per sample doubles the limit per round trip while latency stays flat.
+    if (this.#slowStart && gradient >= 1) {
+      this.#limit = Math.min(o.maxLimit, this.#limit + 1);
+      return this.#limit;
+    }
+    if (gradient < 1) this.#slowStart = false;
     const next = Math.min(
       this.#limit + MAX_GROWTH_PER_SAMPLE,
       this.#limit * (1 - o.smoothing) + estimate * o.smoothing,

@@ -11,11 +11,11 @@ import type { ThrottleOptions } from './options.js';
  */
 export class ThrottleRateLimit {
   readonly #beta: number;
-  /** `c` of CUBIC, relative to wMax, so the recovery time does not depend on the rate's magnitude. */
-  readonly #scale: number;
   readonly #recoveryMs: number;
   #rate = Number.POSITIVE_INFINITY;
   #wMax = 0;
+  /** How deep the last cut went (1 - factor): the cubic curve starts there and is flat again at wMax. */
+  #cutDepth = 0;
   /** Busy milliseconds since the last cut (the cubic curve's clock does not run while the pool idles). */
   #busyMs = 0;
   #lastSampleAt: number | undefined;
@@ -26,7 +26,6 @@ export class ThrottleRateLimit {
   constructor(options: Required<ThrottleOptions>) {
     this.#beta = options.beta;
     this.#recoveryMs = options.recoverySeconds * 1000;
-    this.#scale = (1 - options.beta) / options.recoverySeconds ** 3;
   }
 
   /** Allowed requests per second (`Infinity` until the first throttle). */
@@ -46,8 +45,8 @@ export class ThrottleRateLimit {
   onSuccess(now: number, busy: boolean, sendingRate: number): number {
     this.#advance(now, busy);
     if (this.#rate === Number.POSITIVE_INFINITY) return this.#rate;
-    const t = (this.#busyMs - this.#recoveryMs) / 1000;
-    const cubic = this.#wMax * (1 + this.#scale * t ** 3);
+    const t = (this.#busyMs - this.#recoveryMs) / this.#recoveryMs;
+    const cubic = this.#wMax * (1 + this.#cutDepth * t ** 3);
     // Never more than twice what was really sent: a rate the pool cannot use is no evidence of headroom.
     this.#rate = Math.max(1, Math.min(cubic, 2 * Math.max(sendingRate, this.#wMax * this.#beta)));
     return this.#rate;
@@ -57,7 +56,7 @@ export class ThrottleRateLimit {
    * An attempt that started at `startedAt` was throttled (SlowDown/503/429) or timed out. Attempts that
    * were already in flight when the rate was last cut answer for the old rate and do not cut again.
    */
-  onThrottle(now: number, startedAt: number, busy: boolean, sendingRate: number): number {
+  onThrottle(now: number, startedAt: number, busy: boolean, sendingRate: number, acceptedRate = 0): number {
     this.#advance(now, busy);
     this.#throttles += 1;
     if (startedAt < this.#lastCutAt) return this.#rate;
@@ -69,7 +68,11 @@ export class ThrottleRateLimit {
     const factor = this.#cuts === 0 ? Math.min(this.#beta, 0.5) : this.#beta;
     this.#cuts += 1;
     this.#wMax = sending;
-    this.#rate = Math.max(1, sending * factor);
+    this.#cutDepth = 1 - factor;
+    // Near the plateau S3 still accepts most of what is sent: while it does, cut to just under what it
+    // accepts rather than by beta, so a probe that touched the limit does not cost a deep dip.
+    const accepted = this.#cuts === 1 ? 0 : 0.9 * Math.min(acceptedRate, sending);
+    this.#rate = Math.max(1, sending * factor, accepted);
     this.#busyMs = 0;
     this.#lastCutAt = now;
     return this.#rate;

@@ -145,6 +145,8 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       AWS_ENDPOINT_URL_DYNAMODB: aws.endpoints.dynamodb,
       DEADLINE_MARGIN_MS: '2000',
       WRITE_TIMEOUT_MS: '2000',
+      // With the chaos proxy the permits per prefix follow its write limit, as they follow S3's in AWS.
+      ...(values.chaos ? { S3_PREFIX_WRITE_RATE: String(slowdownRate) } : {}),
     };
     // The handler's SDK clients resolve credentials from the process (the emulators accept any).
     process.env.AWS_ACCESS_KEY_ID ??= LOCAL_CREDENTIALS.accessKeyId;

@@ -1,0 +1,282 @@
+// One engine's end-to-end load run, in its own process (bench/load.ts starts one per engine): its own local
+// stack (fauxqs SQS + S3, dynalite, the S3 chaos proxy), the producer feeding the queue, the event-source
+// runner invoking the engine's handler in Lambda-like containers, then a check of what landed in the bucket.
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { createS3Client } from '../../lib/db/s3-client.js';
+import { loadConfig } from '../../lib/ingest/config.js';
+import { createIngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
+import type { ProducerWrite } from '../../lib/ingest/message/types.js';
+import { Producer } from '../../lib/ingest/producer.js';
+import { EventSourceRunner } from '../../lib/local/event-source-runner.js';
+import { type ContainerHandler, LambdaContainers } from '../../lib/local/lambda-containers.js';
+import {
+  clientConfigFor,
+  LOCAL_CREDENTIALS,
+  LOCAL_REGION,
+  startLocalAws,
+} from '../../lib/local/local-aws.js';
+import { provisionLocal } from '../../lib/local/provision.js';
+import { Histogram } from '../../lib/pool/histogram.js';
+import { reportToParent } from '../support/child.js';
+import { InFlightCounter } from './in-flight.js';
+import { createNaiveHandler } from './naive-handler.js';
+
+export type LoadEngine = 'real' | 'naive';
+
+export interface LoadRunConfig {
+  engine: LoadEngine;
+  messages: number;
+  tenants: number;
+  /**
+   * Share of all messages (0..1) that goes to each of the two hot tenants (tenant-00, tenant-01); the rest
+   * spread evenly over the other tenants. Skew is what makes a per-prefix limit bite at the rates this
+   * machine reaches (an even spread over 50 prefixes stays far under any limit the semaphore can express).
+   */
+  hotShare: number;
+  /** The chaos proxy's accepted writes per second per tenant prefix (and the real handler's S3_PREFIX_WRITE_RATE). */
+  writesPerSecond: number;
+  latency: { medianMs: number; p99Ms: number };
+  /** Records per invocation. */
+  batchSize: number;
+  /** Invocations at once (the event source's MaximumConcurrency). */
+  invocations: number;
+  /** The producer keeps at most this many messages sent but not yet acknowledged. */
+  backlog: number;
+  /** POOL_CONCURRENCY of the real handler. */
+  poolConcurrency: number;
+  functionTimeoutMs: number;
+  maxReceiveCount: number;
+}
+
+/** One 1 s sample of the run. */
+export interface LoadSample {
+  /** Seconds since the first message was sent. */
+  t: number;
+  /** Messages acknowledged (deleted from the queue) so far. */
+  acked: number;
+  /** S3 HTTP attempts in flight at the sample instant. */
+  s3InFlight: number;
+  /** Invocations running at the sample instant. */
+  invocations: number;
+  /** 503 SlowDown answers of the chaos proxy so far. */
+  throttled: number;
+  /** S3 requests the proxy saw so far. */
+  s3Requests: number;
+}
+
+export interface LoadRunResult {
+  engine: LoadEngine;
+  messages: number;
+  durationMs: number;
+  e2e: { p50: number; p99: number; max: number; count: number };
+  throttled: number;
+  s3Requests: number;
+  s3Attempts: number;
+  s3InFlightPeak: number;
+  invocations: number;
+  redelivered: number;
+  failedItems: number;
+  invocationErrors: number;
+  written: number;
+  deadLettered: number;
+  lost: number;
+  containers: number;
+  samples: LoadSample[];
+}
+
+const RESOURCES = { items: {} };
+const VISIBILITY_SLACK_S = 2;
+
+function tenantOf(config: LoadRunConfig, i: number): string {
+  const slot = (i % 1000) / 1000;
+  const index =
+    slot < config.hotShare ? 0 : slot < 2 * config.hotShare ? 1 : 2 + (i % Math.max(1, config.tenants - 2));
+  return `tenant-${String(index).padStart(2, '0')}`;
+}
+
+function writesFor(config: LoadRunConfig, from: number, to: number, sentAt: number): ProducerWrite[] {
+  const writes: ProducerWrite[] = [];
+  for (let i = from; i < to; i++) {
+    // Every message writes its own record, so the bucket must end with exactly `messages` objects.
+    writes.push({
+      tenant: tenantOf(config, i),
+      resource: 'items',
+      op: 'upsert',
+      id: `item-${i}`,
+      data: { n: i, sentAt, payload: 'x'.repeat(200) },
+    });
+  }
+  return writes;
+}
+
+async function countObjects(s3: S3Client, bucket: string): Promise<number> {
+  let count = 0;
+  for await (const page of paginateListObjectsV2({ client: s3 }, { Bucket: bucket })) {
+    count += page.KeyCount ?? page.Contents?.length ?? 0;
+  }
+  return count;
+}
+
+async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+  );
+  return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+}
+
+async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
+  const aws = await startLocalAws({
+    chaos: { writesPerSecond: config.writesPerSecond, latency: config.latency, seed: 1 },
+  });
+  const model = aws.chaos!.model;
+  const admin = clientConfigFor(aws.emulatorEndpoints);
+  const sqs = new SQSClient(admin.sqs);
+  const s3Direct = new S3Client(admin.s3);
+  const inFlight = new InFlightCounter();
+  const e2e = new Histogram();
+  try {
+    const visibility = Math.ceil(config.functionTimeoutMs / 1000) + VISIBILITY_SLACK_S;
+    const resources = await provisionLocal({
+      clientConfig: admin,
+      maxReceiveCount: config.maxReceiveCount,
+      visibilityTimeoutSeconds: visibility,
+    });
+    // The handler's SDK clients resolve credentials from the process (the emulators accept any).
+    process.env.AWS_ACCESS_KEY_ID ??= LOCAL_CREDENTIALS.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY ??= LOCAL_CREDENTIALS.secretAccessKey;
+    process.env.AWS_REGION ??= LOCAL_REGION;
+    const ingestConfig = loadConfig({
+      BUCKET_NAME: resources.bucket,
+      DLQ_URL: resources.dlqUrl,
+      SEMAPHORE_TABLE: resources.tableName,
+      RESOURCES: JSON.stringify(RESOURCES),
+      AWS_REGION: LOCAL_REGION,
+      AWS_ENDPOINT_URL_S3: aws.endpoints.s3,
+      AWS_ENDPOINT_URL_SQS: aws.endpoints.sqs,
+      AWS_ENDPOINT_URL_DYNAMODB: aws.endpoints.dynamodb,
+      POOL_CONCURRENCY: String(config.poolConcurrency),
+      S3_PREFIX_WRITE_RATE: String(config.writesPerSecond),
+      DEADLINE_MARGIN_MS: '2000',
+      WRITE_TIMEOUT_MS: '2000',
+    });
+
+    // One handler per container, as in Lambda; each container gets its own S3 client, counted in flight.
+    const coldStart = (): ContainerHandler => {
+      if (config.engine === 'naive') {
+        const s3 = inFlight.attach(new S3Client({ ...aws.clientConfig.s3 }));
+        const naive = createNaiveHandler({ s3, bucket: resources.bucket, resources: RESOURCES });
+        return Object.assign((event: SQSEvent) => naive(event), { close: naive.close });
+      }
+      const s3 = inFlight.attach(
+        createS3Client({
+          endpoint: aws.endpoints.s3,
+          region: LOCAL_REGION,
+          credentials: { ...LOCAL_CREDENTIALS },
+          forcePathStyle: true,
+          maxSockets: config.poolConcurrency,
+        }),
+      );
+      return createIngestHandler(ingestConfig, {
+        clients: { s3 },
+        logger: new Logger({ serviceName: 'bench-load', logLevel: 'ERROR' }),
+        metrics: new Metrics({ namespace: 'bench-load', serviceName: 'bench-load' }),
+        flushMetrics: false,
+      });
+    };
+    const containers = new LambdaContainers(coldStart);
+    // End-to-end latency of a record: from SQS's SentTimestamp to the end of the invocation that
+    // acknowledged it (a record returned in batchItemFailures is measured when a later delivery succeeds).
+    const measured = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse | undefined> => {
+      const response = await containers.invoke(event, context);
+      const now = Date.now();
+      const failed = new Set(response?.batchItemFailures.map((f) => f.itemIdentifier));
+      for (const record of event.Records) {
+        if (!failed.has(record.messageId)) e2e.record(now - Number(record.attributes.SentTimestamp));
+      }
+      return response;
+    };
+    const runner = new EventSourceRunner({
+      client: new SQSClient(aws.clientConfig.sqs),
+      queueUrl: resources.queueUrl,
+      handler: measured,
+      batchSize: config.batchSize,
+      maximumBatchingWindowMs: config.batchSize > 10 ? 200 : 0,
+      maxConcurrency: config.invocations,
+      visibilityTimeoutSeconds: visibility,
+      functionTimeoutMs: config.functionTimeoutMs,
+      functionName: `bench-load-${config.engine}`,
+    });
+    await runner.start();
+
+    const started = performance.now();
+    const samples: LoadSample[] = [];
+    const sample = () => {
+      const { total } = model.stats();
+      samples.push({
+        t: Math.round(performance.now() - started) / 1000,
+        acked: runner.stats.deleted,
+        s3InFlight: inFlight.current,
+        invocations: runner.stats.inFlight,
+        throttled: total.throttled,
+        s3Requests: total.requests,
+      });
+    };
+    sample();
+    const sampler = setInterval(sample, 1000);
+
+    const producer = new Producer({ queueUrl: resources.queueUrl, client: sqs, resources: RESOURCES });
+    const chunk = 100;
+    let sent = 0;
+    while (sent < config.messages) {
+      // Backpressure: a bounded backlog keeps latency about the pipeline, not about an ever-growing queue.
+      await runner.until((s) => sent - s.deleted <= config.backlog - chunk, { timeoutMs: 600_000 });
+      const to = Math.min(config.messages, sent + chunk);
+      const results = await producer.sendMany(writesFor(config, sent, to, Date.now()));
+      const failed = results.filter((r) => r.error !== undefined);
+      if (failed.length > 0) throw new Error(`producer: ${failed.length} sends failed: ${failed[0]!.error}`);
+      sent = to;
+    }
+    await runner.waitForIdle({ timeoutMs: 600_000, pollIntervalMs: 200 });
+    const durationMs = performance.now() - started;
+    clearInterval(sampler);
+    sample();
+    const stats = await runner.stop();
+    await containers.close();
+
+    const written = await countObjects(s3Direct, resources.bucket);
+    const deadLettered = await queueDepth(sqs, resources.dlqUrl);
+    const { total } = model.stats();
+    return {
+      engine: config.engine,
+      messages: config.messages,
+      durationMs,
+      e2e: { p50: e2e.quantile(0.5), p99: e2e.quantile(0.99), max: e2e.max, count: e2e.count },
+      throttled: total.throttled,
+      s3Requests: total.requests,
+      s3Attempts: inFlight.attempts,
+      s3InFlightPeak: inFlight.peak,
+      invocations: stats.invocations,
+      redelivered: stats.redelivered,
+      failedItems: stats.failedItems,
+      invocationErrors: stats.errors,
+      written,
+      deadLettered,
+      lost: config.messages - written,
+      containers: containers.size,
+      samples,
+    };
+  } finally {
+    sqs.destroy();
+    s3Direct.destroy();
+    await aws.stop();
+  }
+}
+
+// A script, run by bench/load.ts through runInChild; the parent imports only its types.
+const config = JSON.parse(process.argv[2] ?? '{}') as LoadRunConfig;
+reportToParent(await runLoad(config));
+process.exit(0);

@@ -5,7 +5,7 @@ import { AdaptiveRetryStrategy, StandardRetryStrategy } from '@smithy/core/retry
 import { MemoryBucket, MemoryObjectStore } from '../../lib/db/memory-object-store.js';
 import { systemClock } from '../../lib/local/clock.js';
 import { S3BehaviourModel } from '../../lib/local/s3-behaviour-model.js';
-import { Autotuner } from '../../lib/pool/autotune/index.js';
+import { type AutotuneOptions, Autotuner } from '../../lib/pool/autotune/index.js';
 import { ExecutorPool } from '../../lib/pool/index.js';
 import { reportToParent } from '../support/child.js';
 import { sdkSend } from './sdk-retry-loop.js';
@@ -156,7 +156,11 @@ if (config.engine === 'promise-all' || config.engine === 'sdk-adaptive') {
     pool.on('pool:taskRetry', () => {
       retries += 1;
     });
-    if (config.engine === 'autotune') tuners.push(new Autotuner(pool, { maxConcurrency: 1000 }));
+    if (config.engine === 'autotune') {
+      // BENCH_AUTOTUNE='{"throttle":{"beta":0.95}}' tries other settings; the committed run uses the defaults.
+      const extra = JSON.parse(process.env.BENCH_AUTOTUNE ?? '{}') as AutotuneOptions;
+      tuners.push(new Autotuner(pool, { maxConcurrency: 1000, ...extra }));
+    }
     pools.push(pool);
   }
   for (let i = 0; i < config.writes; i++) {

@@ -87,7 +87,7 @@ export class Autotuner {
       now - e.durationMs,
       this.#isBusy(stats),
       this.#sendingRate(now, stats.activeCount + 1),
-      this.#meter.successesPerSecond(now),
+      this.#meter.read(now).successes,
     );
     this.#apply();
   };
@@ -160,12 +160,12 @@ export class Autotuner {
   }
 
   /**
-   * Requests per second the pool sends: measured completions over the last 100 ms, or, if higher, what
-   * `inFlight` attempts make at the mean latency (Little's law) — the meter lags a ramp by a round trip.
+   * Requests per second the pool sends: measured completions (RateMeter), but no more than `inFlight`
+   * attempts make at the mean latency (Little's law), which follows a cut at once where the meter lags.
    */
   #sendingRate(now: number, inFlight: number): number {
     const rtt = this.#meanRtt();
-    const measured = this.#meter.attemptsPerSecond(now);
+    const measured = this.#meter.read(now).attempts;
     if (!(rtt > 0)) return measured;
     return Number.isFinite(measured) ? Math.min(measured, (inFlight * 1000) / rtt) : (inFlight * 1000) / rtt;
   }

@@ -73,7 +73,10 @@ export class GradientLimit {
       this.#shortRtt = this.#longRtt;
       return this.#limit;
     }
-    this.#longRtt += (rttMs - this.#longRtt) / o.longWindow;
+    // A running mean until the window has filled (alpha = max(1/n, 1/window)): with a fixed 1/600 the
+    // first, fastest answers of a burst would bias the mean low for hundreds of samples, and Little's law
+    // (rate x mean latency) would then under-size the pool.
+    this.#longRtt += (rttMs - this.#longRtt) / Math.min(this.#samples, o.longWindow);
     this.#shortRtt += (rttMs - this.#shortRtt) / o.shortWindow;
     // After an overload the long average stays inflated; let it fall back toward the present.
     if (this.#longRtt > 2 * this.#shortRtt) this.#longRtt *= 0.95;
@@ -87,7 +90,7 @@ export class GradientLimit {
     // would explode, so growth is capped like a slow start.
     // Slow start: +1 per sample doubles the limit per round trip while latency stays flat.
     if (this.#slowStart && gradient >= 1) {
-      this.#limit = Math.min(o.maxLimit, this.#limit + 1);
+      this.#limit = Math.min(o.maxLimit, this.#limit + Number(process.env.SS_GROWTH ?? 1));
       return this.#limit;
     }
     if (gradient < 1) this.#slowStart = false;

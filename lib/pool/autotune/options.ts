@@ -12,13 +12,25 @@ export interface GradientOptions {
 
 /** Throttle-driven rate limit (CUBIC on a request rate, like the AWS SDK's adaptive retry mode). */
 export interface ThrottleOptions {
-  /** A throttle or timeout multiplies the rate by this (once per round trip). Default `0.7`. */
+  /**
+   * A throttle or timeout (once per round trip) sets the rate to this share of the rate S3 accepted over
+   * the last 50 ms (its limit, while it throttles), but never below half of what was sent. The first
+   * throttle, which ends slow start, halves what was sent. Default `0.9`.
+   */
   beta?: number;
   /**
    * Busy seconds the cubic curve takes to climb back to the rate of the last throttle; after that it probes
    * beyond it (convex). Default `2`.
    */
   recoverySeconds?: number;
+  /**
+   * Requests per second per prefix to start from, as a plateau: slow start stops there (rate x latency by
+   * Little's law) and the tuner probes beyond it gently, CUBIC's convex way, until S3 throttles. The
+   * default is S3's documented baseline for writes, 3,500 PUT/s per prefix; S3 may grant more (the probe
+   * finds it) or less (the first 503 cuts). `Infinity`: no prior, slow start until the first throttle,
+   * which halves what was sent. Default `3500`.
+   */
+  initialRate?: number;
 }
 
 export interface AutotuneOptions {
@@ -56,7 +68,7 @@ export const AUTOTUNE_DEFAULTS = {
   targetLatency: Number.POSITIVE_INFINITY,
   targetMemoryPercent: 80,
   gradient: { tolerance: 1.5, longWindow: 600, shortWindow: 10, smoothing: 0.2 },
-  throttle: { beta: 0.7, recoverySeconds: 2 },
+  throttle: { beta: 0.9, recoverySeconds: 2, initialRate: 3500 },
 } as const;
 
 /** The memory budget outside an explicit option: Lambda's configured size, a cgroup limit, or total RAM. */
@@ -102,6 +114,7 @@ export function resolveAutotuneOptions(options: AutotuneOptions): ResolvedAutotu
   check('gradient.smoothing', g.smoothing, g.smoothing > 0 && g.smoothing <= 1);
   check('throttle.beta', t.beta, t.beta > 0 && t.beta < 1);
   check('throttle.recoverySeconds', t.recoverySeconds, t.recoverySeconds > 0);
+  check('throttle.initialRate', t.initialRate, t.initialRate > 0);
   return {
     enabled: options.enabled ?? true,
     minConcurrency: min,

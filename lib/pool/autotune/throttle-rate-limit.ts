@@ -9,6 +9,12 @@ import type { ThrottleOptions } from './options.js';
  *
  * A pool of the project serves one tenant's Database, i.e. one S3 prefix, so this rate is that prefix's.
  */
+/**
+ * Convex probe past the plateau: +30% after one recovery period (2 s by default), +240% after two. Gentle
+ * next to the last known good rate, so a probe that touches S3's limit overshoots it by a few percent.
+ */
+const PROBE_DEPTH = 0.3;
+
 export class ThrottleRateLimit {
   readonly #beta: number;
   readonly #recoveryMs: number;
@@ -26,6 +32,14 @@ export class ThrottleRateLimit {
   constructor(options: Required<ThrottleOptions>) {
     this.#beta = options.beta;
     this.#recoveryMs = options.recoverySeconds * 1000;
+    if (Number.isFinite(options.initialRate)) {
+      // A known starting rate is a plateau (TCP's initial ssthresh): slow start stops there and the convex
+      // probe goes on from it, so the first overshoot is a gentle one instead of a doubling.
+      this.#rate = options.initialRate;
+      this.#wMax = options.initialRate;
+      this.#cutDepth = PROBE_DEPTH;
+      this.#busyMs = this.#recoveryMs;
+    }
   }
 
   /** Allowed requests per second (`Infinity` until the first throttle). */
@@ -46,7 +60,9 @@ export class ThrottleRateLimit {
     this.#advance(now, busy);
     if (this.#rate === Number.POSITIVE_INFINITY) return this.#rate;
     const t = (this.#busyMs - this.#recoveryMs) / this.#recoveryMs;
-    const cubic = this.#wMax * (1 + this.#cutDepth * t ** 3);
+    // Concave (t < 0) from the cut back up to the plateau; convex (t > 0) past it at a fixed pace, so a prefix
+    // whose limit was raised is found in seconds whatever the last cut was.
+    const cubic = this.#wMax * (1 + (t < 0 ? this.#cutDepth : PROBE_DEPTH) * t ** 3);
     // Never more than twice what was really sent: a rate the pool cannot use is no evidence of headroom.
     this.#rate = Math.max(1, Math.min(cubic, 2 * Math.max(sendingRate, this.#wMax * this.#beta)));
     return this.#rate;
@@ -63,16 +79,24 @@ export class ThrottleRateLimit {
     // The cut is relative to what was really sent, which a pool capped by something else may keep below the rate.
     const sending = Math.min(this.#rate, sendingRate);
     if (!(sending > 0 && Number.isFinite(sending))) return this.#rate;
-    // Leaving the start-up ramp (which may have doubled per round trip) the overshoot can be up to 2x: halve,
-    // as TCP does after slow start. Later cuts use beta.
-    const factor = this.#cuts === 0 ? Math.min(this.#beta, 0.5) : this.#beta;
     this.#cuts += 1;
-    this.#wMax = sending;
-    this.#cutDepth = 1 - factor;
-    // Near the plateau S3 still accepts most of what is sent: while it does, cut to just under what it
-    // accepts rather than by beta, so a probe that touched the limit does not cost a deep dip.
-    const accepted = this.#cuts === 1 ? 0 : 0.9 * Math.min(acceptedRate, sending);
-    this.#rate = Math.max(1, sending * factor, accepted);
+    if (this.#wMax === 0) {
+      // Leaving slow start (x2 per round trip) the overshoot is up to 2x and S3's burst allowance inflates
+      // what it accepted: halve what was sent, as TCP does, and take that as the plateau (ssthresh), probing
+      // up from there convexly.
+      this.#rate = Math.max(1, sending / 2);
+      this.#wMax = this.#rate;
+      this.#cutDepth = PROBE_DEPTH;
+      this.#busyMs = this.#recoveryMs;
+      this.#lastCutAt = now;
+      return this.#rate;
+    }
+    // While S3 throttles, what it accepts is its limit: that is the last known good rate (the plateau the
+    // cubic curve flattens at), and the new rate sits `beta` under it, never less than half what was sent.
+    const accepted = acceptedRate > 0 ? Math.min(acceptedRate, sending) : sending;
+    this.#wMax = accepted;
+    this.#rate = Math.max(1, sending / 2, this.#beta * accepted);
+    this.#cutDepth = Math.max(1 - this.#beta, 1 - this.#rate / this.#wMax);
     this.#busyMs = 0;
     this.#lastCutAt = now;
     return this.#rate;

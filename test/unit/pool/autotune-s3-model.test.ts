@@ -8,7 +8,7 @@ import { S3BehaviourModel } from '../../../lib/local/s3-behaviour-model.js';
 import { Autotuner } from '../../../lib/pool/autotune/index.js';
 import { ExecutorPool } from '../../../lib/pool/index.js';
 
-const LIMIT = 400;
+const LIMIT = 800;
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -28,7 +28,7 @@ function scenario() {
   const pool = new ExecutorPool({ concurrency: 2, retryDelay: 100 });
   const tuner = new Autotuner(pool, { maxConcurrency: 200 });
   const writes: Promise<unknown>[] = [];
-  for (let i = 0; i < 6000; i++) {
+  for (let i = 0; i < 14_000; i++) {
     writes.push(
       pool.enqueue(({ signal }) =>
         store.put({ key: `t=acme/r=orders/id=${i}.json`, body: '{}' }, { signal }),

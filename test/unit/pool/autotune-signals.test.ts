@@ -67,45 +67,57 @@ describe('GradientLimit', () => {
 });
 
 describe('ThrottleRateLimit', () => {
-  it('is unlimited until the first throttle, which halves what was being sent', () => {
-    const t = new ThrottleRateLimit({ beta: 0.7, recoverySeconds: 2 });
+  const noPrior = { beta: 0.9, recoverySeconds: 2, initialRate: Infinity };
+  const prior = { beta: 0.9, recoverySeconds: 2, initialRate: 3500 };
+
+  it('without a prior is unlimited until the first throttle, which halves what was being sent', () => {
+    const t = new ThrottleRateLimit(noPrior);
     expect(t.onSuccess(0, true, 4000)).toBe(Infinity);
-    expect(t.onThrottle(10, 0, true, 4000)).toBe(2000);
+    expect(t.onThrottle(10, 0, true, 4000, 5000)).toBe(2000);
+    // The halved rate is the plateau: it holds there, then probes up slowly (convex).
+    expect(t.onSuccess(20, true, 2000)).toBeCloseTo(2000, 0);
+    let rate = 0;
+    for (let ms = 30; ms <= 1030; ms += 10) rate = t.onSuccess(ms, true, 2000);
+    expect(rate).toBeGreaterThan(2000);
+    expect(rate).toBeLessThan(2100);
   });
 
-  it('cuts at most once per round trip: throttles of attempts started before the cut are ignored', () => {
-    const t = new ThrottleRateLimit({ beta: 0.7, recoverySeconds: 2 });
+  it('cuts at most once per round trip, to beta x what S3 accepted, never below half of what was sent', () => {
+    const t = new ThrottleRateLimit(noPrior);
     t.onThrottle(100, 80, true, 4000);
-    expect(t.onThrottle(110, 90, true, 4000)).toBe(2000);
-    expect(t.onThrottle(150, 120, true, 4000)).toBe(1400);
-    expect(t.counts).toEqual({ throttles: 3, cuts: 2 });
+    expect(t.onThrottle(110, 90, true, 4000, 1500)).toBe(2000); // started before the cut: ignored
+    expect(t.onThrottle(150, 120, true, 4000, 1500)).toBeCloseTo(0.9 * 1500, 5);
+    expect(t.onThrottle(200, 160, true, 1350, 100)).toBeCloseTo(1350 / 2, 5); // at most halves per cut
+    expect(t.counts).toEqual({ throttles: 4, cuts: 3 });
   });
 
-  it('climbs back to the pre-cut rate in recoverySeconds of busy time, then probes beyond it', () => {
-    const t = new ThrottleRateLimit({ beta: 0.7, recoverySeconds: 2 });
-    t.onThrottle(100, 50, true, 1000); // first cut: 500, wMax 1000
+  it('climbs back to the accepted rate in recoverySeconds of busy time, then probes beyond it', () => {
+    const t = new ThrottleRateLimit(noPrior);
+    t.onThrottle(0, 0, true, 2000);
+    t.onThrottle(100, 50, true, 2000, 1000); // plateau (wMax) 1000, rate 900
     let rate = 0;
     for (let ms = 110; ms <= 2100; ms += 10) rate = t.onSuccess(ms, true, 1000);
     expect(rate).toBeCloseTo(1000, -1);
     for (let ms = 2110; ms <= 3100; ms += 10) rate = t.onSuccess(ms, true, 1000);
-    expect(rate).toBeGreaterThan(1020);
+    expect(rate).toBeGreaterThan(1005);
+  });
+
+  it('with a prior starts at initialRate as a plateau, and its first throttle cuts by beta, not by half', () => {
+    const t = new ThrottleRateLimit(prior);
+    expect(t.rate).toBe(3500);
+    let rate = 0;
+    for (let ms = 0; ms <= 1000; ms += 10) rate = t.onSuccess(ms, true, 3500);
+    expect(rate).toBeGreaterThan(3500);
+    expect(rate).toBeLessThan(3500 * 1.05);
+    expect(t.onThrottle(1010, 1000, true, 3600, 3500)).toBeCloseTo(0.9 * 3500, 5);
   });
 
   it('does not climb while the pool is idle', () => {
-    const t = new ThrottleRateLimit({ beta: 0.7, recoverySeconds: 2 });
+    const t = new ThrottleRateLimit(noPrior);
     t.onThrottle(0, 0, true, 1000);
-    const cut = t.onSuccess(1, true, 1000);
+    t.onThrottle(100, 50, true, 1000, 800);
+    const cut = t.onSuccess(101, true, 1000);
     expect(t.onSuccess(10_000, false, 1000)).toBeCloseTo(cut, 0);
-  });
-});
-
-describe('MemoryCap', () => {
-  it('divides the memory left for in-flight work by the observed bytes per operation', () => {
-    let used = 100;
-    const cap = new MemoryCap({ targetPercent: 50, budgetBytes: 1000, usage: () => used, sampleEveryMs: 0 });
-    expect(cap.onSample(0, 10)).toBe(Infinity); // no growth over the baseline yet
-    used = 100 + 10 * 20; // 10 in flight at 20 bytes each
-    expect(cap.onSample(1, 10)).toBe(Math.floor((500 - 100) / 20));
   });
 });
 
@@ -134,7 +146,11 @@ describe('Autotuner on a hand-driven pool', () => {
   it('reacts per sample: a throttle lowers the pool concurrency at once (Little: rate x latency)', () => {
     const pool = new FakePool(10);
     let now = 0;
-    const tuner = new Autotuner(pool, { now: () => now, initialConcurrency: 100 });
+    const tuner = new Autotuner(pool, {
+      now: () => now,
+      initialConcurrency: 100,
+      throttle: { initialRate: Number.POSITIVE_INFINITY },
+    });
     pool.activeCount = 39;
     // 40 in flight at 25 ms = 1,600 completions/s (one per 0.625 ms) for 100 ms: meter and Little's law agree.
     for (let i = 0; i < 160; i++) {

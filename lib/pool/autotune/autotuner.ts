@@ -70,6 +70,9 @@ export class Autotuner {
     this.#meter.record(now, true);
     if (e.attempt === 1) this.#gradient.onSample(e.durationMs, inFlight);
     this.#rate.onSuccess(now, this.#isBusy(stats), this.#sendingRate(now, inFlight));
+    // With a starting rate (S3's documented per-prefix rate), start at its Little's-law concurrency as soon
+    // as the first latencies are in, rather than ramping up to it.
+    if (this.#gradient.slowStart && this.#gradient.warmedUp) this.#gradient.raiseTo(this.#rateConcurrency());
     this.#memory.onSample(now, inFlight);
     this.#apply();
   };
@@ -87,7 +90,7 @@ export class Autotuner {
       now - e.durationMs,
       this.#isBusy(stats),
       this.#sendingRate(now, stats.activeCount + 1),
-      this.#meter.read(now).successes,
+      1000 / this.#meanRtt(),
     );
     this.#apply();
   };

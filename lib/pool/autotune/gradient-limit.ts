@@ -50,6 +50,19 @@ export class GradientLimit {
     return this.#shortRtt;
   }
 
+  /** Whether enough samples came in for the latency means to be used. */
+  get warmedUp(): boolean {
+    return this.#samples >= WARMUP_SAMPLES;
+  }
+
+  /**
+   * Jumps the limit up to `limit` (bounded) during slow start: when a rate is known up front, Little's law
+   * gives the concurrency at once and ramping up to it would only waste the first round trips.
+   */
+  raiseTo(limit: number): void {
+    if (this.#slowStart && limit > this.#limit) this.#limit = Math.min(this.#options.maxLimit, limit);
+  }
+
   /** Whether the start-up ramp (x2 per round trip) is still on. */
   get slowStart(): boolean {
     return this.#slowStart;
@@ -90,7 +103,7 @@ export class GradientLimit {
     // would explode, so growth is capped like a slow start.
     // Slow start: +1 per sample doubles the limit per round trip while latency stays flat.
     if (this.#slowStart && gradient >= 1) {
-      this.#limit = Math.min(o.maxLimit, this.#limit + Number(process.env.SS_GROWTH ?? 1));
+      this.#limit = Math.min(o.maxLimit, this.#limit + 1);
       return this.#limit;
     }
     if (gradient < 1) this.#slowStart = false;

@@ -15,6 +15,13 @@ import type { ThrottleOptions } from './options.js';
  */
 const PROBE_DEPTH = 0.3;
 
+/**
+ * Share of a slot each refusal takes off. Refusals come back one latency after the attempts they answer,
+ * so for about one round trip the pool keeps oversending and every excess request is refused about twice
+ * over (once while the pool has not reacted yet, once in the first-answer wave): half a slot each.
+ */
+const SLOT_SHARE = 0.5;
+
 export class ThrottleRateLimit {
   readonly #beta: number;
   readonly #recoveryMs: number;
@@ -26,6 +33,8 @@ export class ThrottleRateLimit {
   #busyMs = 0;
   #lastSampleAt: number | undefined;
   #lastCutAt = Number.NEGATIVE_INFINITY;
+  /** Half of what was sent when this round trip's cut began: slot-by-slot cuts stop there. */
+  #floor = 1;
   #throttles = 0;
   #cuts = 0;
 
@@ -69,37 +78,50 @@ export class ThrottleRateLimit {
   }
 
   /**
-   * An attempt that started at `startedAt` was throttled (SlowDown/503/429) or timed out. Attempts that
-   * were already in flight when the rate was last cut answer for the old rate and do not cut again.
+   * An attempt that started at `startedAt` was throttled (SlowDown/503/429) or timed out. `slotRate` is the
+   * rate one in-flight slot makes (1000 / mean latency in ms).
+   *
+   * Once per round trip (a throttle of an attempt started after the last cut) the rate drops to `beta` x
+   * what was being sent. Every other throttle of that round trip takes one slot off the rate: the share of
+   * attempts S3 refuses is the share by which the pool oversends, so one slot per refusal lands the rate on
+   * S3's limit within a round trip, however far the limit moved. A round trip never cuts below half of what
+   * was sent. The result is the new plateau: the rate holds there and then probes up convexly.
    */
-  onThrottle(now: number, startedAt: number, busy: boolean, sendingRate: number, acceptedRate = 0): number {
+  onThrottle(now: number, startedAt: number, busy: boolean, sendingRate: number, slotRate = 0): number {
     this.#advance(now, busy);
     this.#throttles += 1;
-    if (startedAt < this.#lastCutAt) return this.#rate;
-    // The cut is relative to what was really sent, which a pool capped by something else may keep below the rate.
-    const sending = Math.min(this.#rate, sendingRate);
-    if (!(sending > 0 && Number.isFinite(sending))) return this.#rate;
-    this.#cuts += 1;
     if (this.#wMax === 0) {
-      // Leaving slow start (x2 per round trip) the overshoot is up to 2x and S3's burst allowance inflates
-      // what it accepted: halve what was sent, as TCP does, and take that as the plateau (ssthresh), probing
-      // up from there convexly.
+      // Leaving slow start (x2 per round trip) the overshoot is up to 2x and S3's burst allowance hides the
+      // limit: halve what was sent, as TCP does; the rest of that round trip's refusals are the same overshoot.
+      const sending = Math.min(this.#rate, sendingRate);
+      if (!(sending > 0 && Number.isFinite(sending))) return this.#rate;
+      this.#cuts += 1;
       this.#rate = Math.max(1, sending / 2);
-      this.#wMax = this.#rate;
-      this.#cutDepth = PROBE_DEPTH;
-      this.#busyMs = this.#recoveryMs;
+      this.#floor = this.#rate;
       this.#lastCutAt = now;
+      this.#plateau();
       return this.#rate;
     }
-    // While S3 throttles, what it accepts is its limit: that is the last known good rate (the plateau the
-    // cubic curve flattens at), and the new rate sits `beta` under it, never less than half what was sent.
-    const accepted = acceptedRate > 0 ? Math.min(acceptedRate, sending) : sending;
-    this.#wMax = accepted;
-    this.#rate = Math.max(1, sending / 2, this.#beta * accepted);
-    this.#cutDepth = Math.max(1 - this.#beta, 1 - this.#rate / this.#wMax);
-    this.#busyMs = 0;
-    this.#lastCutAt = now;
+    if (startedAt >= this.#lastCutAt) {
+      // The cut is relative to what was really sent, which a pool capped by something else may keep below.
+      const sending = Math.min(this.#rate, sendingRate);
+      if (!(sending > 0 && Number.isFinite(sending))) return this.#rate;
+      this.#cuts += 1;
+      this.#floor = Math.max(1, sending / 2);
+      this.#rate = Math.max(this.#floor, this.#beta * sending);
+      this.#lastCutAt = now;
+    } else {
+      this.#rate = Math.max(this.#floor, this.#rate - SLOT_SHARE * slotRate);
+    }
+    this.#plateau();
     return this.#rate;
+  }
+
+  /** The rate just set is the last known good one: hold it, then probe past it (the convex half). */
+  #plateau(): void {
+    this.#wMax = this.#rate;
+    this.#cutDepth = PROBE_DEPTH;
+    this.#busyMs = this.#recoveryMs;
   }
 
   #advance(now: number, busy: boolean): void {

@@ -82,24 +82,26 @@ describe('ThrottleRateLimit', () => {
     expect(rate).toBeLessThan(2100);
   });
 
-  it('cuts at most once per round trip, to beta x what S3 accepted, never below half of what was sent', () => {
+  it('cuts by beta once per round trip, then half a slot per refusal, never below half of what was sent', () => {
     const t = new ThrottleRateLimit(noPrior);
-    t.onThrottle(100, 80, true, 4000);
-    expect(t.onThrottle(110, 90, true, 4000, 1500)).toBe(2000); // started before the cut: ignored
-    expect(t.onThrottle(150, 120, true, 4000, 1500)).toBeCloseTo(0.9 * 1500, 5);
-    expect(t.onThrottle(200, 160, true, 1350, 100)).toBeCloseTo(1350 / 2, 5); // at most halves per cut
-    expect(t.counts).toEqual({ throttles: 4, cuts: 3 });
+    expect(t.onThrottle(100, 80, true, 4000)).toBe(2000); // slow start ends: halve
+    expect(t.onThrottle(110, 90, true, 4000, 40)).toBe(2000); // same overshoot: already paid for
+    expect(t.onThrottle(150, 120, true, 4000, 40)).toBeCloseTo(0.9 * 2000, 5); // new round trip: beta
+    expect(t.onThrottle(160, 130, true, 4000, 40)).toBeCloseTo(1800 - 20, 5); // its refusals: half a slot
+    for (let i = 0; i < 200; i++) t.onThrottle(170, 140, true, 4000, 40);
+    expect(t.rate).toBe(1000); // the round trip's floor: half of what was sent
+    expect(t.counts).toEqual({ throttles: 204, cuts: 2 });
   });
 
-  it('climbs back to the accepted rate in recoverySeconds of busy time, then probes beyond it', () => {
+  it('holds the rate it cut to, then probes beyond it convexly while busy', () => {
     const t = new ThrottleRateLimit(noPrior);
-    t.onThrottle(0, 0, true, 2000);
-    t.onThrottle(100, 50, true, 2000, 1000); // plateau (wMax) 1000, rate 900
+    t.onThrottle(0, 0, true, 2000); // plateau 1000
     let rate = 0;
-    for (let ms = 110; ms <= 2100; ms += 10) rate = t.onSuccess(ms, true, 1000);
-    expect(rate).toBeCloseTo(1000, -1);
-    for (let ms = 2110; ms <= 3100; ms += 10) rate = t.onSuccess(ms, true, 1000);
-    expect(rate).toBeGreaterThan(1005);
+    for (let ms = 10; ms <= 1000; ms += 10) rate = t.onSuccess(ms, true, 1000);
+    expect(rate).toBeGreaterThanOrEqual(1000);
+    expect(rate).toBeLessThan(1050);
+    for (let ms = 1010; ms <= 3000; ms += 10) rate = t.onSuccess(ms, true, 1000);
+    expect(rate).toBeGreaterThan(1250);
   });
 
   it('with a prior starts at initialRate as a plateau, and its first throttle cuts by beta, not by half', () => {
@@ -109,15 +111,24 @@ describe('ThrottleRateLimit', () => {
     for (let ms = 0; ms <= 1000; ms += 10) rate = t.onSuccess(ms, true, 3500);
     expect(rate).toBeGreaterThan(3500);
     expect(rate).toBeLessThan(3500 * 1.05);
-    expect(t.onThrottle(1010, 1000, true, 3600, 3500)).toBeCloseTo(0.9 * 3500, 5);
+    expect(t.onThrottle(1010, 1000, true, 3600, 40)).toBeCloseTo(0.9 * Math.min(rate, 3600), 5);
   });
 
   it('does not climb while the pool is idle', () => {
     const t = new ThrottleRateLimit(noPrior);
     t.onThrottle(0, 0, true, 1000);
-    t.onThrottle(100, 50, true, 1000, 800);
     const cut = t.onSuccess(101, true, 1000);
     expect(t.onSuccess(10_000, false, 1000)).toBeCloseTo(cut, 0);
+  });
+});
+
+describe('MemoryCap', () => {
+  it('divides the memory left for in-flight work by the observed bytes per operation', () => {
+    let used = 100;
+    const cap = new MemoryCap({ targetPercent: 50, budgetBytes: 1000, usage: () => used, sampleEveryMs: 0 });
+    expect(cap.onSample(0, 10)).toBe(Infinity); // no growth over the baseline yet
+    used = 100 + 10 * 20; // 10 in flight at 20 bytes each
+    expect(cap.onSample(1, 10)).toBe(Math.floor((500 - 100) / 20));
   });
 });
 
@@ -165,6 +176,19 @@ describe('Autotuner on a hand-driven pool', () => {
     expect(pool.concurrency).toBeGreaterThanOrEqual(18);
     expect(pool.concurrency).toBeLessThanOrEqual(20);
     expect(pool.setCalls.at(-1)).toBe(pool.concurrency);
+  });
+
+  it("starts at the prior rate's Little's-law concurrency once the first latencies are in", () => {
+    const pool = new FakePool(10);
+    let now = 0;
+    new Autotuner(pool, { now: () => now, throttle: { initialRate: 2000 } });
+    pool.activeCount = 9;
+    for (let i = 0; i < 10; i++) {
+      now += 2;
+      pool.completed(20);
+    }
+    // 2,000 req/s x 20 ms = 40 in flight, at once (no ramp), and not beyond it.
+    expect(pool.concurrency).toBe(40);
   });
 
   it('never goes below minConcurrency nor above maxConcurrency', () => {

@@ -85,6 +85,8 @@ export interface LoadRunResult {
   deadLettered: number;
   lost: number;
   containers: number;
+  /** Real handler only (its invocation summaries): pool retries, SlowDowns the pools saw, invocations that hit the deadline margin. */
+  pool?: { retries: number; throttles: number; timeouts: number; deadlineReached: number };
   samples: LoadSample[];
 }
 
@@ -138,6 +140,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
   const s3Direct = new S3Client(admin.s3);
   const inFlight = new InFlightCounter();
   const e2e = new Histogram();
+  const pool = { retries: 0, throttles: 0, timeouts: 0, deadlineReached: 0 };
   try {
     const visibility = Math.ceil(config.functionTimeoutMs / 1000) + VISIBILITY_SLACK_S;
     const resources = await provisionLocal({
@@ -185,6 +188,12 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
         logger: new Logger({ serviceName: 'bench-load', logLevel: 'ERROR' }),
         metrics: new Metrics({ namespace: 'bench-load', serviceName: 'bench-load' }),
         flushMetrics: false,
+        onInvocation: (summary) => {
+          pool.retries += summary.Retries;
+          pool.throttles += summary.Throttles;
+          pool.timeouts += summary.Timeouts;
+          if (summary.deadlineReached) pool.deadlineReached += 1;
+        },
       });
     };
     const containers = new LambdaContainers(coldStart);
@@ -267,6 +276,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       deadLettered,
       lost: config.messages - written,
       containers: containers.size,
+      ...(config.engine === 'real' ? { pool } : {}),
       samples,
     };
   } finally {

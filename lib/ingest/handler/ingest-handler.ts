@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
@@ -98,6 +99,8 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     const remainingMs = context.getRemainingTimeInMillis();
     const cutoff = startedAt + remainingMs - config.deadlineMarginMs;
     const deadline = new AbortController();
+    // Every queued or running write listens to the deadline: hundreds of listeners are expected, not a leak.
+    setMaxListeners(0, deadline.signal);
     const deadlineReached = () => deadline.abort(new Error('invocation deadline margin reached'));
     // Already inside the margin: abort now, not on a timer tick, which would fire only after the writes
     // had been started (they start synchronously once permits are held).

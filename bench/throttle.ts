@@ -33,8 +33,9 @@ const engines = only === undefined ? allEngines : allEngines.filter((e) => only.
 const prefixCounts = (process.env.BENCH_PREFIXES ?? '1,4,16').split(',').map(Number);
 
 /**
- * Goodput (writes/s) and 503 share over the whole buckets inside [from, to) ms. Time is counted only for the
- * buckets summed, so a phase that ends mid-bucket is not charged for writes it was not credited with.
+ * Goodput (writes/s) and 503 share over the whole buckets inside [from, to) ms. Time is counted for those
+ * whole buckets (recorded or not: a run that ended early is charged for the time it did nothing), so a
+ * phase that ends mid-bucket is not charged for writes it was not credited with.
  */
 function over(
   buckets: readonly Bucket[],
@@ -44,13 +45,12 @@ function over(
   let ok = 0;
   let throttled = 0;
   let requests = 0;
-  let ms = 0;
+  const ms = (Math.floor(to / BUCKET_MS) - Math.ceil(from / BUCKET_MS)) * BUCKET_MS;
   for (const b of buckets) {
     if (b.t < from || b.t + BUCKET_MS > to) continue;
     ok += b.ok;
     throttled += b.throttled;
     requests += b.requests;
-    ms += BUCKET_MS;
   }
   return { goodput: (ok * 1000) / Math.max(1, ms), throttledShare: throttled / Math.max(1, requests) };
 }

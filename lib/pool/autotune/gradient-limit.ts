@@ -60,7 +60,9 @@ export class GradientLimit {
    * gives the concurrency at once and ramping up to it would only waste the first round trips.
    */
   raiseTo(limit: number): void {
-    if (this.#slowStart && limit > this.#limit) this.#limit = Math.min(this.#options.maxLimit, limit);
+    if (this.#slowStart && Number.isFinite(limit) && limit > this.#limit) {
+      this.#limit = Math.min(this.#options.maxLimit, limit);
+    }
   }
 
   /** Whether the start-up ramp (x2 per round trip) is still on. */

@@ -13,14 +13,14 @@ export interface GradientOptions {
 /** Throttle-driven rate limit (CUBIC on a request rate, like the AWS SDK's adaptive retry mode). */
 export interface ThrottleOptions {
   /**
-   * A throttle or timeout (once per round trip) sets the rate to this share of the rate S3 accepted over
-   * the last 50 ms (its limit, while it throttles), but never below half of what was sent. The first
-   * throttle, which ends slow start, halves what was sent. Default `0.9`.
+   * Once per round trip a throttle or timeout sets the rate to this share of what was being sent; the other
+   * refusals of that round trip then take half an in-flight slot each, never below half of what was sent.
+   * (Without a prior, the first throttle, which ends slow start, halves instead.) Default `0.9`.
    */
   beta?: number;
   /**
-   * Busy seconds the cubic curve takes to climb back to the rate of the last throttle; after that it probes
-   * beyond it (convex). Default `2`.
+   * Pace of the probe past the plateau the last cut landed on: the rate is +30% after this many busy
+   * seconds (+3.75% after half of it: gentle near the last known good rate). Default `2`.
    */
   recoverySeconds?: number;
   /**

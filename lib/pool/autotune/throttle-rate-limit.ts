@@ -1,15 +1,6 @@
 import type { ThrottleOptions } from './options.js';
 
 /**
- * A per-prefix request rate that S3 throttling steers, CUBIC-style (the curve the AWS SDK's adaptive retry
- * mode uses): unknown (unlimited) until the first SlowDown/503 or timeout; then each throttle, at most once
- * per round trip, cuts the rate to `beta` x the rate it was sending at; between throttles, while the pool is
- * busy, the rate climbs a cubic curve back to that rate in `recoverySeconds` of busy time (concave: fast,
- * then flat near the old limit) and past it (convex: probing for new headroom).
- *
- * A pool of the project serves one tenant's Database, i.e. one S3 prefix, so this rate is that prefix's.
- */
-/**
  * Convex probe past the plateau: +30% after one recovery period (2 s by default), +240% after two. Gentle
  * next to the last known good rate, so a probe that touches S3's limit overshoots it by a few percent.
  */
@@ -22,13 +13,20 @@ const PROBE_DEPTH = 0.3;
  */
 const SLOT_SHARE = 0.5;
 
+/**
+ * A per-prefix request rate that S3 throttling steers. It starts at `initialRate` (S3's documented per-prefix
+ * rate) as a plateau, or, without a prior, unlimited until the first SlowDown/503 or timeout, which halves
+ * what was sent. Each throttle cuts (once per round trip by `beta`, then half a slot per refusal, never below
+ * half of what was sent) and the rate it lands on is the new plateau: it holds there and then, while the
+ * pool is busy, probes up along CUBIC's convex curve (the curve the AWS SDK's adaptive retry mode uses).
+ *
+ * A pool of the project serves one tenant's Database, i.e. one S3 prefix, so this rate is that prefix's.
+ */
 export class ThrottleRateLimit {
   readonly #beta: number;
   readonly #recoveryMs: number;
   #rate = Number.POSITIVE_INFINITY;
   #wMax = 0;
-  /** How deep the last cut went (1 - factor): the cubic curve starts there and is flat again at wMax. */
-  #cutDepth = 0;
   /** Busy milliseconds since the last cut (the cubic curve's clock does not run while the pool idles). */
   #busyMs = 0;
   #lastSampleAt: number | undefined;
@@ -46,8 +44,7 @@ export class ThrottleRateLimit {
       // probe goes on from it, so the first overshoot is a gentle one instead of a doubling.
       this.#rate = options.initialRate;
       this.#wMax = options.initialRate;
-      this.#cutDepth = PROBE_DEPTH;
-      this.#busyMs = this.#recoveryMs;
+      this.#busyMs = 0;
     }
   }
 
@@ -68,10 +65,9 @@ export class ThrottleRateLimit {
   onSuccess(now: number, busy: boolean, sendingRate: number): number {
     this.#advance(now, busy);
     if (this.#rate === Number.POSITIVE_INFINITY) return this.#rate;
-    const t = (this.#busyMs - this.#recoveryMs) / this.#recoveryMs;
-    // Concave (t < 0) from the cut back up to the plateau; convex (t > 0) past it at a fixed pace, so a prefix
-    // whose limit was raised is found in seconds whatever the last cut was.
-    const cubic = this.#wMax * (1 + (t < 0 ? this.#cutDepth : PROBE_DEPTH) * t ** 3);
+    // Flat next to the last known good rate, then steeper: a limit S3 raised is found within seconds.
+    const t = this.#busyMs / this.#recoveryMs;
+    const cubic = this.#wMax * (1 + PROBE_DEPTH * t ** 3);
     // Never more than twice what was really sent: a rate the pool cannot use is no evidence of headroom.
     this.#rate = Math.max(1, Math.min(cubic, 2 * Math.max(sendingRate, this.#wMax * this.#beta)));
     return this.#rate;
@@ -120,8 +116,7 @@ export class ThrottleRateLimit {
   /** The rate just set is the last known good one: hold it, then probe past it (the convex half). */
   #plateau(): void {
     this.#wMax = this.#rate;
-    this.#cutDepth = PROBE_DEPTH;
-    this.#busyMs = this.#recoveryMs;
+    this.#busyMs = 0;
   }
 
   #advance(now: number, busy: boolean): void {

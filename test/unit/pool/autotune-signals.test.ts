@@ -191,6 +191,20 @@ describe('Autotuner on a hand-driven pool', () => {
     expect(pool.concurrency).toBe(40);
   });
 
+  it('without a prior slow-starts from the initial concurrency instead (no jump)', () => {
+    const pool = new FakePool(10);
+    let now = 0;
+    new Autotuner(pool, { now: () => now, throttle: { initialRate: Number.POSITIVE_INFINITY } });
+    pool.activeCount = 9;
+    for (let i = 0; i < 10; i++) {
+      now += 2;
+      pool.completed(20);
+    }
+    expect(pool.concurrency).toBe(10); // warm-up samples only
+    for (let i = 0; i < 10; i++) pool.completed(20);
+    expect(pool.concurrency).toBe(20); // +1 per sample
+  });
+
   it('never goes below minConcurrency nor above maxConcurrency', () => {
     const pool = new FakePool(10);
     let now = 0;

@@ -24,6 +24,11 @@ export interface QueueCounts {
   delayed: number;
 }
 
+/** Messages anywhere in the queue: waiting, being processed, or delayed. 0 means drained. */
+export function queueDepth(counts: QueueCounts): number {
+  return counts.visible + counts.inFlight + counts.delayed;
+}
+
 export interface BucketCounts {
   total: number;
   /** tenant -> resource -> records. */

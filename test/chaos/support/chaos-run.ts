@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
-import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { countQueue, queueDepth } from '../../../lib/cli/inspect.js';
 import { Producer } from '../../../lib/ingest/producer.js';
 import { startChaosProxy } from '../../../lib/local/chaos-proxy.js';
 import { DEMO_RESOURCES, type DemoLoad, generateDemoLoad } from '../../../lib/local/demo-load.js';
@@ -115,24 +116,6 @@ export interface ChaosReport {
     stalls: number;
   };
   durationMs: number;
-}
-
-async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes: a = {} } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: [
-        'ApproximateNumberOfMessages',
-        'ApproximateNumberOfMessagesNotVisible',
-        'ApproximateNumberOfMessagesDelayed',
-      ],
-    }),
-  );
-  return (
-    Number(a.ApproximateNumberOfMessages ?? 0) +
-    Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
-    Number(a.ApproximateNumberOfMessagesDelayed ?? 0)
-  );
 }
 
 async function sendRaw(sqs: SQSClient, queueUrl: string, bodies: string[]): Promise<number> {
@@ -292,7 +275,7 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
             continue;
           }
         }
-        if ((await queueDepth(sqs, resources.queueUrl)) === 0) break;
+        if (queueDepth(await countQueue(sqs, resources.queueUrl)) === 0) break;
         if (Date.now() > giveUpAt) throw new Error(`chaos run timed out in round ${r}`);
         await delay(100);
       }

@@ -2,13 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  CreateQueueCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
+import { countQueue, queueDepth } from '../../../lib/cli/inspect.js';
 import type { CliIo } from '../../../lib/cli/io.js';
 import { main } from '../../../lib/cli.js';
 import { loadBadMessages, loadGoodMessages } from '../../fixtures/messages.js';
@@ -48,24 +44,6 @@ function cliIo(): { value: CliIo; stdout: () => string; stderr: () => string } {
     stdout: () => out.join(''),
     stderr: () => err.join(''),
   };
-}
-
-async function queueDepth(queueUrl: string): Promise<number> {
-  const { Attributes: a = {} } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: [
-        'ApproximateNumberOfMessages',
-        'ApproximateNumberOfMessagesNotVisible',
-        'ApproximateNumberOfMessagesDelayed',
-      ],
-    }),
-  );
-  return (
-    Number(a.ApproximateNumberOfMessages) +
-    Number(a.ApproximateNumberOfMessagesNotVisible) +
-    Number(a.ApproximateNumberOfMessagesDelayed)
-  );
 }
 
 describe('s3-ingest send over the whole hostile corpus', () => {
@@ -114,7 +92,7 @@ describe('s3-ingest send over the whole hostile corpus', () => {
     expect(stderr).toContain(`${expected.size} bad line(s); nothing sent`);
     expect(run.stdout()).toBe('');
 
-    expect(await queueDepth(queueUrl!)).toBe(0);
+    expect(queueDepth(await countQueue(sqs, queueUrl!))).toBe(0);
     const { Messages = [] } = await sqs.send(
       new ReceiveMessageCommand({ QueueUrl: queueUrl!, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
     );

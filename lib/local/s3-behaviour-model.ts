@@ -36,8 +36,16 @@ export interface S3BehaviourOptions {
   /**
    * Injected faults, each a probability per accepted (not throttled) request. Defaults 0.
    * `stallMs` is how long a stalled request hangs: default 600,000 (10 min, i.e. until the client gives up).
+   * `slowDownRate` answers that share of ALL requests `503 SlowDown` whatever the token buckets say (S3 also
+   * throttles while it repartitions, below the documented rates); such a request consumes no token.
    */
-  faults?: { internalErrorRate?: number; resetRate?: number; stallRate?: number; stallMs?: number };
+  faults?: {
+    internalErrorRate?: number;
+    resetRate?: number;
+    stallRate?: number;
+    stallMs?: number;
+    slowDownRate?: number;
+  };
   /** Seed of the pseudo-random generator behind latency and faults. Default 1: runs repeat exactly. */
   seed?: number;
   /**
@@ -110,6 +118,7 @@ export class S3BehaviourModel {
   readonly #internalErrorRate: number;
   readonly #resetRate: number;
   readonly #stallRate: number;
+  readonly #slowDownRate: number;
   readonly #stallMs: number;
   readonly #prefixOf: (key: string) => string;
   readonly #random: () => number;
@@ -147,6 +156,7 @@ export class S3BehaviourModel {
         'internalErrorRate + resetRate + stallRate must not exceed 1',
       );
     }
+    this.#slowDownRate = checkProbability('faults.slowDownRate', faults.slowDownRate ?? 0);
     this.#stallMs = faults.stallMs ?? DEFAULT_STALL_MS;
     if (!(this.#stallMs >= 0))
       throw new InvalidLocalOptionError('faults.stallMs', `must be >= 0, got ${faults.stallMs}`);
@@ -183,7 +193,9 @@ export class S3BehaviourModel {
     // Always draw the same amount of randomness per decision so a run repeats exactly whatever the outcomes.
     const dice = this.#random();
     const latencyMs = this.#sampleLatency();
-    const outcome = this.#take(bucket, rate) ? this.#fault(dice) : 'slowdown';
+    // Drawn only when configured, so runs without it repeat the same sequence as before the option existed.
+    const injectedSlowDown = this.#slowDownRate > 0 && this.#random() < this.#slowDownRate;
+    const outcome = injectedSlowDown ? 'slowdown' : this.#take(bucket, rate) ? this.#fault(dice) : 'slowdown';
     this.#count(state.counters, outcome);
     this.#count(this.#total, outcome);
     return { outcome, latencyMs: outcome === 'stall' ? this.#stallMs : latencyMs };

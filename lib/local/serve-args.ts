@@ -33,6 +33,7 @@ Chaos (any of these puts the chaos proxy in front of S3 and prints it as the S3 
   --latency-p99 MS     lognormal latency 99th percentile
   --error-rate P       probability of 500 InternalError (0..1)
   --reset-rate P       probability of a connection reset (0..1)
+  --slowdown-rate P    probability of 503 SlowDown on any request, on top of the rate limits (0..1)
   --stall-rate P       probability of a stalled response (0..1)
   --stall-ms MS        how long a stall lasts (default 600000)
   --seed N             PRNG seed (default 1)
@@ -60,6 +61,7 @@ export function parseServeArgs(argv: string[]): ServeOptions {
     'latency-p99',
     'error-rate',
     'reset-rate',
+    'slowdown-rate',
     'stall-rate',
     'stall-ms',
     'seed',
@@ -101,6 +103,8 @@ export function parseServeArgs(argv: string[]): ServeOptions {
   const resetRate = number('reset-rate', str('reset-rate'));
   const stallRate = number('stall-rate', str('stall-rate'));
   const stallMs = number('stall-ms', str('stall-ms'));
+  const slowDownRate = number('slowdown-rate', str('slowdown-rate'));
+  if (slowDownRate !== undefined) faults.slowDownRate = slowDownRate;
   if (internalErrorRate !== undefined) faults.internalErrorRate = internalErrorRate;
   if (resetRate !== undefined) faults.resetRate = resetRate;
   if (stallRate !== undefined) faults.stallRate = stallRate;

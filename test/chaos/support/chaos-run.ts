@@ -22,8 +22,8 @@ import {
 } from '../../../lib/local/pipeline-process/event-log.js';
 import { type PipelineProcess, spawnPipelineProcess } from '../../../lib/local/pipeline-process/spawn.js';
 import { provisionLocal } from '../../../lib/local/provision.js';
+import { S3BehaviourModel } from '../../../lib/local/s3-behaviour-model.js';
 import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
-import { SlowDownInjectingModel } from './slowdown-model.js';
 import { semaphoreTimeline } from './timeline.js';
 
 /** The fault mix, as shares of all S3 requests (SlowDown) and of the requests it lets through. */
@@ -176,11 +176,11 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
     badRatio: 0.02,
   });
   const aws = await startLocalAws();
-  const model = new SlowDownInjectingModel({
-    slowDownRate: CHAOS_FAULTS.slowDownRate,
+  const model = new S3BehaviourModel({
     writesPerSecond: Number.POSITIVE_INFINITY,
     readsPerSecond: Number.POSITIVE_INFINITY,
     faults: {
+      slowDownRate: CHAOS_FAULTS.slowDownRate,
       internalErrorRate: CHAOS_FAULTS.internalErrorRate,
       resetRate: CHAOS_FAULTS.resetRate,
       stallRate: CHAOS_FAULTS.stallRate,
@@ -364,8 +364,8 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
         timeouts: invocations.reduce((sum, l) => sum + l.timeouts, 0),
       },
       chaos: {
-        requests: model.requests,
-        slowDowns: model.injectedSlowDowns + counters.throttled,
+        requests: counters.requests,
+        slowDowns: counters.throttled,
         internalErrors: counters.internalErrors,
         resets: counters.resets,
         stalls: counters.stalls,

@@ -115,6 +115,30 @@ describe('S3BehaviourModel faults and latency', () => {
     expect(total.ok + total.internalErrors + total.resets + total.stalls).toBe(n);
   });
 
+  it('answers slowDownRate of all requests SlowDown on top of the buckets, without spending tokens', () => {
+    const clock = new ManualClock(0);
+    const model = new S3BehaviourModel({
+      clock,
+      writesPerSecond: 1000,
+      burstSeconds: 1,
+      faults: { slowDownRate: 0.1, internalErrorRate: 0.01 },
+      seed: 3,
+    });
+    const n = 20_000;
+    // Offered far under the 1,000/s limit (10 per virtual second): every SlowDown here is an injected one.
+    for (let i = 0; i < n; i++) {
+      clock.advance(100);
+      model.decide('write', 't=x/k');
+    }
+    const { total } = model.stats();
+    expect(total.throttled / n).toBeGreaterThan(0.1 * 0.9);
+    expect(total.throttled / n).toBeLessThan(0.1 * 1.1);
+    // The other faults apply to what the dice let through: 1% of the remaining 90%.
+    expect(total.internalErrors / n).toBeGreaterThan(0.009 * 0.8);
+    expect(total.internalErrors / n).toBeLessThan(0.009 * 1.2);
+    expect(() => new S3BehaviourModel({ faults: { slowDownRate: 1.5 } })).toThrow(/slowDownRate/);
+  });
+
   it('repeats exactly for one seed and differs for another', () => {
     const run = (seed: number): S3Outcome[] => {
       const model = new S3BehaviourModel({ seed, faults: { internalErrorRate: 0.3, resetRate: 0.3 } });

@@ -23,6 +23,7 @@ describe('parseServeArgs (npm run local flags)', () => {
       '--reset-rate=0.02',
       '--stall-rate=0.03',
       '--stall-ms=5000',
+      '--slowdown-rate=0.1',
       '--seed=9',
       '--bucket=b',
       '--queue=q',
@@ -40,7 +41,13 @@ describe('parseServeArgs (npm run local flags)', () => {
         burstSeconds: 0.5,
         seed: 9,
         latency: { medianMs: 20, p99Ms: 150 },
-        faults: { internalErrorRate: 0.01, resetRate: 0.02, stallRate: 0.03, stallMs: 5000 },
+        faults: {
+          internalErrorRate: 0.01,
+          resetRate: 0.02,
+          stallRate: 0.03,
+          stallMs: 5000,
+          slowDownRate: 0.1,
+        },
       },
     });
   });

@@ -13,17 +13,12 @@ const NETWORK_ERROR_CODES = [
 ] as const;
 
 /**
- * Names/codes retried by default. S3 throttling reaches code as `name === 'SlowDown'` (HTTP 503); the others
- * are the throttling and transient server codes of S3, DynamoDB and SQS, plus Node/undici network codes.
+ * Names/codes meaning "the service is overloaded": S3's `SlowDown` (HTTP 503) and the throttling codes of
+ * DynamoDB, SQS and the other AWS services. Shared with the autotuner, which cuts its rate on them.
  */
-export const DEFAULT_RETRYABLE_ERRORS: readonly string[] = Object.freeze([
+export const THROTTLING_ERROR_NAMES: readonly string[] = Object.freeze([
   'SlowDown',
   'ServiceUnavailable',
-  'InternalError',
-  'InternalServerError',
-  'InternalFailure',
-  'RequestTimeout',
-  'RequestTimeoutException',
   'Throttling',
   'ThrottlingException',
   'ThrottledException',
@@ -32,10 +27,28 @@ export const DEFAULT_RETRYABLE_ERRORS: readonly string[] = Object.freeze([
   'RequestThrottled',
   'RequestThrottledException',
   'ProvisionedThroughputExceededException',
+]);
+
+/** Names of a request that timed out: ours (`TimeoutError`) or the service's. */
+export const TIMEOUT_ERROR_NAMES: readonly string[] = Object.freeze([
+  'TimeoutError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+]);
+
+/**
+ * Names/codes retried by default: throttling, timeouts, the transient server codes of S3, DynamoDB and SQS,
+ * plus Node/undici network codes.
+ */
+export const DEFAULT_RETRYABLE_ERRORS: readonly string[] = Object.freeze([
+  ...THROTTLING_ERROR_NAMES,
+  ...TIMEOUT_ERROR_NAMES,
+  'InternalError',
+  'InternalServerError',
+  'InternalFailure',
   'TransactionInProgressException',
   'NetworkError',
   'NetworkingError',
-  'TimeoutError',
   ...NETWORK_ERROR_CODES,
 ]);
 

@@ -1,20 +1,7 @@
-/** Error names that mean "the service is overloaded": S3's SlowDown and its siblings in other AWS services. */
-const THROTTLE_NAMES = new Set([
-  'SlowDown',
-  'Throttling',
-  'ThrottlingException',
-  'ThrottledException',
-  'TooManyRequestsException',
-  'RequestLimitExceeded',
-  'RequestThrottled',
-  'RequestThrottledException',
-  'ProvisionedThroughputExceededException',
-  'ServiceUnavailable',
-  // A timed-out attempt (the pool's own TimeoutError, or the service's) is latency gone to infinity.
-  'TimeoutError',
-  'RequestTimeout',
-  'RequestTimeoutException',
-]);
+import { THROTTLING_ERROR_NAMES, TIMEOUT_ERROR_NAMES } from '../retry-policy.js';
+
+/** Overload and timeouts: a timed-out attempt is latency gone to infinity. */
+const THROTTLE_NAMES = new Set([...THROTTLING_ERROR_NAMES, ...TIMEOUT_ERROR_NAMES]);
 
 interface ErrorShape {
   name?: unknown;

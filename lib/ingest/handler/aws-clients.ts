@@ -12,27 +12,33 @@ export interface AwsClients {
 }
 
 /**
- * Builds the container's clients from the config. The S3 client is the pool-backed one (`maxAttempts: 1`,
- * the pools own retries) with one keep-alive socket per slot of the invocation's budget, so requests never
- * queue invisibly inside the SDK.
+ * Builds the container's clients from the config, keeping any that were injected. The S3 client is the
+ * pool-backed one (`maxAttempts: 1`, the pools own retries) with one keep-alive socket per slot of the
+ * invocation's budget, so requests never queue invisibly inside the SDK.
  */
-export function createAwsClients(config: IngestConfig): AwsClients {
+export function createAwsClients(config: IngestConfig, provided: Partial<AwsClients> = {}): AwsClients {
   const region = config.region ?? (Object.values(config.endpoints).some(Boolean) ? 'us-east-1' : undefined);
   const common = region === undefined ? {} : { region };
   return {
-    s3: createS3Client({
-      ...common,
-      ...(config.endpoints.s3 === undefined ? {} : { endpoint: config.endpoints.s3 }),
-      forcePathStyle: config.s3ForcePathStyle,
-      maxSockets: config.poolConcurrency,
-    }),
-    sqs: new SQSClient({
-      ...common,
-      ...(config.endpoints.sqs === undefined ? {} : { endpoint: config.endpoints.sqs }),
-    }),
-    dynamodb: new DynamoDBClient({
-      ...common,
-      ...(config.endpoints.dynamodb === undefined ? {} : { endpoint: config.endpoints.dynamodb }),
-    }),
+    s3:
+      provided.s3 ??
+      createS3Client({
+        ...common,
+        ...(config.endpoints.s3 === undefined ? {} : { endpoint: config.endpoints.s3 }),
+        forcePathStyle: config.s3ForcePathStyle,
+        maxSockets: config.poolConcurrency,
+      }),
+    sqs:
+      provided.sqs ??
+      new SQSClient({
+        ...common,
+        ...(config.endpoints.sqs === undefined ? {} : { endpoint: config.endpoints.sqs }),
+      }),
+    dynamodb:
+      provided.dynamodb ??
+      new DynamoDBClient({
+        ...common,
+        ...(config.endpoints.dynamodb === undefined ? {} : { endpoint: config.endpoints.dynamodb }),
+      }),
   };
 }

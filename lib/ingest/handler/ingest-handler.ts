@@ -2,10 +2,9 @@ import { setMaxListeners } from 'node:events';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Database } from '../../db/database.js';
 import type { ObjectStore } from '../../db/object-store.js';
-import type { Document, Resource } from '../../db/resource.js';
 import { ConcurrencyBudget } from '../../pool/concurrency-budget.js';
-import type { ExecutorPool } from '../../pool/executor-pool.js';
 import type { IngestConfig } from '../config.js';
 import { InvalidMessageError } from '../errors.js';
 import { parseIngestMessage } from '../message/parse.js';
@@ -72,15 +71,7 @@ const RECORD_SEPARATOR = '\u0000';
  * those, in `batchItemFailures`. Records are acknowledged only once written or safely in the DLQ.
  */
 export function createIngestHandler(config: IngestConfig, options: IngestHandlerOptions = {}): IngestHandler {
-  const built =
-    options.clients?.s3 && options.clients.sqs && options.clients.dynamodb
-      ? undefined
-      : createAwsClients(config);
-  const clients: AwsClients = {
-    s3: options.clients?.s3 ?? built!.s3,
-    sqs: options.clients?.sqs ?? built!.sqs,
-    dynamodb: options.clients?.dynamodb ?? built!.dynamodb,
-  };
+  const clients = createAwsClients(config, options.clients);
   const logger = options.logger ?? new Logger();
   const metrics = options.metrics ?? new Metrics();
   const flushMetrics = options.flushMetrics ?? true;
@@ -196,17 +187,14 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     return { batchItemFailures };
 
     async function runTenants(work: TenantWork[]): Promise<void> {
-      const ready: { work: TenantWork; resources: Map<string, Resource<Document>>; pool: ExecutorPool }[] =
-        [];
+      const ready = new Map<string, { work: TenantWork; tenant: TenantDatabase }>();
       await Promise.all(
         work.map(async (w) => {
           try {
-            const entry = await databases.get(w.tenant);
-            inUse.push(entry);
-            const { db, pool } = entry;
-            invocation.watch(pool);
-            const resources = new Map(db.resources.map((name) => [name, db.resource(name)] as const));
-            ready.push({ work: w, resources, pool });
+            const tenant = await databases.get(w.tenant);
+            inUse.push(tenant);
+            invocation.watch(tenant.pool);
+            ready.set(w.tenant, { work: w, tenant });
           } catch (error) {
             for (const write of w.writes)
               outcomes.set(write.messageId, { kind: 'transient', cause: 'storage', error });
@@ -214,17 +202,20 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
           }
         }),
       );
-      const byName = new Map(ready.map((r) => [r.work.tenant, r] as const));
       const results = await permits.run(
-        ready.map((r) => ({ tenant: r.work.tenant, pool: r.pool, writes: r.work.writes.length })),
+        [...ready.values()].map((r) => ({
+          tenant: r.work.tenant,
+          pool: r.tenant.pool,
+          writes: r.work.writes.length,
+        })),
         {
           deadline: cutoff,
           signal: deadline.signal,
           leaseMs: Math.max(1, remainingMs + config.semaphoreLeaseMarginMs),
         },
         (tenant) => {
-          const r = byName.get(tenant)!;
-          return applyTenantWrites(r.work, r.resources);
+          const r = ready.get(tenant)!;
+          return applyTenantWrites(r.work, r.tenant.db);
         },
       );
       for (const [tenant, result] of results) {
@@ -233,7 +224,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
           continue;
         }
         logger.warn('no semaphore permits: tenant writes redelivered', { tenant, error: result.unavailable });
-        for (const write of byName.get(tenant)!.work.writes) {
+        for (const write of ready.get(tenant)!.work.writes) {
           outcomes.set(write.messageId, {
             kind: 'transient',
             cause: 'permits-unavailable',
@@ -243,10 +234,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
       }
     }
 
-    async function applyTenantWrites(
-      work: TenantWork,
-      resources: Map<string, Resource<Document>>,
-    ): Promise<void> {
+    async function applyTenantWrites(work: TenantWork, db: Database): Promise<void> {
       // One chain per record, in message order; chains run concurrently on the tenant's pool.
       const chains = new Map<string, IngestWrite[]>();
       for (const write of work.writes) {
@@ -270,7 +258,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
             } else if (deadline.signal.aborted) {
               outcome = { kind: 'transient', cause: 'deadline', error: deadline.signal.reason };
             } else {
-              outcome = await applyWrite(resources.get(write.resource)!, write, deadline.signal);
+              outcome = await applyWrite(db.resource(write.resource), write, deadline.signal);
             }
             if (outcome.kind === 'transient') {
               blocked = true;

@@ -7,7 +7,7 @@ import { loadConfig } from '../ingest/config.js';
 import { createIngestHandler, type InvocationSummary } from '../ingest/handler/ingest-handler.js';
 import { Producer } from '../ingest/producer.js';
 import { DEMO_RESOURCES, generateDemoLoad } from '../local/demo-load.js';
-import { verifyDemo } from '../local/demo-verify.js';
+import { type DemoVerification, verifyDemo } from '../local/demo-verify.js';
 import { EventSourceRunner } from '../local/event-source-runner.js';
 import { LambdaContainers } from '../local/lambda-containers.js';
 import { clientConfigFor, LOCAL_CREDENTIALS, LOCAL_REGION, startLocalAws } from '../local/local-aws.js';
@@ -40,14 +40,9 @@ const FUNCTION_TIMEOUT_MS = 8_000;
 const VISIBILITY_TIMEOUT_S = 8;
 const MAX_RECEIVE_COUNT = 5;
 
-export interface LocalSummary {
+/** The read-back verification (written, dead-lettered, lost, duplicated, problems) plus how the run went. */
+export interface LocalSummary extends DemoVerification {
   sent: number;
-  written: number;
-  deletedAsExpected: number;
-  deadLettered: number;
-  deadLetteredByReason: Record<string, number>;
-  lost: number;
-  duplicated: number;
   invocations: number;
   /** Records SQS delivered again (transient failures, timeouts). */
   redelivered: number;
@@ -65,7 +60,6 @@ export interface LocalSummary {
   containers: number;
   invocationMs: { p50: number; p95: number; p99: number };
   durationMs: number;
-  problems: string[];
 }
 
 function percentile(sorted: number[], p: number): number {

@@ -8,7 +8,7 @@ import { countQueue, queueDepth } from '../../../lib/cli/inspect.js';
 import { Producer } from '../../../lib/ingest/producer.js';
 import { startChaosProxy } from '../../../lib/local/chaos-proxy.js';
 import { DEMO_RESOURCES, type DemoLoad, generateDemoLoad } from '../../../lib/local/demo-load.js';
-import { verifyDemo } from '../../../lib/local/demo-verify.js';
+import { type DemoVerification, verifyDemo } from '../../../lib/local/demo-verify.js';
 import {
   clientConfigFor,
   LOCAL_CREDENTIALS,
@@ -74,15 +74,9 @@ export interface KillRecord {
   permitsHeld: number;
 }
 
-export interface ChaosReport {
+/** The read-back verification (written, dead-lettered, lost, duplicated, problems) plus the run's evidence. */
+export interface ChaosReport extends DemoVerification {
   sent: number;
-  written: number;
-  deletedAsExpected: number;
-  deadLettered: number;
-  deadLetteredByReason: Record<string, number>;
-  lost: number;
-  duplicated: number;
-  problems: string[];
   /** Deliveries of a message after its first (kills, transient failures), seen in logged invocations. */
   redelivered: number;
   invocations: number;

@@ -200,12 +200,7 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     durations.sort((a, b) => a - b);
     const summary: LocalSummary = {
       sent,
-      written: verification.written,
-      deletedAsExpected: verification.deletedAsExpected,
-      deadLettered: verification.deadLettered,
-      deadLetteredByReason: verification.deadLetteredByReason,
-      lost: verification.lost,
-      duplicated: verification.duplicated,
+      ...verification,
       invocations: stats.invocations,
       redelivered: stats.redelivered,
       retries: sum(invocations, 'Retries'),
@@ -224,7 +219,6 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
         p99: percentile(durations, 99),
       },
       durationMs: Math.round(performance.now() - started),
-      problems: verification.problems,
     };
     printSummary(io, summary);
     if (values.json) io.stdout.write(`${JSON.stringify(summary)}\n`);

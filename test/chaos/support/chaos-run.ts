@@ -325,13 +325,7 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
     const counters = model.stats().total;
     return {
       sent,
-      written: verification.written,
-      deletedAsExpected: verification.deletedAsExpected,
-      deadLettered: verification.deadLettered,
-      deadLetteredByReason: verification.deadLetteredByReason,
-      lost: verification.lost,
-      duplicated: verification.duplicated,
-      problems: verification.problems,
+      ...verification,
       redelivered: invocations.reduce((sum, l) => sum + l.redelivered, 0),
       invocations: invocations.length,
       failedInvocations: invocations.filter((l) => l.outcome === 'failed').length,

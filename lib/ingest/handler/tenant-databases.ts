@@ -68,11 +68,9 @@ export class TenantDatabases {
     let entry = this.#cache.get(tenant);
     if (entry === undefined) {
       entry = await this.#open(tenant);
-      this.#inUse.set(entry, (this.#inUse.get(entry) ?? 0) + 1);
       this.#cache.set(tenant, entry);
-    } else {
-      this.#inUse.set(entry, (this.#inUse.get(entry) ?? 0) + 1);
     }
+    this.#inUse.set(entry, (this.#inUse.get(entry) ?? 0) + 1);
     return entry;
   }
 

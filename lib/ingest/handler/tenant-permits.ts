@@ -125,10 +125,9 @@ export class TenantPermits {
     // semaphore can grant. Sized from the semaphore's actual limit: a factory may build it smaller than asked
     // (a table configured with fewer permits), and a group larger than the grant would run one write per
     // tenant over it.
-    const sharedCapacity =
-      small.length === 0 ? sharedLimit : this.#semaphore(factory, sharedName, sharedLimit).limit;
-    const groupSize = Math.max(1, Math.floor(sharedCapacity / 2));
-    for (let i = 0; i < small.length; i += groupSize) {
+    const shared = small.length === 0 ? undefined : this.#semaphore(factory, sharedName, sharedLimit);
+    const groupSize = Math.max(1, Math.floor((shared?.limit ?? sharedLimit) / 2));
+    for (let i = 0; shared !== undefined && i < small.length; i += groupSize) {
       const group = small.slice(i, i + groupSize);
       const want = Math.min(
         sharedLimit,
@@ -137,7 +136,7 @@ export class TenantPermits {
       );
       jobs.push(
         this.#runUnder(
-          this.#semaphore(factory, sharedName, sharedLimit),
+          shared,
           new PoolGroup(group),
           Math.max(want, group.length),
           window,

@@ -77,10 +77,10 @@ describe('startLocalAws', () => {
     const viaChaos = new S3Client({ ...aws.clientConfig.s3, maxAttempts: 1 });
     const direct = new S3Client({ ...aws.clientConfig.s3, endpoint: aws.emulatorEndpoints.s3 });
     try {
-      await expect(viaChaos.send(new CreateBucketCommand({ Bucket: 'b' }))).rejects.toMatchObject({
+      await expect(viaChaos.send(new CreateBucketCommand({ Bucket: 'chaos-bucket' }))).rejects.toMatchObject({
         name: 'SlowDown',
       });
-      await expect(direct.send(new CreateBucketCommand({ Bucket: 'b' }))).resolves.toBeDefined();
+      await expect(direct.send(new CreateBucketCommand({ Bucket: 'chaos-bucket' }))).resolves.toBeDefined();
       expect(aws.chaos?.model.stats().total.throttled).toBe(1);
     } finally {
       viaChaos.destroy();

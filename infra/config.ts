@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { S3IngestError } from '../lib/errors.js';
+import { S3IngestError } from '../lib/errors/index.js';
 
 /** A `cdk.json` environment block is missing, malformed or inconsistent; the message names the key. */
 export class EnvironmentConfigError extends S3IngestError {

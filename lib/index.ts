@@ -2,7 +2,7 @@
 // so the Lambda bundle never pulls them in.
 
 export * from './db/index.js';
-export { S3IngestError } from './errors.js';
+export { S3IngestError } from './errors/index.js';
 export * from './ingest/index.js';
 export * from './pool/index.js';
 export * from './semaphore/index.js';

@@ -1,4 +1,4 @@
-import { S3IngestError } from '../errors.js';
+import { S3IngestError } from '../errors/index.js';
 
 /** Which part of an S3 key a value was meant for. */
 export type KeyPart = 'prefix' | 'tenant' | 'resource' | 'id';

@@ -1,4 +1,4 @@
-import { S3IngestError } from '../errors.js';
+import { S3IngestError } from '../errors/index.js';
 
 /** Per-call options every storage method takes. */
 export interface StoreCallOptions {

@@ -1,4 +1,4 @@
-import { S3IngestError } from '../errors.js';
+import { S3IngestError } from '../errors/index.js';
 
 /**
  * Why a message (or a write about to be sent) breaks contract v1. Every reason is permanent: the handler

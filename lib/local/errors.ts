@@ -1,4 +1,4 @@
-import { S3IngestError } from '../errors.js';
+import { S3IngestError } from '../errors/index.js';
 
 /** An option of the local stack (behaviour model, chaos proxy, provisioning, `npm run local`) is invalid. */
 export class InvalidLocalOptionError extends S3IngestError {

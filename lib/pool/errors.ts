@@ -1,4 +1,4 @@
-import { S3IngestError } from '../errors.js';
+import { S3IngestError } from '../errors/index.js';
 
 /** An attempt ran past its `timeout`. Its signal was aborted; its slot stays held until the work settles. */
 export class TimeoutError extends S3IngestError {

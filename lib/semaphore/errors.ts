@@ -1,4 +1,4 @@
-import { S3IngestError } from '../errors.js';
+import { S3IngestError } from '../errors/index.js';
 
 /** `acquire` could not get `min` permits before its deadline. The caller holds nothing from that call. */
 export class SemaphoreTimeoutError extends S3IngestError {

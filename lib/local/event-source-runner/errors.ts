@@ -1,4 +1,4 @@
-import { S3IngestError } from '../../errors.js';
+import { S3IngestError } from '../../errors/index.js';
 
 /** `EventSourceRunner.waitForIdle()` / `until()` gave up before the condition held. */
 export class EventSourceRunnerTimeoutError extends S3IngestError {

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type CliIo, EXIT } from './cli/io.js';

@@ -10,7 +10,7 @@ import {
   SemaphoreConfigMismatchError,
   SemaphoreTableNotFoundError,
   SemaphoreTimeoutError,
-} from '../../../lib/index.js';
+} from '../../../lib/semaphore/index.js';
 import { semaphoreTable, storedShards, totalUsed } from './support/dynamo.js';
 
 let client: DynamoDBClient;

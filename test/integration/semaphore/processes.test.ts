@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoSemaphore, SemaphoreTimeoutError } from '../../../lib/index.js';
+import { DynamoSemaphore, SemaphoreTimeoutError } from '../../../lib/semaphore/index.js';
 import { semaphoreTable, storedShards, totalUsed } from './support/dynamo.js';
 import type { WorkerConfig } from './support/semaphore-worker.js';
 import { type HoldInterval, peakHeld } from './support/timeline.js';

@@ -6,7 +6,7 @@ import {
   LeaseLostError,
   MemorySemaphore,
   SemaphoreTimeoutError,
-} from '../../../lib/index.js';
+} from '../../../lib/semaphore/index.js';
 import { type HoldInterval, peakHeld } from '../../integration/semaphore/support/timeline.js';
 
 afterEach(() => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidSemaphoreOptionsError, permitsFor } from '../../../lib/index.js';
+import { InvalidSemaphoreOptionsError, permitsFor } from '../../../lib/semaphore/index.js';
 
 describe('permitsFor (Little’s law)', () => {
   it('is rate x latency, scaled by safety, rounded down, at least 1', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ExecutorPool, MemorySemaphore, withPermits } from '../../../lib/index.js';
+import { ExecutorPool } from '../../../lib/pool/index.js';
+import { MemorySemaphore, withPermits } from '../../../lib/semaphore/index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

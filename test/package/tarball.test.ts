@@ -1,0 +1,161 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { localClientConfig } from '../support/local-aws.js';
+
+// The package as a producer service meets it: `npm pack`, install the tarball into a scratch project with
+// no dev dependencies, then import, type-check, run the bin and send through the embedded SQS from there.
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const NODE = process.execPath;
+const NPM_ENV = {
+  ...process.env,
+  npm_config_audit: 'false',
+  npm_config_fund: 'false',
+  npm_config_loglevel: 'error',
+};
+
+let scratch: string;
+let files: string[];
+
+function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = NPM_ENV): string {
+  return execFileSync(command, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+beforeAll(() => {
+  scratch = mkdtempSync(join(tmpdir(), 's3-ingest-consumer-'));
+  const packDir = join(scratch, 'pack');
+  mkdirSync(packDir);
+  // prepack builds dist/ first, as `npm publish` would.
+  const packed = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', packDir], ROOT)) as Array<{
+    filename: string;
+    files: Array<{ path: string }>;
+  }>;
+  const tarball = join(packDir, (packed[0] as { filename: string }).filename);
+  files = (packed[0] as { files: Array<{ path: string }> }).files.map((f) => f.path);
+  const app = join(scratch, 'app');
+  mkdirSync(app);
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({ name: 'producer-app', private: true, type: 'module' }),
+  );
+  run('npm', ['install', '--omit=dev', '--prefer-offline', '--no-package-lock', tarball], app);
+}, 240_000);
+
+afterAll(() => {
+  if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('the published package', () => {
+  it('ships built JavaScript and declarations, no sources of tests, benches or infra', () => {
+    expect(files).toContain('package.json');
+    expect(files).toContain('dist/index.js');
+    expect(files).toContain('dist/index.d.ts');
+    expect(files).toContain('dist/local/index.js');
+    const foreign = files.filter(
+      (f) => !(f.startsWith('dist/') || f === 'package.json' || f === 'README.md'),
+    );
+    expect(foreign).toEqual([]);
+    expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
+  });
+
+  it('installs for a producer without the emulators, the S3/DynamoDB clients or the Lambda middleware', () => {
+    const installed = readdirSync(join(scratch, 'app', 'node_modules'));
+    const scoped = readdirSync(join(scratch, 'app', 'node_modules', '@aws-sdk'));
+    expect(installed).toContain('s3-ingest');
+    expect(scoped).toContain('client-sqs');
+    for (const absent of ['fauxqs', 'dynalite', '@middy', '@aws-lambda-powertools', 'ajv', 'vitest', 'tsx']) {
+      expect(installed).not.toContain(absent);
+    }
+    expect(scoped).not.toContain('client-s3');
+    expect(scoped).not.toContain('client-dynamodb');
+  });
+
+  it('type-checks a consumer importing Producer and ExecutorPool', () => {
+    const app = join(scratch, 'app');
+    writeFileSync(
+      join(app, 'consumer.ts'),
+      [
+        "import { SQSClient } from '@aws-sdk/client-sqs';",
+        "import { ExecutorPool, Producer, type ProducerWrite } from 's3-ingest';",
+        "const write: ProducerWrite = { tenant: 'acme', resource: 'orders', op: 'upsert', id: 'o-1', data: { total: 1 } };",
+        "const producer = new Producer({ queueUrl: 'http://localhost/q', client: new SQSClient({}) });",
+        'const pool = new ExecutorPool({ concurrency: 4 });',
+        'export const sent: Promise<unknown> = pool.enqueue(() => producer.send(write));',
+        '// @ts-expect-error: a write needs a tenant',
+        "export const bad: ProducerWrite = { resource: 'orders', op: 'delete', id: 'x' };",
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          target: 'ES2022',
+          strict: true,
+          noEmit: true,
+          // A Node service has @types/node; the scratch project borrows the repo's instead of installing it.
+          typeRoots: [join(ROOT, 'node_modules', '@types')],
+          types: ['node'],
+        },
+        files: ['consumer.ts'],
+      }),
+    );
+    const tsc = spawnSync(NODE, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], {
+      encoding: 'utf8',
+    });
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(tsc.status).toBe(0);
+  });
+
+  it('runs the s3-ingest bin', () => {
+    const help = spawnSync('npx', ['--no-install', 's3-ingest', '--help'], {
+      cwd: join(scratch, 'app'),
+      encoding: 'utf8',
+      env: NPM_ENV,
+    });
+    expect(help.stderr).toBe('');
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/Usage: s3-ingest <command>/);
+  });
+
+  it('imports Producer from the installed package and sends through the embedded SQS', async () => {
+    const sqs = new SQSClient(localClientConfig('sqs'));
+    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `tarball-${Date.now()}` }));
+    const app = join(scratch, 'app');
+    writeFileSync(
+      join(app, 'send.mjs'),
+      [
+        "import { SQSClient } from '@aws-sdk/client-sqs';",
+        "import { Producer } from 's3-ingest';",
+        'const [endpoint, queueUrl] = process.argv.slice(2);',
+        "const client = new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });",
+        'const producer = new Producer({ queueUrl, client });',
+        "const result = await producer.send({ tenant: 'acme', resource: 'orders', op: 'upsert', id: 'o-1', data: { total: 42 } });",
+        'console.log(JSON.stringify(result));',
+      ].join('\n'),
+    );
+    const sent = spawnSync(NODE, ['send.mjs', localClientConfig('sqs').endpoint, QueueUrl as string], {
+      cwd: app,
+      encoding: 'utf8',
+    });
+    expect(sent.stderr).toBe('');
+    expect(sent.status).toBe(0);
+    const received = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    expect(received.Messages).toHaveLength(1);
+    expect(JSON.parse(received.Messages?.[0]?.Body ?? '{}')).toMatchObject({
+      v: 1,
+      tenant: 'acme',
+      id: 'o-1',
+      data: { total: 42 },
+    });
+    sqs.destroy();
+  });
+});

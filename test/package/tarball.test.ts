@@ -111,6 +111,26 @@ describe('the published package', () => {
     });
     expect(tsc.stdout + tsc.stderr).toBe('');
     expect(tsc.status).toBe(0);
+  }, 120_000); // tsc over the SDK's declarations: ~7 s on an idle machine, much more under load
+
+  it('resolves every entry of the exports map to built code (with the optional peers installed)', () => {
+    const entries = {
+      '.': 'Producer',
+      './ingest': 'createIngestHandler',
+      './db': 'Database',
+      './semaphore': 'DynamoSemaphore',
+      './local': 'startLocalAws',
+    };
+    const script = Object.entries(entries)
+      .map(
+        ([entry, name]) =>
+          `if (typeof (await import('s3-ingest${entry.slice(1)}')).${name} !== 'function') throw new Error('${entry} lacks ${name}');`,
+      )
+      .join('\n');
+    // The repository has every peer as a devDependency; a package may import itself by name through `exports`.
+    const result = spawnSync(NODE, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
   });
 
   it('runs the s3-ingest bin', () => {

@@ -1,0 +1,23 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+// Tests run on the Node major the Lambda function runs on (the `node` devDependency provides it).
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+describe('runtime', () => {
+  it('is the same Node major as the Lambda runtime the stack deploys', () => {
+    const stack = readFileSync(join(ROOT, 'infra', 'ingest-stack.ts'), 'utf8');
+    const lambdaMajor = /Runtime\.NODEJS_(\d+)_X/.exec(stack)?.[1];
+    expect(lambdaMajor).toBeDefined();
+    expect(process.versions.node.split('.')[0]).toBe(lambdaMajor);
+  });
+
+  it('is the exact Node the devDependency pins, so every machine tests on the same one', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>;
+    };
+    expect(process.versions.node).toBe(pkg.devDependencies.node);
+  });
+});

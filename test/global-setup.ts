@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { type LocalAwsEndpoints, startLocalAws } from '../lib/local/local-aws.js';
+import { type LocalAwsEndpoints, startLocalAws } from '../lib/local/emulators/local-aws.js';
 import { externalEndpointsFromEnv } from './support/external-endpoints.js';
 
 /**

@@ -11,15 +11,15 @@ import { loadConfig } from '../../lib/ingest/config.js';
 import { createIngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
 import type { ProducerWrite } from '../../lib/ingest/message/types.js';
 import { Producer } from '../../lib/ingest/producer.js';
-import { EventSourceRunner } from '../../lib/local/event-source-runner.js';
-import { type ContainerHandler, LambdaContainers } from '../../lib/local/lambda-containers.js';
 import {
   clientConfigFor,
   LOCAL_CREDENTIALS,
   LOCAL_REGION,
   startLocalAws,
-} from '../../lib/local/local-aws.js';
-import { provisionLocal } from '../../lib/local/provision.js';
+} from '../../lib/local/emulators/local-aws.js';
+import { provisionLocal } from '../../lib/local/emulators/provision.js';
+import { EventSourceRunner } from '../../lib/local/lambda/event-source-runner.js';
+import { type ContainerHandler, LambdaContainers } from '../../lib/local/lambda/lambda-containers.js';
 import { Histogram } from '../../lib/pool/histogram.js';
 import { reportToParent } from '../support/child.js';
 import { InFlightCounter } from './in-flight.js';

@@ -1,7 +1,7 @@
 // One benchmark run of the seed's three engines, in its own process (spawned by bench/seed.ts):
 // N inserts of ~300-byte records spread over D Databases, timed from the first insert to the last.
 import { Database, type Document, type Resource } from '../../lib/db/index.js';
-import { S3BehaviourModel } from '../../lib/local/s3-behaviour-model.js';
+import { S3BehaviourModel } from '../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { ExecutorPool } from '../../lib/pool/index.js';
 import { reportToParent } from '../support/child.js';
 

@@ -3,8 +3,8 @@
 // 20 ms median / 80 ms p99), through one engine. At `halveAtMs` the model's limit halves.
 import { AdaptiveRetryStrategy, StandardRetryStrategy } from '@smithy/core/retry';
 import { MemoryBucket, MemoryObjectStore } from '../../lib/db/memory-object-store.js';
-import { systemClock } from '../../lib/local/clock.js';
-import { S3BehaviourModel } from '../../lib/local/s3-behaviour-model.js';
+import { systemClock } from '../../lib/local/s3-behaviour/clock.js';
+import { S3BehaviourModel } from '../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { type AutotuneOptions, Autotuner } from '../../lib/pool/autotune/index.js';
 import { ExecutorPool } from '../../lib/pool/index.js';
 import { reportToParent } from '../support/child.js';

@@ -6,12 +6,17 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { loadConfig } from '../ingest/config.js';
 import { createIngestHandler, type InvocationSummary } from '../ingest/handler/ingest-handler.js';
 import { Producer } from '../ingest/producer.js';
-import { DEMO_RESOURCES, generateDemoLoad } from '../local/demo-load.js';
-import { type DemoVerification, verifyDemo } from '../local/demo-verify.js';
-import { EventSourceRunner } from '../local/event-source-runner.js';
-import { LambdaContainers } from '../local/lambda-containers.js';
-import { clientConfigFor, LOCAL_CREDENTIALS, LOCAL_REGION, startLocalAws } from '../local/local-aws.js';
-import { provisionLocal } from '../local/provision.js';
+import { DEMO_RESOURCES, generateDemoLoad } from '../local/demo/demo-load.js';
+import { type DemoVerification, verifyDemo } from '../local/demo/demo-verify.js';
+import {
+  clientConfigFor,
+  LOCAL_CREDENTIALS,
+  LOCAL_REGION,
+  startLocalAws,
+} from '../local/emulators/local-aws.js';
+import { provisionLocal } from '../local/emulators/provision.js';
+import { EventSourceRunner } from '../local/lambda/event-source-runner.js';
+import { LambdaContainers } from '../local/lambda/lambda-containers.js';
 import { type CliIo, EXIT } from './io.js';
 
 export const LOCAL_HELP = `Usage: s3-ingest local [options]   (npm start)

@@ -1,5 +1,5 @@
 import type { S3Client } from '@aws-sdk/client-s3';
-import { S3BehaviourModel, type S3BehaviourOptions } from '../local/s3-behaviour-model.js';
+import { S3BehaviourModel, type S3BehaviourOptions } from '../local/s3-behaviour/s3-behaviour-model.js';
 import { AUTOTUNE_DEFAULTS, ExecutorPool, type ExecutorPoolOptions } from '../pool/index.js';
 import { parseConnectionString } from './connection-string.js';
 import { ConnectionStringError, DatabaseNotConnectedError, ResourceNotFoundError } from './errors.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { S3ServiceException } from '@aws-sdk/client-s3';
-import type { S3BehaviourModel, S3RequestKind } from '../local/s3-behaviour-model.js';
+import type { S3BehaviourModel, S3RequestKind } from '../local/s3-behaviour/s3-behaviour-model.js';
 import {
   clampMaxKeys,
   type ListObjectsInput,

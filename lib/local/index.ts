@@ -2,14 +2,6 @@
 // Lambda bundles never pull the emulators.
 
 export {
-  type ChaosProxy,
-  type ChaosProxyOptions,
-  classifyS3Request,
-  startChaosProxy,
-} from './chaos-proxy.js';
-export { type Clock, ManualClock, systemClock } from './clock.js';
-export { InvalidLocalOptionError } from './errors.js';
-export {
   clientConfigFor,
   LOCAL_CREDENTIALS,
   LOCAL_REGION,
@@ -19,13 +11,22 @@ export {
   type LocalServiceClientConfig,
   type StartLocalAwsOptions,
   startLocalAws,
-} from './local-aws.js';
+} from './emulators/local-aws.js';
 export {
   type LocalResources,
   type ProvisionClientConfig,
   type ProvisionLocalOptions,
   provisionLocal,
-} from './provision.js';
+} from './emulators/provision.js';
+export { parseServeArgs, SERVE_USAGE, type ServeOptions } from './emulators/serve-args.js';
+export { InvalidLocalOptionError } from './errors.js';
+export {
+  type ChaosProxy,
+  type ChaosProxyOptions,
+  classifyS3Request,
+  startChaosProxy,
+} from './s3-behaviour/chaos-proxy.js';
+export { type Clock, ManualClock, systemClock } from './s3-behaviour/clock.js';
 export {
   firstSegmentPrefix,
   S3BehaviourModel,
@@ -34,5 +35,4 @@ export {
   type S3ModelCounters,
   type S3Outcome,
   type S3RequestKind,
-} from './s3-behaviour-model.js';
-export { parseServeArgs, SERVE_USAGE, type ServeOptions } from './serve-args.js';
+} from './s3-behaviour/s3-behaviour-model.js';

@@ -1,4 +1,4 @@
-import type { LocalAwsEndpoints } from '../../lib/local/local-aws.js';
+import type { LocalAwsEndpoints } from '../../lib/local/emulators/local-aws.js';
 
 /**
  * Endpoints named by the SDK's own variables, or undefined when none is set. A per-service variable wins

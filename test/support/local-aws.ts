@@ -1,5 +1,5 @@
 import { inject } from 'vitest';
-import type { LocalAwsEndpoints } from '../../lib/local/local-aws.js';
+import type { LocalAwsEndpoints } from '../../lib/local/emulators/local-aws.js';
 
 export type { LocalAwsEndpoints };
 

@@ -46,7 +46,7 @@ const DEFAULTS = {
   waitTimeSeconds: 1,
 } as const;
 
-/** The command-line arguments that make `pipeline-process.ts` run with `options`. */
+/** The command-line arguments that make `pipeline-process/main.ts` run with `options`. */
 export function pipelineProcessArgs(options: PipelineProcessOptions): string[] {
   const args: string[] = [];
   for (const [key, flag] of Object.entries(FLAGS) as [keyof PipelineProcessOptions, string][]) {

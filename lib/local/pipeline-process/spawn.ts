@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { readEventLog } from './event-log.js';
 import { type PipelineProcessOptions, pipelineProcessArgs } from './options.js';
 
-const ENTRY = fileURLToPath(new URL('../pipeline-process.ts', import.meta.url));
+const ENTRY = fileURLToPath(new URL('./main.ts', import.meta.url));
 
 export interface SpawnPipelineProcessOptions extends PipelineProcessOptions {
   /** The handler's environment (BUCKET_NAME, DLQ_URL, endpoints, ...), added to this process's. */
@@ -28,7 +28,7 @@ export interface PipelineProcess {
   stop(): Promise<number | string>;
 }
 
-/** Starts `lib/local/pipeline-process.ts` in its own Node process (through tsx). */
+/** Starts `lib/local/pipeline-process/main.ts` in its own Node process (through tsx). */
 export function spawnPipelineProcess(options: SpawnPipelineProcessOptions): PipelineProcess {
   const { env, outputFile, ...runner } = options;
   const output = outputFile === undefined ? 'ignore' : openSync(outputFile, 'a');

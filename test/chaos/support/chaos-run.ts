@@ -6,23 +6,23 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { countQueue, queueDepth } from '../../../lib/cli/inspect.js';
 import { Producer } from '../../../lib/ingest/producer.js';
-import { startChaosProxy } from '../../../lib/local/chaos-proxy.js';
-import { DEMO_RESOURCES, type DemoLoad, generateDemoLoad } from '../../../lib/local/demo-load.js';
-import { type DemoVerification, verifyDemo } from '../../../lib/local/demo-verify.js';
+import { DEMO_RESOURCES, type DemoLoad, generateDemoLoad } from '../../../lib/local/demo/demo-load.js';
+import { type DemoVerification, verifyDemo } from '../../../lib/local/demo/demo-verify.js';
 import {
   clientConfigFor,
   LOCAL_CREDENTIALS,
   LOCAL_REGION,
   startLocalAws,
-} from '../../../lib/local/local-aws.js';
+} from '../../../lib/local/emulators/local-aws.js';
+import { provisionLocal } from '../../../lib/local/emulators/provision.js';
 import {
   type InvocationLine,
   type PipelineLogLine,
   readEventLog,
 } from '../../../lib/local/pipeline-process/event-log.js';
 import { type PipelineProcess, spawnPipelineProcess } from '../../../lib/local/pipeline-process/spawn.js';
-import { provisionLocal } from '../../../lib/local/provision.js';
-import { S3BehaviourModel } from '../../../lib/local/s3-behaviour-model.js';
+import { startChaosProxy } from '../../../lib/local/s3-behaviour/chaos-proxy.js';
+import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
 import { semaphoreTimeline } from './timeline.js';
 

@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../../lib/cli/io.js';
-import { main } from '../../../lib/cli.js';
+import { main } from '../../../lib/cli/main.js';
 import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
 
 const sqs = new SQSClient(localClientConfig('sqs'));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { LocalSummary } from '../../../lib/cli/local.js';
-import { main } from '../../../lib/cli.js';
+import { main } from '../../../lib/cli/main.js';
 
 function captureIo() {
   const out: string[] = [];

@@ -6,7 +6,7 @@ import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/c
 import { afterAll, describe, expect, it } from 'vitest';
 import { countQueue, queueDepth } from '../../../lib/cli/inspect.js';
 import type { CliIo } from '../../../lib/cli/io.js';
-import { main } from '../../../lib/cli.js';
+import { main } from '../../../lib/cli/main.js';
 import { loadBadMessages, loadGoodMessages } from '../../fixtures/messages.js';
 import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
 

@@ -9,7 +9,7 @@ import {
   RecordNotFoundError,
   ValidationError,
 } from '../../../lib/db/index.js';
-import { startChaosProxy } from '../../../lib/local/chaos-proxy.js';
+import { startChaosProxy } from '../../../lib/local/s3-behaviour/chaos-proxy.js';
 import { TimeoutError } from '../../../lib/pool/index.js';
 import { localAwsEndpoints, localClientConfig, usingEmbeddedAws } from '../../support/local-aws.js';
 

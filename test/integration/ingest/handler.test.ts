@@ -5,10 +5,10 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../../lib/ingest/config.js';
 import { createIngestHandler, type InvocationSummary } from '../../../lib/ingest/handler/ingest-handler.js';
-import { type ChaosProxy, startChaosProxy } from '../../../lib/local/chaos-proxy.js';
-import { EventSourceRunner, type InvocationResult } from '../../../lib/local/event-source-runner.js';
-import { LambdaContainers } from '../../../lib/local/lambda-containers.js';
-import { type LocalResources, provisionLocal } from '../../../lib/local/provision.js';
+import { type LocalResources, provisionLocal } from '../../../lib/local/emulators/provision.js';
+import { EventSourceRunner, type InvocationResult } from '../../../lib/local/lambda/event-source-runner.js';
+import { LambdaContainers } from '../../../lib/local/lambda/lambda-containers.js';
+import { type ChaosProxy, startChaosProxy } from '../../../lib/local/s3-behaviour/chaos-proxy.js';
 import { loadBadMessages, loadGoodMessages } from '../../fixtures/messages.js';
 import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
 import {

@@ -11,8 +11,8 @@ import {
   type PutObjectInput,
   type StoreCallOptions,
 } from '../../../lib/db/index.js';
-import { ManualClock, systemClock } from '../../../lib/local/clock.js';
-import { S3BehaviourModel } from '../../../lib/local/s3-behaviour-model.js';
+import { ManualClock, systemClock } from '../../../lib/local/s3-behaviour/clock.js';
+import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { ConcurrencyBudget, TimeoutError } from '../../../lib/pool/index.js';
 
 /** Records each request's key and signal; optionally fails the first N puts after applying them. */

@@ -3,7 +3,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
-import { S3BehaviourModel } from '../../../lib/local/s3-behaviour-model.js';
+import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
 import type { Semaphore } from '../../../lib/semaphore/types.js';
 import {

@@ -5,8 +5,8 @@ import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { SQSBatchResponse } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { INGEST_METRIC_NAMES, INGEST_METRICS } from '../../../lib/ingest/metric-names.js';
-import { provisionLocal } from '../../../lib/local/provision.js';
-import { S3BehaviourModel } from '../../../lib/local/s3-behaviour-model.js';
+import { provisionLocal } from '../../../lib/local/emulators/provision.js';
+import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
 import {
   createDlq,

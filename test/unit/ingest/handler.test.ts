@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { Database } from '../../../lib/db/database.js';
 import { INVALID_MESSAGE_REASONS } from '../../../lib/ingest/errors.js';
 import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
-import { S3BehaviourModel } from '../../../lib/local/s3-behaviour-model.js';
+import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { ExecutorPool } from '../../../lib/pool/executor-pool.js';
 import { loadBadMessages, loadGoodMessages } from '../../fixtures/messages.js';
 import {

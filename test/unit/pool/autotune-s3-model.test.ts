@@ -4,8 +4,8 @@
 // so a 14 s scenario is about ten thousand writes.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryBucket, MemoryObjectStore } from '../../../lib/db/memory-object-store.js';
-import { systemClock } from '../../../lib/local/clock.js';
-import { S3BehaviourModel } from '../../../lib/local/s3-behaviour-model.js';
+import { systemClock } from '../../../lib/local/s3-behaviour/clock.js';
+import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { Autotuner } from '../../../lib/pool/autotune/index.js';
 import { ExecutorPool } from '../../../lib/pool/index.js';
 

@@ -25,8 +25,8 @@ import {
   type IngestHandlerOptions,
   type InvocationSummary,
 } from '../../../../lib/ingest/handler/ingest-handler.js';
-import { drain } from '../../../integration/runner/queues.js';
 import { localClientConfig } from '../../../support/local-aws.js';
+import { drain } from '../../../support/queues.js';
 
 /** A Lambda `Context` whose `getRemainingTimeInMillis()` counts down (wall clock) from `remainingMs`. */
 export function lambdaContext(remainingMs: number): Context {

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import pLimit from 'p-limit';
+import { ExecutorPool } from '../../pool/index.js';
 import { DEMO_FIELDS, type DemoLoad, type DemoRecord } from './demo-load.js';
 
 /** Reason shown for DLQ messages without a `reason` attribute (moved by the queue's redrive policy). */
@@ -110,11 +110,12 @@ export async function verifyDemo(options: VerifyDemoOptions): Promise<DemoVerifi
   };
 
   const stored = new Map<string, DemoRecord>();
-  const limit = pLimit(16);
+  // Our own pool, not a devDependency: `s3-ingest local` runs from the published package too.
+  const reads = new ExecutorPool({ concurrency: 16 });
   const keys = await listKeys(s3, bucket);
   await Promise.all(
     keys.map((fullKey) =>
-      limit(async () => {
+      reads.enqueue(async () => {
         const key = KEY_PATTERN.exec(fullKey)?.[1];
         if (key === undefined) {
           problem('duplicated', `unexpected object ${fullKey}`);

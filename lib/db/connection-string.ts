@@ -16,8 +16,30 @@ export type ConnectionTarget =
     }
   | { kind: 'memory'; bucket: string; prefix: string };
 
-/** S3's bucket naming rules (the subset that matters for path-style addressing). */
+/** S3's general-purpose bucket naming rules: 3..63 characters, lowercase letters, digits, `.` and `-`. */
 const BUCKET_PATTERN = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+const IP_ADDRESS_PATTERN = /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
+/** Prefixes and suffixes S3 reserves (access points, Object Lambda, directory and table buckets, ...). */
+const RESERVED_PREFIXES = ['xn--', 'sthree-', 'amzn-s3-demo-'];
+const RESERVED_SUFFIXES = ['-s3alias', '--ol-s3', '.mrap', '--x-s3', '--table-s3'];
+
+/**
+ * Why `name` is not a valid S3 bucket name (AWS's rules for general purpose buckets), or `undefined` when it
+ * is. Checked wherever a bucket name enters (connection strings, `BUCKET_NAME`), so a name S3 would refuse
+ * fails at start, not at the first write.
+ */
+export function bucketNameProblem(name: string): string | undefined {
+  if (!BUCKET_PATTERN.test(name)) {
+    return 'must be 3..63 lowercase letters, digits, "." or "-", starting and ending with a letter or digit';
+  }
+  if (name.includes('..')) return 'must not contain two adjacent periods';
+  if (IP_ADDRESS_PATTERN.test(name)) return 'must not be formatted as an IP address';
+  const prefix = RESERVED_PREFIXES.find((p) => name.startsWith(p));
+  if (prefix !== undefined) return `must not start with the reserved prefix "${prefix}"`;
+  const suffix = RESERVED_SUFFIXES.find((s) => name.endsWith(s));
+  if (suffix !== undefined) return `must not end with the reserved suffix "${suffix}"`;
+  return undefined;
+}
 
 function decode(part: string): string {
   try {
@@ -54,8 +76,11 @@ export function parseConnectionString(connectionString: string): ConnectionTarge
   const path = url.pathname.replace(/^\/+/, '');
 
   const checkBucket = (bucket: string): string => {
-    if (!BUCKET_PATTERN.test(bucket)) {
-      throw new ConnectionStringError(`bucket ${JSON.stringify(bucket)} is not a valid S3 bucket name`);
+    const problem = bucketNameProblem(bucket);
+    if (problem !== undefined) {
+      throw new ConnectionStringError(
+        `bucket ${JSON.stringify(bucket)} is not a valid S3 bucket name: ${problem}`,
+      );
     }
     return bucket;
   };

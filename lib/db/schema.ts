@@ -36,14 +36,24 @@ let shared: Ajv | undefined;
  */
 function sharedAjv(): Ajv {
   if (shared === undefined) {
-    shared = new Ajv({ strict: true, allErrors: false });
+    // strictSchema stays on (an unknown keyword is a typo: `requird` would silently check nothing). The
+    // other strict checks are style lints that refuse schemas users plausibly write and that validate as
+    // written: `required` without `properties`, `properties` without `type: 'object'` (data is always an
+    // object), tuple `items` without `minItems`.
+    shared = new Ajv({
+      strict: true,
+      strictRequired: false,
+      strictTypes: false,
+      strictTuples: false,
+      allErrors: false,
+    });
     addFormats(shared);
   }
   return shared;
 }
 
 /**
- * Compiles resource schemas once (Ajv 8, strict mode, standard formats) and validates records against
+ * Compiles resource schemas once (Ajv 8, strict schema mode, standard formats) and validates records against
  * them. Stops at the first violation: `allErrors` costs time and is a known amplification risk on
  * untrusted input.
  */

@@ -1,4 +1,7 @@
+import { bucketNameProblem } from '../db/connection-string.js';
+import { InvalidSchemaError } from '../db/errors.js';
 import { isValidResource } from '../db/keys.js';
+import { type JsonSchema, SchemaRegistry } from '../db/schema.js';
 import { ConfigError } from './errors.js';
 
 /** A resource's JSON Schema (`{}` accepts any object). */
@@ -6,7 +9,7 @@ export type ResourceSchema = Readonly<Record<string, unknown>>;
 
 /** The environment the handler and the local runner read, parsed once at cold start. */
 export interface IngestConfig {
-  /** `BUCKET_NAME` (required): the bucket holding every tenant's records. */
+  /** `BUCKET_NAME` (required): the bucket holding every tenant's records; S3's bucket-naming rules apply. */
   readonly bucketName: string;
   /** `DLQ_URL` (required): where permanently invalid messages go, with their reason. */
   readonly dlqUrl: string;
@@ -16,7 +19,10 @@ export interface IngestConfig {
    * together exceed `S3_PREFIX_WRITE_RATE` and meet S3 SlowDown, which the pools then retry.
    */
   readonly semaphoreTable?: string;
-  /** `RESOURCES` (required): JSON object, resource name -> JSON Schema. A null-prototype map. */
+  /**
+   * `RESOURCES` (required): JSON object, resource name -> JSON Schema, each compiled at load (a bad one
+   * throws `ConfigError` with key `RESOURCES.<resource>`). A null-prototype map.
+   */
   readonly resources: Readonly<Record<string, ResourceSchema>>;
   /** `POOL_CONCURRENCY`: in-flight S3 writes per invocation, split over tenants. Default 64, int >= 1. */
   readonly poolConcurrency: number;
@@ -72,6 +78,13 @@ function required(env: Env, key: string): string {
   return value;
 }
 
+function bucketName(env: Env): string {
+  const name = required(env, 'BUCKET_NAME');
+  const problem = bucketNameProblem(name);
+  if (problem !== undefined) throw new ConfigError('BUCKET_NAME', `${JSON.stringify(name)} ${problem}`);
+  return name;
+}
+
 function integer(env: Env, key: keyof typeof CONFIG_DEFAULTS, min: number): number {
   const text = optional(env, key);
   if (text === undefined) return CONFIG_DEFAULTS[key];
@@ -99,17 +112,30 @@ function endpoint(env: Env, key: string): string | undefined {
   return value;
 }
 
-const JSON_TYPES = new Set(['object', 'array', 'string', 'number', 'integer', 'boolean', 'null']);
+/** Data is always a JSON object: a schema whose `type` leaves out `object` would refuse every write. */
+function acceptsObjects(type: unknown): boolean {
+  if (type === undefined) return true;
+  return Array.isArray(type) ? type.includes('object') : type === 'object';
+}
 
-// A structural check only: compiling needs an Ajv instance (tens of ms of cold start per instance), and the
-// Database compiles each schema anyway, reporting `InvalidSchemaError`. This catches the common typo early.
-function checkSchemaType(resource: string, type: unknown): void {
-  const types = Array.isArray(type) ? type : type === undefined ? [] : [type];
-  const bad = types.find((t) => typeof t !== 'string' || !JSON_TYPES.has(t));
-  if (bad !== undefined || (Array.isArray(type) && type.length === 0)) {
+/**
+ * Compiles one resource's schema with the very registry the Databases use. Ajv caches validators by schema
+ * object in its one per-process instance, so each tenant's `createResource` of this same object reuses the
+ * validator compiled here: a schema that loads is a schema every write can use, and a bad one fails the
+ * cold start, naming `RESOURCES.<resource>`, instead of blocking every tenant at its first write.
+ */
+function compileSchema(registry: SchemaRegistry, resource: string, schema: ResourceSchema): void {
+  const key = `RESOURCES.${resource}`;
+  try {
+    registry.compile(resource, schema as JsonSchema);
+  } catch (err) {
+    if (err instanceof InvalidSchemaError) throw new ConfigError(key, err.message);
+    throw err;
+  }
+  if (!acceptsObjects(schema.type)) {
     throw new ConfigError(
-      'RESOURCES',
-      `${resource}: "type" must name JSON types, got ${JSON.stringify(type)}`,
+      key,
+      `"type" ${JSON.stringify(schema.type)} refuses objects, and every record's data is an object`,
     );
   }
 }
@@ -129,6 +155,7 @@ function resources(env: Env): Record<string, ResourceSchema> {
   if (names.length === 0)
     throw new ConfigError('RESOURCES', 'declares no resource: every message would fail');
   const out: Record<string, ResourceSchema> = Object.create(null);
+  const registry = new SchemaRegistry();
   for (const name of names) {
     if (!isValidResource(name)) {
       throw new ConfigError(
@@ -140,8 +167,8 @@ function resources(env: Env): Record<string, ResourceSchema> {
     if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
       throw new ConfigError('RESOURCES', `${name}: expected a JSON Schema object ({} for schemaless)`);
     }
-    checkSchemaType(name, (schema as Record<string, unknown>).type);
     out[name] = schema as ResourceSchema;
+    compileSchema(registry, name, out[name]);
   }
   return out;
 }
@@ -151,7 +178,7 @@ function resources(env: Env): Record<string, ResourceSchema> {
  * `ConfigError` naming the first bad key. Blank values count as unset.
  */
 export function loadConfig(env: Env): IngestConfig {
-  const bucketName = required(env, 'BUCKET_NAME');
+  const bucket = bucketName(env);
   const dlqUrl = required(env, 'DLQ_URL');
   endpoint(env, 'DLQ_URL');
   const semaphoreTable = optional(env, 'SEMAPHORE_TABLE');
@@ -178,7 +205,7 @@ export function loadConfig(env: Env): IngestConfig {
   }
 
   return {
-    bucketName,
+    bucketName: bucket,
     dlqUrl,
     ...(semaphoreTable === undefined ? {} : { semaphoreTable }),
     resources: resourceMap,

@@ -108,7 +108,7 @@ export class ConfigError extends S3IngestError {
   override readonly name = 'ConfigError';
 
   constructor(
-    /** The environment variable at fault, e.g. `RESOURCES`. */
+    /** The environment variable at fault, e.g. `BUCKET_NAME`; `RESOURCES.<resource>` for one resource's schema. */
     readonly key: string,
     readonly detail: string,
   ) {

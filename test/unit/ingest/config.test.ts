@@ -107,7 +107,7 @@ describe('loadConfig', () => {
       [{ ...minimal, RESOURCES: '{"Orders": {}}' }, 'RESOURCES'],
       [{ ...minimal, RESOURCES: '{"../x": {}}' }, 'RESOURCES'],
       [{ ...minimal, RESOURCES: '{"orders": true}' }, 'RESOURCES'],
-      [{ ...minimal, RESOURCES: '{"orders": {"type": "banana"}}' }, 'RESOURCES'],
+      [{ ...minimal, RESOURCES: '{"orders": {"type": "banana"}}' }, 'RESOURCES.orders'],
       [{ ...minimal, POOL_CONCURRENCY: '0' }, 'POOL_CONCURRENCY'],
       [{ ...minimal, POOL_CONCURRENCY: '1.5' }, 'POOL_CONCURRENCY'],
       [{ ...minimal, POOL_CONCURRENCY: 'lots' }, 'POOL_CONCURRENCY'],

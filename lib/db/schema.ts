@@ -1,6 +1,7 @@
 import { Ajv, type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
 import { InvalidSchemaError, ValidationError, type ValidationIssue } from './errors.js';
+import { linearRegExp } from './linear-regexp.js';
 
 /** A JSON Schema (draft-07 subset Ajv 8 supports by default) for one resource's records. */
 export type JsonSchema = AnySchemaObject;
@@ -46,6 +47,7 @@ function sharedAjv(): Ajv {
       strictTypes: false,
       strictTuples: false,
       allErrors: false,
+      code: { regExp: linearRegExp },
     });
     addFormats(shared);
   }
@@ -53,7 +55,7 @@ function sharedAjv(): Ajv {
 }
 
 /**
- * Compiles resource schemas once (Ajv 8, strict schema mode, standard formats) and validates records against
+ * Compiles resource schemas once (Ajv 8, strict schema mode, standard formats, linear-time patterns) and validates records against
  * them. Stops at the first violation: `allErrors` costs time and is a known amplification risk on
  * untrusted input.
  */

@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { S3IngestError } from '../errors/index.js';
 import { InvalidMessageError } from '../ingest/errors.js';
 import { validateWrite } from '../ingest/message/encode.js';
 import type { ProducerWrite, ResourceNames } from '../ingest/message/types.js';
@@ -18,7 +19,7 @@ Options:
   --json            print the summary as one JSON object on stdout
   -h, --help        this help
 
-Reads stdin when the file is "-" or absent. AWS settings follow the SDK: default credential chain,
+Reads stdin when the file is "-" or absent; the input must be UTF-8. AWS settings follow the SDK: default credential chain,
 AWS_REGION, AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_SQS. RESOURCES (JSON, as the handler's) when set also
 refuses writes to undeclared resources.`;
 
@@ -29,11 +30,35 @@ export interface LineIssue {
   detail: string;
 }
 
+/** The input is not UTF-8: refused whole, since a replacement character would be sent as data. */
+export class InputEncodingError extends S3IngestError {
+  override readonly name = 'InputEncodingError';
+}
+
+/**
+ * Reads the whole input as one UTF-8 stream. Decoding chunk by chunk would turn a character split across
+ * two chunks (64 KiB each from a pipe) into U+FFFD; the streaming decoder carries the partial bytes over.
+ * `fatal`: bytes that are not UTF-8 (or input ending inside a character) throw instead of being replaced.
+ */
 async function readInput(path: string, io: CliIo): Promise<string> {
-  const source = path === '-' ? (io.stdin ?? process.stdin) : createReadStream(path, 'utf8');
+  const source = path === '-' ? (io.stdin ?? process.stdin) : createReadStream(path);
+  const decoder = new TextDecoder('utf-8', { fatal: true });
   let text = '';
-  for await (const chunk of source) text += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
-  return text;
+  try {
+    for await (const chunk of source) {
+      // A string chunk is already decoded: what the decoder holds must end before it.
+      text += typeof chunk === 'string' ? decoder.decode() + chunk : decoder.decode(chunk, { stream: true });
+    }
+    return text + decoder.decode();
+  } catch (error) {
+    if (
+      error instanceof TypeError &&
+      (error as { code?: string }).code === 'ERR_ENCODING_INVALID_ENCODED_DATA'
+    ) {
+      throw new InputEncodingError(`${path === '-' ? 'stdin' : path} is not valid UTF-8`, { cause: error });
+    }
+    throw error;
+  }
 }
 
 /** Parses and validates NDJSON writes; blank lines are skipped. */
@@ -101,7 +126,16 @@ export async function sendCommand(argv: string[], io: CliIo): Promise<number> {
     io.stderr.write(`s3-ingest send: ${(error as Error).message}\n`);
     return EXIT.usage;
   }
-  const text = await readInput(positionals[0] ?? '-', io);
+  let text: string;
+  try {
+    text = await readInput(positionals[0] ?? '-', io);
+  } catch (error) {
+    if (!(error instanceof InputEncodingError)) throw error;
+    io.stderr.write(`s3-ingest send: ${error.message}; nothing sent\n`);
+    if (values.json)
+      io.stdout.write(`${JSON.stringify({ sent: 0, failed: 0, rejected: [], error: error.message })}\n`);
+    return EXIT.badInput;
+  }
   const { writes, lines, issues } = parseNdjsonWrites(text, resources);
   if (issues.length > 0) {
     for (const i of issues) io.stderr.write(`line ${i.line}: ${i.reason}: ${i.detail}\n`);

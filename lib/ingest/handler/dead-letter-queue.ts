@@ -16,7 +16,17 @@ export interface DeadLetter {
   /** Human-readable detail, e.g. the offending field. Truncated to fit an attribute. */
   readonly detail: string;
   readonly tenant?: string;
+  /**
+   * The source message's `MessageGroupId` (FIFO source queues). A FIFO DLQ files the letter under it;
+   * without one, under `DEAD_LETTER_GROUP_ID`.
+   */
+  readonly messageGroupId?: string;
 }
+
+/** FIFO DLQ: the group of letters whose source message had none (a FIFO queue needs one on every send). */
+export const DEAD_LETTER_GROUP_ID = 's3-ingest-dead-letters';
+/** MessageGroupId and MessageDeduplicationId: 1..128 characters of alphanumerics and punctuation. */
+const FIFO_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 const ENTRIES_PER_BATCH = 10;
 // SQS caps a whole SendMessageBatch at 256 KiB (bodies + attributes); leave room for attributes.
@@ -38,12 +48,28 @@ function bodyOf(letter: DeadLetter): { body: string; truncatedFrom?: number } {
   return { body, truncatedFrom: bytes };
 }
 
-function entryOf(letter: DeadLetter, index: number): SendMessageBatchRequestEntry {
+/**
+ * A FIFO DLQ refuses sends without `MessageGroupId`, and without `MessageDeduplicationId` unless the queue
+ * deduplicates by content. The dedup id derives from the source message id, so a source message
+ * dead-lettered twice (redelivered after its first letter was sent) leaves one letter.
+ */
+function fifoFieldsOf(
+  letter: DeadLetter,
+): Pick<SendMessageBatchRequestEntry, 'MessageGroupId' | 'MessageDeduplicationId'> {
+  const group = letter.messageGroupId;
+  return {
+    MessageGroupId: group !== undefined && FIFO_ID_PATTERN.test(group) ? group : DEAD_LETTER_GROUP_ID,
+    MessageDeduplicationId: createHash('sha256').update(letter.messageId).digest('hex'),
+  };
+}
+
+function entryOf(letter: DeadLetter, index: number, fifo: boolean): SendMessageBatchRequestEntry {
   const attribute = (value: string) => ({ DataType: 'String', StringValue: value });
   const { body, truncatedFrom } = bodyOf(letter);
   return {
     Id: String(index),
     MessageBody: body,
+    ...(fifo ? fifoFieldsOf(letter) : {}),
     MessageAttributes: {
       ...(truncatedFrom === undefined
         ? {}
@@ -66,10 +92,15 @@ function entryOf(letter: DeadLetter, index: number): SendMessageBatchRequestEntr
  * redrive policy still moves them eventually. A message is acknowledged only once it is safely in the DLQ.
  */
 export class DeadLetterQueue {
+  /** A `.fifo` DLQ (the DLQ of a FIFO source queue must be FIFO): letters carry group and dedup ids. */
+  readonly #fifo: boolean;
+
   constructor(
     private readonly client: SQSClient,
     private readonly queueUrl: string,
-  ) {}
+  ) {
+    this.#fifo = queueUrl.endsWith('.fifo');
+  }
 
   async send(letters: readonly DeadLetter[]): Promise<Set<string>> {
     const failed = new Set<string>();
@@ -92,7 +123,10 @@ export class DeadLetterQueue {
       batches.map(async (batch) => {
         try {
           const out = await this.client.send(
-            new SendMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: batch.map(entryOf) }),
+            new SendMessageBatchCommand({
+              QueueUrl: this.queueUrl,
+              Entries: batch.map((letter, i) => entryOf(letter, i, this.#fifo)),
+            }),
           );
           for (const entry of out.Failed ?? []) {
             const letter = batch[Number(entry.Id)];

@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type DeadLetter, DeadLetterQueue } from '../../../lib/ingest/handler/dead-letter-queue.js';
+import { localClientConfig } from '../../support/local-aws.js';
+
+const sqs = new SQSClient(localClientConfig('sqs'));
+afterAll(() => sqs.destroy());
+
+function letter(overrides: Partial<DeadLetter> = {}): DeadLetter {
+  return {
+    messageId: randomUUID(),
+    body: '{"v":1,"tenant":"acme"}',
+    reason: 'schema',
+    errorName: 'InvalidMessageError',
+    detail: 'op: required',
+    tenant: 'acme',
+    ...overrides,
+  };
+}
+
+async function createQueue(fifo: boolean): Promise<string> {
+  const name = `dlq-${randomUUID().slice(0, 8)}${fifo ? '.fifo' : ''}`;
+  // No content-based deduplication: every send must carry its own deduplication id, as on AWS by default.
+  const out = await sqs.send(
+    new CreateQueueCommand({ QueueName: name, Attributes: fifo ? { FifoQueue: 'true' } : {} }),
+  );
+  return out.QueueUrl!;
+}
+
+/** Receives and deletes until the queue is empty (a FIFO queue hides a group while one of it is in flight). */
+async function receiveAll(queueUrl: string): Promise<Message[]> {
+  const all: Message[] = [];
+  for (;;) {
+    const out = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        MessageSystemAttributeNames: ['All'],
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    if (!out.Messages?.length) return all;
+    for (const m of out.Messages) {
+      all.push(m);
+      await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle! }));
+    }
+  }
+}
+
+const attr = (m: Message, name: string) => m.MessageAttributes?.[name]?.StringValue;
+
+describe('DeadLetterQueue on a FIFO DLQ (issue 14, defect 9)', () => {
+  it('delivers letters with the source message group, else a stable group, and a deterministic dedup id', async () => {
+    const dlqUrl = await createQueue(true);
+    const dlq = new DeadLetterQueue(sqs, dlqUrl);
+    const fromGroup = letter({ messageGroupId: 'acme' });
+    const noGroup = letter();
+    const failed = await dlq.send([fromGroup, noGroup]);
+    expect([...failed]).toEqual([]);
+
+    const received = await receiveAll(dlqUrl);
+    expect(received.map((m) => attr(m, 'sourceMessageId')).sort()).toEqual(
+      [fromGroup.messageId, noGroup.messageId].sort(),
+    );
+    const groupOf = (id: string) =>
+      received.find((m) => attr(m, 'sourceMessageId') === id)?.Attributes?.MessageGroupId;
+    expect(groupOf(fromGroup.messageId)).toBe('acme');
+    expect(groupOf(noGroup.messageId)).toMatch(/^[\x21-\x7e]{1,128}$/);
+
+    // The same letter again (a redelivered source message): deduplicated, reported as sent.
+    const again = await dlq.send([noGroup]);
+    expect([...again]).toEqual([]);
+    expect(await receiveAll(dlqUrl)).toEqual([]);
+  });
+
+  it('sends no FIFO parameters to a standard DLQ', async () => {
+    const dlqUrl = await createQueue(false);
+    const failed = await new DeadLetterQueue(sqs, dlqUrl).send([letter({ messageGroupId: 'acme' })]);
+    expect([...failed]).toEqual([]);
+    expect(await receiveAll(dlqUrl)).toHaveLength(1);
+  });
+});

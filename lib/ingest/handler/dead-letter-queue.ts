@@ -128,10 +128,12 @@ export class DeadLetterQueue {
               Entries: batch.map((letter, i) => entryOf(letter, i, this.#fifo)),
             }),
           );
-          for (const entry of out.Failed ?? []) {
-            const letter = batch[Number(entry.Id)];
-            if (letter !== undefined) failed.add(letter.messageId);
-          }
+          // Only what SQS lists as Successful is dead-lettered: an entry it lists in Failed, or not at all,
+          // is redelivered rather than acknowledged with no letter anywhere.
+          const sent = new Set((out.Successful ?? []).map((entry) => entry.Id));
+          batch.forEach((letter, i) => {
+            if (!sent.has(String(i))) failed.add(letter.messageId);
+          });
         } catch {
           for (const letter of batch) failed.add(letter.messageId);
         }

@@ -4,6 +4,8 @@ import {
   DeleteMessageCommand,
   type Message,
   ReceiveMessageCommand,
+  type SendMessageBatchCommand,
+  type SendMessageBatchResult,
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -86,5 +88,25 @@ describe('DeadLetterQueue on a FIFO DLQ (issue 14, defect 9)', () => {
     const failed = await new DeadLetterQueue(sqs, dlqUrl).send([letter({ messageGroupId: 'acme' })]);
     expect([...failed]).toEqual([]);
     expect(await receiveAll(dlqUrl)).toHaveLength(1);
+  });
+});
+
+describe('DeadLetterQueue counts only what SQS confirmed (issue 14, defect 10)', () => {
+  it('reports a letter SQS listed neither in Successful nor in Failed as not dead-lettered', async () => {
+    const letters = [letter(), letter(), letter()];
+    // SQS confirms entry 0, fails entry 1, and says nothing about entry 2.
+    const client = {
+      send: async (command: SendMessageBatchCommand): Promise<SendMessageBatchResult> => {
+        const [first, second] = command.input.Entries!;
+        return {
+          Successful: [{ Id: first!.Id!, MessageId: 'm-0', MD5OfMessageBody: '' }],
+          Failed: [{ Id: second!.Id!, Code: 'InternalError', SenderFault: false }],
+        };
+      },
+    } as unknown as SQSClient;
+    const failed = await new DeadLetterQueue(client, 'https://sqs.us-east-1.amazonaws.com/1/dlq').send(
+      letters,
+    );
+    expect([...failed].sort()).toEqual([letters[1]!.messageId, letters[2]!.messageId].sort());
   });
 });

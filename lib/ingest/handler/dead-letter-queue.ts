@@ -4,6 +4,7 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { escapeForSqs } from '../sqs-text.js';
 import type { DeadLetterReason } from './dead-letter-reason.js';
 
 /** One message to move to the DLQ: the original body, verbatim, plus why. */
@@ -29,7 +30,7 @@ export const DEAD_LETTER_GROUP_ID = 's3-ingest-dead-letters';
 const FIFO_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 const ENTRIES_PER_BATCH = 10;
-// SQS caps a whole SendMessageBatch at 256 KiB (bodies + attributes); leave room for attributes.
+// SQS caps a whole SendMessageBatch at 256 KiB (bodies + attributes, measured by `entryBytes`); a margin.
 const BATCH_BYTES = 250 * 1024;
 const DETAIL_CHARS = 500;
 /**
@@ -63,11 +64,31 @@ function fifoFieldsOf(
   };
 }
 
-function entryOf(letter: DeadLetter, index: number, fifo: boolean): SendMessageBatchRequestEntry {
-  const attribute = (value: string) => ({ DataType: 'String', StringValue: value });
+/** The first `DETAIL_CHARS` UTF-16 units of `detail`, never ending inside a surrogate pair. */
+function truncatedDetail(detail: string): string {
+  if (detail.length <= DETAIL_CHARS) return detail;
+  const cut = detail.slice(0, DETAIL_CHARS);
+  return /[\ud800-\udbff]$/.test(cut) ? cut.slice(0, -1) : cut;
+}
+
+// Every string attribute is escaped: SQS refuses a whole SendMessageBatch entry that carries U+FFFE, U+FFFF,
+// a control character or a lone surrogate, and `detail` quotes whatever the refused message contained.
+const attribute = (value: string) => ({ DataType: 'String', StringValue: escapeForSqs(value) });
+
+/** What SQS counts against its size limits: the body plus each attribute's name, type and value. */
+function entryBytes(entry: Omit<SendMessageBatchRequestEntry, 'Id'>): number {
+  let bytes = Buffer.byteLength(entry.MessageBody ?? '');
+  for (const [name, value] of Object.entries(entry.MessageAttributes ?? {})) {
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(value.DataType ?? '');
+    bytes += Buffer.byteLength(value.StringValue ?? '');
+  }
+  return bytes;
+}
+
+/** One letter's entry; its `Id` (position in its batch) is set when batches are formed. */
+function entryOf(letter: DeadLetter, fifo: boolean): Omit<SendMessageBatchRequestEntry, 'Id'> {
   const { body, truncatedFrom } = bodyOf(letter);
   return {
-    Id: String(index),
     MessageBody: body,
     ...(fifo ? fifoFieldsOf(letter) : {}),
     MessageAttributes: {
@@ -79,7 +100,7 @@ function entryOf(letter: DeadLetter, index: number, fifo: boolean): SendMessageB
           }),
       reason: attribute(letter.reason),
       errorName: attribute(letter.errorName),
-      detail: attribute(letter.detail.slice(0, DETAIL_CHARS) || '-'),
+      detail: attribute(truncatedDetail(letter.detail) || '-'),
       sourceMessageId: attribute(letter.messageId),
       ...(letter.tenant === undefined ? {} : { tenant: attribute(letter.tenant) }),
     },
@@ -104,17 +125,18 @@ export class DeadLetterQueue {
 
   async send(letters: readonly DeadLetter[]): Promise<Set<string>> {
     const failed = new Set<string>();
-    const batches: DeadLetter[][] = [];
-    let current: DeadLetter[] = [];
+    const batches: Array<Array<{ letter: DeadLetter; entry: Omit<SendMessageBatchRequestEntry, 'Id'> }>> = [];
+    let current: (typeof batches)[number] = [];
     let bytes = 0;
     for (const letter of letters) {
-      const size = Math.min(Buffer.byteLength(letter.body), MAX_DEAD_LETTER_BODY_BYTES) + 1024;
+      const entry = entryOf(letter, this.#fifo);
+      const size = entryBytes(entry);
       if (current.length === ENTRIES_PER_BATCH || (current.length > 0 && bytes + size > BATCH_BYTES)) {
         batches.push(current);
         current = [];
         bytes = 0;
       }
-      current.push(letter);
+      current.push({ letter, entry });
       bytes += size;
     }
     if (current.length > 0) batches.push(current);
@@ -125,17 +147,17 @@ export class DeadLetterQueue {
           const out = await this.client.send(
             new SendMessageBatchCommand({
               QueueUrl: this.queueUrl,
-              Entries: batch.map((letter, i) => entryOf(letter, i, this.#fifo)),
+              Entries: batch.map((b, i) => ({ ...b.entry, Id: String(i) })),
             }),
           );
           // Only what SQS lists as Successful is dead-lettered: an entry it lists in Failed, or not at all,
           // is redelivered rather than acknowledged with no letter anywhere.
           const sent = new Set((out.Successful ?? []).map((entry) => entry.Id));
-          batch.forEach((letter, i) => {
+          batch.forEach(({ letter }, i) => {
             if (!sent.has(String(i))) failed.add(letter.messageId);
           });
         } catch {
-          for (const letter of batch) failed.add(letter.messageId);
+          for (const { letter } of batch) failed.add(letter.messageId);
         }
       }),
     );

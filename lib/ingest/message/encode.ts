@@ -1,4 +1,5 @@
 import { InvalidMessageError, preview } from '../errors.js';
+import { escapeForSqs } from '../sqs-text.js';
 import { parseIngestMessage } from './parse.js';
 import type { IngestWrite, ProducerWrite, ResourceNames } from './types.js';
 
@@ -19,10 +20,6 @@ export interface EncodedWrite {
 // Stands in for the SQS message id, which does not exist before sending; only used to derive a
 // placeholder id for inserts without `id` and `key`, never sent.
 const UNSENT_MESSAGE_ID = 'unsent';
-
-// SQS refuses bodies with U+FFFE / U+FFFF. JSON.stringify already escapes control characters and lone
-// surrogates, and these two can only occur inside JSON strings, where `\ufffe` means the same.
-const SQS_INVALID_CHARS = /[\ufffe\uffff]/g;
 
 // JSON.stringify would silently turn NaN and Infinity into null: inside `data`, a different record than
 // the caller's. (At the top level the null reaches the parser, which names the field, e.g. `priority`.)
@@ -58,7 +55,9 @@ export function encodeWrite(write: ProducerWrite, options: EncodeOptions = {}): 
     const reason = (cause instanceof Error ? cause.message : String(cause)).split('\n')[0];
     throw new InvalidMessageError('schema', `data: not serializable as JSON (${reason})`, { cause });
   }
-  const body = json.replace(SQS_INVALID_CHARS, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+  // SQS refuses U+FFFE / U+FFFF in bodies. JSON.stringify already escapes control characters and lone
+  // surrogates, so these two are all that is left, and only inside JSON strings, where `\ufffe` means the same.
+  const body = escapeForSqs(json);
   const parsed = parseIngestMessage(body, { messageId: UNSENT_MESSAGE_ID, resources: options.resources });
   return { body, bytes: Buffer.byteLength(body, 'utf8'), parsed };
 }

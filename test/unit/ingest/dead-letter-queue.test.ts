@@ -110,3 +110,58 @@ describe('DeadLetterQueue counts only what SQS confirmed (issue 14, defect 10)',
     expect([...failed].sort()).toEqual([letters[1]!.messageId, letters[2]!.messageId].sort());
   });
 });
+
+describe('DeadLetterQueue escapes what SQS refuses in attributes (issue 14, defect 13)', () => {
+  it('sends a detail holding U+FFFE, U+FFFF, a control character and a lone surrogate', async () => {
+    const dlqUrl = await createQueue(false);
+    // 499 ASCII characters then an astral character: the 500-character cut falls inside its surrogate pair.
+    const detail = `a\ufffeb\uffffc\u0000d\ud800e${'x'.repeat(490)}😀`;
+    const sent = letter({ detail, tenant: 'acme', errorName: 'Error\ufffe' });
+    const failed = await new DeadLetterQueue(sqs, dlqUrl).send([sent]);
+    expect([...failed]).toEqual([]);
+    const [received] = await receiveAll(dlqUrl);
+    const value = attr(received!, 'detail')!;
+    expect(value.startsWith('a\\ufffeb\\uffffc\\u0000d\\ud800e')).toBe(true);
+    expect(value).not.toMatch(/[\ufffe\uffff]/);
+    expect(value).not.toContain('\u0000');
+    expect(attr(received!, 'errorName')).toBe('Error\\ufffe');
+  });
+});
+
+describe('DeadLetterQueue sizes batches by what it sends', () => {
+  it('keeps each SendMessageBatch under 256 KiB when escaped attributes are large', async () => {
+    const dlqUrl = await createQueue(false);
+    const requests: number[] = [];
+    const recording = new SQSClient(localClientConfig('sqs'));
+    recording.middlewareStack.add(
+      (next) => async (args) => {
+        const input = (
+          args.input as { Entries?: Array<{ MessageBody?: string; MessageAttributes?: object }> }
+        ).Entries;
+        if (input !== undefined) {
+          requests.push(
+            input.reduce(
+              (sum, e) => sum + Buffer.byteLength(JSON.stringify([e.MessageBody, e.MessageAttributes])),
+              0,
+            ),
+          );
+        }
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    try {
+      // 10 bodies of 24,000 bytes plus 500 U+FFFE escaped to 3,000 bytes each: one batch would be ~270 KB.
+      const letters = Array.from({ length: 10 }, () =>
+        letter({ body: 'b'.repeat(24_000), detail: '\ufffe'.repeat(500) }),
+      );
+      const failed = await new DeadLetterQueue(recording, dlqUrl).send(letters);
+      expect([...failed]).toEqual([]);
+      expect(requests.length).toBeGreaterThan(1);
+      for (const bytes of requests) expect(bytes).toBeLessThanOrEqual(262_144);
+      expect(await receiveAll(dlqUrl)).toHaveLength(10);
+    } finally {
+      recording.destroy();
+    }
+  });
+});

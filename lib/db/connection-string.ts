@@ -49,6 +49,16 @@ function decode(part: string): string {
   }
 }
 
+/** The path as written: after `scheme://authority`, before `?` or `#` (`''` when there is none). */
+function rawPathOf(connectionString: string): string {
+  const afterScheme = connectionString.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '');
+  const authorityEnd = afterScheme.search(/[/?#]/);
+  if (authorityEnd === -1 || afterScheme[authorityEnd] !== '/') return '';
+  const path = afterScheme.slice(authorityEnd);
+  const pathEnd = path.search(/[?#]/);
+  return pathEnd === -1 ? path : path.slice(0, pathEnd);
+}
+
 /**
  * Parses `s3://bucket/prefix` (AWS, default credential chain; `s3://key:secret@bucket/prefix` also
  * accepted), `http(s)://key:secret@host:port/bucket/prefix` (an S3-compatible endpoint, path-style) and
@@ -58,9 +68,20 @@ export function parseConnectionString(connectionString: string): ConnectionTarge
   if (typeof connectionString !== 'string' || connectionString === '') {
     throw new ConnectionStringError('must be a non-empty string');
   }
-  // The URL parser silently resolves dot segments (`/a/../b` -> `/b`); refuse them instead.
-  if (/\/\.{1,2}(?=\/|\?|#|$)/.test(connectionString.replace(/^[a-z0-9+.-]+:\/\//i, '/'))) {
+  // The URL parser silently drops tabs and newlines and trims spaces and control characters: refuse them, so
+  // what it parses is what was written.
+  if (!/^[\x21-\x7e]+$/.test(connectionString)) {
+    throw new ConnectionStringError('must be printable ASCII without spaces (percent-encode credentials)');
+  }
+  const rawPath = rawPathOf(connectionString);
+  // The URL parser resolves dot segments (`/a/../b` -> `/b`), also percent-encoded (`%2e%2e`) or
+  // backslashed (`\..\`, http only), and the prefix used to be percent-decoded after that. Bucket names and
+  // prefixes never need either, so a path must be taken literally or not at all.
+  if (/\/\.{1,2}(?=\/|$)/.test(rawPath)) {
     throw new ConnectionStringError('path must not contain "." or ".." segments');
+  }
+  if (/[%\\]|\/\//.test(rawPath)) {
+    throw new ConnectionStringError('path must not contain percent-encoding, backslashes or empty segments');
   }
   let url: URL;
   try {
@@ -73,6 +94,10 @@ export function parseConnectionString(connectionString: string): ConnectionTarge
     url.username !== ''
       ? { accessKeyId: decode(url.username), secretAccessKey: decode(url.password) }
       : undefined;
+  if (url.pathname !== rawPath && !(rawPath === '' && url.pathname === '/')) {
+    // Anything else the parser would rewrite: the path must be exactly what was written.
+    throw new ConnectionStringError('path changes under URL normalisation');
+  }
   const path = url.pathname.replace(/^\/+/, '');
 
   const checkBucket = (bucket: string): string => {
@@ -86,10 +111,10 @@ export function parseConnectionString(connectionString: string): ConnectionTarge
   };
   const checkPrefix = (prefix: string): string => {
     try {
-      return normalizePrefix(decodeURIComponent(prefix));
+      return normalizePrefix(prefix);
     } catch (err) {
       if (err instanceof InvalidKeyError) throw new ConnectionStringError(err.message);
-      throw new ConnectionStringError('prefix is not valid percent-encoding');
+      throw err;
     }
   };
 

@@ -5,7 +5,7 @@ import { S3IngestError } from '../errors/index.js';
  * moves such a message to the DLQ at once, with the reason as a message attribute, and never retries it.
  */
 export type InvalidMessageReason =
-  /** The body (or, in the producer, the encoded message) exceeds its byte limit, or `data` exceeds 256,000 bytes. */
+  /** The body (or, in the producer, the encoded message) exceeds its byte limit, or `data` exceeds 256,000 bytes as sent. */
   | 'too-large'
   /** The body is not JSON. */
   | 'invalid-json'
@@ -13,7 +13,10 @@ export type InvalidMessageReason =
   | 'forbidden-key'
   /** `v` is present but is not `1`. */
   | 'unsupported-version'
-  /** Wrong shape: not an object, a required field missing, an unknown field, `data` of the wrong type. */
+  /**
+   * Wrong shape: not an object, a required field missing, an unknown field, `data` of the wrong type, or a
+   * number in `data` JSON cannot carry exactly (`1e400`, an integer literal beyond ±(2^53-1)).
+   */
   | 'schema'
   /** `op` is not one of insert, upsert, update, delete. */
   | 'invalid-op'

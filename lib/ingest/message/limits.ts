@@ -1,7 +1,8 @@
 /**
  * Limits of message contract v1.
  *
- * `data` is capped at 256,000 bytes (decimal KB) of compact JSON rather than 262,144: the envelope around
+ * `data` is capped at 256,000 bytes (decimal KB) of compact JSON as sent (UTF-8, U+FFFE/U+FFFF as 6-byte
+ * escapes) rather than 262,144: the envelope around
  * it (tenant, resource, id, key, ...) is at most ~600 bytes, so a message whose `data` passes always fits
  * the SQS message size limit of 256 KiB, and the producer never accepts a write SQS would refuse.
  */
@@ -28,6 +29,11 @@ export interface JsonScan {
   readonly forbiddenKeyPath?: string;
   /** Path of the first number that is not finite (`1e400` parses to Infinity and would serialize as null). */
   readonly nonFinitePath?: string;
+  /**
+   * Integer-valued numbers beyond ±(2^53-1), each with the path of its first occurrence. Such a value may
+   * come from an integer literal JSON.parse rounded (`9007199254740993`): `firstUnsafeIntegerLiteral` tells.
+   */
+  readonly largeIntegerPaths?: ReadonlyMap<number, string>;
 }
 
 interface Frame {
@@ -49,11 +55,16 @@ function pathOf(frame: Frame): string {
  */
 export function scanJson(root: unknown): JsonScan {
   let nonFinitePath: string | undefined;
+  let largeIntegerPaths: Map<number, string> | undefined;
   const stack: Frame[] = [{ value: root, parent: undefined, key: '' }];
   for (let frame = stack.pop(); frame !== undefined; frame = stack.pop()) {
     const { value } = frame;
     if (typeof value === 'number') {
       if (nonFinitePath === undefined && !Number.isFinite(value)) nonFinitePath = pathOf(frame);
+      else if (Number.isInteger(value) && !Number.isSafeInteger(value)) {
+        largeIntegerPaths ??= new Map();
+        if (!largeIntegerPaths.has(value)) largeIntegerPaths.set(value, pathOf(frame));
+      }
       continue;
     }
     if (typeof value !== 'object' || value === null) continue;
@@ -69,14 +80,53 @@ export function scanJson(root: unknown): JsonScan {
     if (refused !== undefined) {
       // One refused key condemns the whole message: stop here (a deterministic, not exhaustive, report).
       const forbiddenKeyPath = pathOf({ value: undefined, parent: frame, key: refused });
-      return { forbiddenKeyPath, nonFinitePath };
+      return { forbiddenKeyPath, nonFinitePath, largeIntegerPaths };
     }
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i]!;
       stack.push({ value: record[key], parent: frame, key });
     }
   }
-  return { nonFinitePath };
+  return { nonFinitePath, largeIntegerPaths };
+}
+
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
+
+/**
+ * The first integer literal (no fraction, no exponent) outside JSON strings in `text` whose value is not a
+ * safe integer, e.g. `9007199254740993`, which `JSON.parse` silently turns into `9007199254740992`. Floats
+ * (`1e300`, `1.5`) are rounded by design and not reported. Linear; run only when `scanJson` saw a large
+ * integer-valued number, so ordinary bodies never pay for it.
+ */
+export function firstUnsafeIntegerLiteral(text: string): string | undefined {
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) {
+      inString = true;
+      continue;
+    }
+    if (c !== 0x2d && !isDigit(c)) continue;
+    let end = i + 1;
+    while (end < text.length && isDigit(text.charCodeAt(end))) end++;
+    let isInteger = true;
+    // A fraction or an exponent makes it a float, whose rounding is JSON's documented behaviour.
+    while (end < text.length && '.eE+-'.includes(text[end]!)) {
+      isInteger = false;
+      end++;
+      while (end < text.length && isDigit(text.charCodeAt(end))) end++;
+    }
+    const token = text.slice(i, end);
+    if (isInteger && !Number.isSafeInteger(Number(token))) return token;
+    i = end - 1;
+  }
+  return undefined;
 }
 
 /**

@@ -1,9 +1,12 @@
 import * as z from 'zod';
 import { isValidId, isValidResource, isValidTenant } from '../../db/keys.js';
 import { InvalidMessageError, type InvalidMessageReason, preview } from '../errors.js';
+import { escapedJsonBytes } from '../sqs-text.js';
 import { deriveInsertId } from './derive-id.js';
 import {
   DEFAULT_PRIORITY,
+  firstUnsafeIntegerLiteral,
+  type JsonScan,
   KEY_PATTERN,
   MAX_BODY_BYTES,
   MAX_DATA_BYTES,
@@ -130,7 +133,7 @@ export function parseIngestMessage(body: string, meta: MessageMeta): IngestWrite
   } else {
     if (message.data === undefined)
       throw new InvalidMessageError('missing-data', `data: required for ${message.op}`);
-    checkDataLimits(message.data, scan.nonFinitePath);
+    checkDataLimits(message.data, scan, body);
   }
 
   const base = {
@@ -146,12 +149,23 @@ export function parseIngestMessage(body: string, meta: MessageMeta): IngestWrite
   return { ...base, op: message.op, id, idSource, data: message.data! };
 }
 
-function checkDataLimits(data: JsonObject, nonFinitePath: string | undefined): void {
-  if (nonFinitePath !== undefined) {
-    throw new InvalidMessageError('schema', `${nonFinitePath}: number out of range`);
+function checkDataLimits(data: JsonObject, scan: JsonScan, body: string): void {
+  if (scan.nonFinitePath !== undefined) {
+    throw new InvalidMessageError('schema', `${scan.nonFinitePath}: number out of range`);
   }
-  const bytes = Buffer.byteLength(JSON.stringify(data), 'utf8');
+  // The envelope's numbers (v, priority) are valid by now, so an unsafe integer literal is inside data.
+  const literal = scan.largeIntegerPaths === undefined ? undefined : firstUnsafeIntegerLiteral(body);
+  if (literal !== undefined) {
+    const path = scan.largeIntegerPaths?.get(Number(literal)) ?? 'data';
+    throw new InvalidMessageError(
+      'schema',
+      `${path}: integer ${literal.slice(0, 40)} is beyond ±(2^53-1) and would change in JSON; send it as a string`,
+    );
+  }
+  // Measured as it travels: compact JSON, UTF-8, with what SQS refuses escaped (U+FFFE is 3 bytes raw and
+  // 6 as `\ufffe`), so a message whose data passes always fits SQS's classic 256 KiB limit.
+  const bytes = escapedJsonBytes(JSON.stringify(data));
   if (bytes > MAX_DATA_BYTES) {
-    throw new InvalidMessageError('too-large', `data: ${bytes} bytes serialized, at most ${MAX_DATA_BYTES}`);
+    throw new InvalidMessageError('too-large', `data: ${bytes} bytes encoded, at most ${MAX_DATA_BYTES}`);
   }
 }

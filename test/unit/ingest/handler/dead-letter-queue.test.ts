@@ -9,8 +9,8 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type DeadLetter, DeadLetterQueue } from '../../../lib/ingest/handler/dead-letter-queue.js';
-import { localClientConfig } from '../../support/local-aws.js';
+import { type DeadLetter, DeadLetterQueue } from '../../../../lib/ingest/handler/dead-letter-queue.js';
+import { localClientConfig } from '../../../support/local-aws.js';
 
 const sqs = new SQSClient(localClientConfig('sqs'));
 afterAll(() => sqs.destroy());

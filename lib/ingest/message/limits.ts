@@ -99,17 +99,10 @@ const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
  * integer-valued number, so ordinary bodies never pay for it.
  */
 export function firstUnsafeIntegerLiteral(text: string): string | undefined {
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c)
-        i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-      continue;
-    }
-    if (c === 0x22) {
-      inString = true;
+    if (c === QUOTE) {
+      i = closingQuoteOf(text, i);
       continue;
     }
     if (c !== 0x2d && !isDigit(c)) continue;
@@ -129,21 +122,30 @@ export function firstUnsafeIntegerLiteral(text: string): string | undefined {
   return undefined;
 }
 
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** Index of the quote closing the JSON string opened at `open` (`text.length` if it never closes). */
+function closingQuoteOf(text: string, open: number): number {
+  for (let i = open + 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === BACKSLASH)
+      i++; // skip the escaped character
+    else if (c === QUOTE) return i;
+  }
+  return text.length;
+}
+
 /**
  * True when brackets outside JSON strings nest deeper than `maxLevels` in `text`. Runs before `JSON.parse`
  * because parsing half a million nested arrays costs about a second, against a few ms for this loop.
  */
 export function nestsDeeperThan(text: string, maxLevels: number): boolean {
   let level = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c)
-        i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) {
-      inString = true;
+    if (c === QUOTE) {
+      i = closingQuoteOf(text, i);
     } else if (c === 0x7b || c === 0x5b) {
       if (++level > maxLevels) return true;
     } else if (c === 0x7d || c === 0x5d) {

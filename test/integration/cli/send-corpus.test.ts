@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { countQueue, queueDepth } from '../../../lib/cli/inspect.js';
-import type { CliIo } from '../../../lib/cli/io.js';
 import { main } from '../../../lib/cli/main.js';
 import { loadBadMessages, loadGoodMessages } from '../../fixtures/messages.js';
-import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
+import { localClientConfig } from '../../support/local-aws.js';
+import { captureIo } from './capture-io.js';
 
 const bad = loadBadMessages();
 const good = loadGoodMessages();
@@ -26,24 +26,8 @@ afterAll(() => {
  */
 const NOT_A_LINE = new Set(['empty body', 'missing v']);
 
-function cliIo(): { value: CliIo; stdout: () => string; stderr: () => string } {
-  const out: string[] = [];
-  const err: string[] = [];
-  return {
-    value: {
-      stdout: { write: (t: string) => out.push(t) },
-      stderr: { write: (t: string) => err.push(t), isTTY: false },
-      env: {
-        AWS_ENDPOINT_URL_SQS: localAwsEndpoints().sqs,
-        AWS_REGION: 'us-east-1',
-        AWS_ACCESS_KEY_ID: 'test',
-        AWS_SECRET_ACCESS_KEY: 'test',
-        RESOURCES: JSON.stringify(Object.fromEntries([...bad.resources].map((r) => [r, {}]))),
-      },
-    },
-    stdout: () => out.join(''),
-    stderr: () => err.join(''),
-  };
+function cliIo() {
+  return captureIo({ RESOURCES: JSON.stringify(Object.fromEntries([...bad.resources].map((r) => [r, {}]))) });
 }
 
 describe('s3-ingest send over the whole hostile corpus', () => {

@@ -3,7 +3,8 @@ import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/c
 import { afterAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../../lib/cli/io.js';
 import { sendCommand } from '../../../lib/cli/send.js';
-import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
+import { localClientConfig } from '../../support/local-aws.js';
+import { captureIo } from './capture-io.js';
 
 // Issue 14, defect 8: `send -` decoded each stdin chunk alone, so a character split across two chunks
 // became U+FFFD, was sent, and the CLI exited 0.
@@ -21,22 +22,14 @@ async function newQueue(): Promise<string> {
 
 /** Runs `send --queue-url URL -` with stdin delivered as exactly these chunks. */
 async function send(queueUrl: string, chunks: readonly Buffer[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await sendCommand(['--queue-url', queueUrl, '-'], {
-    stdout: { write: (t: string) => out.push(t) },
-    stderr: { write: (t: string) => err.push(t), isTTY: false },
-    env: {
-      AWS_ENDPOINT_URL_SQS: localAwsEndpoints().sqs,
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
-    },
-    stdin: (async function* () {
+  const io = captureIo(
+    {},
+    (async function* () {
       yield* chunks;
     })(),
-  });
-  return { code, stdout: out.join(''), stderr: err.join('') };
+  );
+  const code = await sendCommand(['--queue-url', queueUrl, '-'], io.value);
+  return { code, stdout: io.stdout(), stderr: io.stderr() };
 }
 
 async function receiveAll(queueUrl: string): Promise<string[]> {

@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import { isValidId, isValidResource, isValidTenant } from '../../db/keys.js';
 import { InvalidMessageError, type InvalidMessageReason, preview } from '../errors.js';
 import { escapedJsonBytes } from '../sqs-text.js';
@@ -33,47 +32,94 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-// Shape only; the limits zod cannot express (depth, size, refused keys) are checked by hand.
-const envelopeSchema = z.strictObject({
-  v: z.literal(1),
-  tenant: z.string().refine(isValidTenant, 'must match ^[a-z0-9][a-z0-9_-]{0,62}$'),
-  resource: z.string().refine(isValidResource, 'must match ^[a-z0-9][a-z0-9_-]{0,62}$'),
-  op: z.enum(WRITE_OPS),
-  id: z.string().refine(isValidId, 'must match ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$ without ".."').optional(),
-  data: z.custom<JsonObject>(isPlainObject, 'must be a JSON object').optional(),
-  priority: z.int().min(MIN_PRIORITY).max(MAX_PRIORITY).optional(),
-  key: z.string().regex(KEY_PATTERN, 'must be 1..128 printable ASCII characters').optional(),
-});
+/** The envelope's fields; anything else in a message is refused (`schema`, "unknown field"). */
+const ENVELOPE_FIELDS = new Set(['v', 'tenant', 'resource', 'op', 'id', 'data', 'priority', 'key']);
+const REQUIRED_FIELDS = ['v', 'tenant', 'resource', 'op'] as const;
+const OPS: ReadonlySet<unknown> = new Set(WRITE_OPS);
 
-const REQUIRED_FIELDS = new Set(['v', 'tenant', 'resource', 'op']);
-/** When several fields are wrong, the first in this order is reported, so a message has one stable reason. */
-const FIELD_REASONS: ReadonlyArray<readonly [string, InvalidMessageReason]> = [
-  ['op', 'invalid-op'],
-  ['tenant', 'invalid-tenant'],
-  ['resource', 'invalid-resource'],
-  ['id', 'invalid-id'],
-  ['key', 'invalid-key'],
-  ['priority', 'invalid-priority'],
-  ['data', 'schema'],
+/** One envelope field's rule: the reason it fails with and the check (`undefined` = valid). */
+interface FieldRule {
+  readonly field: string;
+  readonly reason: InvalidMessageReason;
+  readonly problem: (value: unknown) => string | undefined;
+}
+
+const mustMatch = (ok: (v: unknown) => boolean, text: string) => (value: unknown) =>
+  ok(value) ? undefined : text;
+
+/**
+ * Checked in this order, so a message with several wrong fields has one stable reason. Written by hand (a
+ * dozen comparisons): the contract is small, and a schema library would be ~60 KB more in every Lambda
+ * bundle for it.
+ */
+const FIELD_RULES: readonly FieldRule[] = [
+  {
+    field: 'op',
+    reason: 'invalid-op',
+    problem: mustMatch((v) => OPS.has(v), `must be one of ${WRITE_OPS.join(', ')}`),
+  },
+  {
+    field: 'tenant',
+    reason: 'invalid-tenant',
+    problem: mustMatch(isValidTenant, 'must match ^[a-z0-9][a-z0-9_-]{0,62}$'),
+  },
+  {
+    field: 'resource',
+    reason: 'invalid-resource',
+    problem: mustMatch(isValidResource, 'must match ^[a-z0-9][a-z0-9_-]{0,62}$'),
+  },
+  {
+    field: 'id',
+    reason: 'invalid-id',
+    problem: mustMatch(isValidId, 'must match ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$ without ".."'),
+  },
+  {
+    field: 'key',
+    reason: 'invalid-key',
+    problem: mustMatch(
+      (v) => typeof v === 'string' && KEY_PATTERN.test(v),
+      'must be 1..128 printable ASCII characters',
+    ),
+  },
+  {
+    field: 'priority',
+    reason: 'invalid-priority',
+    problem: mustMatch(
+      (v) => Number.isInteger(v) && (v as number) >= MIN_PRIORITY && (v as number) <= MAX_PRIORITY,
+      `must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY}`,
+    ),
+  },
+  { field: 'data', reason: 'schema', problem: mustMatch(isPlainObject, 'must be a JSON object') },
 ];
 
-function shapeError(raw: Record<string, unknown>, issues: readonly z.core.$ZodIssue[]): InvalidMessageError {
+/** The raw envelope once its shape is checked. */
+interface Envelope {
+  readonly tenant: string;
+  readonly resource: string;
+  readonly op: IngestWrite['op'];
+  readonly id?: string;
+  readonly data?: JsonObject;
+  readonly priority?: number;
+  readonly key?: string;
+}
+
+/** Throws the first shape error of `raw` (required fields, then each field's rule, then unknown fields). */
+function checkEnvelope(raw: Record<string, unknown>): Envelope {
   for (const field of REQUIRED_FIELDS) {
-    if (raw[field] === undefined) return new InvalidMessageError('schema', `${field}: required`);
+    if (raw[field] === undefined) throw new InvalidMessageError('schema', `${field}: required`);
   }
-  for (const [field, reason] of FIELD_REASONS) {
-    const issue = issues.find((i) => i.path[0] === field);
-    if (issue !== undefined) {
-      return new InvalidMessageError(reason, `${field}: ${issue.message}, got ${preview(raw[field])}`);
-    }
+  for (const { field, reason, problem } of FIELD_RULES) {
+    const value = raw[field];
+    if (value === undefined) continue;
+    const text = problem(value);
+    if (text !== undefined) throw new InvalidMessageError(reason, `${field}: ${text}, got ${preview(value)}`);
   }
-  const unknown = issues.find((i) => i.code === 'unrecognized_keys');
-  if (unknown !== undefined && unknown.code === 'unrecognized_keys') {
-    const names = unknown.keys.slice(0, 5).map((k) => preview(k));
-    return new InvalidMessageError('schema', `unknown field(s) ${names.join(', ')}`);
+  const unknown = Object.keys(raw).filter((k) => !ENVELOPE_FIELDS.has(k));
+  if (unknown.length > 0) {
+    const names = unknown.slice(0, 5).map((k) => preview(k));
+    throw new InvalidMessageError('schema', `unknown field(s) ${names.join(', ')}`);
   }
-  const first = issues[0];
-  return new InvalidMessageError('schema', `${first?.path.join('.') ?? ''}: ${first?.message ?? 'invalid'}`);
+  return raw as unknown as Envelope;
 }
 
 function isDeclared(resources: ResourceNames, name: string): boolean {
@@ -115,9 +161,7 @@ export function parseIngestMessage(body: string, meta: MessageMeta): IngestWrite
   if (raw.v !== undefined && raw.v !== 1) {
     throw new InvalidMessageError('unsupported-version', `v: only 1 is supported, got ${preview(raw.v)}`);
   }
-  const parsed = envelopeSchema.safeParse(raw);
-  if (!parsed.success) throw shapeError(raw, parsed.error.issues);
-  const message = parsed.data;
+  const message = checkEnvelope(raw);
 
   if (meta.resources !== undefined && !isDeclared(meta.resources, message.resource)) {
     throw new InvalidMessageError(
@@ -146,7 +190,7 @@ export function parseIngestMessage(body: string, meta: MessageMeta): IngestWrite
   const id = message.id ?? deriveInsertId({ key: message.key, messageId: meta.messageId });
   const idSource = message.id !== undefined ? 'message' : message.key !== undefined ? 'key' : 'message-id';
   if (message.op === 'delete') return { ...base, op: 'delete', id, idSource };
-  return { ...base, op: message.op, id, idSource, data: message.data! };
+  return { ...base, op: message.op, id, idSource, data: message.data as JsonObject };
 }
 
 function checkDataLimits(data: JsonObject, scan: JsonScan, body: string): void {

@@ -94,17 +94,25 @@ export async function startCephRgw(runDir: RunDir): Promise<CephRgw> {
 
   try {
     const keyring = join(dir, 'keyring');
-    await run('ceph-authtool', ['--create-keyring', keyring, '--gen-key', '-n', 'mon.', '--cap', 'mon', 'allow *'], {
-      cwd,
-    });
+    await run(
+      'ceph-authtool',
+      ['--create-keyring', keyring, '--gen-key', '-n', 'mon.', '--cap', 'mon', 'allow *'],
+      {
+        cwd,
+      },
+    );
     await run(
       'ceph-authtool',
       [keyring, '--gen-key', '-n', 'client.admin', '--cap', 'mon', 'allow *', '--cap', 'osd', 'allow *'],
       { cwd },
     );
     const monmap = join(dir, 'monmap');
-    await run('monmaptool', ['--create', '--add', 'a', `127.0.0.1:${monPort}`, '--fsid', fsid, monmap], { cwd });
-    await run('ceph-mon', ['-c', conf, '--mkfs', '-i', 'a', '--monmap', monmap, '--keyring', keyring], { cwd });
+    await run('monmaptool', ['--create', '--add', 'a', `127.0.0.1:${monPort}`, '--fsid', fsid, monmap], {
+      cwd,
+    });
+    await run('ceph-mon', ['-c', conf, '--mkfs', '-i', 'a', '--monmap', monmap, '--keyring', keyring], {
+      cwd,
+    });
     const mon = start('ceph-mon', 'ceph-mon', ['-i', 'a']);
 
     // `ceph` waits for the monitor to answer (up to --connect-timeout), so this is also the monitor's readiness.

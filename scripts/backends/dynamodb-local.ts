@@ -60,7 +60,10 @@ export async function startDynamoDbLocal(runDir: RunDir): Promise<DynamoDbLocal>
       async () => {
         const res = await fetch(endpoint, {
           method: 'POST',
-          headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.ListTables' },
+          headers: {
+            'content-type': 'application/x-amz-json-1.0',
+            'x-amz-target': 'DynamoDB_20120810.ListTables',
+          },
           body: '{}',
           signal: AbortSignal.timeout(2_000),
         });

@@ -16,6 +16,20 @@ export interface CephRgw {
 /** The S3 user's keys. The cluster listens on loopback only and lives for one test run. */
 export const RGW_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' } as const;
 
+/** `radosgw-admin` arguments creating the S3 user with `RGW_CREDENTIALS`. */
+const S3_USER = [
+  'user',
+  'create',
+  '--uid',
+  'test',
+  '--display-name',
+  'test-backends',
+  '--access-key',
+  RGW_CREDENTIALS.accessKeyId,
+  '--secret',
+  RGW_CREDENTIALS.secretAccessKey,
+];
+
 /**
  * The single-node configuration: no cephx, one OSD on `memstore` (RAM, nothing on disk), pools of size 1,
  * everything on 127.0.0.1, and every path under the run's directory.
@@ -74,8 +88,11 @@ export async function startCephRgw(runDir: RunDir): Promise<CephRgw> {
   const fsid = randomUUID();
   writeFileSync(conf, cephConf(dir, fsid, monPort, rgwPort));
   const cwd = dir;
-  const ceph = (args: string[], timeoutMs = 60_000) =>
-    run('ceph', ['-c', conf, '--connect-timeout', '60', ...args], { cwd, timeoutMs });
+  // Aborted on failure, so no tool keeps waiting for a monitor that was stopped.
+  const tools = new AbortController();
+  const tool = (command: string, args: string[], timeoutMs = 60_000) =>
+    run(command, args, { cwd, timeoutMs, signal: tools.signal });
+  const ceph = (args: string[]) => tool('ceph', ['-c', conf, '--connect-timeout', '60', ...args]);
 
   const daemons: Daemon[] = [];
   const stop = async () => {
@@ -94,32 +111,27 @@ export async function startCephRgw(runDir: RunDir): Promise<CephRgw> {
 
   try {
     const keyring = join(dir, 'keyring');
-    await run(
-      'ceph-authtool',
-      ['--create-keyring', keyring, '--gen-key', '-n', 'mon.', '--cap', 'mon', 'allow *'],
-      {
-        cwd,
-      },
-    );
-    await run(
-      'ceph-authtool',
-      [keyring, '--gen-key', '-n', 'client.admin', '--cap', 'mon', 'allow *', '--cap', 'osd', 'allow *'],
-      { cwd },
-    );
+    await tool('ceph-authtool', [
+      '--create-keyring',
+      keyring,
+      '--gen-key',
+      '-n',
+      'mon.',
+      '--cap',
+      'mon',
+      'allow *',
+    ]);
+    await tool('ceph-authtool', [keyring, '--gen-key', '-n', 'client.admin', '--cap', 'mon', 'allow *']);
     const monmap = join(dir, 'monmap');
-    await run('monmaptool', ['--create', '--add', 'a', `127.0.0.1:${monPort}`, '--fsid', fsid, monmap], {
-      cwd,
-    });
-    await run('ceph-mon', ['-c', conf, '--mkfs', '-i', 'a', '--monmap', monmap, '--keyring', keyring], {
-      cwd,
-    });
+    await tool('monmaptool', ['--create', '--add', 'a', `127.0.0.1:${monPort}`, '--fsid', fsid, monmap]);
+    await tool('ceph-mon', ['-c', conf, '--mkfs', '-i', 'a', '--monmap', monmap, '--keyring', keyring]);
     const mon = start('ceph-mon', 'ceph-mon', ['-i', 'a']);
 
     // `ceph` waits for the monitor to answer (up to --connect-timeout), so this is also the monitor's readiness.
     const osdUuid = randomUUID();
     const osdId = (await Promise.race([ceph(['osd', 'new', osdUuid]), mon.failed])).trim();
     mkdirSync(join(dir, 'osd', `ceph-${osdId}`));
-    await run('ceph-osd', ['-c', conf, '-i', osdId, '--mkfs', '--osd-uuid', osdUuid], { cwd });
+    await tool('ceph-osd', ['-c', conf, '-i', osdId, '--mkfs', '--osd-uuid', osdUuid]);
     const osd = start('ceph-osd', 'ceph-osd', ['-i', osdId]);
     const anyDied = Promise.race([mon.failed, osd.failed]);
     await waitUntil(
@@ -131,28 +143,7 @@ export async function startCephRgw(runDir: RunDir): Promise<CephRgw> {
     const rgw = start('radosgw', 'radosgw', ['-n', 'client.rgw.a']);
     const endpoint = `http://127.0.0.1:${rgwPort}`;
     // radosgw-admin creates the gateway's pools if the gateway has not yet: either way it returns when usable.
-    await Promise.race([
-      run(
-        'radosgw-admin',
-        [
-          '-c',
-          conf,
-          'user',
-          'create',
-          '--uid',
-          'test',
-          '--display-name',
-          'test-backends',
-          '--access-key',
-          RGW_CREDENTIALS.accessKeyId,
-          '--secret',
-          RGW_CREDENTIALS.secretAccessKey,
-        ],
-        { cwd, timeoutMs: 120_000 },
-      ),
-      anyDied,
-      rgw.failed,
-    ]);
+    await Promise.race([tool('radosgw-admin', ['-c', conf, ...S3_USER], 120_000), anyDied, rgw.failed]);
     await waitUntil(
       'radosgw answering HTTP',
       async () => (await fetch(endpoint, { signal: AbortSignal.timeout(2_000) })).status < 500,
@@ -160,6 +151,7 @@ export async function startCephRgw(runDir: RunDir): Promise<CephRgw> {
     );
     return { endpoint, credentials: RGW_CREDENTIALS, stop };
   } catch (err) {
+    tools.abort();
     await stop();
     throw err;
   }

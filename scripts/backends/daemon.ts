@@ -1,10 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { promisify } from 'node:util';
 import type { RunDir } from './run-dir.js';
-
-const execFileAsync = promisify(execFile);
 
 /** A server process this run started, with its output in `logFile`. */
 export interface Daemon {
@@ -18,28 +15,39 @@ export interface Daemon {
 }
 
 const live = new Set<ChildProcess>();
+const exitCleanups = new Set<() => void>();
 let hooksInstalled = false;
 
 /**
  * Last line of defence when the test runner dies without running its teardown: every daemon still alive is
- * killed when this process exits or is told to stop, so no server outlives the run.
+ * killed, and every registered cleanup run, when this process exits or is told to stop, so no server
+ * outlives the run. (Only SIGKILL escapes this; the next run sweeps what it leaves, see run-dir.ts.)
  */
 function installExitHooks(): void {
   if (hooksInstalled) return;
   hooksInstalled = true;
-  const killAll = () => {
+  const cleanUp = () => {
     for (const child of live) child.kill('SIGKILL');
     live.clear();
+    for (const cleanup of exitCleanups) cleanup();
+    exitCleanups.clear();
   };
-  process.once('exit', killAll);
+  process.once('exit', cleanUp);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     const onSignal = () => {
-      killAll();
+      cleanUp();
       // Someone else (the test runner) handles this signal and exits; otherwise exit as the signal would.
       if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
     };
     process.once(signal, onSignal);
   }
+}
+
+/** Runs `cleanup` (synchronous) when this process exits or is stopped by a signal, unless removed first. */
+export function onProcessExit(cleanup: () => void): () => void {
+  installExitHooks();
+  exitCleanups.add(cleanup);
+  return () => exitCleanups.delete(cleanup);
 }
 
 /** Last `lines` lines of a log file, for error messages. */
@@ -99,24 +107,39 @@ export function startDaemon(
   };
 }
 
-/** Runs a command to completion; rejects with its output when it fails or outlives `timeoutMs`. */
+/**
+ * Runs a command to completion; rejects with its output when it fails or outlives `timeoutMs`. Tracked like
+ * a daemon while it runs, so a stopped run does not leave a tool waiting for a monitor that is gone.
+ */
 export async function run(
   command: string,
   args: readonly string[],
-  options: { cwd: string; timeoutMs?: number },
+  options: { cwd: string; timeoutMs?: number; signal?: AbortSignal },
 ): Promise<string> {
-  try {
-    const { stdout } = await execFileAsync(command, args, {
-      cwd: options.cwd,
-      timeout: options.timeoutMs ?? 60_000,
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    return stdout;
-  } catch (err) {
-    const e = err as { stderr?: string; stdout?: string; code?: unknown; signal?: unknown };
-    const output = `${e.stderr ?? ''}${e.stdout ?? ''}`.trimEnd().split('\n').slice(0, 15).join('\n');
-    throw new Error(`${command} ${args.join(' ')} failed (${e.signal ?? e.code}):\n${output}`);
-  }
+  installExitHooks();
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      command,
+      args,
+      {
+        cwd: options.cwd,
+        timeout: options.timeoutMs ?? 60_000,
+        maxBuffer: 16 * 1024 * 1024,
+        ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      },
+      (err, stdout, stderr) => {
+        live.delete(child);
+        if (err === null) {
+          resolve(stdout);
+          return;
+        }
+        const output = `${stderr}${stdout}`.trimEnd().split('\n').slice(0, 15).join('\n');
+        const how = err.signal ?? err.code;
+        reject(new Error(`${command} ${args.join(' ')} failed (${how}):\n${output}`));
+      },
+    );
+    live.add(child);
+  });
 }
 
 /** A TCP port on 127.0.0.1 that was free a moment ago. */

@@ -1,6 +1,7 @@
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onProcessExit } from './daemon.js';
 
 /** Every run's directory is `<tmp>/s3-ingest-backends-XXXXXX`: how a later run recognises a leftover one. */
 const PREFIX = 's3-ingest-backends-';
@@ -23,10 +24,15 @@ export interface RunDir {
 export function createRunDir(): RunDir {
   const path = mkdtempSync(join(tmpdir(), PREFIX));
   writeFileSync(join(path, OWNER_FILE), String(process.pid));
+  const removeNow = () => rmSync(path, { recursive: true, force: true });
+  const forget = onProcessExit(removeNow);
   return {
     path,
     track: (pid) => appendFileSync(join(path, DAEMONS_FILE), `${pid}\n`),
-    remove: () => rmSync(path, { recursive: true, force: true }),
+    remove: () => {
+      forget();
+      removeNow();
+    },
   };
 }
 

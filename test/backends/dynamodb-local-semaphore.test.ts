@@ -1,6 +1,7 @@
 // DynamoSemaphore races on DynamoDB Local (AWS's own emulator). The single-acquirer contract (grants,
 // partial grants, release, reclaim of expired holders, fencing, config mismatch) runs here too: this run
-// includes test/integration/semaphore/, pointed at DynamoDB Local (see vitest.backends.config.mts).
+// includes test/integration/semaphore/dynamo-semaphore.test.ts, pointed at DynamoDB Local
+// (see vitest.backends.config.mts).
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';

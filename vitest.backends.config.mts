@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 // `npm run test:backends`: the storage contracts on real servers no one here wrote. One global setup starts
 // Ceph RADOS Gateway (S3) and DynamoDB Local (scripts/backends/) for the whole run and stops them at the end.
-// - test/backends/: the ObjectStore/Database contract on RGW, the DynamoSemaphore contract on DynamoDB Local.
+// - test/backends/*.backends.ts: the ObjectStore/Database contract on RGW, the DynamoSemaphore races on
+//   DynamoDB Local (not `*.test.ts`, so the default `npm test` run, which has no such servers, leaves them out).
 // - test/integration/semaphore/dynamo-semaphore.test.ts: the semaphore suite written for dynalite, pointed at
 //   DynamoDB Local through the same `localAws` endpoints the default run provides.
 // Not processes.test.ts (worker processes on the same table): its check that the workers really overlapped
@@ -11,7 +12,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     name: 'backends',
-    include: ['test/backends/**/*.test.ts', 'test/integration/semaphore/dynamo-semaphore.test.ts'],
+    include: ['test/backends/**/*.backends.ts', 'test/integration/semaphore/dynamo-semaphore.test.ts'],
     globalSetup: ['test/backends/global-setup.ts'],
     testTimeout: 60_000,
     // Starting a Ceph cluster and a JVM on a shared 2-core machine: allow minutes, not seconds.

@@ -1,0 +1,23 @@
+import { defineConfig } from 'vitest/config';
+
+// `npm run test:backends`: the storage contracts on real servers no one here wrote. One global setup starts
+// Ceph RADOS Gateway (S3) and DynamoDB Local (scripts/backends/) for the whole run and stops them at the end.
+// - test/backends/*.backends.ts: the ObjectStore/Database contract on RGW, the DynamoSemaphore races on
+//   DynamoDB Local (not `*.test.ts`, so the default `npm test` run, which has no such servers, leaves them out).
+// - test/integration/semaphore/dynamo-semaphore.test.ts: the semaphore suite written for dynalite, pointed at
+//   DynamoDB Local through the same `localAws` endpoints the default run provides.
+// Not processes.test.ts (worker processes on the same table): its check that the workers really overlapped
+// (`peak > 3`) depends on the server's latency and failed 2 of 5 runs on DynamoDB Local here (peak 3, the bound
+// itself held); the races in test/backends/ cover contention without that timing dependency.
+export default defineConfig({
+  test: {
+    name: 'backends',
+    include: ['test/backends/**/*.backends.ts', 'test/integration/semaphore/dynamo-semaphore.test.ts'],
+    globalSetup: ['test/backends/global-setup.ts'],
+    testTimeout: 60_000,
+    // Starting a Ceph cluster and a JVM on a shared 2-core machine: allow minutes, not seconds.
+    hookTimeout: 180_000,
+    // One file at a time: the semaphore suites race on deadlines, next to Ceph and a JVM on 2 shared cores.
+    fileParallelism: false,
+  },
+});

@@ -274,8 +274,8 @@ export class IngestStack extends Stack {
       rejectedQueue: this.rejectedQueue,
       fn: this.fn,
       topics: {
-        page: [this.alarmTopic, ...existing('PageTopicArn', topicArn)],
-        ticket: [this.ticketTopic, ...existing('TicketTopicArn', ticketTopicArn)],
+        page: [this.alarmTopic, ...existing('ConfiguredPageTopic', topicArn)],
+        ticket: [this.ticketTopic, ...existing('ConfiguredTicketTopic', ticketTopicArn)],
       },
     });
     this.dashboard = new IngestDashboard(this, 'Dashboard', {

@@ -55,10 +55,10 @@ export class IngestDashboard extends Construct {
     // One line per value of the metric's second dimension (cause, reason), whatever values appear.
     const byDimension = (name: IngestCatalogueMetricName): MathExpression => {
       const definition: IngestMetricDefinition = INGEST_METRIC_CATALOGUE[name];
-      const dimension = definition.dimension ?? INGEST_METRIC_DIMENSION;
+      const schema = [metrics.namespace, INGEST_METRIC_DIMENSION, definition.dimension].filter(Boolean);
       return new MathExpression({
         label: '',
-        expression: `SEARCH('{${metrics.namespace},${INGEST_METRIC_DIMENSION},${dimension}} MetricName="${name}" ${INGEST_METRIC_DIMENSION}="${metrics.serviceName}"', 'Sum', 60)`,
+        expression: `SEARCH('{${schema.join(',')}} MetricName="${name}" ${INGEST_METRIC_DIMENSION}="${metrics.serviceName}"', 'Sum', 60)`,
         usingMetrics: {},
         period: minute,
       });

@@ -11,9 +11,9 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CliIo } from '../../../lib/cli/io.js';
-import { main } from '../../../lib/cli.js';
-import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
+import { main } from '../../../lib/cli/main.js';
+import { localClientConfig } from '../../support/local-aws.js';
+import { captureIo } from './capture-io.js';
 
 const sqs = new SQSClient(localClientConfig('sqs'));
 afterAll(() => {
@@ -26,22 +26,14 @@ interface RunOptions {
 }
 
 async function run(argv: string[], options: RunOptions = {}) {
-  const out: string[] = [];
-  const err: string[] = [];
   const terminal = options.terminalAnswer !== undefined;
-  const io: CliIo = {
-    stdout: { write: (t: string) => out.push(t) },
-    stderr: { write: (t: string) => err.push(t), isTTY: terminal },
-    env: {
-      AWS_ENDPOINT_URL_SQS: localAwsEndpoints().sqs,
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
-    },
-    stdin: Object.assign(terminal ? [`${options.terminalAnswer}\n`] : [], { isTTY: terminal }),
-  };
-  const code = await main(['dlq', ...argv], io);
-  return { code, stdout: out.join(''), stderr: err.join('') };
+  const io = captureIo(
+    {},
+    Object.assign(terminal ? [`${options.terminalAnswer}\n`] : [], { isTTY: terminal }),
+  );
+  io.value.stderr.isTTY = terminal;
+  const code = await main(['dlq', ...argv], io.value);
+  return { code, stdout: io.stdout(), stderr: io.stderr() };
 }
 
 async function newQueue(prefix: string): Promise<string> {

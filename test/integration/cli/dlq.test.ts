@@ -203,31 +203,13 @@ describe('s3-ingest dlq redrive', () => {
   it('moves contract rejections only when asked with --include-rejected', async () => {
     const from = await mixedQueue();
     const to = await newQueue('ingest');
-    const refused = await run([
-      'redrive',
-      '--dlq-url',
-      from,
-      '--to',
-      to,
-      '--reason',
-      'invalid-json',
-      '--yes',
-    ]);
+    const invalidJsonOnly = ['redrive', '--dlq-url', from, '--to', to, '--reason', 'invalid-json', '--yes'];
+    const refused = await run(invalidJsonOnly);
     expect(refused.code).toBe(64);
     expect(refused.stderr).toContain('invalid-json is a contract rejection');
     expect(await visible(to)).toBe(0);
 
-    const asked = await run([
-      'redrive',
-      '--dlq-url',
-      from,
-      '--to',
-      to,
-      '--reason',
-      'invalid-json',
-      '--include-rejected',
-      '--yes',
-    ]);
+    const asked = await run([...invalidJsonOnly, '--include-rejected']);
     expect(asked.code).toBe(0);
     expect((await drain(to)).map((m) => m.body)).toEqual(['{"tenant":"globex", oops']);
     expect(await visible(from)).toBe(5);

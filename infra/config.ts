@@ -34,14 +34,30 @@ const retentionSchema = z.strictObject({
   noncurrentVersionDays: positiveInt,
 });
 
+const topicArn = z
+  .string()
+  .regex(/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/, 'must be an SNS topic ARN');
+const percent = z.number().gt(0).max(100);
+
 const alarmsSchema = z.strictObject({
   oldestMessageAgeSeconds: positiveInt,
   functionErrors: positiveInt,
   functionThrottles: positiveInt,
   slowDownPerMinute: positiveInt,
-  poolErrorRatePercent: z.number().gt(0).max(100),
+  poolErrorRatePercent: percent,
+  recordsFailedPercent: percent,
+  durationTimeoutPercent: percent,
+  semaphoreErrorsPerMinute: positiveInt,
+  rejectedPerMinute: positiveInt,
+  expiryWarningHours: z
+    .int()
+    .min(1)
+    .max(24 * 13),
   evaluationPeriods: z.int().min(1).max(60),
   email: z.email().optional(),
+  topicArn: topicArn.optional(),
+  ticketEmail: z.email().optional(),
+  ticketTopicArn: topicArn.optional(),
 });
 
 const environmentSchema = z
@@ -66,6 +82,8 @@ const environmentSchema = z
     poolConcurrency: z.int().min(1).max(4096),
     s3PrefixWriteRate: positiveInt,
     maxReceiveCount: z.int().min(5).max(1000),
+    ingestionEnabled: z.boolean(),
+    runbookUrl: z.string().min(1).max(400),
     resources: z
       .record(resourceName, z.record(z.string(), z.unknown()))
       .refine((r) => Object.keys(r).length > 0, 'declare at least one resource'),
@@ -95,6 +113,13 @@ const environmentSchema = z
         code: 'custom',
         path: ['resources'],
         message: `serializes to ${resourcesBytes} bytes; the RESOURCES variable must stay under ${MAX_RESOURCES_ENV_BYTES} (Lambda allows 4 KB of environment in total)`,
+      });
+    }
+    if (c.alarms.expiryWarningHours >= c.retention.dlqDays * 24) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['alarms', 'expiryWarningHours'],
+        message: `must be shorter than retention.dlqDays (${c.retention.dlqDays} days), or the expiry alarms fire at once`,
       });
     }
     if (c.retention.dlqDays <= c.retention.queueDays) {
@@ -143,6 +168,24 @@ function formatIssue(envName: string, issue: z.core.$ZodIssue): string {
 }
 
 /**
+ * Which alarm destinations are missing: alarms that reach nobody are not alarms. Pages need `email` or
+ * `topicArn` (PagerDuty, Chatbot); tickets need `ticketEmail` or `ticketTopicArn`, or fall back to the
+ * page `email` (an email does not page; a pager topic would, so it is not a ticket fallback).
+ */
+function missingSubscribers(alarms: EnvironmentConfig['alarms']): string[] {
+  const missing: string[] = [];
+  if (alarms.email === undefined && alarms.topicArn === undefined) {
+    missing.push('email: set alarms.email or alarms.topicArn: page-severity alarms would reach nobody');
+  }
+  if (alarms.ticketEmail === undefined && alarms.ticketTopicArn === undefined && alarms.email === undefined) {
+    missing.push(
+      'ticketEmail: set alarms.ticketEmail or alarms.ticketTopicArn (or alarms.email): ticket-severity alarms would reach nobody',
+    );
+  }
+  return missing;
+}
+
+/**
  * Reads and validates one environment from CDK context (`tryGetContext`-shaped lookup).
  * Throws `EnvironmentConfigError` naming every bad key as `environments.<env>.<key>`.
  */
@@ -174,6 +217,12 @@ export function loadEnvironmentConfig(
   if (parsed.data.removalPolicy === 'destroy' && envName !== DEFAULT_ENVIRONMENT) {
     throw new EnvironmentConfigError(
       `${ENVIRONMENTS_CONTEXT_KEY}.${envName}.removalPolicy: only '${DEFAULT_ENVIRONMENT}' may destroy data; use 'retain'`,
+    );
+  }
+  const missing = missingSubscribers(parsed.data.alarms);
+  if (envName !== DEFAULT_ENVIRONMENT && missing.length > 0) {
+    throw new EnvironmentConfigError(
+      missing.map((m) => `${ENVIRONMENTS_CONTEXT_KEY}.${envName}.alarms.${m}`).join('\n'),
     );
   }
   return { name: envName, config: parsed.data };

@@ -5,29 +5,38 @@ import {
   GraphWidget,
   type IAlarm,
   type IMetric,
+  MathExpression,
   type Metric,
   TextWidget,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { IngestMetricName } from '../lib/ingest/metric-names.js';
+import {
+  INGEST_METRIC_CATALOGUE,
+  INGEST_METRIC_DIMENSION,
+  type IngestCatalogueMetricName,
+  type IngestMetricDefinition,
+} from '../lib/ingest/metric-names.js';
 import type { EnvironmentConfig } from './config.js';
-import { ingestMetric } from './ingest-metric.js';
+import { type IngestMetricsScope, ingestMetric } from './ingest-metric.js';
 
 export interface IngestDashboardProps {
   readonly config: EnvironmentConfig;
+  readonly metrics: IngestMetricsScope;
   readonly dashboardName: string;
   readonly queue: IQueue;
   readonly deadLetterQueue: IQueue;
+  readonly rejectedQueue: IQueue;
   readonly fn: IFunction;
   readonly alarms: readonly IAlarm[];
 }
 
 const WIDTH = 8;
 const HEIGHT = 6;
+const PERCENTILES = ['p95', 'p99'] as const;
 
-/** One CloudWatch dashboard per environment: queues, function, pool and records, and the alarm states. */
+/** One CloudWatch dashboard per environment: queues, function, records, pool, permits, alarm states. */
 export class IngestDashboard extends Construct {
   readonly dashboard: Dashboard;
   /** Console URL of the dashboard (a token until deploy time). */
@@ -35,12 +44,31 @@ export class IngestDashboard extends Construct {
 
   constructor(scope: Construct, id: string, props: IngestDashboardProps) {
     super(scope, id);
-    const { config, queue, deadLetterQueue: dlq, fn } = props;
+    const { config, metrics, queue, deadLetterQueue: dlq, rejectedQueue: rejected, fn } = props;
     const minute = Duration.minutes(1);
-    const pool = (name: IngestMetricName, statistic?: string): Metric =>
-      ingestMetric(config, name, statistic, minute);
+    const own = (name: IngestCatalogueMetricName, statistic?: string): Metric =>
+      ingestMetric(metrics, name, statistic, minute);
+    // Samples metrics carry every observation, so p95/p99 here are fleet percentiles computed by
+    // CloudWatch, not the maximum of per-invocation percentiles.
+    const fleetPercentiles = (name: IngestCatalogueMetricName): Metric[] =>
+      PERCENTILES.map((p) => own(name, p).with({ label: `${name} ${p}` }));
+    // One line per value of the metric's second dimension (cause, reason), whatever values appear.
+    const byDimension = (name: IngestCatalogueMetricName): MathExpression => {
+      const definition: IngestMetricDefinition = INGEST_METRIC_CATALOGUE[name];
+      const schema = [metrics.namespace, INGEST_METRIC_DIMENSION, definition.dimension].filter(Boolean);
+      return new MathExpression({
+        label: '',
+        expression: `SEARCH('{${schema.join(',')}} MetricName="${name}" ${INGEST_METRIC_DIMENSION}="${metrics.serviceName}"', 'Sum', 60)`,
+        usingMetrics: {},
+        period: minute,
+      });
+    };
     const graph = (title: string, left: IMetric[], right: IMetric[] = []): GraphWidget =>
       new GraphWidget({ title, left, right, width: WIDTH, height: HEIGHT });
+    const depth = (q: IQueue, label: string) =>
+      q.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: 'Maximum', label });
+    const age = (q: IQueue, label: string) =>
+      q.metricApproximateAgeOfOldestMessage({ period: minute, statistic: 'Maximum', label });
 
     this.dashboard = new Dashboard(this, 'Dashboard', {
       dashboardName: props.dashboardName,
@@ -48,18 +76,14 @@ export class IngestDashboard extends Construct {
     });
     this.dashboard.addWidgets(
       new TextWidget({
-        markdown: `# ${config.serviceName}: SQS -> Lambda -> S3\nPool metrics: namespace \`${config.metricsNamespace}\`, dimension \`service=${config.serviceName}\`.`,
+        markdown: `# ${config.serviceName}: SQS -> Lambda -> S3\nFunction metrics: namespace \`${metrics.namespace}\`, dimension \`${INGEST_METRIC_DIMENSION}=${metrics.serviceName}\`. Runbooks: ${config.runbookUrl}`,
         width: 24,
         height: 2,
       }),
     );
     this.dashboard.addWidgets(
       graph('Ingest queue depth', [
-        queue.metricApproximateNumberOfMessagesVisible({
-          period: minute,
-          statistic: 'Maximum',
-          label: 'Visible',
-        }),
+        depth(queue, 'Visible'),
         queue.metricApproximateNumberOfMessagesNotVisible({
           period: minute,
           statistic: 'Maximum',
@@ -67,11 +91,15 @@ export class IngestDashboard extends Construct {
         }),
       ]),
       graph('Oldest message age (s)', [
-        queue.metricApproximateAgeOfOldestMessage({ period: minute, statistic: 'Maximum', label: 'Oldest' }),
+        age(queue, 'Ingest queue'),
+        age(dlq, 'Dead letters'),
+        age(rejected, 'Rejected'),
       ]),
-      graph('DLQ depth', [
-        dlq.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: 'Maximum', label: 'DLQ' }),
-      ]),
+      graph(
+        'Dead letters and rejected messages',
+        [depth(dlq, 'Dead letters (failed after retries)'), depth(rejected, 'Rejected (by the function)')],
+        [rejected.metricNumberOfMessagesSent({ period: minute, statistic: 'Sum', label: 'Rejected / min' })],
+      ),
     );
     this.dashboard.addWidgets(
       graph(
@@ -80,30 +108,43 @@ export class IngestDashboard extends Construct {
         [
           fn.metricErrors({ period: minute, statistic: 'Sum' }),
           fn.metricThrottles({ period: minute, statistic: 'Sum' }),
+          own('DeadlineReached'),
         ],
       ),
-      graph(
-        'Function duration (ms)',
-        ['p50', 'p95', 'p99', 'Maximum'].map((statistic) =>
+      new GraphWidget({
+        title: 'Function duration (ms)',
+        left: ['p50', 'p95', 'p99', 'Maximum'].map((statistic) =>
           fn.metricDuration({ period: minute, statistic, label: statistic }),
         ),
+        leftAnnotations: [{ value: config.timeoutSeconds * 1000, label: 'timeout' }],
+        width: WIDTH,
+        height: HEIGHT,
+      }),
+      graph('Records', [own('RecordsProcessed'), own('RecordsFailed'), own('RecordsDeadLettered')]),
+    );
+    this.dashboard.addWidgets(
+      graph('Records redelivered by cause', [byDimension('RecordsRedelivered')]),
+      graph('Records rejected by reason', [byDimension('RecordsRejected')]),
+      graph(
+        'Pool: S3 writes, retries, SlowDowns, timeouts, errors',
+        [own('Writes')],
+        [own('Retries'), own('S3SlowDowns'), own('Timeouts'), own('PoolErrors')],
       ),
-      graph('Records', [pool('RecordsProcessed'), pool('RecordsFailed'), pool('RecordsDeadLettered')]),
+    );
+    this.dashboard.addWidgets(
+      graph('Pool: queue wait, fleet p95/p99 (ms)', fleetPercentiles('QueueWaitMs')),
+      graph('Pool: S3 attempt time, fleet p95/p99 (ms)', fleetPercentiles('ExecutionMs')),
+      graph('Semaphore: permit wait, fleet p95/p99 (ms)', fleetPercentiles('PermitWaitMs')),
     );
     this.dashboard.addWidgets(
       graph(
-        'Pool: writes, retries, SlowDown, timeouts',
-        [pool('Writes')],
-        [pool('Retries'), pool('Throttles'), pool('Timeouts'), pool('PoolErrors')],
+        'Semaphore: permits held, DynamoDB throttles and errors',
+        [
+          own('PermitsHeld', 'Maximum').with({ label: 'PermitsHeld (max)' }),
+          own('PermitsHeld', 'Average').with({ label: 'PermitsHeld (avg)' }),
+        ],
+        [own('SemaphoreThrottles'), own('SemaphoreErrors')],
       ),
-      graph('Pool: queue wait p95/p99 (ms)', [pool('QueueWaitP95'), pool('QueueWaitP99')]),
-      graph('Pool: execution p95/p99 (ms)', [pool('ExecutionP95'), pool('ExecutionP99')]),
-    );
-    this.dashboard.addWidgets(
-      graph('Semaphore permits held', [
-        pool('PermitsHeld', 'Maximum').with({ label: 'PermitsHeld (max)' }),
-        pool('PermitsHeld', 'Average').with({ label: 'PermitsHeld (avg)' }),
-      ]),
       new AlarmStatusWidget({ title: 'Alarms', alarms: [...props.alarms], width: 16, height: HEIGHT }),
     );
 

@@ -13,18 +13,17 @@ import {
   type CfnBucket,
   ObjectOwnership,
 } from 'aws-cdk-lib/aws-s3';
-import { Topic } from 'aws-cdk-lib/aws-sns';
+import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import type { ResolvedEnvironment } from './config.js';
 import { IngestAlarms } from './ingest-alarms.js';
 import { IngestDashboard } from './ingest-dashboard.js';
+import { ingestMetricsScope } from './ingest-metric.js';
 
 /** Every object the function may touch lives under a tenant prefix `t=<tenant>/` (design.md key layout). */
 export const TENANT_KEY_PATTERN = 't=*';
-/** Attribute the semaphore may set for DynamoDB TTL; tidiness only, expiry never depends on it. */
-export const SEMAPHORE_TTL_ATTRIBUTE = 'ttl';
 const DEFAULT_ENTRY = fileURLToPath(new URL('../functions/ingest.ts', import.meta.url));
 
 export interface IngestStackProps extends StackProps {
@@ -34,17 +33,23 @@ export interface IngestStackProps extends StackProps {
 }
 
 /**
- * SQS -> Lambda -> S3 ingestion for one environment: queue + DLQ, the ingest function, the data bucket
- * (+ access-log bucket), the semaphore table, a dashboard and alarms that notify an SNS topic.
+ * SQS -> Lambda -> S3 ingestion for one environment: ingest queue, dead-letter queue (SQS redrive after
+ * `maxReceiveCount`) and rejected-messages queue (what the function refuses itself), the ingest function,
+ * the data bucket (+ access-log bucket), the semaphore table, a dashboard, and alarms that notify a page
+ * topic or a ticket topic by severity.
  */
 export class IngestStack extends Stack {
   readonly queue: Queue;
   readonly deadLetterQueue: Queue;
+  readonly rejectedQueue: Queue;
   readonly bucket: Bucket;
   readonly accessLogsBucket: Bucket;
   readonly table: Table;
   readonly fn: NodejsFunction;
+  /** Page-severity alarms notify this topic (and `alarms.topicArn` when set). */
   readonly alarmTopic: Topic;
+  /** Ticket-severity alarms notify this topic (and `alarms.ticketTopicArn` when set). */
+  readonly ticketTopic: Topic;
   readonly alarms: IngestAlarms;
   readonly dashboard: IngestDashboard;
 
@@ -98,16 +103,30 @@ export class IngestStack extends Stack {
       sortKey: { name: 'sk', type: AttributeType.STRING },
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      timeToLiveAttribute: SEMAPHORE_TTL_ATTRIBUTE,
+      // No TTL attribute: the semaphore never writes one (leases expire by their `until`, design.md).
       removalPolicy,
     });
 
     // --- Queues --------------------------------------------------------------------------------------
+    // Two destinations for messages that did not land, because they call for different responses: the
+    // dead-letter queue holds valid messages that kept failing (an incident: fix, then redrive), the
+    // rejected queue holds what the function refused itself with a reason (a producer problem: a ticket).
     this.deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: Duration.days(retention.dlqDays),
       removalPolicy,
+    });
+    this.rejectedQueue = new Queue(this, 'RejectedQueue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(retention.dlqDays),
+      removalPolicy,
+    });
+    Validations.of(this.rejectedQueue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        'The rejected queue is a dead-letter destination the function sends to itself (DLQ_URL), not an SQS redrive target, so cdk-nag cannot see it is one; nothing consumes it automatically.',
     });
     this.queue = new Queue(this, 'IngestQueue', {
       encryption: QueueEncryption.SQS_MANAGED,
@@ -133,6 +152,7 @@ export class IngestStack extends Stack {
     });
     logGroup.grantWrite(role);
 
+    const metrics = ingestMetricsScope(props.environment);
     this.fn = new NodejsFunction(this, 'IngestFunction', {
       entry: props.entry ?? DEFAULT_ENTRY,
       handler: 'handler',
@@ -146,13 +166,15 @@ export class IngestStack extends Stack {
       description: `s3-ingest ${envName}: SQS batch -> per-tenant S3 writes`,
       environment: {
         BUCKET_NAME: this.bucket.bucketName,
-        DLQ_URL: this.deadLetterQueue.queueUrl,
+        // The handler's DLQ_URL is where it puts what it refuses: the rejected queue. SQS's redrive policy
+        // alone fills the dead-letter queue.
+        DLQ_URL: this.rejectedQueue.queueUrl,
         SEMAPHORE_TABLE: this.table.tableName,
         RESOURCES: JSON.stringify(config.resources),
         POOL_CONCURRENCY: String(config.poolConcurrency),
         S3_PREFIX_WRITE_RATE: String(config.s3PrefixWriteRate),
         POWERTOOLS_SERVICE_NAME: config.serviceName,
-        POWERTOOLS_METRICS_NAMESPACE: config.metricsNamespace,
+        POWERTOOLS_METRICS_NAMESPACE: metrics.namespace,
         POWERTOOLS_LOG_LEVEL: config.logLevel,
         NODE_OPTIONS: '--enable-source-maps',
       },
@@ -183,19 +205,23 @@ export class IngestStack extends Stack {
           config.maxBatchingWindowSeconds > 0 ? Duration.seconds(config.maxBatchingWindowSeconds) : undefined,
         reportBatchItemFailures: true,
         maxConcurrency: config.maxConcurrency,
+        // `false` pauses ingestion: messages wait in the queue (no receives, so none age toward the DLQ),
+        // unlike throttling the function to 0, which keeps receiving and burns maxReceiveCount.
+        enabled: config.ingestionEnabled,
       }),
     );
 
     // --- Least-privilege grants (the event source mapping already granted consume on the ingest queue) ----
-    this.deadLetterQueue.grantSendMessages(role);
-    this.table.grant(
-      role,
-      'dynamodb:GetItem',
-      'dynamodb:PutItem',
-      'dynamodb:UpdateItem',
-      'dynamodb:DeleteItem',
-      'dynamodb:Query',
+    // SendMessage only: the handler knows its queue URL (DLQ_URL), so no GetQueueUrl/GetQueueAttributes.
+    role.addToPrincipalPolicy(
+      new PolicyStatement({
+        sid: 'RejectMessages',
+        actions: ['sqs:SendMessage'],
+        resources: [this.rejectedQueue.queueArn],
+      }),
     );
+    // What lib/semaphore calls: PutItem (shard init), UpdateItem (acquire, release, reclaim), Query (read).
+    this.table.grant(role, 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
     role.addToPrincipalPolicy(
       new PolicyStatement({
         sid: 'TenantObjects',
@@ -203,14 +229,16 @@ export class IngestStack extends Stack {
         resources: [this.bucket.arnForObjects(TENANT_KEY_PATTERN)],
       }),
     );
-    // Listing lets S3 answer 404 (not 403) for a missing record, and Database.list pages a tenant prefix;
-    // the condition keeps it to tenant prefixes.
+    // ListBucket WITHOUT an s3:prefix condition: S3 answers a GetObject of a missing key with 404 only
+    // when the caller may list the bucket, and a GetObject request carries no s3:prefix, so a
+    // prefix-conditioned grant does not count and the answer is 403 (an update of a missing record would
+    // be retried to the DLQ instead of rejected as record-not-found). The bucket is dedicated to tenant
+    // records (access logs go to their own bucket), so listing all of it reveals nothing beyond t=*.
     role.addToPrincipalPolicy(
       new PolicyStatement({
-        sid: 'ListTenantPrefixes',
+        sid: 'ListDataBucket',
         actions: ['s3:ListBucket'],
         resources: [this.bucket.bucketArn],
-        conditions: { StringLike: { 's3:prefix': [TENANT_KEY_PATTERN] } },
       }),
     );
     Validations.of(role).acknowledge({
@@ -226,34 +254,61 @@ export class IngestStack extends Stack {
       // CloudWatch can publish to an encrypted topic only through a customer-managed key policy.
       enforceSSL: true,
     });
-    if (config.alarms.email !== undefined) {
-      this.alarmTopic.addSubscription(new EmailSubscription(config.alarms.email));
-    }
+    this.ticketTopic = new Topic(this, 'TicketTopic', {
+      displayName: `s3-ingest ${envName} tickets`,
+      enforceSSL: true,
+    });
+    const { email, topicArn, ticketEmail, ticketTopicArn } = config.alarms;
+    if (email !== undefined) this.alarmTopic.addSubscription(new EmailSubscription(email));
+    // Tickets fall back to the page email (an email never wakes anyone), not to a pager topic ARN.
+    const ticketSubscriber = ticketEmail ?? (ticketTopicArn === undefined ? email : undefined);
+    if (ticketSubscriber !== undefined)
+      this.ticketTopic.addSubscription(new EmailSubscription(ticketSubscriber));
+    const existing = (id: string, arn: string | undefined): ITopic[] =>
+      arn === undefined ? [] : [Topic.fromTopicArn(this, id, arn)];
     this.alarms = new IngestAlarms(this, 'Alarms', {
       config,
+      metrics,
       queue: this.queue,
       deadLetterQueue: this.deadLetterQueue,
+      rejectedQueue: this.rejectedQueue,
       fn: this.fn,
-      topic: this.alarmTopic,
+      topics: {
+        page: [this.alarmTopic, ...existing('ConfiguredPageTopic', topicArn)],
+        ticket: [this.ticketTopic, ...existing('ConfiguredTicketTopic', ticketTopicArn)],
+      },
     });
     this.dashboard = new IngestDashboard(this, 'Dashboard', {
       config,
+      metrics,
       dashboardName: `${config.serviceName}-${envName}`,
       queue: this.queue,
       deadLetterQueue: this.deadLetterQueue,
+      rejectedQueue: this.rejectedQueue,
       fn: this.fn,
       alarms: this.alarms.all,
     });
 
     // --- Outputs -------------------------------------------------------------------------------------
     new CfnOutput(this, 'QueueUrl', { value: this.queue.queueUrl, description: 'Send ingest messages here' });
-    new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.deadLetterQueue.queueUrl });
+    new CfnOutput(this, 'DeadLetterQueueUrl', {
+      value: this.deadLetterQueue.queueUrl,
+      description: 'Valid messages that failed maxReceiveCount times (s3-ingest dlq peek|redrive|export)',
+    });
+    new CfnOutput(this, 'RejectedQueueUrl', {
+      value: this.rejectedQueue.queueUrl,
+      description: 'Messages the function refused, with a reason attribute (s3-ingest dlq peek|export)',
+    });
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });
     new CfnOutput(this, 'SemaphoreTableName', { value: this.table.tableName });
     new CfnOutput(this, 'DashboardUrl', { value: this.dashboard.url });
     new CfnOutput(this, 'AlarmTopicArn', {
       value: this.alarmTopic.topicArn,
-      description: 'Subscribe to alarms',
+      description: 'Page-severity alarms: subscribe the on-call',
+    });
+    new CfnOutput(this, 'TicketTopicArn', {
+      value: this.ticketTopic.topicArn,
+      description: 'Ticket-severity alarms: subscribe the team queue',
     });
   }
 }

@@ -11,6 +11,7 @@ Commands:
   local     run the whole pipeline locally with a demo load (npm start)
   send      send NDJSON writes to an ingestion queue
   inspect   count records in a bucket and messages in a queue and its DLQ
+  dlq       peek at, redrive or export dead-lettered and rejected messages
 
 Run "s3-ingest <command> --help" for a command's options.`;
 
@@ -21,6 +22,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   local: async () => (await import('./local.js')).localCommand,
   send: async () => (await import('./send.js')).sendCommand,
   inspect: async () => (await import('./inspect.js')).inspectCommand,
+  dlq: async () => (await import('./dlq/command.js')).dlqCommand,
 };
 
 /** Runs the `s3-ingest` command line; resolves to the exit code. */

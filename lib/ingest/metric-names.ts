@@ -3,59 +3,175 @@
  * One list shared by both sides, so a renamed metric breaks the build instead of silently emptying a
  * dashboard widget or an alarm.
  *
- * Every metric is published in the namespace of the environment's `metricsNamespace` with the single
- * dimension `service` (= `serviceName`, Powertools' default dimension). Tenant and resource go into EMF
- * metadata, never into dimensions: one dimension value per tenant would multiply the custom-metric bill
- * and make alarms per tenant impossible to maintain.
+ * Namespace: the function's `POWERTOOLS_METRICS_NAMESPACE`, which the stack sets per environment
+ * (`<metricsNamespace>/<env>`, e.g. `S3Ingest/prod`), so environments sharing an account and region never
+ * add up. Dimensions: `service` (= `serviceName`, Powertools' default dimension) on every metric, plus at
+ * most one low-cardinality dimension from a closed set of values (`cause`, `reason`). Tenant and resource
+ * go into EMF metadata, never into dimensions: one series per tenant would multiply the custom-metric
+ * bill and make alarms per tenant impossible to maintain.
  */
 
 /** CloudWatch units used by the ingest metrics (the same strings as Powertools' `MetricUnit`). */
 export type IngestMetricUnit = 'Count' | 'Milliseconds';
 
+/** The dimension every ingest metric carries; its value is the environment's `serviceName`. */
+export const INGEST_METRIC_DIMENSION = 'service';
+
+/**
+ * The second dimension a metric may carry. `cause`: why a record was returned in `batchItemFailures`
+ * (the handler's `TransientCause`: `storage`, `deadline`, `permits-unavailable`, `earlier-write-failed`,
+ * `dead-letter-failed`, `unexpected`). `reason`: the `reason` attribute of a dead letter (the handler's
+ * `DeadLetterReason`: every `InvalidMessageReason` plus `schema-violation`, `record-not-found`,
+ * `record-exists`). Both are closed sets of under 20 values.
+ */
+export type IngestMetricExtraDimension = 'cause' | 'reason';
+
 /** What one metric means, so the emitting side and the charting side agree on semantics, not just names. */
 export interface IngestMetricDefinition {
   readonly unit: IngestMetricUnit;
   readonly description: string;
+  /** The dimension besides `service`, if any. */
+  readonly dimension?: IngestMetricExtraDimension;
+  /**
+   * `count`: one value per invocation (a sum). `samples`: many values per invocation, one per observation
+   * (EMF value arrays, at most 100 per metric per EMF line), so CloudWatch computes fleet percentiles
+   * (`p95`, `p99`) over every sample instead of charting the maximum of per-invocation percentiles.
+   */
+  readonly kind: 'count' | 'samples' | 'gauge';
 }
 
-export const INGEST_METRICS = {
-  RecordsProcessed: { unit: 'Count', description: 'SQS records whose write was applied (per invocation).' },
+/**
+ * Every metric the function emits (issue 18), keyed by metric name. The stack charts and alarms only on
+ * these names.
+ */
+export const INGEST_METRIC_CATALOGUE = {
+  RecordsProcessed: {
+    unit: 'Count',
+    kind: 'count',
+    description: 'SQS records whose write was applied, or found applied by an earlier delivery.',
+  },
   RecordsFailed: {
     unit: 'Count',
-    description: 'SQS records returned in batchItemFailures (transient failures SQS redelivers).',
+    kind: 'count',
+    description:
+      'SQS records returned in batchItemFailures (SQS redelivers them). Partial batch failures never show in Lambda Errors.',
+  },
+  RecordsRedelivered: {
+    unit: 'Count',
+    kind: 'count',
+    dimension: 'cause',
+    description:
+      'RecordsFailed split by cause (dimension `cause`); the per-cause values add up to RecordsFailed.',
   },
   RecordsDeadLettered: {
     unit: 'Count',
-    description: 'SQS records the function sent to the DLQ itself (permanent failures, with a reason).',
+    kind: 'count',
+    description: 'SQS records the function sent to its rejected-messages queue itself (permanent failures).',
+  },
+  RecordsRejected: {
+    unit: 'Count',
+    kind: 'count',
+    dimension: 'reason',
+    description: 'RecordsDeadLettered split by the dead letter `reason` (dimension `reason`).',
   },
   Writes: {
     unit: 'Count',
+    kind: 'count',
     description:
-      'Writes applied (insert/upsert/update/delete): one S3 PUT or DELETE each; an update also reads first.',
+      'S3 write calls issued (PutObject, DeleteObject), every attempt counted; not records processed.',
   },
-  Retries: { unit: 'Count', description: 'Pool retries of an S3 call (each retry counted once).' },
-  Throttles: { unit: 'Count', description: 'S3 SlowDown / 503 responses seen by the pool.' },
-  Timeouts: { unit: 'Count', description: 'Pool tasks that hit their per-task timeout.' },
+  Retries: {
+    unit: 'Count',
+    kind: 'count',
+    description: 'Pool retries of an S3 call (each retry counted once).',
+  },
+  S3SlowDowns: {
+    unit: 'Count',
+    kind: 'count',
+    description:
+      'S3 SlowDown / 503 responses seen by the pool (not Lambda throttles; AWS/Lambda Throttles is a different metric).',
+  },
+  Timeouts: { unit: 'Count', kind: 'count', description: 'Pool tasks that hit their per-task timeout.' },
   PoolErrors: {
     unit: 'Count',
-    description: 'Pool tasks that failed for good (after retries, or not retryable).',
+    kind: 'count',
+    description:
+      'Pool tasks that failed for good (after retries, or not retryable). Expected outcomes are not errors: an idempotent 412 on a redelivered insert, record-exists, record-not-found.',
   },
-  QueueWaitP50: { unit: 'Milliseconds', description: 'Median time a task waited in a pool queue.' },
-  QueueWaitP95: { unit: 'Milliseconds', description: 'p95 time a task waited in a pool queue.' },
-  QueueWaitP99: { unit: 'Milliseconds', description: 'p99 time a task waited in a pool queue.' },
-  ExecutionP50: { unit: 'Milliseconds', description: 'Median execution time of a pool task (one attempt).' },
-  ExecutionP95: { unit: 'Milliseconds', description: 'p95 execution time of a pool task (one attempt).' },
-  ExecutionP99: { unit: 'Milliseconds', description: 'p99 execution time of a pool task (one attempt).' },
+  QueueWaitMs: {
+    unit: 'Milliseconds',
+    kind: 'samples',
+    description:
+      'Time a pool task waited for a slot, one sample per task (sampled down to 100 per invocation at most).',
+  },
+  ExecutionMs: {
+    unit: 'Milliseconds',
+    kind: 'samples',
+    description:
+      'Execution time of one S3 attempt, one sample per attempt (sampled down to 100 per invocation).',
+  },
+  PermitWaitMs: {
+    unit: 'Milliseconds',
+    kind: 'samples',
+    description: 'Time spent acquiring semaphore permits, one sample per acquire (per tenant prefix).',
+  },
   PermitsHeld: {
     unit: 'Count',
+    kind: 'gauge',
     description: 'Semaphore permits the invocation held (its share of the per-prefix write budget).',
+  },
+  DeadlineReached: {
+    unit: 'Count',
+    kind: 'count',
+    description: 'Invocations that reached the deadline margin and stopped starting work (1 per invocation).',
+  },
+  SemaphoreThrottles: {
+    unit: 'Count',
+    kind: 'count',
+    description: 'DynamoDB throttling errors on semaphore calls (acquire, release, reclaim).',
+  },
+  SemaphoreErrors: {
+    unit: 'Count',
+    kind: 'count',
+    description:
+      'Semaphore calls that failed for another reason (unreachable, 5xx, release failures); a lost condition race is not an error.',
   },
 } as const satisfies Record<string, IngestMetricDefinition>;
 
+export type IngestCatalogueMetricName = keyof typeof INGEST_METRIC_CATALOGUE;
+
+/** Every catalogue metric name, in declaration order. */
+export const INGEST_CATALOGUE_METRIC_NAMES = Object.keys(
+  INGEST_METRIC_CATALOGUE,
+) as IngestCatalogueMetricName[];
+
+/**
+ * What the handler published before issue 18 (its `InvocationMetrics.values()` is keyed by this). Kept
+ * only so that handler compiles while it is being rewritten: it moves to `INGEST_METRIC_CATALOGUE`
+ * (`Throttles` becomes `S3SlowDowns`; the per-invocation `QueueWait*`/`Execution*` percentiles become
+ * the `QueueWaitMs`/`ExecutionMs` samples). The stack charts none of the retired names.
+ * @deprecated use `INGEST_METRIC_CATALOGUE`; delete once the handler emits it.
+ */
+export const INGEST_METRICS = {
+  RecordsProcessed: INGEST_METRIC_CATALOGUE.RecordsProcessed,
+  RecordsFailed: INGEST_METRIC_CATALOGUE.RecordsFailed,
+  RecordsDeadLettered: INGEST_METRIC_CATALOGUE.RecordsDeadLettered,
+  Writes: INGEST_METRIC_CATALOGUE.Writes,
+  Retries: INGEST_METRIC_CATALOGUE.Retries,
+  Throttles: { unit: 'Count', description: 'Retired: S3SlowDowns.' },
+  Timeouts: INGEST_METRIC_CATALOGUE.Timeouts,
+  PoolErrors: INGEST_METRIC_CATALOGUE.PoolErrors,
+  QueueWaitP50: { unit: 'Milliseconds', description: 'Retired: QueueWaitMs samples.' },
+  QueueWaitP95: { unit: 'Milliseconds', description: 'Retired: QueueWaitMs samples.' },
+  QueueWaitP99: { unit: 'Milliseconds', description: 'Retired: QueueWaitMs samples.' },
+  ExecutionP50: { unit: 'Milliseconds', description: 'Retired: ExecutionMs samples.' },
+  ExecutionP95: { unit: 'Milliseconds', description: 'Retired: ExecutionMs samples.' },
+  ExecutionP99: { unit: 'Milliseconds', description: 'Retired: ExecutionMs samples.' },
+  PermitsHeld: INGEST_METRIC_CATALOGUE.PermitsHeld,
+} as const satisfies Record<string, { readonly unit: IngestMetricUnit; readonly description: string }>;
+
+/** @deprecated the pre-issue-18 names; see `INGEST_METRICS`. */
 export type IngestMetricName = keyof typeof INGEST_METRICS;
 
-/** All metric names, in declaration order. */
+/** @deprecated the pre-issue-18 names; see `INGEST_METRICS`. */
 export const INGEST_METRIC_NAMES = Object.keys(INGEST_METRICS) as IngestMetricName[];
-
-/** The only dimension the ingest metrics carry; its value is the environment's `serviceName`. */
-export const INGEST_METRIC_DIMENSION = 'service';

@@ -6,9 +6,10 @@ import {
   EnvironmentConfigError,
   loadEnvironmentConfig,
 } from '../../infra/config.js';
-import { cdkJsonContext } from './cdk-context.js';
+import { cdkJsonContext, withAlarmSubscribers } from './cdk-context.js';
 
 const repoContext = cdkJsonContext();
+const PAGE = { email: 'oncall@example.com' };
 
 /** A context lookup over cdk.json with one environment block replaced (or added). */
 function contextWith(envName: string, block: unknown, extra: Record<string, unknown> = {}) {
@@ -34,9 +35,10 @@ function configError(fn: () => unknown): EnvironmentConfigError {
 describe('loadEnvironmentConfig', () => {
   const fromRepo = (key: string): unknown => repoContext[key];
 
-  it('loads every environment of cdk.json', () => {
+  it('loads every environment of cdk.json once staging and prod name their alarm subscribers', () => {
+    const subscribed = withAlarmSubscribers(repoContext);
     for (const name of ['dev', 'staging', 'prod']) {
-      const { name: loaded, config } = loadEnvironmentConfig(fromRepo, name);
+      const { name: loaded, config } = loadEnvironmentConfig((key) => subscribed[key], name);
       expect(loaded).toBe(name);
       expect(config.reservedConcurrency).toBeGreaterThanOrEqual(config.maxConcurrency);
       expect(config.retention.dlqDays).toBeGreaterThan(config.retention.queueDays);
@@ -45,7 +47,8 @@ describe('loadEnvironmentConfig', () => {
 
   it('defaults to dev and honours -c env=<name>', () => {
     expect(loadEnvironmentConfig(fromRepo).name).toBe('dev');
-    const withEnv = (key: string): unknown => (key === ENV_CONTEXT_KEY ? 'prod' : repoContext[key]);
+    const subscribed = withAlarmSubscribers(repoContext);
+    const withEnv = (key: string): unknown => (key === ENV_CONTEXT_KEY ? 'prod' : subscribed[key]);
     expect(loadEnvironmentConfig(withEnv).name).toBe('prod');
   });
 
@@ -54,7 +57,7 @@ describe('loadEnvironmentConfig', () => {
       memoryMb: number;
       retention: { dlqDays: number };
     };
-    const lookup = contextWith('qa', { retention: { logDays: 3 }, resources: { only: {} } });
+    const lookup = contextWith('qa', { retention: { logDays: 3 }, resources: { only: {} }, alarms: PAGE });
     const { config } = loadEnvironmentConfig(lookup, 'qa');
     expect(config.memoryMb).toBe(defaults.memoryMb);
     expect(config.retention.logDays).toBe(3);
@@ -127,6 +130,55 @@ describe('loadEnvironmentConfig', () => {
       loadEnvironmentConfig(contextWith('qa', { removalPolicy: 'destroy' }), 'qa'),
     );
     expect(err.message).toContain("environments.qa.removalPolicy: only 'dev' may destroy data");
+  });
+
+  describe('alarm subscribers', () => {
+    it('refuses a non-dev environment whose alarms reach nobody, naming alarms.email', () => {
+      const err = configError(() => loadEnvironmentConfig(contextWith('qa', {}), 'qa'));
+      expect(err.message).toContain('environments.qa.alarms.email: set alarms.email or alarms.topicArn');
+      expect(err.message).toContain('environments.qa.alarms.ticketEmail:');
+    });
+
+    it('refuses staging and prod as cdk.json has them until the team names its on-call', () => {
+      for (const name of ['staging', 'prod']) {
+        const err = configError(() => loadEnvironmentConfig(fromRepo, name));
+        expect(err.message).toContain(`environments.${name}.alarms.email:`);
+      }
+      expect(loadEnvironmentConfig(fromRepo, 'dev').config.alarms.email).toBeUndefined();
+    });
+
+    it('accepts an existing page topic ARN, but wants a ticket destination that does not page', () => {
+      const topicArn = 'arn:aws:sns:eu-west-1:123456789012:pagerduty';
+      const err = configError(() => loadEnvironmentConfig(contextWith('qa', { alarms: { topicArn } }), 'qa'));
+      expect(err.message).not.toContain('alarms.email:');
+      expect(err.message).toContain('environments.qa.alarms.ticketEmail:');
+      const ticketTopicArn = 'arn:aws:sns:eu-west-1:123456789012:tickets';
+      const { config } = loadEnvironmentConfig(
+        contextWith('qa', { alarms: { topicArn, ticketTopicArn } }),
+        'qa',
+      );
+      expect(config.alarms).toMatchObject({ topicArn, ticketTopicArn });
+    });
+
+    it('accepts a page email alone (tickets fall back to it)', () => {
+      expect(loadEnvironmentConfig(contextWith('qa', { alarms: PAGE }), 'qa').config.alarms.email).toBe(
+        PAGE.email,
+      );
+    });
+
+    it('rejects a topic ARN that is not an SNS topic ARN', () => {
+      const err = configError(() =>
+        loadEnvironmentConfig(contextWith('qa', { alarms: { topicArn: 'pagerduty' } }), 'qa'),
+      );
+      expect(err.message).toContain('environments.qa.alarms.topicArn: must be an SNS topic ARN');
+    });
+  });
+
+  it('rejects an expiry warning longer than the dead-letter retention', () => {
+    const err = configError(() =>
+      loadEnvironmentConfig(contextWith('qa', { alarms: { ...PAGE, expiryWarningHours: 14 * 24 } }), 'qa'),
+    );
+    expect(err.message).toContain('environments.qa.alarms.expiryWarningHours: must be shorter');
   });
 
   it('reports every bad key at once', () => {

@@ -5,10 +5,14 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { ALARM_IDS, ALARM_SEVERITIES, type AlarmId, runbookAnchor } from '../../infra/alarm-catalogue.js';
 import { type BuiltApp, buildApp } from '../../infra/build-app.js';
 import { TENANT_KEY_PATTERN } from '../../infra/ingest-stack.js';
-import { INGEST_METRIC_NAMES, type IngestMetricName } from '../../lib/ingest/metric-names.js';
-import { cdkJsonContext } from './cdk-context.js';
+import {
+  INGEST_CATALOGUE_METRIC_NAMES,
+  type IngestCatalogueMetricName,
+} from '../../lib/ingest/metric-names.js';
+import { cdkJsonContext, TEST_PAGE_EMAIL, TEST_TICKET_EMAIL, withAlarmSubscribers } from './cdk-context.js';
 
 const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 type EnvName = (typeof ENVIRONMENTS)[number];
@@ -40,8 +44,11 @@ interface Statement {
  * (about 3 s a stack on a loaded 2-core box, and the same for every environment; the 'function bundle'
  * test below bundles for real) and the built-in CloudFormation schema validation (reports warnings only).
  */
-function testApp(envName: EnvName, bundle = false): BuiltApp {
-  const context = cdkJsonContext();
+function testApp(
+  envName: EnvName,
+  bundle = false,
+  context: Record<string, unknown> = withAlarmSubscribers(cdkJsonContext()),
+): BuiltApp {
   return buildApp({
     envName,
     context: bundle ? context : { ...context, 'aws:cdk:bundling-stacks': [] },
@@ -105,17 +112,39 @@ function maskedTemplate(t: CfnTemplate): unknown {
   return JSON.parse(text);
 }
 
+/** The dashboard body with CloudFormation tokens (region, queue names) replaced by a placeholder. */
+function dashboardWidgets(t: CfnTemplate): { properties?: { metrics?: unknown[][] } }[] {
+  const [, dashboard] = only(t, 'AWS::CloudWatch::Dashboard');
+  const body = dashboard.Properties!.DashboardBody as { 'Fn::Join': [string, unknown[]] };
+  const text = body['Fn::Join'][1].map((part) => (typeof part === 'string' ? part : 'TOKEN')).join('');
+  return (JSON.parse(text) as { widgets: { properties?: { metrics?: unknown[][] } }[] }).widgets;
+}
+
+/** Every metric a dashboard graph plots: literal metrics, and the MetricName of SEARCH expressions. */
+function dashboardMetrics(t: CfnTemplate): { namespace: string; name: string; stat?: string }[] {
+  return dashboardWidgets(t).flatMap((w) =>
+    (w.properties?.metrics ?? []).flatMap((row) => {
+      const options = row.at(-1) as { expression?: string; stat?: string };
+      if (typeof row[0] === 'object' && options.expression !== undefined) {
+        const search = /^SEARCH\('\{([^,]+),[^}]*\} MetricName="([^"]+)"/.exec(options.expression);
+        return search === null ? [] : [{ namespace: search[1]!, name: search[2]! }];
+      }
+      return [{ namespace: row[0] as string, name: row[1] as string, stat: options.stat }];
+    }),
+  );
+}
+
 describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
   const b = () => env(envName);
   const cfg = () => b().environment.config;
 
-  it('has exactly one ingest function, queue pair, data + log bucket, table, topic, dashboard', () => {
+  it('has one function, ingest + dead-letter + rejected queue, two buckets, table, page + ticket topic, dashboard', () => {
     const t = b().template;
     t.resourceCountIs('AWS::Lambda::Function', 1);
-    t.resourceCountIs('AWS::SQS::Queue', 2);
+    t.resourceCountIs('AWS::SQS::Queue', 3);
     t.resourceCountIs('AWS::S3::Bucket', 2);
     t.resourceCountIs('AWS::DynamoDB::Table', 1);
-    t.resourceCountIs('AWS::SNS::Topic', 1);
+    t.resourceCountIs('AWS::SNS::Topic', 2);
     t.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
   });
 
@@ -135,6 +164,18 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
       expect(queue.MessageRetentionPeriod).toBe(cfg().retention.queueDays * 86_400);
     });
 
+    it('keeps rejected messages apart from dead letters, encrypted, as long as dead letters', () => {
+      const { json, stack } = b();
+      const rejected = json.Resources[logicalId(b(), stack.rejectedQueue)]!.Properties!;
+      expect(rejected.SqsManagedSseEnabled).toBe(true);
+      expect(rejected.MessageRetentionPeriod).toBe(cfg().retention.dlqDays * 86_400);
+      // Nothing redrives into it: SQS fills the dead-letter queue, the function fills this one.
+      const redrive = json.Resources[logicalId(b(), stack.queue)]!.Properties!.RedrivePolicy as {
+        deadLetterTargetArn: unknown;
+      };
+      expect(redrive.deadLetterTargetArn).not.toEqual(getAtt(logicalId(b(), stack.rejectedQueue)));
+    });
+
     it('sets visibility timeout >= 6x the function timeout plus the batching window', () => {
       const { json, stack } = b();
       const [, fn] = only(json, 'AWS::Lambda::Function');
@@ -147,7 +188,7 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
 
     it('denies every non-TLS request on both queues', () => {
       const { json, stack } = b();
-      for (const q of [stack.queue, stack.deadLetterQueue]) {
+      for (const q of [stack.queue, stack.deadLetterQueue, stack.rejectedQueue]) {
         const id = logicalId(b(), q);
         const policies = resourcesOfType(json, 'AWS::SQS::QueuePolicy').filter(([, p]) =>
           JSON.stringify(p.Properties!.Queues).includes(id),
@@ -184,13 +225,14 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
       const [, fn] = only(json, 'AWS::Lambda::Function');
       const vars = (fn.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
       expect(vars.BUCKET_NAME).toEqual({ Ref: logicalId(b(), stack.bucket) });
-      expect(vars.DLQ_URL).toEqual({ Ref: logicalId(b(), stack.deadLetterQueue) });
+      // The handler's DLQ_URL is where it sends what it refuses: the rejected queue.
+      expect(vars.DLQ_URL).toEqual({ Ref: logicalId(b(), stack.rejectedQueue) });
       expect(vars.SEMAPHORE_TABLE).toEqual({ Ref: logicalId(b(), stack.table) });
       expect(JSON.parse(vars.RESOURCES as string)).toEqual(cfg().resources);
       expect(vars.POOL_CONCURRENCY).toBe(String(cfg().poolConcurrency));
       expect(vars.S3_PREFIX_WRITE_RATE).toBe(String(cfg().s3PrefixWriteRate));
       expect(vars.POWERTOOLS_SERVICE_NAME).toBe(cfg().serviceName);
-      expect(vars.POWERTOOLS_METRICS_NAMESPACE).toBe(cfg().metricsNamespace);
+      expect(vars.POWERTOOLS_METRICS_NAMESPACE).toBe(`${cfg().metricsNamespace}/${envName}`);
       expect(vars.POWERTOOLS_LOG_LEVEL).toBe(cfg().logLevel);
     });
 
@@ -205,6 +247,7 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
         cfg().maxBatchingWindowSeconds,
       );
       expect(p.ScalingConfig).toEqual({ MaximumConcurrency: cfg().maxConcurrency });
+      expect(p.Enabled).toBe(true);
     });
 
     it('reserves at least the event source maximum concurrency', () => {
@@ -286,7 +329,13 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
     it('retains data outside dev', () => {
       const { json, stack } = b();
       const expected = envName === 'dev' ? 'Delete' : 'Retain';
-      for (const c of [stack.bucket, stack.accessLogsBucket, stack.table, stack.deadLetterQueue]) {
+      for (const c of [
+        stack.bucket,
+        stack.accessLogsBucket,
+        stack.table,
+        stack.deadLetterQueue,
+        stack.rejectedQueue,
+      ]) {
         const r = json.Resources[logicalId(b(), c)]!;
         expect(r.DeletionPolicy, c.node.path).toBe(expected);
         expect(r.UpdateReplacePolicy, c.node.path).toBe(expected);
@@ -294,7 +343,7 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
     });
   });
 
-  it('creates the semaphore table on demand with point-in-time recovery and a TTL attribute', () => {
+  it('creates the semaphore table on demand with point-in-time recovery and no TTL attribute', () => {
     const [, table] = only(b().json, 'AWS::DynamoDB::Table');
     expect(table.Properties).toMatchObject({
       KeySchema: [
@@ -307,8 +356,9 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
       ],
       BillingMode: 'PAY_PER_REQUEST',
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
-      TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
     });
+    // The semaphore never writes a TTL attribute (leases expire by their `until`).
+    expect(table.Properties!.TimeToLiveSpecification).toBeUndefined();
   });
 
   describe('IAM', () => {
@@ -336,13 +386,16 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
       expect(asArray(objects!.Action).sort()).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:PutObject']);
       expect(objects!.Resource).toEqual({ 'Fn::Join': ['', [bucketArn, `/${TENANT_KEY_PATTERN}`]] });
       const others = s3.filter((s) => s !== objects);
-      expect(others).toEqual([
-        expect.objectContaining({
-          Action: 's3:ListBucket',
-          Resource: bucketArn,
-          Condition: { StringLike: { 's3:prefix': [TENANT_KEY_PATTERN] } },
-        }),
-      ]);
+      expect(others).toEqual([expect.objectContaining({ Action: 's3:ListBucket', Resource: bucketArn })]);
+    });
+
+    it('lets a GetObject of a missing key read as 404: ListBucket carries no condition GetObject cannot meet', () => {
+      // S3 answers 404 rather than 403 only to a caller allowed s3:ListBucket; a GetObject request has no
+      // s3:prefix key, so a ListBucket grant conditioned on s3:prefix would not count (infra/README.md).
+      const list = identityStatements(b().json).filter((s) => asArray(s.Action).includes('s3:ListBucket'));
+      expect(list).toHaveLength(1);
+      expect(list[0]!.Effect).toBe('Allow');
+      expect(list[0]!.Condition).toBeUndefined();
     });
 
     it('uses only its own table and queues', () => {
@@ -353,8 +406,6 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
 
       const dynamo = byService('dynamodb:');
       expect(dynamo.flatMap((s) => asArray(s.Action)).sort()).toEqual([
-        'dynamodb:DeleteItem',
-        'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',
         'dynamodb:UpdateItem',
@@ -364,21 +415,21 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
 
       const queueArn = getAtt(logicalId(b(), stack.queue));
       const dlqArn = getAtt(logicalId(b(), stack.deadLetterQueue));
+      const rejectedArn = getAtt(logicalId(b(), stack.rejectedQueue));
       const sqs = byService('sqs:');
       const actionsOn = (arn: unknown) =>
         sqs.filter((s) => asArray(s.Resource).some((r) => JSON.stringify(r) === JSON.stringify(arn)));
       for (const s of sqs) {
-        for (const r of asArray(s.Resource)) expect([queueArn, dlqArn]).toContainEqual(r);
+        for (const r of asArray(s.Resource)) expect([queueArn, rejectedArn]).toContainEqual(r);
       }
       const onQueue = actionsOn(queueArn).flatMap((s) => asArray(s.Action));
       expect(onQueue).toEqual(
         expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']),
       );
       expect(onQueue).not.toContain('sqs:SendMessage');
-      const onDlq = actionsOn(dlqArn).flatMap((s) => asArray(s.Action));
-      expect(onDlq).toContain('sqs:SendMessage');
-      expect(onDlq).not.toContain('sqs:ReceiveMessage');
-      expect(onDlq).not.toContain('sqs:DeleteMessage');
+      // SQS itself moves messages to the dead-letter queue: the function needs nothing on it.
+      expect(actionsOn(dlqArn)).toEqual([]);
+      expect(actionsOn(rejectedArn).flatMap((s) => asArray(s.Action))).toEqual(['sqs:SendMessage']);
     });
 
     it('lets the function write only to its own log group', () => {
@@ -393,63 +444,102 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
   });
 
   describe('alarms', () => {
-    const alarm = (
-      name:
-        | 'DlqNotEmpty'
-        | 'OldestMessageAge'
-        | 'FunctionErrors'
-        | 'FunctionThrottles'
-        | 'SlowDownRate'
-        | 'PoolErrorRate',
-    ) => {
+    const alarm = (id: AlarmId) => {
       const { json, stack } = b();
-      const r = json.Resources[logicalId(b(), stack.alarms[camel(name)])];
+      const r = json.Resources[logicalId(b(), stack.alarms.byId[id])];
       expect(r?.Type).toBe('AWS::CloudWatch::Alarm');
       return r!.Properties!;
     };
-    const camel = <S extends string>(s: S) => (s[0]!.toLowerCase() + s.slice(1)) as Uncapitalize<S>;
+    const topicRef = (severity: 'page' | 'ticket') => ({
+      Ref: logicalId(b(), severity === 'page' ? b().stack.alarmTopic : b().stack.ticketTopic),
+    });
+    const runbooks = readFileSync(new URL('../../docs/runbooks.md', import.meta.url), 'utf8');
+    const queueName = (q: 'queue' | 'deadLetterQueue' | 'rejectedQueue') => [
+      { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(b(), b().stack[q]), 'QueueName'] } },
+    ];
+    /** The alarm's metric-math inputs, by id: [namespace, metric name]. */
+    const mathInputs = (id: AlarmId) => {
+      const metrics = alarm(id).Metrics as {
+        Id: string;
+        Expression?: string;
+        MetricStat?: { Metric: { MetricName: string; Namespace: string; Dimensions: unknown } };
+      }[];
+      const expression = metrics.find((m) => m.Expression !== undefined)!.Expression!;
+      const inputs = metrics.filter((m) => m.MetricStat);
+      const idOf = (name: string) => inputs.find((m) => m.MetricStat!.Metric.MetricName === name)!.Id;
+      return { expression, inputs, idOf };
+    };
 
-    it('notifies the SNS topic from every alarm, on ALARM and OK', () => {
-      const { json, stack } = b();
-      const topicRef = { Ref: logicalId(b(), stack.alarmTopic) };
-      const alarms = resourcesOfType(json, 'AWS::CloudWatch::Alarm');
-      expect(alarms).toHaveLength(6);
-      for (const [, a] of alarms) {
-        expect(a.Properties!.AlarmActions).toEqual([topicRef]);
-        expect(a.Properties!.OKActions).toEqual([topicRef]);
-      }
+    it('creates every alarm of the catalogue and nothing else', () => {
+      expect(resourcesOfType(b().json, 'AWS::CloudWatch::Alarm')).toHaveLength(ALARM_IDS.length);
     });
 
-    it('alarms as soon as the DLQ holds a message', () => {
-      const p = alarm('DlqNotEmpty');
-      expect(p).toMatchObject({
+    it.each(ALARM_IDS)(
+      '%s notifies its severity topic on ALARM and OK, and links its runbook section',
+      (id) => {
+        const p = alarm(id);
+        const severity = ALARM_SEVERITIES[id];
+        expect(p.AlarmActions).toEqual([topicRef(severity)]);
+        expect(p.OKActions).toEqual([topicRef(severity)]);
+        const description = p.AlarmDescription as string;
+        expect(description.startsWith(`[${severity}] `)).toBe(true);
+        expect(description).toContain(`Runbook: ${cfg().runbookUrl}#${runbookAnchor(id)}`);
+        expect(runbooks).toMatch(new RegExp(`^## ${id}$`, 'm'));
+        expect(p.TreatMissingData).toBe('notBreaching');
+      },
+    );
+
+    it('alarms on new dead letters (arrivals), not on depth, so a second incident notifies again', () => {
+      const p = alarm('DeadLettersArrived');
+      const { expression, inputs } = mathInputs('DeadLettersArrived');
+      expect(inputs).toHaveLength(1);
+      expect(inputs[0]!.MetricStat!.Metric).toMatchObject({
         Namespace: 'AWS/SQS',
         MetricName: 'ApproximateNumberOfMessagesVisible',
-        Dimensions: [
-          {
-            Name: 'QueueName',
-            Value: { 'Fn::GetAtt': [logicalId(b(), b().stack.deadLetterQueue), 'QueueName'] },
-          },
-        ],
-        Threshold: 1,
-        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-        EvaluationPeriods: 1,
+        Dimensions: queueName('deadLetterQueue'),
+      });
+      expect(expression).toBe(`DIFF(FILL(${inputs[0]!.Id}, REPEAT))`);
+      expect(p).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
+      expect(p.EvaluationPeriods).toBe(1);
+    });
+
+    it('alarms before a dead letter or a rejected message expires', () => {
+      const threshold = cfg().retention.dlqDays * 86_400 - cfg().alarms.expiryWarningHours * 3600;
+      expect(alarm('DeadLetterAge')).toMatchObject({
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Dimensions: queueName('deadLetterQueue'),
+        Threshold: threshold,
+        ComparisonOperator: 'GreaterThanThreshold',
+      });
+      expect(alarm('RejectedMessageAge')).toMatchObject({
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Dimensions: queueName('rejectedQueue'),
+        Threshold: threshold,
+      });
+    });
+
+    it('tickets (never pages) on messages the function rejects', () => {
+      expect(alarm('MessagesRejected')).toMatchObject({
+        Namespace: 'AWS/SQS',
+        MetricName: 'NumberOfMessagesSent',
+        Dimensions: queueName('rejectedQueue'),
+        Statistic: 'Sum',
+        Threshold: cfg().alarms.rejectedPerMinute,
+        AlarmActions: [topicRef('ticket')],
       });
     });
 
     it('alarms on oldest message age over the threshold', () => {
       expect(alarm('OldestMessageAge')).toMatchObject({
         MetricName: 'ApproximateAgeOfOldestMessage',
-        Dimensions: [
-          { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(b(), b().stack.queue), 'QueueName'] } },
-        ],
+        Dimensions: queueName('queue'),
         Threshold: cfg().alarms.oldestMessageAgeSeconds,
         ComparisonOperator: 'GreaterThanThreshold',
         EvaluationPeriods: cfg().alarms.evaluationPeriods,
       });
     });
 
-    it('alarms on function errors and throttles', () => {
+    it('alarms on function errors, throttles and duration near the timeout', () => {
       expect(alarm('FunctionErrors')).toMatchObject({
         Namespace: 'AWS/Lambda',
         MetricName: 'Errors',
@@ -460,12 +550,18 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
         MetricName: 'Throttles',
         Threshold: cfg().alarms.functionThrottles,
       });
+      expect(alarm('DurationNearTimeout')).toMatchObject({
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Duration',
+        Statistic: 'Maximum',
+        Threshold: (cfg().timeoutSeconds * 1000 * cfg().alarms.durationTimeoutPercent) / 100,
+      });
     });
 
-    it('alarms on the SlowDown rate the function reports', () => {
+    it('alarms on the S3 SlowDowns the function reports, in its own environment namespace', () => {
       expect(alarm('SlowDownRate')).toMatchObject({
-        Namespace: cfg().metricsNamespace,
-        MetricName: 'Throttles' satisfies IngestMetricName,
+        Namespace: `${cfg().metricsNamespace}/${envName}`,
+        MetricName: 'S3SlowDowns' satisfies IngestCatalogueMetricName,
         Dimensions: [{ Name: 'service', Value: cfg().serviceName }],
         Statistic: 'Sum',
         Period: 60,
@@ -474,42 +570,81 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
     });
 
     it('alarms on the pool error rate as PoolErrors / (Writes + PoolErrors)', () => {
-      const p = alarm('PoolErrorRate');
-      expect(p.Threshold).toBe(cfg().alarms.poolErrorRatePercent);
-      const metrics = p.Metrics as {
-        Id: string;
-        Expression?: string;
-        MetricStat?: { Metric: { MetricName: string; Namespace: string } };
-      }[];
-      const expression = metrics.find((m) => m.Expression !== undefined)!.Expression!;
-      const named = Object.fromEntries(
-        metrics.filter((m) => m.MetricStat).map((m) => [m.Id, m.MetricStat!.Metric.MetricName]),
-      );
-      expect(Object.values(named).sort()).toEqual(['PoolErrors', 'Writes']);
-      for (const m of metrics.filter((x) => x.MetricStat))
-        expect(m.MetricStat!.Metric.Namespace).toBe(cfg().metricsNamespace);
-      const errors = Object.keys(named).find((id) => named[id] === 'PoolErrors')!;
-      const writes = Object.keys(named).find((id) => named[id] === 'Writes')!;
+      expect(alarm('PoolErrorRate').Threshold).toBe(cfg().alarms.poolErrorRatePercent);
+      const { expression, inputs, idOf } = mathInputs('PoolErrorRate');
+      expect(inputs.map((m) => m.MetricStat!.Metric.MetricName).sort()).toEqual(['PoolErrors', 'Writes']);
+      for (const m of inputs)
+        expect(m.MetricStat!.Metric.Namespace).toBe(`${cfg().metricsNamespace}/${envName}`);
+      const [errors, writes] = [idOf('PoolErrors'), idOf('Writes')];
       expect(expression).toBe(`100 * FILL(${errors}, 0) / (FILL(${writes}, 0) + FILL(${errors}, 0))`);
+    });
+
+    it('alarms on the share of records returned for redelivery (invisible in Lambda Errors)', () => {
+      expect(alarm('RecordsFailedRate').Threshold).toBe(cfg().alarms.recordsFailedPercent);
+      const { expression, idOf } = mathInputs('RecordsFailedRate');
+      const [failed, processed, rejected] = ['RecordsFailed', 'RecordsProcessed', 'RecordsDeadLettered'].map(
+        idOf,
+      );
+      expect(expression).toBe(
+        `100 * FILL(${failed}, 0) / (FILL(${processed}, 0) + FILL(${failed}, 0) + FILL(${rejected}, 0))`,
+      );
+    });
+
+    it('alarms on semaphore throttles and errors together', () => {
+      expect(alarm('SemaphoreErrors').Threshold).toBe(cfg().alarms.semaphoreErrorsPerMinute);
+      const { expression, idOf } = mathInputs('SemaphoreErrors');
+      expect(expression).toBe(`FILL(${idOf('SemaphoreThrottles')}, 0) + FILL(${idOf('SemaphoreErrors')}, 0)`);
+    });
+
+    it('subscribes the configured addresses: pages and tickets apart', () => {
+      const subscriptions = resourcesOfType(b().json, 'AWS::SNS::Subscription').map(([, r]) => r.Properties!);
+      if (envName === 'dev') {
+        expect(subscriptions).toEqual([]);
+        return;
+      }
+      expect(subscriptions).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            Protocol: 'email',
+            Endpoint: TEST_PAGE_EMAIL,
+            TopicArn: topicRef('page'),
+          }),
+          expect.objectContaining({
+            Protocol: 'email',
+            Endpoint: TEST_TICKET_EMAIL,
+            TopicArn: topicRef('ticket'),
+          }),
+        ]),
+      );
+      expect(subscriptions).toHaveLength(2);
     });
   });
 
-  it('charts queues, DLQ, function and every pool metric the issue lists', () => {
-    const [, dashboard] = only(b().json, 'AWS::CloudWatch::Dashboard');
-    const body = JSON.stringify(dashboard.Properties!.DashboardBody);
+  it('charts queues, DLQ, rejected queue, function and every metric of the catalogue', () => {
+    const charted = dashboardMetrics(b().json);
+    const names = new Set(charted.map((m) => m.name));
     for (const m of [
       'ApproximateNumberOfMessagesVisible',
       'ApproximateAgeOfOldestMessage',
+      'NumberOfMessagesSent',
       'Invocations',
       'Errors',
       'Throttles',
       'Duration',
     ]) {
-      expect(body).toContain(`\\"${m}\\"`);
+      expect(names, m).toContain(m);
     }
-    const charted: IngestMetricName[] = INGEST_METRIC_NAMES.filter((n) => !/P50$/.test(n));
-    for (const m of charted) expect(body, m).toContain(`\\"${m}\\"`);
-    expect(body).toContain(`\\"${cfg().metricsNamespace}\\"`);
+    for (const m of INGEST_CATALOGUE_METRIC_NAMES) expect(names, m).toContain(m);
+    const own = charted.filter((m) => !m.namespace.startsWith('AWS/'));
+    expect(new Set(own.map((m) => m.namespace))).toEqual(new Set([`${cfg().metricsNamespace}/${envName}`]));
+  });
+
+  it('plots fleet p95/p99 of the latency samples (not the maximum of per-invocation percentiles)', () => {
+    const charted = dashboardMetrics(b().json);
+    for (const m of ['QueueWaitMs', 'ExecutionMs', 'PermitWaitMs'] satisfies IngestCatalogueMetricName[]) {
+      expect(charted.filter((c) => c.name === m).map((c) => c.stat)).toEqual(['p95', 'p99']);
+    }
+    expect(charted.map((c) => c.name).filter((n) => /P(50|95|99)$/.test(n))).toEqual([]);
   });
 
   it('outputs the queue URLs, bucket, table and dashboard URL', () => {
@@ -517,6 +652,9 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
     for (const name of [
       'QueueUrl',
       'DeadLetterQueueUrl',
+      'RejectedQueueUrl',
+      'AlarmTopicArn',
+      'TicketTopicArn',
       'BucketName',
       'SemaphoreTableName',
       'DashboardUrl',
@@ -536,6 +674,89 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
 
   it('matches the template snapshot (asset hashes masked)', () => {
     expect(maskedTemplate(b().json)).toMatchSnapshot();
+  });
+});
+
+/** cdk.json's context (with test subscribers) with one environment's block patched. */
+function contextPatching(
+  envName: EnvName,
+  patch: (block: Record<string, unknown>) => Record<string, unknown>,
+) {
+  const context = withAlarmSubscribers(cdkJsonContext());
+  const environments = context.environments as Record<string, Record<string, unknown>>;
+  return { ...context, environments: { ...environments, [envName]: patch(environments[envName]!) } };
+}
+
+describe('environments sharing an account and region', () => {
+  it('publish and read metrics in a namespace of their own', () => {
+    const namespaces = ENVIRONMENTS.map((name) => {
+      const [, fn] = only(env(name).json, 'AWS::Lambda::Function');
+      return (fn.Properties!.Environment as { Variables: Record<string, string> }).Variables
+        .POWERTOOLS_METRICS_NAMESPACE;
+    });
+    expect(new Set(namespaces).size).toBe(ENVIRONMENTS.length);
+    ENVIRONMENTS.forEach((name, i) => {
+      // Every alarm on a function metric reads the namespace that environment's function writes.
+      const customNamespaces = resourcesOfType(env(name).json, 'AWS::CloudWatch::Alarm')
+        .flatMap(([, a]) => [
+          a.Properties!.Namespace,
+          ...((a.Properties!.Metrics as { MetricStat?: { Metric: { Namespace: string } } }[]) ?? []).map(
+            (m) => m.MetricStat?.Metric.Namespace,
+          ),
+        ])
+        .filter((ns): ns is string => typeof ns === 'string' && !ns.startsWith('AWS/'));
+      expect(customNamespaces.length).toBeGreaterThan(0);
+      expect(new Set(customNamespaces)).toEqual(new Set([namespaces[i]]));
+    });
+  });
+});
+
+describe('alarm destinations', () => {
+  it('refuses to build a non-dev stack whose alarms reach nobody', () => {
+    expect(() => testApp('prod', false, cdkJsonContext())).toThrow(/environments\.prod\.alarms\.email:/);
+  });
+
+  it('notifies existing topics (PagerDuty, Chatbot) by severity when their ARNs are configured', () => {
+    const page = 'arn:aws:sns:eu-west-1:123456789012:pagerduty';
+    const ticket = 'arn:aws:sns:eu-west-1:123456789012:tickets';
+    const { stack } = testApp(
+      'staging',
+      false,
+      contextPatching('staging', (block) => ({
+        ...block,
+        alarms: { topicArn: page, ticketTopicArn: ticket },
+      })),
+    );
+    const json = Template.fromStack(stack).toJSON() as CfnTemplate;
+    const ref = (t: { node: { defaultChild?: unknown } }) => ({
+      Ref: stack.getLogicalId(t.node.defaultChild as Parameters<typeof stack.getLogicalId>[0]),
+    });
+    for (const id of ALARM_IDS) {
+      const a = json.Resources[stack.getLogicalId(stack.alarms.byId[id].node.defaultChild as never)]!;
+      const expected =
+        ALARM_SEVERITIES[id] === 'page' ? [ref(stack.alarmTopic), page] : [ref(stack.ticketTopic), ticket];
+      expect(a.Properties!.AlarmActions, id).toEqual(expected);
+      expect(a.Properties!.OKActions, id).toEqual(expected);
+    }
+    expect(resourcesOfType(json, 'AWS::SNS::Subscription')).toEqual([]);
+  });
+});
+
+describe('pausing ingestion', () => {
+  it('disables the event source mapping when ingestionEnabled is false (messages wait, none burn receives)', () => {
+    const { stack } = testApp(
+      'prod',
+      false,
+      contextPatching('prod', (block) => ({ ...block, ingestionEnabled: false })),
+    );
+    const [, esm] = only(
+      Template.fromStack(stack).toJSON() as CfnTemplate,
+      'AWS::Lambda::EventSourceMapping',
+    );
+    expect(esm.Properties!.Enabled).toBe(false);
+    // The function keeps its reserved concurrency: pausing is the mapping's job, not a throttle to 0.
+    const [, fn] = only(Template.fromStack(stack).toJSON() as CfnTemplate, 'AWS::Lambda::Function');
+    expect(fn.Properties!.ReservedConcurrentExecutions).toBeGreaterThan(0);
   });
 });
 

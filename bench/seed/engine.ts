@@ -1,6 +1,6 @@
 // One benchmark run of the seed's three engines, in its own process (spawned by bench/seed.ts):
 // N inserts of ~300-byte records spread over D Databases, timed from the first insert to the last.
-import { Database, type Document, type Resource } from '../../lib/db/index.js';
+import { type Database, type Document, openDatabase, type Resource } from '../../lib/db/index.js';
 import { S3BehaviourModel } from '../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { ExecutorPool } from '../../lib/pool/index.js';
 import { reportToParent } from '../support/child.js';
@@ -65,15 +65,11 @@ const resources: Resource[] = [];
 for (let d = 0; d < config.databases; d++) {
   const connectionString =
     config.target.kind === 'memory' ? `memory://${bucket}` : config.target.connectionString;
-  const db = new Database({
-    connectionString,
+  const db = openDatabase(connectionString, {
     tenant: `tenant-${d}`,
-    clientOptions: {
-      executorPool: config.engine === 'separate-pools' ? { concurrency: config.concurrency } : false,
-      ...(model !== undefined ? { behaviour: model } : {}),
-    },
+    pool: config.engine === 'separate-pools' ? { concurrency: config.concurrency } : false,
+    ...(model !== undefined ? { behaviour: model } : {}),
   });
-  await db.connect();
   databases.push(db);
   resources.push(await db.createResource({ name: 'orders' }));
 }
@@ -95,7 +91,7 @@ const outcomes = await Promise.all(
     return Promise.all(
       items.map((item) =>
         shared
-          .enqueue(({ signal }) => resource.insert(item, { executorPool: false, signal }))
+          .enqueue(({ signal }) => resource.insert(item, { signal }))
           .then(
             (record) => ({ ok: true as const, id: record.id, record }),
             (error: unknown) => ({ ok: false as const, id: undefined, error }),
@@ -124,7 +120,7 @@ for (const list of outcomes) {
 }
 const retries =
   (shared?.getStats().retryCount ?? 0) +
-  databases.reduce((sum, db) => sum + (db.client.executorPool?.getStats().retryCount ?? 0), 0);
+  databases.reduce((sum, db) => sum + (db.pool?.getStats().retryCount ?? 0), 0);
 await Promise.all(databases.map((db) => db.disconnect()));
 shared?.stop();
 

@@ -112,12 +112,12 @@ export class ResourceNotFoundError extends S3IngestError {
   }
 }
 
-/** The Database is not connected (before `connect()` or after `disconnect()`). */
+/** The Database was disconnected: it takes no more calls. */
 export class DatabaseNotConnectedError extends S3IngestError {
   override readonly name = 'DatabaseNotConnectedError';
 
   constructor() {
-    super('database is not connected: call connect() first');
+    super('database is disconnected');
   }
 }
 

@@ -1,14 +1,16 @@
 // Public API of the document store (re-exported from lib/index.ts).
 
+export type {
+  BehaviourClock,
+  BehaviourModel,
+  StorageDecision,
+  StorageOutcome,
+  StorageRequestKind,
+} from './behaviour-model.js';
 export type { ConnectionTarget } from './connection-string.js';
 export { parseConnectionString } from './connection-string.js';
-export type {
-  CreateResourceOptions,
-  DatabaseClient,
-  DatabaseClientOptions,
-  DatabaseOptions,
-} from './database.js';
-export { DATABASE_POOL_DEFAULTS, Database } from './database.js';
+export type { CreateResourceOptions, DatabaseOptions } from './database.js';
+export { Database } from './database.js';
 export * from './errors.js';
 export {
   assertId,
@@ -28,7 +30,7 @@ export {
   TENANT_PATTERN,
   tenantPrefix,
 } from './keys.js';
-export type { BehaviourModel, MemoryObjectStoreOptions } from './memory-object-store.js';
+export type { MemoryObjectStoreOptions } from './memory-object-store.js';
 export { dropMemoryBucket, MemoryBucket, MemoryObjectStore, memoryBucket } from './memory-object-store.js';
 export type {
   ListObjectsInput,
@@ -40,6 +42,8 @@ export type {
   StoredObject,
 } from './object-store.js';
 export { PreconditionFailedError } from './object-store.js';
+export type { OpenDatabaseOptions } from './open-database.js';
+export { DATABASE_POOL_DEFAULTS, openDatabase } from './open-database.js';
 export type {
   CallOptions,
   Document,
@@ -47,7 +51,6 @@ export type {
   InsertOptions,
   ListOptions,
   ListPage,
-  PoolCallOptions,
   RecordFields,
   StoredRecord,
 } from './resource.js';
@@ -56,3 +59,5 @@ export type { CreateS3ClientOptions } from './s3-client.js';
 export { createS3Client } from './s3-client.js';
 export { S3ObjectStore } from './s3-object-store.js';
 export type { JsonSchema } from './schema.js';
+export type { StorageRequest } from './storage-calls.js';
+export { StorageCalls } from './storage-calls.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { S3ServiceException } from '@aws-sdk/client-s3';
-import type { S3BehaviourModel, S3RequestKind } from '../local/s3-behaviour/s3-behaviour-model.js';
+import type { BehaviourModel, StorageRequestKind } from './behaviour-model.js';
 import {
   clampMaxKeys,
   type ListObjectsInput,
@@ -20,9 +20,6 @@ interface Entry {
   contentType: string;
   lastModified: Date;
 }
-
-/** The part of the S3 behaviour model the memory store drives (a full `S3BehaviourModel` fits). */
-export type BehaviourModel = Pick<S3BehaviourModel, 'decide' | 'clock'>;
 
 /**
  * The objects of one in-process bucket. Several stores (Databases) on the same `memory://bucket` in one
@@ -200,7 +197,7 @@ export class MemoryObjectStore implements ObjectStore {
   }
 
   /** Applies the model's decision for one request: wait its latency, then fail the way S3 would, or pass. */
-  async #behave(kind: S3RequestKind, key: string, signal: AbortSignal | undefined): Promise<void> {
+  async #behave(kind: StorageRequestKind, key: string, signal: AbortSignal | undefined): Promise<void> {
     if (signal?.aborted) throw abortReason(signal);
     const decision = this.model?.decide(kind, key) ?? notModelled;
     if (decision.outcome === 'stall') {

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { EnqueueOptions } from '../pool/index.js';
 import {
   ConflictError,
   CorruptRecordError,
@@ -9,6 +8,9 @@ import {
 } from './errors.js';
 import { idFromKey, recordKey, resourcePrefix } from './keys.js';
 import { type ObjectStore, PreconditionFailedError, type StoredObject } from './object-store.js';
+import type { CallOptions, StorageCalls } from './storage-calls.js';
+
+export type { CallOptions } from './storage-calls.js';
 
 /** A record's user data: a JSON object. */
 export type Document = Record<string, unknown>;
@@ -27,16 +29,6 @@ export interface RecordFields {
 export type StoredRecord<T extends Document = Document> = Omit<T, keyof RecordFields> & RecordFields;
 
 const SYSTEM_FIELDS: ReadonlySet<string> = new Set(['id', 'createdAt', 'updatedAt', 'version']);
-
-/** Per-call pool options (passed to `ExecutorPool.enqueue`); `false` bypasses the pool for this call. */
-export type PoolCallOptions = Pick<EnqueueOptions, 'priority' | 'timeout' | 'retries' | 'signal'>;
-
-export interface CallOptions {
-  /** Default: the Database's pool with its defaults. `false`: call storage directly (unbounded). */
-  executorPool?: PoolCallOptions | false;
-  /** Aborts the call (queued or in flight). Also accepted as `executorPool.signal`. */
-  signal?: AbortSignal;
-}
 
 export interface InsertOptions extends CallOptions {
   /** The record id. Default: `data.id` when it is a string, else a random UUID. */
@@ -61,22 +53,14 @@ export type InsertManyResult<T extends Document = Document> =
   | { ok: true; id: string; record: StoredRecord<T> }
   | { ok: false; id: string | undefined; error: unknown };
 
-/**
- * Runs one storage call: through the Database's pool (`signal` = the attempt's signal, `attempt` from 1),
- * or directly when the pool is bypassed (`attempt` always 1).
- */
-export type StorageRunner = <R>(
-  fn: (signal: AbortSignal | undefined, attempt: number) => Promise<R>,
-  call: CallOptions | undefined,
-) => Promise<R>;
-
 /** What a Resource needs from its Database. */
 export interface ResourceContext {
   name: string;
   tenant: string;
   prefix: string;
   store: ObjectStore;
-  run: StorageRunner;
+  /** The Database's request runner (its pool, or direct calls). */
+  calls: StorageCalls;
   /** Throws `ValidationError`; absent for schemaless resources. */
   validate: ((data: unknown) => void) | undefined;
 }
@@ -95,7 +79,7 @@ function userFields(record: Document): Document {
 
 /**
  * One collection of records under `<prefix>t=<tenant>/r=<name>/`. Every storage call goes through the
- * Database's runner (its ExecutorPool unless bypassed), one pool task per S3 request.
+ * Database's `StorageCalls` (its ExecutorPool, if it has one), one pool task per S3 request.
  */
 export class Resource<T extends Document = Document> {
   readonly name: string;
@@ -125,7 +109,7 @@ export class Resource<T extends Document = Document> {
     const record = this.#build(data, id, now, now, 1);
     const body = JSON.stringify(record);
     try {
-      await this.#ctx.run(
+      await this.#ctx.calls.run(
         (signal, attempt) => this.#put(key, body, record, { ifNoneMatch: '*' }, signal, attempt > 1),
         options,
       );
@@ -156,7 +140,7 @@ export class Resource<T extends Document = Document> {
     const key = this.keyOf(id);
     const body = JSON.stringify(record);
     try {
-      await this.#ctx.run(
+      await this.#ctx.calls.run(
         (signal, attempt) => this.#put(key, body, record, { ifMatch: etag }, signal, attempt > 1),
         options,
       );
@@ -177,14 +161,14 @@ export class Resource<T extends Document = Document> {
     const now = new Date().toISOString();
     const record = this.#build(data, id, now, now, 1);
     const body = JSON.stringify(record);
-    await this.#ctx.run((signal) => this.#put(key, body, record, {}, signal, false), options);
+    await this.#ctx.calls.run((signal) => this.#put(key, body, record, {}, signal, false), options);
     return record;
   }
 
   /** Deletes a record; deleting a missing id succeeds. */
   async delete(id: string, options: CallOptions = {}): Promise<void> {
     const key = this.keyOf(id);
-    await this.#ctx.run((signal) => this.#ctx.store.delete(key, { signal }), options);
+    await this.#ctx.calls.run((signal) => this.#ctx.store.delete(key, { signal }), options);
   }
 
   /**
@@ -194,7 +178,7 @@ export class Resource<T extends Document = Document> {
    */
   async list(options: ListOptions = {}): Promise<ListPage<T>> {
     const limit = Math.min(1000, Math.max(1, Math.floor(options.limit ?? 100)));
-    const page = await this.#ctx.run(
+    const page = await this.#ctx.calls.run(
       (signal) =>
         this.#ctx.store.list(
           {
@@ -232,7 +216,7 @@ export class Resource<T extends Document = Document> {
     let token: string | undefined;
     do {
       const continuationToken = token;
-      const page = await this.#ctx.run(
+      const page = await this.#ctx.calls.run(
         (signal) =>
           this.#ctx.store.list(
             { prefix: this.#prefix, maxKeys: 1000, ...(continuationToken ? { continuationToken } : {}) },
@@ -277,7 +261,7 @@ export class Resource<T extends Document = Document> {
 
   async #read(id: string, options: CallOptions): Promise<{ record: StoredRecord<T>; etag: string }> {
     const key = this.keyOf(id);
-    const object = await this.#ctx.run((signal) => this.#ctx.store.get(key, { signal }), options);
+    const object = await this.#ctx.calls.run((signal) => this.#ctx.store.get(key, { signal }), options);
     if (object === undefined) throw new RecordNotFoundError(this.name, id);
     return { record: this.#parse(key, object), etag: object.etag };
   }

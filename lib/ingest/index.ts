@@ -9,13 +9,20 @@ export {
   SendFailedError,
 } from './errors.js';
 export type { AwsClients } from './handler/aws-clients.js';
+export type { Clock } from './handler/clock.js';
+export { systemClock } from './handler/clock.js';
+export type { DeadLetter } from './handler/dead-letter-queue.js';
 export type { DeadLetterReason } from './handler/dead-letter-reason.js';
+export type { DeadLetterSink } from './handler/dead-letter-sink.js';
+export { OutcomeAlreadySettledError, UnknownRecordError } from './handler/errors.js';
 export {
   createIngestHandler,
   type IngestHandler,
   type IngestHandlerOptions,
   type InvocationSummary,
 } from './handler/ingest-handler.js';
+export { type LetterFilter, MemoryDeadLetterSink } from './handler/memory-dead-letter-sink.js';
+export { type LedgerCounts, OutcomeLedger, type RecordFate } from './handler/outcome-ledger.js';
 export type { SemaphoreFactory } from './handler/tenant-permits.js';
 export type { TransientCause, WriteOutcome } from './handler/write-outcome.js';
 export * from './message/index.js';

@@ -1,5 +1,6 @@
-import { RecordExistsError, RecordNotFoundError, ValidationError } from '../../db/errors.js';
+import { ConflictError, RecordExistsError, RecordNotFoundError, ValidationError } from '../../db/errors.js';
 import type { Document, Resource, StoredRecord } from '../../db/resource.js';
+import { isTransient } from '../../errors/classify.js';
 import type { IngestWrite, JsonObject } from '../message/types.js';
 import { WRITTEN, type WriteOutcome } from './write-outcome.js';
 
@@ -36,7 +37,7 @@ export async function applyWrite(
   write: IngestWrite,
   signal: AbortSignal,
 ): Promise<WriteOutcome> {
-  const call = { executorPool: { priority: write.priority, signal } };
+  const call = { priority: write.priority, signal };
   try {
     switch (write.op) {
       case 'insert':
@@ -65,11 +66,18 @@ export async function applyWrite(
   }
 }
 
-/** Permanent only when retrying can never help; anything else is redelivered (nothing is lost). */
+/**
+ * Permanent only when retrying can never help (the data is invalid, the record to update is missing);
+ * anything else is redelivered, so nothing is lost. The error taxonomy tells a storage failure (throttling,
+ * timeouts, 5xx, resets, a concurrent change) from an unexpected one, which is redelivered all the same
+ * but reported as a bug.
+ */
 export function classifyFailure(err: unknown, signal: AbortSignal): WriteOutcome {
   if (err instanceof ValidationError) return { kind: 'permanent', reason: 'schema-violation', error: err };
   if (err instanceof RecordNotFoundError)
     return { kind: 'permanent', reason: 'record-not-found', error: err };
   if (signal.aborted) return { kind: 'transient', cause: 'deadline', error: err };
-  return { kind: 'transient', cause: 'storage', error: err };
+  if (err instanceof ConflictError || isTransient(err))
+    return { kind: 'transient', cause: 'storage', error: err };
+  return { kind: 'transient', cause: 'unexpected', error: err };
 }

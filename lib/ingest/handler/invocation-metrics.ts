@@ -1,15 +1,9 @@
 import type { Metrics } from '@aws-lambda-powertools/metrics';
-import { TimeoutError } from '../../pool/errors.js';
+import { isThrottling, isTimeout } from '../../errors/classify.js';
 import type { PoolEvents } from '../../pool/events.js';
 import type { ExecutorPool } from '../../pool/executor-pool.js';
 import { Histogram } from '../../pool/histogram.js';
 import { INGEST_METRICS, type IngestMetricName } from '../metric-names.js';
-
-function isThrottle(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const e = error as { name?: unknown; $metadata?: { httpStatusCode?: unknown } };
-  return e.name === 'SlowDown' || e.$metadata?.httpStatusCode === 503;
-}
 
 /**
  * What one invocation did, gathered from its tenant pools' events (attached for the invocation only) and
@@ -26,6 +20,8 @@ export class InvocationMetrics {
   timeouts = 0;
   poolErrors = 0;
   permitsHeld = 0;
+  /** Leases whose release failed (they expire by themselves); in the summary and logs, not in EMF. */
+  permitReleaseFailures = 0;
   readonly queueWait = new Histogram();
   readonly execution = new Histogram();
   readonly #detach: (() => void)[] = [];
@@ -37,8 +33,8 @@ export class InvocationMetrics {
       this.execution.record(e.durationMs);
     };
     const failed = (e: PoolEvents['pool:taskError']) => {
-      if (isThrottle(e.error)) this.throttles++;
-      if (e.error instanceof TimeoutError) this.timeouts++;
+      if (isThrottling(e.error)) this.throttles++;
+      if (isTimeout(e.error)) this.timeouts++;
       if (!e.willRetry) this.poolErrors++;
     };
     const retried = () => {

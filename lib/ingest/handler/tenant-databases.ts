@@ -1,10 +1,9 @@
-import type { S3Client } from '@aws-sdk/client-s3';
 import { LRUCache } from 'lru-cache';
 import { Database } from '../../db/database.js';
 import type { ObjectStore } from '../../db/object-store.js';
 import type { JsonSchema } from '../../db/schema.js';
 import type { ConcurrencyBudget } from '../../pool/concurrency-budget.js';
-import type { ExecutorPool } from '../../pool/executor-pool.js';
+import { ExecutorPool } from '../../pool/executor-pool.js';
 import type { IngestConfig } from '../config.js';
 
 /** Backoff of a throttled write: short enough to fit a Lambda invocation, long enough to let S3 recover. */
@@ -13,30 +12,38 @@ export const WRITE_MAX_RETRY_DELAY_MS = 3000;
 
 export interface TenantDatabasesOptions {
   readonly config: IngestConfig;
-  /** The container's shared S3 client (one socket pool for every tenant). */
-  readonly s3: S3Client;
+  /** The container's storage, shared by every tenant (one S3 client, one socket pool). */
+  readonly store: ObjectStore;
   /** The invocation budget every tenant pool draws from. */
   readonly budget: ConcurrencyBudget;
-  /** Storage to use instead of S3 (tests run the handler on an in-process store). */
-  readonly store?: ObjectStore;
 }
 
-/** A tenant's Database with its pool, ready to write (every declared resource created). */
+/** A tenant's Database with its own pool, ready to write (every declared resource created). */
 export interface TenantDatabase {
+  readonly tenant: string;
   readonly db: Database;
   readonly pool: ExecutorPool;
 }
 
-function retire(entry: TenantDatabase): void {
-  entry.db.disconnect().catch(() => {
+/** Lets the tenant's calls finish, then stops its pool (the shared store stays open). */
+async function retire(entry: TenantDatabase): Promise<void> {
+  try {
+    await entry.db.disconnect();
+  } finally {
+    entry.pool.stop();
+  }
+}
+
+function retireInBackground(entry: TenantDatabase): void {
+  retire(entry).catch(() => {
     // Eviction happens between writes; a failing drain has nothing left to report to.
   });
 }
 
 /**
  * The per-tenant Databases of one container, kept warm across invocations in a bounded LRU (one pool each,
- * so one tenant's flood never starves another). An evicted tenant's Database is drained and disconnected;
- * the shared S3 client stays open.
+ * so one tenant's flood never starves another). An evicted tenant's Database is drained and its pool
+ * stopped; the shared store stays open.
  */
 export class TenantDatabases {
   readonly #cache: LRUCache<string, TenantDatabase>;
@@ -54,7 +61,7 @@ export class TenantDatabases {
         // A batch with more tenants than the cache evicts tenants it is about to write to: disconnecting
         // one now would fail all its writes (DatabaseNotConnectedError) in every such batch.
         if (this.#inUse.has(entry)) this.#evicted.add(entry);
-        else retire(entry);
+        else retireInBackground(entry);
       },
     });
   }
@@ -82,36 +89,31 @@ export class TenantDatabases {
       return;
     }
     this.#inUse.delete(entry);
-    if (this.#evicted.delete(entry)) retire(entry);
+    if (this.#evicted.delete(entry)) retireInBackground(entry);
   }
 
   async #open(tenant: string): Promise<TenantDatabase> {
-    const { config, s3, budget, store } = this.options;
-    const db = new Database({
-      connectionString: store === undefined ? `s3://${config.bucketName}` : `memory://${config.bucketName}`,
-      tenant,
-      client: s3,
-      clientOptions: {
-        ...(store === undefined ? {} : { store }),
-        executorPool: {
-          concurrency: config.poolConcurrency,
-          budget,
-          retries: config.writeRetries,
-          timeout: config.writeTimeoutMs,
-          retryDelay: WRITE_RETRY_DELAY_MS,
-          maxRetryDelay: WRITE_MAX_RETRY_DELAY_MS,
-        },
-      },
+    const { config, store, budget } = this.options;
+    const pool = new ExecutorPool({
+      concurrency: config.poolConcurrency,
+      budget,
+      retries: config.writeRetries,
+      timeout: config.writeTimeoutMs,
+      retryDelay: WRITE_RETRY_DELAY_MS,
+      maxRetryDelay: WRITE_MAX_RETRY_DELAY_MS,
     });
-    await db.connect();
-    for (const [name, schema] of Object.entries(config.resources)) {
-      await db.createResource(
-        Object.keys(schema).length === 0 ? { name } : { name, schema: schema as JsonSchema },
-      );
+    try {
+      const db = new Database({ tenant, store, pool });
+      for (const [name, schema] of Object.entries(config.resources)) {
+        await db.createResource(
+          Object.keys(schema).length === 0 ? { name } : { name, schema: schema as JsonSchema },
+        );
+      }
+      return { tenant, db, pool };
+    } catch (error) {
+      pool.stop();
+      throw error;
     }
-    const pool = db.client.executorPool;
-    if (pool === undefined) throw new Error('tenant Database was created without its pool');
-    return { db, pool };
   }
 
   /** Drains and disconnects every cached Database (tests and the local runner's shutdown). */
@@ -122,6 +124,6 @@ export class TenantDatabases {
     this.#closing = true;
     this.#cache.clear();
     this.#closing = false;
-    await Promise.all(entries.map((entry) => entry.db.disconnect()));
+    await Promise.all(entries.map(retire));
   }
 }

@@ -1,9 +1,7 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoSemaphore } from '../../semaphore/dynamo-semaphore.js';
 import { SemaphoreTimeoutError } from '../../semaphore/errors.js';
 import { permitsFor } from '../../semaphore/permits-for.js';
-import type { Semaphore } from '../../semaphore/types.js';
-import { type ConcurrencyTarget, withPermits } from '../../semaphore/with-permits.js';
+import type { Lease, Semaphore } from '../../semaphore/types.js';
+import type { ConcurrencyTarget } from '../../semaphore/with-permits.js';
 import type { IngestConfig } from '../config.js';
 
 /** The S3 write latency the permits are sized for (Little's law: 3,500 PUT/s x 20 ms = 70 in flight). */
@@ -17,7 +15,7 @@ export const SMALL_TENANT_WRITES = 10;
 /** The shared lease of small tenants caps their fleet-wide in-flight writes at this many prefixes' worth. */
 export const SMALL_TENANTS_PREFIX_SHARE = 4;
 
-/** One tenant's pool and how much work it has in this invocation. */
+/** One tenant's pool and how much work it has in this invocation (the runner's tenant object fits). */
 export interface TenantPermitRequest {
   readonly tenant: string;
   readonly pool: ConcurrencyTarget & { readonly concurrency: number };
@@ -34,6 +32,18 @@ export interface PermitWindow {
 
 /** What happened to a tenant's permits: it ran with `permits` (0: no semaphore), or none could be had. */
 export type PermitResult = { readonly permits: number } | { readonly unavailable: unknown };
+
+/** A lease whose release failed: it expires by itself; nothing about the writes made under it changes. */
+export interface ReleaseFailure {
+  readonly semaphore: string;
+  readonly error: unknown;
+}
+
+/** What `TenantPermits.run` did, per tenant object it was given. */
+export interface PermitReport<T> {
+  readonly results: Map<T, PermitResult>;
+  readonly releaseFailures: readonly ReleaseFailure[];
+}
 
 export type SemaphoreFactory = (name: string, limit: number) => Semaphore;
 
@@ -61,21 +71,16 @@ export class TenantPermits {
   readonly #factory: SemaphoreFactory | undefined;
   readonly #prefixLimit: number;
 
+  /** `factory`: the distributed semaphores; without one, pools run bounded only by the invocation. */
   constructor(
     private readonly config: IngestConfig,
-    dynamodb: DynamoDBClient | undefined,
-    factory?: SemaphoreFactory,
+    factory: SemaphoreFactory | undefined,
   ) {
     this.#prefixLimit = permitsFor({
       ratePerSecond: config.s3PrefixWriteRate,
       latencyMs: ASSUMED_WRITE_LATENCY_MS,
     });
-    const table = config.semaphoreTable;
-    this.#factory =
-      factory ??
-      (table === undefined || dynamodb === undefined
-        ? undefined
-        : (name, limit) => new DynamoSemaphore({ client: dynamodb, tableName: table, name, limit }));
+    this.#factory = factory;
   }
 
   /** Permits one prefix may have in flight fleet-wide. */
@@ -84,39 +89,51 @@ export class TenantPermits {
   }
 
   /**
-   * Runs `work(tenant)` for every tenant under its permits. `work` must not throw. Resolves with each
-   * tenant's result; a tenant whose permits could not be had by `window.deadline` does not run.
+   * Runs `work(tenant)` for every tenant under its permits, handing `work` the tenant object it was given.
+   * A tenant whose permits could not be had by `window.deadline` does not run. A lease is released once its
+   * tenants' work has drained; a release that fails is reported, never turned into "could not acquire":
+   * the work already ran and its outcomes stand, and the lease expires by itself.
    */
-  async run(
-    tenants: readonly TenantPermitRequest[],
+  async run<T extends TenantPermitRequest>(
+    tenants: readonly T[],
     window: PermitWindow,
-    work: (tenant: string) => Promise<void>,
-  ): Promise<Map<string, PermitResult>> {
-    const results = new Map<string, PermitResult>();
+    work: (tenant: T) => Promise<void>,
+  ): Promise<PermitReport<T>> {
+    const results = new Map<T, PermitResult>();
+    const releaseFailures: ReleaseFailure[] = [];
     const factory = this.#factory;
     if (factory === undefined) {
       await Promise.all(
         tenants.map(async (t) => {
           t.pool.setConcurrency(Math.max(1, Math.min(this.config.poolConcurrency, t.writes)));
-          await work(t.tenant);
-          results.set(t.tenant, { permits: 0 });
+          await work(t);
+          results.set(t, { permits: 0 });
         }),
       );
-      return results;
+      return { results, releaseFailures };
     }
+
+    const runUnder = (
+      semaphore: Semaphore,
+      target: ConcurrencyTarget,
+      want: number,
+      group: readonly T[],
+    ): Promise<void> =>
+      this.#runUnder(semaphore, target, want, group.length, window, releaseFailures, async () => {
+        await Promise.all(group.map((t) => work(t)));
+      }).then((result) => {
+        for (const t of group) results.set(t, result);
+      });
 
     const large = tenants.filter((t) => t.writes >= SMALL_TENANT_WRITES);
     const small = tenants.filter((t) => t.writes < SMALL_TENANT_WRITES);
     const jobs: Promise<void>[] = large.map((t) =>
-      this.#runUnder(
+      runUnder(
         this.#semaphore(factory, `prefix:${this.config.bucketName}/t=${t.tenant}/`, this.#prefixLimit),
         t.pool,
         Math.min(this.#prefixLimit, this.config.poolConcurrency, t.writes),
-        window,
-        () => work(t.tenant),
-      ).then((result) => {
-        results.set(t.tenant, result);
-      }),
+        [t],
+      ),
     );
 
     const sharedLimit = this.#prefixLimit * SMALL_TENANTS_PREFIX_SHARE;
@@ -134,23 +151,10 @@ export class TenantPermits {
         this.config.poolConcurrency,
         group.reduce((sum, t) => sum + t.writes, 0),
       );
-      jobs.push(
-        this.#runUnder(
-          shared,
-          new PoolGroup(group),
-          Math.max(want, group.length),
-          window,
-          async () => {
-            await Promise.all(group.map((t) => work(t.tenant)));
-          },
-          group.length,
-        ).then((result) => {
-          for (const t of group) results.set(t.tenant, result);
-        }),
-      );
+      jobs.push(runUnder(shared, new PoolGroup(group), Math.max(want, group.length), group));
     }
     await Promise.all(jobs);
-    return results;
+    return { results, releaseFailures };
   }
 
   #semaphore(factory: SemaphoreFactory, name: string, limit: number): Semaphore {
@@ -162,39 +166,49 @@ export class TenantPermits {
     return semaphore;
   }
 
+  /**
+   * Acquire, size the target, run, drain, release: `withPermits`' steps, with each failure kept apart. A
+   * failed acquire is `unavailable` (the work never ran); a failed release is reported to
+   * `releaseFailures` and changes nothing else.
+   */
   async #runUnder(
     semaphore: Semaphore,
     target: ConcurrencyTarget,
     want: number,
+    min: number,
     window: PermitWindow,
+    releaseFailures: ReleaseFailure[],
     body: () => Promise<void>,
-    min = 1,
   ): Promise<PermitResult> {
     const capped = Math.min(want, semaphore.limit);
+    let lease: Lease;
     try {
-      return await withPermits(
-        semaphore,
-        target,
-        {
-          want: capped,
-          min: Math.min(min, capped),
-          deadline: window.deadline,
-          signal: window.signal,
-          leaseMs: window.leaseMs,
-        },
-        async (lease) => {
-          await body();
-          return { permits: lease.permits };
-        },
-      );
+      lease = await semaphore.acquire(capped, {
+        min: Math.min(min, capped),
+        deadline: window.deadline,
+        signal: window.signal,
+        leaseMs: window.leaseMs,
+      });
     } catch (err) {
-      // `body` never throws, so this is the acquire: out of time, aborted, or DynamoDB unreachable. Only this
-      // tenant's writes are redelivered; the rest of the batch goes on.
+      // Out of time, aborted, or DynamoDB unreachable: only these tenants' writes are redelivered.
       return {
         unavailable: window.signal.aborted
           ? new SemaphoreTimeoutError(semaphore.name, min, window.deadline)
           : err,
       };
     }
+    try {
+      target.setConcurrency(lease.permits);
+      await body();
+      // No write outlives its permit: in-flight (and timed-out, still settling) work ends first.
+      await target.drain?.();
+    } finally {
+      try {
+        await lease.release();
+      } catch (error) {
+        releaseFailures.push({ semaphore: semaphore.name, error });
+      }
+    }
+    return { permits: lease.permits };
   }
 }

@@ -1,3 +1,4 @@
+import type { BehaviourModel } from '../../db/behaviour-model.js';
 import { InvalidLocalOptionError } from '../errors.js';
 import { type Clock, systemClock } from './clock.js';
 import { seededRandom } from './seeded-random.js';
@@ -109,7 +110,7 @@ function checkProbability(option: string, value: number): number {
  * requests get `slowdown`), a lognormal latency, and seeded faults. The chaos proxy applies it to real HTTP;
  * the `memory://` storage client applies it in-process. It counts what it decided, in total and per prefix.
  */
-export class S3BehaviourModel {
+export class S3BehaviourModel implements BehaviourModel {
   readonly clock: Clock;
   #writesPerSecond: number;
   #readsPerSecond: number;

@@ -2,7 +2,7 @@
 // of those constructors (Database is moving to `new Database({ tenant, store, pool })`) is made here only.
 import { randomUUID } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { createS3Client, Database, S3ObjectStore } from '../../../lib/db/index.js';
+import { createS3Client, type Database, openDatabase, S3ObjectStore } from '../../../lib/db/index.js';
 import type { ExecutorPoolOptions } from '../../../lib/pool/index.js';
 import { backendEndpoints } from './backends.js';
 
@@ -67,12 +67,9 @@ export async function rgwDatabase(
   tenant: string,
   options: { client?: S3Client; executorPool?: ExecutorPoolOptions } = {},
 ): Promise<Database> {
-  const store = rgwObjectStore(options.client);
-  const db = new Database({
-    connectionString: `s3://${store.bucket}`,
+  return openDatabase(`s3://${rgwBucket()}`, {
     tenant,
-    clientOptions: { store, executorPool: options.executorPool ?? TEST_POOL },
+    client: options.client ?? rgwClient(),
+    pool: options.executorPool ?? TEST_POOL,
   });
-  await db.connect();
-  return db;
 }

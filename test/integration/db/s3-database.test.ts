@@ -3,10 +3,11 @@ import { CreateBucketCommand, HeadBucketCommand, ListObjectsV2Command, S3Client 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createS3Client,
-  Database,
   InvalidKeyError,
+  openDatabase,
   RecordExistsError,
   RecordNotFoundError,
+  type S3ObjectStore,
   ValidationError,
 } from '../../../lib/db/index.js';
 import { startChaosProxy } from '../../../lib/local/s3-behaviour/chaos-proxy.js';
@@ -54,8 +55,7 @@ afterAll(() => {
 
 describe('Database over S3 (emulator)', () => {
   it('every method round-trips through the real SDK, keys follow the layout', async () => {
-    const db = new Database({ connectionString: connectionString(), tenant: 'acme' });
-    await db.connect();
+    const db = openDatabase(connectionString(), { tenant: 'acme' });
     const orders = await db.createResource({ name: 'orders' });
     const record = await orders.insert({ total: 10 }, { id: 'o-1' });
     expect(await orders.get('o-1')).toEqual(record);
@@ -70,13 +70,12 @@ describe('Database over S3 (emulator)', () => {
     await expect(orders.update('nope', {})).rejects.toBeInstanceOf(RecordNotFoundError);
     const raw = await admin.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'it/t=acme/' }));
     expect(raw.Contents?.map((o) => o.Key)).toEqual(['it/t=acme/r=orders/id=o-1.json']);
-    expect(db.client.executorPool!.getStats()).toMatchObject({ activeCount: 0, errorCount: 0 });
+    expect(db.pool!.getStats()).toMatchObject({ activeCount: 0, errorCount: 0 });
     await db.disconnect();
   });
 
   it('list pages with a cursor absent on the last page; count and insertMany agree', async () => {
-    const db = new Database({ connectionString: connectionString(), tenant: 'pages' });
-    await db.connect();
+    const db = openDatabase(connectionString(), { tenant: 'pages' });
     const items = await db.createResource({ name: 'items' });
     const ids = Array.from({ length: 12 }, (_, i) => `i${String(i).padStart(2, '0')}`);
     const results = await items.insertMany(ids.map((id) => ({ id, n: Number(id.slice(1)) })));
@@ -99,8 +98,7 @@ describe('Database over S3 (emulator)', () => {
   it('conditional writes: If-None-Match on insert, If-Match on update (412 enforced where the server does)', async () => {
     const client = createS3Client({ ...localClientConfig('s3') });
     const headers = recordPutHeaders(client);
-    const db = new Database({ connectionString: connectionString(), tenant: 'cond', client });
-    await db.connect();
+    const db = openDatabase(connectionString(), { tenant: 'cond', client });
     const r = await db.createResource({ name: 'orders' });
     const first = await r.insert({ n: 1 }, { id: 'c1' });
     expect(headers.at(-1)?.['if-none-match']).toBe('*');
@@ -121,8 +119,7 @@ describe('Database over S3 (emulator)', () => {
   it('schema errors and bad keys are refused before any request', async () => {
     const client = createS3Client({ ...localClientConfig('s3') });
     const headers = recordPutHeaders(client);
-    const db = new Database({ connectionString: connectionString(), tenant: 'acme', client });
-    await db.connect();
+    const db = openDatabase(connectionString(), { tenant: 'acme', client });
     const r = await db.createResource({
       name: 'typed',
       schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] },
@@ -135,17 +132,15 @@ describe('Database over S3 (emulator)', () => {
     await expect(r.insert({ n: 1 }, { id: '../t=evil/x' })).rejects.toBeInstanceOf(InvalidKeyError);
     await expect(r.get('%2e%2e')).rejects.toBeInstanceOf(InvalidKeyError);
     expect(headers).toHaveLength(0);
-    expect(db.client.executorPool!.getStats().processedCount).toBe(0);
+    expect(db.pool!.getStats().processedCount).toBe(0);
     await db.disconnect();
     client.destroy();
   });
 
   it('tenants sharing a bucket and an injected client see only their own prefix; disconnect leaves the client open', async () => {
-    const acme = new Database({ connectionString: connectionString('iso'), tenant: 'acme', client: shared });
-    const evil = new Database({ connectionString: connectionString('iso'), tenant: 'evil', client: shared });
-    await acme.connect();
-    await evil.connect();
-    expect(acme.client.s3).toBe(shared);
+    const acme = openDatabase(connectionString('iso'), { tenant: 'acme', client: shared });
+    const evil = openDatabase(connectionString('iso'), { tenant: 'evil', client: shared });
+    expect((acme.store as S3ObjectStore).client).toBe(shared);
     const mine = await acme.createResource({ name: 'orders' });
     const theirs = await evil.createResource({ name: 'orders' });
     await mine.insert({ a: 1 }, { id: 'x' });
@@ -170,14 +165,12 @@ describe('Database over S3 (emulator)', () => {
     });
     try {
       const target = new URL(proxy.endpoint);
-      const db = new Database({
-        connectionString: `http://test:test@${target.host}/${bucket}/stall`,
+      const db = openDatabase(`http://test:test@${target.host}/${bucket}/stall`, {
         tenant: 'acme',
-        clientOptions: { executorPool: { concurrency: 1, timeout: 150, retries: 0 } },
+        pool: { concurrency: 1, timeout: 150, retries: 0 },
       });
-      await db.connect();
       const r = await db.createResource({ name: 'orders' });
-      const pool = db.client.executorPool!;
+      const pool = db.pool!;
       const started = performance.now();
       const err = await r.upsert('s', { a: 1 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(TimeoutError);

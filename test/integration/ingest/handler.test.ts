@@ -11,14 +11,8 @@ import { LambdaContainers } from '../../../lib/local/lambda/lambda-containers.js
 import { type ChaosProxy, startChaosProxy } from '../../../lib/local/s3-behaviour/chaos-proxy.js';
 import { loadBadMessages, loadGoodMessages } from '../../fixtures/messages.js';
 import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
-import {
-  body,
-  expectDeadLetteredBody,
-  keyOf,
-  quietMetrics,
-  readDlq,
-  silentLogger,
-} from '../../unit/ingest/handler/support.js';
+import { body, keyOf, quietMetrics, silentLogger } from '../../unit/ingest/handler/support.js';
+import { expectDeadLetteredBody, readDlq } from './dlq.js';
 
 const sqs = new SQSClient(localClientConfig('sqs'));
 const s3 = new S3Client(localClientConfig('s3'));

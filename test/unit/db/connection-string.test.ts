@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConnectionStringError, Database, parseConnectionString } from '../../../lib/db/index.js';
+import { ConnectionStringError, openDatabase, parseConnectionString } from '../../../lib/db/index.js';
 
 describe('parseConnectionString', () => {
   it('parses the three schemes', () => {
@@ -49,9 +49,8 @@ describe('parseConnectionString', () => {
   });
 
   it('behaviour applies to memory:// only', () => {
-    expect(
-      () =>
-        new Database({ connectionString: 's3://bucket-x', clientOptions: { behaviour: { latency: false } } }),
-    ).toThrow(ConnectionStringError);
+    const clock = { now: () => 0, sleep: async () => {} };
+    const behaviour = { clock, decide: () => ({ outcome: 'ok' as const, latencyMs: 0 }) };
+    expect(() => openDatabase('s3://bucket-x', { behaviour })).toThrow(ConnectionStringError);
   });
 });

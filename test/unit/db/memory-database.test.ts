@@ -7,19 +7,21 @@ import {
   DatabaseNotConnectedError,
   InvalidKeyError,
   InvalidSchemaError,
+  MemoryObjectStore,
   memoryBucket,
+  openDatabase,
   RecordExistsError,
   RecordNotFoundError,
   ResourceNotFoundError,
   ValidationError,
 } from '../../../lib/db/index.js';
+import { ExecutorPool } from '../../../lib/pool/index.js';
 
 const open: Database[] = [];
 
-async function connect(tenant = 'acme', extra: Partial<ConstructorParameters<typeof Database>[0]> = {}) {
+async function connect(tenant = 'acme') {
   const bucket = `b-${randomUUID().slice(0, 8)}`;
-  const db = new Database({ connectionString: `memory://${bucket}/data`, tenant, ...extra });
-  await db.connect();
+  const db = openDatabase(`memory://${bucket}/data`, { tenant });
   open.push(db);
   return db;
 }
@@ -36,7 +38,7 @@ describe('Database on memory:// (every method)', () => {
     expect(record).toMatchObject({ id: 'o-1', total: 42, sku: 'a', version: 1 });
     expect(record.createdAt).toBe(record.updatedAt);
     expect(await orders.get('o-1')).toEqual(record);
-    const stored = await db.client.store.get('data/t=acme/r=orders/id=o-1.json');
+    const stored = await db.store.get('data/t=acme/r=orders/id=o-1.json');
     expect(stored?.metadata).toEqual({ version: '1', 'updated-at': record.updatedAt });
     expect(JSON.parse(stored!.body)).toEqual(record);
     expect(db.resource('orders')).toBe(orders);
@@ -160,8 +162,8 @@ describe('Database on memory:// (every method)', () => {
     const ab = await db.createResource({ name: 'ab' });
     await a.insert({}, { id: '1' });
     await ab.insert({}, { id: '2' });
-    await db.client.store.put({ key: 'data/t=acme/r=a/notes.txt', body: 'x' });
-    await db.client.store.put({ key: 'data/t=acme/r=a/id=../x.json', body: '{}' });
+    await db.store.put({ key: 'data/t=acme/r=a/notes.txt', body: 'x' });
+    await db.store.put({ key: 'data/t=acme/r=a/id=../x.json', body: '{}' });
     expect((await a.list()).items.map((x) => x.id)).toEqual(['1']);
     expect(await a.count()).toBe(1);
     expect(await ab.count()).toBe(1);
@@ -170,7 +172,7 @@ describe('Database on memory:// (every method)', () => {
   it('a non-JSON object under a record key is a CorruptRecordError, not a crash', async () => {
     const db = await connect();
     const r = await db.createResource({ name: 'orders' });
-    await db.client.store.put({ key: r.keyOf('bad'), body: 'not json' });
+    await db.store.put({ key: r.keyOf('bad'), body: 'not json' });
     await expect(r.get('bad')).rejects.toBeInstanceOf(CorruptRecordError);
   });
 
@@ -194,27 +196,42 @@ describe('Database on memory:// (every method)', () => {
     expect(errors[1]).toBeInstanceOf(ValidationError);
     expect(errors[2]).toBeInstanceOf(InvalidKeyError);
     expect(await r.count()).toBe(3);
-    expect(db.client.executorPool?.getStats().processedCount).toBeGreaterThanOrEqual(3);
+    expect(db.pool?.getStats().processedCount).toBeGreaterThanOrEqual(3);
   });
 
-  it('calls before connect and after disconnect reject with DatabaseNotConnectedError', async () => {
-    const db = new Database({ connectionString: 'memory://nc-bucket' });
+  it('is usable once built; calls after disconnect reject with DatabaseNotConnectedError', async () => {
+    const db = openDatabase('memory://nc-bucket');
     const r = await db.createResource({ name: 'x' });
-    await expect(r.get('a')).rejects.toBeInstanceOf(DatabaseNotConnectedError);
-    await db.connect();
     await r.upsert('a', {});
+    expect(db.isConnected).toBe(true);
     await db.disconnect();
+    expect(db.isConnected).toBe(false);
     await expect(r.get('a')).rejects.toBeInstanceOf(DatabaseNotConnectedError);
-    expect(db.client.executorPool?.isStopped).toBe(true);
+    // openDatabase built the pool, so its Database stops it.
+    expect(db.pool?.isStopped).toBe(true);
+  });
+
+  it('a Database given its pool and store leaves both to their owner on disconnect', async () => {
+    const store = new MemoryObjectStore({ bucket: `given-${randomUUID().slice(0, 8)}` });
+    const pool = new ExecutorPool({ concurrency: 2 });
+    const db = new Database({ tenant: 'acme', store, pool, prefix: '/app/' });
+    expect(db.bucket).toBe(store.bucket);
+    expect(db.prefix).toBe('app/');
+    const r = await db.createResource({ name: 'x' });
+    const write = r.upsert('a', { n: 1 });
+    await db.disconnect(); // waits for the queued write
+    await expect(write).resolves.toMatchObject({ id: 'a', n: 1 });
+    expect(pool.isStopped).toBe(false);
+    await expect(r.get('a')).rejects.toBeInstanceOf(DatabaseNotConnectedError);
+    expect(await store.get('app/t=acme/r=x/id=a.json')).toBeDefined();
+    pool.stop();
   });
 
   it('Databases on the same memory:// bucket share it, like an S3 bucket', async () => {
     const name = `shared-${randomUUID().slice(0, 8)}`;
-    const one = new Database({ connectionString: `memory://${name}`, tenant: 'acme' });
-    const two = new Database({ connectionString: `memory://${name}`, tenant: 'acme' });
+    const one = openDatabase(`memory://${name}`, { tenant: 'acme' });
+    const two = openDatabase(`memory://${name}`, { tenant: 'acme' });
     open.push(one, two);
-    await one.connect();
-    await two.connect();
     await (await one.createResource({ name: 'r' })).insert({ a: 1 }, { id: 'x' });
     expect(await (await two.createResource({ name: 'r' })).get('x')).toMatchObject({ a: 1 });
     expect(memoryBucket(name).size).toBe(1);

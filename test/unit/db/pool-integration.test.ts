@@ -8,12 +8,18 @@ import {
   MemoryObjectStore,
   memoryBucket,
   type ObjectStore,
+  openDatabase,
   type PutObjectInput,
   type StoreCallOptions,
 } from '../../../lib/db/index.js';
 import { ManualClock, systemClock } from '../../../lib/local/s3-behaviour/clock.js';
-import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
-import { ConcurrencyBudget, TimeoutError } from '../../../lib/pool/index.js';
+import { S3BehaviourModel, type S3BehaviourOptions } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
+import {
+  ConcurrencyBudget,
+  ExecutorPool,
+  type ExecutorPoolOptions,
+  TimeoutError,
+} from '../../../lib/pool/index.js';
 
 /** Records each request's key and signal; optionally fails the first N puts after applying them. */
 class ProbeStore implements ObjectStore {
@@ -60,35 +66,32 @@ class ProbeStore implements ObjectStore {
   }
 }
 
-async function probeDb(pool: ConstructorParameters<typeof Database>[0]['clientOptions'] = {}) {
+async function probeDb(poolOptions: ExecutorPoolOptions = {}) {
   const store = new ProbeStore(new MemoryObjectStore({ bucket: new MemoryBucket('probe') }));
-  const db = new Database({
-    connectionString: 'memory://probe',
-    tenant: 'acme',
-    clientOptions: { ...pool, store },
-  });
-  await db.connect();
-  return { db, store, orders: await db.createResource({ name: 'orders' }) };
+  const pool = new ExecutorPool({ concurrency: 100, ...poolOptions });
+  const db = new Database({ tenant: 'acme', store, pool });
+  return { db, pool, store, orders: await db.createResource({ name: 'orders' }) };
 }
 
-async function modelDb(
-  behaviour: BehaviourModel | ConstructorParameters<typeof S3BehaviourModel>[0],
-  executorPool = {},
-) {
-  const db = new Database({
-    connectionString: `memory://model-${Math.random().toString(36).slice(2, 10)}`,
+function isModel(value: BehaviourModel | S3BehaviourOptions): value is BehaviourModel {
+  return typeof (value as Partial<BehaviourModel>).decide === 'function';
+}
+
+async function modelDb(behaviour: BehaviourModel | S3BehaviourOptions, pool: ExecutorPoolOptions = {}) {
+  const model = isModel(behaviour) ? behaviour : new S3BehaviourModel(behaviour);
+  const db = openDatabase(`memory://model-${Math.random().toString(36).slice(2, 10)}`, {
     tenant: 'acme',
-    clientOptions: { behaviour, executorPool: { retries: 0, ...executorPool } },
+    behaviour: model,
+    pool: { retries: 0, ...pool },
   });
-  await db.connect();
-  return { db, orders: await db.createResource({ name: 'orders' }) };
+  return { db, model, orders: await db.createResource({ name: 'orders' }) };
 }
 
 describe('storage calls go through the Database pool', () => {
   it('one pool task per S3 request, each given the pool signal', async () => {
     const { db, store, orders } = await probeDb();
     let started = 0;
-    db.client.executorPool!.on('pool:taskStarted', () => {
+    db.pool!.on('pool:taskStarted', () => {
       started += 1;
     });
     await orders.insert({ a: 1 }, { id: 'x' });
@@ -109,42 +112,51 @@ describe('storage calls go through the Database pool', () => {
     ]);
     expect(started).toBe(store.calls.length);
     expect(store.calls.every((c) => c.signal instanceof AbortSignal && !c.signal.aborted)).toBe(true);
-    expect(db.client.executorPool!.getStats().processedCount).toBe(store.calls.length);
+    expect(db.pool!.getStats().processedCount).toBe(store.calls.length);
     await db.disconnect();
   });
 
   it('concurrency caps in-flight requests; live setConcurrency applies', async () => {
-    const { db, store, orders } = await probeDb({ executorPool: { concurrency: 3 } });
+    const { db, store, orders } = await probeDb({ concurrency: 3 });
     await orders.insertMany(Array.from({ length: 40 }, (_, i) => ({ id: `a${i}` })));
     expect(store.maxInFlight).toBe(3);
-    db.client.executorPool!.setConcurrency(7);
+    db.pool!.setConcurrency(7);
     store.maxInFlight = 0;
     await orders.insertMany(Array.from({ length: 40 }, (_, i) => ({ id: `b${i}` })));
     expect(store.maxInFlight).toBe(7);
     await db.disconnect();
   });
 
-  it('per-call priority orders queued work; executorPool: false bypasses the pool', async () => {
-    const { db, store, orders } = await probeDb({ executorPool: { concurrency: 1 } });
-    const pool = db.client.executorPool!;
+  it('per-call priority orders queued work', async () => {
+    const { db, pool, store, orders } = await probeDb({ concurrency: 1 });
     await pool.pause();
     const done = Promise.all([
-      orders.upsert('low', {}, { executorPool: { priority: 1 } }),
-      orders.upsert('high', {}, { executorPool: { priority: 10 } }),
-      orders.upsert('mid', {}, { executorPool: { priority: 5 } }),
+      orders.upsert('low', {}, { priority: 1 }),
+      orders.upsert('high', {}, { priority: 10 }),
+      orders.upsert('mid', {}, { priority: 5 }),
     ]);
-    await orders.upsert('direct', {}, { executorPool: false });
-    expect(store.calls.map((c) => c.key.split('id=')[1])).toEqual(['direct.json']);
-    expect(store.calls[0]!.signal).toBeUndefined();
+    expect(store.calls).toEqual([]);
     pool.resume();
     await done;
-    expect(store.calls.map((c) => c.key.split('id=')[1])).toEqual([
-      'direct.json',
-      'high.json',
-      'mid.json',
-      'low.json',
-    ]);
+    expect(store.calls.map((c) => c.key.split('id=')[1])).toEqual(['high.json', 'mid.json', 'low.json']);
     await db.disconnect();
+    pool.stop();
+  });
+
+  it('a Database without a pool calls storage directly, with the caller signal', async () => {
+    const store = new ProbeStore(new MemoryObjectStore({ bucket: new MemoryBucket('direct') }));
+    const db = new Database({ tenant: 'acme', store });
+    const orders = await db.createResource({ name: 'orders' });
+    await orders.upsert('plain', {});
+    const controller = new AbortController();
+    await orders.upsert('signalled', {}, { signal: controller.signal });
+    expect(store.calls.map((c) => [c.key.split('id=')[1], c.signal])).toEqual([
+      ['plain.json', undefined],
+      ['signalled.json', controller.signal],
+    ]);
+    controller.abort(new Error('caller gave up'));
+    await expect(orders.upsert('late', {}, { signal: controller.signal })).rejects.toThrow('caller gave up');
+    expect(store.calls).toHaveLength(2);
   });
 
   it('Databases sharing a ConcurrencyBudget never exceed it together, each keeping its own pool', async () => {
@@ -152,15 +164,9 @@ describe('storage calls go through the Database pool', () => {
     const bucket = new MemoryBucket('budget');
     const store = new ProbeStore(new MemoryObjectStore({ bucket }));
     const dbs = ['t1', 't2', 't3'].map(
-      (tenant) =>
-        new Database({
-          connectionString: 'memory://budget',
-          tenant,
-          clientOptions: { store, executorPool: { concurrency: 3, budget } },
-        }),
+      (tenant) => new Database({ tenant, store, pool: new ExecutorPool({ concurrency: 3, budget }) }),
     );
-    await Promise.all(dbs.map((db) => db.connect()));
-    expect(new Set(dbs.map((db) => db.client.executorPool)).size).toBe(3);
+    expect(new Set(dbs.map((db) => db.pool)).size).toBe(3);
     await Promise.all(
       dbs.map(async (db) =>
         (await db.createResource({ name: 'r' })).insertMany(
@@ -174,14 +180,14 @@ describe('storage calls go through the Database pool', () => {
   });
 
   it('a retry that finds its own earlier write (response lost) succeeds instead of RecordExistsError', async () => {
-    const { db, store, orders } = await probeDb({ executorPool: { retryDelay: 0 } });
+    const { db, store, orders } = await probeDb({ retryDelay: 0 });
     store.lostResponses = 1;
     const record = await orders.insert({ a: 1 }, { id: 'lost' });
     expect(await orders.get('lost')).toEqual(record);
     store.lostResponses = 1;
     const updated = await orders.update('lost', { a: 2 });
     expect(updated.version).toBe(2);
-    expect(db.client.executorPool!.getStats().retryCount).toBe(2);
+    expect(db.pool!.getStats().retryCount).toBe(2);
     await expect(orders.insert({ a: 3 }, { id: 'lost' })).rejects.toMatchObject({
       name: 'RecordExistsError',
     });
@@ -191,12 +197,12 @@ describe('storage calls go through the Database pool', () => {
 
 describe('memory:// driven by the S3 behaviour model', () => {
   it('throttling surfaces as the SDK does: S3ServiceException SlowDown, 503, server fault', async () => {
-    const { db, orders } = await modelDb({ writesPerSecond: 0 });
+    const model = new S3BehaviourModel({ writesPerSecond: 0 });
+    const { db, orders } = await modelDb(model);
     const err = await orders.insert({}, { id: 'x' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(S3ServiceException);
     expect(err).toMatchObject({ name: 'SlowDown', $fault: 'server', $metadata: { httpStatusCode: 503 } });
-    expect(db.client.behaviour).toBeInstanceOf(S3BehaviourModel);
-    expect((db.client.behaviour as S3BehaviourModel).stats().byPrefix['t=acme/']?.throttled).toBe(1);
+    expect(model.stats().byPrefix['t=acme/']?.throttled).toBe(1);
     await db.disconnect();
   });
 
@@ -219,7 +225,7 @@ describe('memory:// driven by the S3 behaviour model', () => {
     expect(results.every((r) => r.ok)).toBe(true);
     const { total } = model.stats();
     expect(total.internalErrors + total.resets).toBeGreaterThan(10);
-    expect(db.client.executorPool!.getStats().retryCount).toBe(total.internalErrors + total.resets);
+    expect(db.pool!.getStats().retryCount).toBe(total.internalErrors + total.resets);
     expect(await orders.count()).toBe(100);
     await db.disconnect();
   });
@@ -256,7 +262,7 @@ describe('memory:// driven by the S3 behaviour model', () => {
       decide: () => (stall ? { outcome: 'stall', latencyMs: 600_000 } : { outcome: 'ok', latencyMs: 0 }),
     };
     const { db, orders } = await modelDb(model, { concurrency: 1, timeout: 50 });
-    const pool = db.client.executorPool!;
+    const pool = db.pool!;
     const started = performance.now();
     await expect(orders.upsert('s', {})).rejects.toBeInstanceOf(TimeoutError);
     expect(performance.now() - started).toBeLessThan(1000);

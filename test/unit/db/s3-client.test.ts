@@ -1,7 +1,7 @@
 import type { Agent } from 'node:http';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { describe, expect, it } from 'vitest';
-import { createS3Client, Database } from '../../../lib/db/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import { createS3Client, openDatabase, S3ObjectStore } from '../../../lib/db/index.js';
 
 async function agentOf(handler: unknown): Promise<Agent> {
   const config = await (handler as { configProvider: Promise<{ httpAgentProvider: () => Promise<Agent> }> })
@@ -26,20 +26,23 @@ describe('createS3Client', () => {
     client.destroy();
   });
 
-  it('a Database sizes its own client to its pool and owns it; an injected client is used as is', async () => {
-    const own = new Database({
-      connectionString: 'http://k:s@127.0.0.1:1/bucket/p',
-      clientOptions: { executorPool: { concurrency: 300 } },
-    });
-    expect((await agentOf(own.client.s3!.config.requestHandler)).maxSockets).toBe(300);
-    expect(own.client.s3!.config.forcePathStyle).toBe(true);
+  it('openDatabase sizes its own client to its pool and owns it; an injected client is used as is', async () => {
+    const own = openDatabase('http://k:s@127.0.0.1:1/bucket/p', { pool: { concurrency: 300 } });
+    const ownClient = (own.store as S3ObjectStore).client;
+    expect((await agentOf(ownClient.config.requestHandler)).maxSockets).toBe(300);
+    expect(ownClient.config.forcePathStyle).toBe(true);
     const injected = createS3Client({ region: 'eu-west-1' });
-    const db = new Database({ connectionString: 's3://bucket-1/p', client: injected });
-    expect(db.client.s3).toBe(injected);
+    const destroy = vi.spyOn(injected, 'destroy');
+    const db = openDatabase('s3://bucket-1/p', { client: injected });
+    expect(db.store).toBeInstanceOf(S3ObjectStore);
+    expect((db.store as S3ObjectStore).client).toBe(injected);
     expect(db.bucket).toBe('bucket-1');
     expect(db.prefix).toBe('p/');
+    const ownDestroy = vi.spyOn(ownClient, 'destroy');
     await own.disconnect();
     await db.disconnect();
+    expect(ownDestroy).toHaveBeenCalledTimes(1);
+    expect(destroy).not.toHaveBeenCalled();
     injected.destroy();
   });
 });

@@ -7,6 +7,7 @@ import {
   MemoryBucket,
   MemoryObjectStore,
   type ObjectStore,
+  openDatabase,
   type PutObjectInput,
   type StoreCallOptions,
 } from '../../../lib/db/index.js';
@@ -60,18 +61,8 @@ describe('tenant isolation', () => {
   async function setup() {
     const bucket = new MemoryBucket('iso');
     const store = new RecordingStore(new MemoryObjectStore({ bucket }));
-    const acme = new Database({
-      connectionString: 'memory://iso/p',
-      tenant: 'acme',
-      clientOptions: { store },
-    });
-    const evil = new Database({
-      connectionString: 'memory://iso/p',
-      tenant: 'evil',
-      clientOptions: { store: new MemoryObjectStore({ bucket }) },
-    });
-    await acme.connect();
-    await evil.connect();
+    const acme = new Database({ prefix: 'p', tenant: 'acme', store });
+    const evil = new Database({ prefix: 'p', tenant: 'evil', store: new MemoryObjectStore({ bucket }) });
     return { bucket, store, acme, evil };
   }
 
@@ -137,9 +128,11 @@ describe('tenant isolation', () => {
 
   it('bad tenant and resource names are refused before any request', async () => {
     for (const tenant of ['Acme', '../evil', 't=evil', 'acme/x', '']) {
-      expect(() => new Database({ connectionString: 'memory://iso', tenant })).toThrow(InvalidKeyError);
+      const store = new MemoryObjectStore({ bucket: 'iso' });
+      expect(() => new Database({ store, tenant })).toThrow(InvalidKeyError);
+      expect(() => openDatabase('memory://iso', { tenant })).toThrow(InvalidKeyError);
     }
-    const db = new Database({ connectionString: 'memory://iso', tenant: 'acme' });
+    const db = openDatabase('memory://iso', { tenant: 'acme' });
     for (const name of ['Orders', '../x', 'r=x', 'a/b', '']) {
       await expect(db.createResource({ name })).rejects.toMatchObject({
         name: 'InvalidKeyError',

@@ -1,19 +1,7 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { S3Client } from '@aws-sdk/client-s3';
-import type { SQSClient } from '@aws-sdk/client-sqs';
 import { Ajv } from 'ajv';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, loadConfig } from '../../../lib/ingest/index.js';
-import {
-  createDlq,
-  failedIds,
-  keyOf,
-  lambdaContext,
-  localClients,
-  readDlq,
-  sqsEvent,
-  testHandler,
-} from './handler/support.js';
+import { failedIds, keyOf, lambdaContext, sqsEvent, testHandler } from './handler/support.js';
 
 // Issue 14, defect 6: a config that loadConfig accepts must be a config that works.
 
@@ -96,26 +84,15 @@ describe('every RESOURCES schema is compiled at cold start', () => {
 });
 
 describe('the handler uses the schemas compiled at load', () => {
-  let clients: { s3: S3Client; sqs: SQSClient; dynamodb: DynamoDBClient };
   const close: Array<() => Promise<void>> = [];
-  beforeAll(() => {
-    clients = localClients();
-  });
   afterEach(async () => {
     vi.restoreAllMocks();
     await Promise.all(close.splice(0).map((c) => c()));
   });
-  afterAll(() => {
-    clients.s3.destroy();
-    clients.sqs.destroy();
-    clients.dynamodb.destroy();
-  });
 
   it('writes valid records under the README schema and dead-letters only the violation', async () => {
     const compile = vi.spyOn(Ajv.prototype, 'compile');
-    const dlqUrl = await createDlq(clients.sqs);
-    const { handler, store, config } = testHandler(clients, {
-      DLQ_URL: dlqUrl,
+    const { handler, store, config, deadLetters } = testHandler({
       RESOURCES: JSON.stringify({ orders: README_ORDERS_SCHEMA, notes: {} }),
     });
     close.push(() => handler.close());
@@ -133,8 +110,8 @@ describe('the handler uses the schemas compiled at load', () => {
 
     expect(failedIds(response)).toEqual([]);
     expect(store.keys()).toEqual([keyOf('acme', 'notes', 'n-1'), keyOf('acme', 'orders', 'o-1')]);
-    const letters = await readDlq(clients.sqs, dlqUrl);
-    expect(letters.get(event.Records[1]!.messageId)?.attributes.reason).toBe('schema-violation');
+    const letters = deadLetters.letters;
+    expect(letters.get(event.Records[1]!.messageId)?.reason).toBe('schema-violation');
     expect(letters.size).toBe(1);
     // Every later compile of the same schema object returned the validator compiled at load.
     const later = compile.mock.results

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { Database } from '../../../lib/db/database.js';
+import { openDatabase } from '../../../lib/db/open-database.js';
 import { ValidationError } from '../../../lib/db/errors.js';
 import type { JsonSchema } from '../../../lib/db/schema.js';
 import { ConfigError, loadConfig } from '../../../lib/ingest/index.js';
@@ -66,8 +66,7 @@ describe('operator regexes cannot hang an invocation', () => {
         },
       }),
     });
-    const db = new Database({ connectionString: 'memory://records', tenant: 'acme' });
-    await db.connect();
+    const db = openDatabase('memory://records', { tenant: 'acme' });
     const orders = await db.createResource({ name: 'orders', schema: config.resources.orders as JsonSchema });
     await expect(orders.insert({ sku: 'ABC-12', name: 'Zoë' })).resolves.toMatchObject({ sku: 'ABC-12' });
     await expect(orders.insert({ sku: 'abc-12' })).rejects.toThrow(ValidationError);

@@ -1,37 +1,24 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { S3Client } from '@aws-sdk/client-s3';
-import type { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
 import type { Semaphore } from '../../../lib/semaphore/types.js';
 import {
-  createDlq,
   failedIds,
   ids,
   keyOf,
   lambdaContext,
-  localClients,
-  readDlq,
+  silentLogger,
   sqsEvent,
+  type TestHandlerOptions,
   TrackingStore,
   testHandler,
 } from './handler/support.js';
 
-let clients: { s3: S3Client; sqs: SQSClient; dynamodb: DynamoDBClient };
 const handlers: IngestHandler[] = [];
 
-beforeAll(() => {
-  clients = localClients();
-});
 afterEach(async () => {
   await Promise.all(handlers.splice(0).map((h) => h.close()));
-});
-afterAll(() => {
-  clients.s3.destroy();
-  clients.sqs.destroy();
-  clients.dynamodb.destroy();
 });
 
 /** Memory semaphores of `limit` permits whatever the handler asks for, by name. */
@@ -52,14 +39,10 @@ function latency(ms: number): S3BehaviourModel {
   return new S3BehaviourModel({ latency: { medianMs: ms, p99Ms: ms }, writesPerSecond: Infinity });
 }
 
-async function setup(
-  env: Record<string, string>,
-  options: { store?: TrackingStore; semaphores?: (name: string, limit: number) => Semaphore } = {},
-) {
-  const dlqUrl = await createDlq(clients.sqs);
-  const t = testHandler(clients, { DLQ_URL: dlqUrl, ...env }, options);
+async function setup(env: Record<string, string>, options: TestHandlerOptions = {}) {
+  const t = testHandler(env, options);
   handlers.push(t.handler);
-  return { ...t, dlqUrl };
+  return t;
 }
 
 const records = (tenant: string, n: number) =>
@@ -69,7 +52,7 @@ describe('deadline', () => {
   it('stops before the Lambda timeout, aborts in-flight writes and reports everything unfinished', async () => {
     const store = new TrackingStore({ model: latency(60_000) });
     const sem = semaphores(10);
-    const { handler, summaries, dlqUrl } = await setup(
+    const { handler, summaries, deadLetters } = await setup(
       { WRITE_TIMEOUT_MS: '800', DEADLINE_MARGIN_MS: '800', POOL_CONCURRENCY: '2' },
       { store, semaphores: sem.factory },
     );
@@ -87,9 +70,7 @@ describe('deadline', () => {
     const unfinished = ids(event).slice(0, 5);
     expect(failedIds(response)).toEqual(unfinished.sort());
     // The permanent failure is still dead-lettered, inside the margin.
-    expect((await readDlq(clients.sqs, dlqUrl)).get(event.Records[5]!.messageId)?.attributes.reason).toBe(
-      'invalid-json',
-    );
+    expect(deadLetters.letters.get(event.Records[5]!.messageId)?.reason).toBe('invalid-json');
     // Two slots: two writes started, both aborted; the queued ones never reached the store.
     expect(store.calls).toHaveLength(2);
     for (const call of store.calls) {
@@ -186,5 +167,45 @@ describe('semaphore permits', () => {
     const event = sqsEvent([...records('down', 10), ...records('up', 2)]);
     expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual(ids(event).slice(0, 10).sort());
     expect(store.keys()).toHaveLength(2);
+  });
+});
+
+describe('a failed lease release (issue 14, defect 3)', () => {
+  it('changes no outcome: written records stay acknowledged, the lease is left to expire, the failure is logged and counted', async () => {
+    const sem = semaphores(8);
+    const released: string[] = [];
+    const factory = (name: string, limit: number): Semaphore => {
+      const inner = sem.factory(name);
+      return {
+        name,
+        limit,
+        acquire: async (k, options) => {
+          const lease = await inner.acquire(k, options);
+          return {
+            ...lease,
+            permits: lease.permits,
+            release: async () => {
+              released.push(name);
+              throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+            },
+          };
+        },
+      };
+    };
+    const logger = silentLogger();
+    const warn = vi.spyOn(logger, 'warn');
+    const { handler, store, summaries } = await setup({}, { semaphores: factory, logger });
+    // One large tenant (its own prefix lease) and one small one (the shared lease): both releases fail.
+    const event = sqsEvent([...records('big', 12), ...records('small', 2)]);
+    const response = await handler(event, lambdaContext(30_000));
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(store.keys()).toHaveLength(14);
+    expect(released.sort()).toEqual([
+      'bucket:ignored-by-memory-store/small-tenants',
+      'prefix:ignored-by-memory-store/t=big/',
+    ]);
+    expect(summaries[0]).toMatchObject({ RecordsProcessed: 14, RecordsFailed: 0, permitReleaseFailures: 2 });
+    const logged = warn.mock.calls.filter(([message]) => String(message).startsWith('permit release failed'));
+    expect(logged.map(([, extra]) => (extra as { semaphore: string }).semaphore).sort()).toEqual(released);
   });
 });

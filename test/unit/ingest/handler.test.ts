@@ -1,8 +1,5 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { S3Client } from '@aws-sdk/client-s3';
 import { S3ServiceException } from '@aws-sdk/client-s3';
-import type { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Database } from '../../../lib/db/database.js';
 import { INVALID_MESSAGE_REASONS } from '../../../lib/ingest/errors.js';
 import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
@@ -10,39 +7,24 @@ import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-m
 import { ExecutorPool } from '../../../lib/pool/executor-pool.js';
 import { loadBadMessages, loadGoodMessages } from '../../fixtures/messages.js';
 import {
-  createDlq,
-  expectDeadLetteredBody,
   failedIds,
   ids,
   keyOf,
   lambdaContext,
-  localClients,
-  readDlq,
   sqsEvent,
   sqsRecord,
   TrackingStore,
   testHandler,
 } from './handler/support.js';
 
-let clients: { s3: S3Client; sqs: SQSClient; dynamodb: DynamoDBClient };
-let dlqUrl: string;
 const handlers: IngestHandler[] = [];
 
-beforeAll(async () => {
-  clients = localClients();
-});
 afterEach(async () => {
   await Promise.all(handlers.splice(0).map((h) => h.close()));
 });
-afterAll(() => {
-  clients.s3.destroy();
-  clients.sqs.destroy();
-  clients.dynamodb.destroy();
-});
 
 async function setup(env: Record<string, string> = {}, store?: TrackingStore) {
-  dlqUrl = await createDlq(clients.sqs);
-  const t = testHandler(clients, { DLQ_URL: dlqUrl, ...env }, store === undefined ? {} : { store });
+  const t = testHandler(env, store === undefined ? {} : { store });
   handlers.push(t.handler);
   return t;
 }
@@ -109,7 +91,7 @@ describe('permanent failures go to the DLQ with their reason, not to batchItemFa
     const bad = loadBadMessages();
     const good = loadGoodMessages();
     // The corpus declares its resources schemaless: good messages carry arbitrary data.
-    const { handler, store, summaries } = await setup({
+    const { handler, store, summaries, deadLetters } = await setup({
       POOL_CONCURRENCY: '16',
       RESOURCES: JSON.stringify(Object.fromEntries([...bad.resources].map((r) => [r, {}]))),
     });
@@ -122,17 +104,18 @@ describe('permanent failures go to the DLQ with their reason, not to batchItemFa
     const response = await handler({ Records: records }, lambdaContext(60_000));
 
     expect(response).toEqual({ batchItemFailures: [] });
-    const letters = await readDlq(clients.sqs, dlqUrl);
+    const letters = deadLetters.letters;
     for (const record of goodRecords)
       expect(letters.get(record.messageId), record.body.slice(0, 300)).toBeUndefined();
     expect(letters.size).toBe(sendable.length);
     sendable.forEach((m, i) => {
       const letter = letters.get(badRecords[i]!.messageId);
       expect(letter, m.name).toBeDefined();
-      expect(letter!.attributes.reason, m.name).toBe(m.reason);
-      expect(letter!.attributes.errorName, m.name).toBe('InvalidMessageError');
-      expect(letter!.attributes.detail, m.name).not.toBe('');
-      expectDeadLetteredBody(letter, m.body, m.name);
+      expect(letter!.reason, m.name).toBe(m.reason);
+      expect(letter!.errorName, m.name).toBe('InvalidMessageError');
+      expect(letter!.detail, m.name).not.toBe('');
+      // The sink gets the original body verbatim (the SQS DLQ's own encoding is tested in integration).
+      expect(letter!.body, m.name).toBe(m.body);
     });
     // Every reason of the contract is exercised by the corpus.
     expect(new Set(sendable.map((m) => m.reason))).toEqual(new Set(INVALID_MESSAGE_REASONS));
@@ -153,7 +136,7 @@ describe('permanent failures go to the DLQ with their reason, not to batchItemFa
   });
 
   it('dead-letters a schema violation naming the field, and an update of a missing record', async () => {
-    const { handler, store } = await setup();
+    const { handler, store, deadLetters } = await setup();
     const event = sqsEvent([
       { resource: 'customers', id: 'c-1', data: { name: 'Ada', age: -3 } },
       { resource: 'customers', id: 'c-2', data: { name: 'Bob' } },
@@ -162,18 +145,18 @@ describe('permanent failures go to the DLQ with their reason, not to batchItemFa
     ]);
     const response = await handler(event, lambdaContext(30_000));
     expect(response).toEqual({ batchItemFailures: [] });
-    const letters = await readDlq(clients.sqs, dlqUrl);
+    const letters = deadLetters.letters;
     const [violation, , patchViolation, missing] = event.Records;
-    expect(letters.get(violation!.messageId)?.attributes).toMatchObject({
+    expect(letters.get(violation!.messageId)).toMatchObject({
       reason: 'schema-violation',
       errorName: 'ValidationError',
       tenant: 'acme',
     });
-    expect(letters.get(violation!.messageId)?.attributes.detail).toContain('age');
+    expect(letters.get(violation!.messageId)?.detail).toContain('age');
     expect(letters.get(violation!.messageId)?.body).toBe(violation!.body);
-    expect(letters.get(patchViolation!.messageId)?.attributes.reason).toBe('schema-violation');
-    expect(letters.get(patchViolation!.messageId)?.attributes.detail).toContain('age');
-    expect(letters.get(missing!.messageId)?.attributes).toMatchObject({
+    expect(letters.get(patchViolation!.messageId)?.reason).toBe('schema-violation');
+    expect(letters.get(patchViolation!.messageId)?.detail).toContain('age');
+    expect(letters.get(missing!.messageId)).toMatchObject({
       reason: 'record-not-found',
       errorName: 'RecordNotFoundError',
     });
@@ -183,12 +166,23 @@ describe('permanent failures go to the DLQ with their reason, not to batchItemFa
   });
 
   it('redelivers permanent failures when the DLQ cannot take them (nothing is acknowledged unsaved)', async () => {
-    const { handler } = await setup({ DLQ_URL: `${await createDlq(clients.sqs)}-does-not-exist` });
+    const { handler, deadLetters, summaries } = await setup();
+    deadLetters.accept = () => false;
     const event = sqsEvent(['not json', { id: 'o-1' }, { op: 'update', id: 'missing' }]);
     const response = await handler(event, lambdaContext(30_000));
     const [badJson, good, missing] = event.Records;
     expect(failedIds(response)).toEqual([badJson!.messageId, missing!.messageId].sort());
     expect(failedIds(response)).not.toContain(good!.messageId);
+    expect(summaries[0]).toMatchObject({ RecordsDeadLettered: 0, RecordsFailed: 2, RecordsProcessed: 1 });
+  });
+
+  it('redelivers every permanent failure when the dead-letter sink fails as a whole', async () => {
+    const { handler, deadLetters } = await setup();
+    deadLetters.send = () => Promise.reject(new Error('sink down'));
+    const event = sqsEvent(['not json', { id: 'o-1' }, { op: 'update', id: 'missing' }]);
+    const [badJson, , missing] = event.Records;
+    const response = await handler(event, lambdaContext(30_000));
+    expect(failedIds(response)).toEqual([badJson!.messageId, missing!.messageId].sort());
   });
 });
 
@@ -268,7 +262,7 @@ describe('per-record order, concurrency and priority', () => {
 
 describe('redelivery', () => {
   it('handles the same batch twice: same objects, no failure, derived-id inserts count as written', async () => {
-    const { handler, store, summaries } = await setup();
+    const { handler, store, summaries, deadLetters } = await setup();
     const event = sqsEvent([
       { op: 'insert', data: { via: 'message-id' } },
       { op: 'insert', key: 'order-2024-0001', data: { via: 'key' } },
@@ -288,27 +282,27 @@ describe('redelivery', () => {
     }
     expect(summaries.map((s) => s.RecordsProcessed)).toEqual([6, 6]);
     expect(summaries[1]).toMatchObject({ RecordsDeadLettered: 0, RecordsFailed: 0 });
-    expect((await readDlq(clients.sqs, dlqUrl)).size).toBe(0);
+    expect(deadLetters.letters.size).toBe(0);
   });
 
   it('dead-letters an explicit-id insert that finds different content (record-exists)', async () => {
-    const { handler, store } = await setup();
+    const { handler, store, deadLetters } = await setup();
     await handler(sqsEvent([{ op: 'insert', id: 'o-1', data: { v: 1 } }]), lambdaContext(30_000));
     const event = sqsEvent([{ op: 'insert', id: 'o-1', data: { v: 2 } }]);
     expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
-    const letters = await readDlq(clients.sqs, dlqUrl);
-    expect(letters.get(event.Records[0]!.messageId)?.attributes.reason).toBe('record-exists');
+    expect(deadLetters.letters.get(event.Records[0]!.messageId)?.reason).toBe('record-exists');
     expect(store.record(keyOf('acme', 'orders', 'o-1'))).toMatchObject({ v: 1 });
   });
 });
 
 describe('tenant Database cache', () => {
   it('keeps each tenant Database (and pool) warm across invocations and evicts the least recently used', async () => {
-    const connect = vi.spyOn(Database.prototype, 'connect');
+    // A tenant's Database declares every configured resource once, when it is opened.
+    const declare = vi.spyOn(Database.prototype, 'createResource');
     const disconnect = vi.spyOn(Database.prototype, 'disconnect');
     try {
       const { handler } = await setup({ TENANT_CACHE_SIZE: '2' });
-      const opened = () => connect.mock.contexts as Database[];
+      const opened = () => [...new Set(declare.mock.contexts as Database[])];
       const batch = (...tenants: string[]) => sqsEvent(tenants.map((tenant) => ({ tenant, id: 'x' })));
       await handler(batch('a', 'b'), lambdaContext(30_000));
       expect(
@@ -316,7 +310,7 @@ describe('tenant Database cache', () => {
           .map((d) => d.tenant)
           .sort(),
       ).toEqual(['a', 'b']);
-      const pools = new Map(opened().map((d) => [d.tenant, d.client.executorPool]));
+      const pools = new Map(opened().map((d) => [d.tenant, d.pool]));
       const enqueue = vi.spyOn(ExecutorPool.prototype, 'enqueue');
       await handler(batch('a', 'b'), lambdaContext(30_000));
       expect(opened()).toHaveLength(2); // warm: no new Database
@@ -331,7 +325,7 @@ describe('tenant Database cache', () => {
       ).toEqual(['c']);
       expect((disconnect.mock.contexts as Database[]).map((d) => d.tenant)).toEqual(['b']);
     } finally {
-      connect.mockRestore();
+      declare.mockRestore();
       disconnect.mockRestore();
     }
   });

@@ -1,12 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+// Helpers of the handler's unit tests: everything in process (memory store, memory dead-letter sink,
+// memory semaphores), no emulator.
+import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { CreateQueueCommand, type Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { expect } from 'vitest';
-import type { BehaviourModel } from '../../../../lib/db/memory-object-store.js';
+import type { BehaviourModel } from '../../../../lib/db/behaviour-model.js';
 import { MemoryObjectStore } from '../../../../lib/db/memory-object-store.js';
 import type {
   ListObjectsInput,
@@ -18,15 +16,13 @@ import type {
   StoredObject,
 } from '../../../../lib/db/object-store.js';
 import { type IngestConfig, loadConfig } from '../../../../lib/ingest/config.js';
-import { MAX_DEAD_LETTER_BODY_BYTES } from '../../../../lib/ingest/handler/dead-letter-queue.js';
 import {
   createIngestHandler,
   type IngestHandler,
   type IngestHandlerOptions,
   type InvocationSummary,
 } from '../../../../lib/ingest/handler/ingest-handler.js';
-import { localClientConfig } from '../../../support/local-aws.js';
-import { drain } from '../../../support/queues.js';
+import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/memory-dead-letter-sink.js';
 
 /** A Lambda `Context` whose `getRemainingTimeInMillis()` counts down (wall clock) from `remainingMs`. */
 export function lambdaContext(remainingMs: number): Context {
@@ -240,46 +236,6 @@ export function testConfig(env: Record<string, string> = {}): IngestConfig {
   });
 }
 
-/** Clients on the embedded emulators (the DLQ is real fauxqs SQS; S3 and DynamoDB go unused with a store). */
-export function localClients(): { s3: S3Client; sqs: SQSClient; dynamodb: DynamoDBClient } {
-  return {
-    s3: new S3Client(localClientConfig('s3')),
-    sqs: new SQSClient(localClientConfig('sqs')),
-    dynamodb: new DynamoDBClient(localClientConfig('dynamodb')),
-  };
-}
-
-export async function createDlq(sqs: SQSClient): Promise<string> {
-  const out = await sqs.send(
-    new CreateQueueCommand({ QueueName: `handler-dlq-${randomUUID().slice(0, 8)}` }),
-  );
-  return out.QueueUrl!;
-}
-
-export interface DeadLettered {
-  readonly body: string;
-  readonly attributes: Record<string, string>;
-}
-
-/** Every message in the DLQ with its string attributes, keyed by `sourceMessageId`. */
-export async function readDlq(sqs: SQSClient, queueUrl: string): Promise<Map<string, DeadLettered>> {
-  const out = new Map<string, DeadLettered>();
-  for (const m of await drain(sqs, queueUrl)) out.set(sourceId(m), letterOf(m));
-  return out;
-}
-
-function sourceId(m: Message): string {
-  return m.MessageAttributes?.sourceMessageId?.StringValue ?? `(no sourceMessageId: ${m.MessageId})`;
-}
-
-function letterOf(m: Message): DeadLettered {
-  const attributes: Record<string, string> = {};
-  for (const [name, value] of Object.entries(m.MessageAttributes ?? {})) {
-    if (value.StringValue !== undefined) attributes[name] = value.StringValue;
-  }
-  return { body: m.Body ?? '', attributes };
-}
-
 export const silentLogger = (): Logger => new Logger({ serviceName: 'ingest-test', logLevel: 'SILENT' });
 
 /** A Metrics instance that never prints (the unit tests read figures from `onInvocation`). */
@@ -297,57 +253,37 @@ export function quietMetrics(): Metrics {
 export interface TestHandler {
   readonly handler: IngestHandler;
   readonly store: TrackingStore;
+  readonly deadLetters: MemoryDeadLetterSink;
   readonly summaries: InvocationSummary[];
   readonly config: IngestConfig;
 }
 
-/** A handler on a tracking store, quiet logs and metrics, and the given clients (DLQ on fauxqs). */
-export function testHandler(
-  clients: { s3: S3Client; sqs: SQSClient; dynamodb: DynamoDBClient },
-  env: Record<string, string>,
-  options: Omit<IngestHandlerOptions, 'clients' | 'store'> & { store?: TrackingStore } = {},
-): TestHandler {
+export type TestHandlerOptions = Omit<IngestHandlerOptions, 'store' | 'deadLetters'> & {
+  store?: TrackingStore;
+  deadLetters?: MemoryDeadLetterSink;
+};
+
+/** A handler on a tracking store and a memory dead-letter sink, with quiet logs and metrics. */
+export function testHandler(env: Record<string, string> = {}, options: TestHandlerOptions = {}): TestHandler {
   const config = testConfig(env);
   const store = options.store ?? new TrackingStore();
+  const deadLetters = options.deadLetters ?? new MemoryDeadLetterSink();
   const summaries: InvocationSummary[] = [];
   const handler = createIngestHandler(config, {
     logger: silentLogger(),
     metrics: quietMetrics(),
     ...options,
-    clients,
     store,
+    deadLetters,
     onInvocation: (summary) => {
       summaries.push(summary);
       options.onInvocation?.(summary);
     },
   });
-  return { handler, store, summaries, config };
+  return { handler, store, deadLetters, summaries, config };
 }
 
 /** The S3 key of a record in the layout. */
 export function keyOf(tenant: string, resource: string, id: string): string {
   return `t=${tenant}/r=${resource}/id=${id}.json`;
-}
-
-/**
- * The DLQ keeps a refused body verbatim; one too large to travel whole keeps its head, plus its full size
- * and SHA-256 as attributes.
- */
-export function expectDeadLetteredBody(
-  letter: DeadLettered | undefined,
-  original: string,
-  name: string,
-): void {
-  expect(letter, name).toBeDefined();
-  const bytes = Buffer.byteLength(original);
-  if (bytes <= MAX_DEAD_LETTER_BODY_BYTES) {
-    expect(letter!.body, name).toBe(original === '' ? '(empty body)' : original);
-    return;
-  }
-  expect(original.startsWith(letter!.body.replace(/\uFFFD$/, '')), name).toBe(true);
-  expect(Buffer.byteLength(letter!.body), name).toBeLessThanOrEqual(MAX_DEAD_LETTER_BODY_BYTES + 3);
-  expect(letter!.attributes.originalBodyBytes, name).toBe(String(bytes));
-  expect(letter!.attributes.originalBodySha256, name).toBe(
-    createHash('sha256').update(original).digest('hex'),
-  );
 }

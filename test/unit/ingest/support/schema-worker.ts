@@ -1,7 +1,7 @@
 // Runs in a worker thread so a regex that backtracks for minutes blocks this thread only: the test's thread
 // stays free to notice and terminate it.
 import { parentPort, workerData } from 'node:worker_threads';
-import { Database } from '../../../../lib/db/database.js';
+import { openDatabase } from '../../../../lib/db/open-database.js';
 import type { JsonSchema } from '../../../../lib/db/schema.js';
 import { loadConfig } from '../../../../lib/ingest/config.js';
 import { ConfigError } from '../../../../lib/ingest/errors.js';
@@ -30,8 +30,7 @@ async function run(input: SchemaWorkerInput): Promise<SchemaWorkerResult> {
     throw err;
   }
   // The same path as the handler's tenants: a Database declaring the configured schema, then one write.
-  const db = new Database({ connectionString: 'memory://records', tenant: 'acme' });
-  await db.connect();
+  const db = openDatabase('memory://records', { tenant: 'acme' });
   try {
     const schema = config.resources[input.resource] as JsonSchema;
     const resource = await db.createResource({ name: input.resource, schema });

@@ -1,0 +1,26 @@
+import { S3IngestError } from '../../errors/index.js';
+
+/**
+ * A stage tried to give a record a second final outcome (or to change one). Final outcomes never change:
+ * this is a bug of the stage, and the record keeps the outcome it had.
+ */
+export class OutcomeAlreadySettledError extends S3IngestError {
+  override readonly name = 'OutcomeAlreadySettledError';
+
+  constructor(
+    readonly messageId: string,
+    readonly settled: string,
+    readonly attempted: string,
+  ) {
+    super(`record ${messageId} is already ${settled}; refusing to make it ${attempted}`);
+  }
+}
+
+/** A stage named a record that is not in the batch. */
+export class UnknownRecordError extends S3IngestError {
+  override readonly name = 'UnknownRecordError';
+
+  constructor(readonly messageId: string) {
+    super(`record ${messageId} is not in this batch`);
+  }
+}

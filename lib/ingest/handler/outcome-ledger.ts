@@ -1,0 +1,147 @@
+import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+import type { DeadLetter } from './dead-letter-queue.js';
+import type { DeadLetterReason } from './dead-letter-reason.js';
+import { OutcomeAlreadySettledError, UnknownRecordError } from './errors.js';
+import type { TransientCause, WriteOutcome } from './write-outcome.js';
+
+/**
+ * Where a record stands. `written`, `dead-lettered` and `redeliver` are final; `refused` (a permanent
+ * failure) waits for the DLQ and becomes `dead-lettered`, or `redeliver` when the DLQ does not take it.
+ */
+export type RecordFate =
+  | { readonly state: 'written' }
+  | { readonly state: 'refused'; readonly reason: DeadLetterReason; readonly error: Error }
+  | { readonly state: 'dead-lettered'; readonly reason: DeadLetterReason; readonly error: Error }
+  | { readonly state: 'redeliver'; readonly cause: TransientCause; readonly error: unknown };
+
+interface Entry {
+  readonly record: SQSRecord;
+  tenant: string | undefined;
+  fate: RecordFate | undefined;
+}
+
+/** What the batch came to, for metrics and the summary. */
+export interface LedgerCounts {
+  readonly written: number;
+  readonly deadLettered: number;
+  /** Records SQS must redeliver: `redeliver`, still `refused`, or never reached. */
+  readonly redelivered: number;
+}
+
+/**
+ * The fate of every record of one SQS batch, owned in one place. Each record gets at most one final
+ * outcome and a final outcome never changes: a second `settle` throws `OutcomeAlreadySettledError` and
+ * leaves the first in place. The response acknowledges only what is `written` or `dead-lettered`; every
+ * other record, including one no stage reached, is redelivered by construction.
+ */
+export class OutcomeLedger {
+  readonly #entries = new Map<string, Entry>();
+  readonly #order: Entry[] = [];
+
+  constructor(records: readonly SQSRecord[]) {
+    for (const record of records) {
+      // SQS message ids are unique within a batch; a repeated one shares its entry (and its fate).
+      if (this.#entries.has(record.messageId)) continue;
+      const entry: Entry = { record, tenant: undefined, fate: undefined };
+      this.#entries.set(record.messageId, entry);
+      this.#order.push(entry);
+    }
+  }
+
+  /** The record's fate so far (`undefined`: no stage reached it). */
+  fateOf(messageId: string): RecordFate | undefined {
+    return this.#entry(messageId).fate;
+  }
+
+  /**
+   * Records what became of a record: `written` and `transient` are final, `permanent` queues it for the
+   * DLQ (`tenant` goes into the letter). Throws `OutcomeAlreadySettledError` when the record has a fate.
+   */
+  settle(messageId: string, outcome: WriteOutcome, tenant?: string): void {
+    const entry = this.#entry(messageId);
+    const fate = fateOf(outcome);
+    if (entry.fate !== undefined)
+      throw new OutcomeAlreadySettledError(messageId, entry.fate.state, fate.state);
+    entry.fate = fate;
+    entry.tenant = tenant;
+  }
+
+  /** Permanent failures waiting for the DLQ, as letters (the original body, verbatim, plus why). */
+  pendingLetters(): DeadLetter[] {
+    const letters: DeadLetter[] = [];
+    for (const { record, tenant, fate } of this.#order) {
+      if (fate?.state !== 'refused') continue;
+      letters.push({
+        messageId: record.messageId,
+        body: record.body,
+        reason: fate.reason,
+        errorName: fate.error.name,
+        detail: fate.error.message,
+        ...(tenant === undefined ? {} : { tenant }),
+      });
+    }
+    return letters;
+  }
+
+  /** The DLQ took the letter: final, acknowledged. */
+  deadLettered(messageId: string): void {
+    const { entry, fate } = this.#refused(messageId, 'dead-lettered');
+    entry.fate = { state: 'dead-lettered', reason: fate.reason, error: fate.error };
+  }
+
+  /** The DLQ did not take the letter: final, redelivered (SQS's redrive policy still moves it eventually). */
+  deadLetterFailed(messageId: string, error?: unknown): void {
+    const { entry } = this.#refused(messageId, 'redeliver');
+    entry.fate = { state: 'redeliver', cause: 'dead-letter-failed', error };
+  }
+
+  counts(): LedgerCounts {
+    let written = 0;
+    let deadLettered = 0;
+    for (const { fate } of this.#order) {
+      if (fate?.state === 'written') written++;
+      else if (fate?.state === 'dead-lettered') deadLettered++;
+    }
+    return { written, deadLettered, redelivered: this.#order.length - written - deadLettered };
+  }
+
+  /** `batchItemFailures`: every record not `written` or `dead-lettered`, in batch order. */
+  response(): SQSBatchResponse {
+    const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
+    for (const { record, fate } of this.#order) {
+      if (fate?.state === 'written' || fate?.state === 'dead-lettered') continue;
+      batchItemFailures.push({ itemIdentifier: record.messageId });
+    }
+    return { batchItemFailures };
+  }
+
+  #entry(messageId: string): Entry {
+    const entry = this.#entries.get(messageId);
+    if (entry === undefined) throw new UnknownRecordError(messageId);
+    return entry;
+  }
+
+  /** The entry of a record waiting for the DLQ; anything else has no letter to settle. */
+  #refused(
+    messageId: string,
+    next: string,
+  ): { entry: Entry; fate: Extract<RecordFate, { state: 'refused' }> } {
+    const entry = this.#entry(messageId);
+    const fate = entry.fate;
+    if (fate?.state !== 'refused') {
+      throw new OutcomeAlreadySettledError(messageId, fate?.state ?? 'unsettled', next);
+    }
+    return { entry, fate };
+  }
+}
+
+function fateOf(outcome: WriteOutcome): RecordFate {
+  switch (outcome.kind) {
+    case 'written':
+      return { state: 'written' };
+    case 'permanent':
+      return { state: 'refused', reason: outcome.reason, error: outcome.error };
+    case 'transient':
+      return { state: 'redeliver', cause: outcome.cause, error: outcome.error };
+  }
+}

@@ -1,0 +1,40 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { DeadLetterSink } from './dead-letter-sink.js';
+import type { OutcomeLedger } from './outcome-ledger.js';
+
+/**
+ * Moves every permanent failure in the ledger to the dead-letter sink, then makes it final: `dead-lettered`
+ * when the sink took it, `redeliver` when it did not (or the sink failed as a whole), so a record is
+ * acknowledged only once it is safely stored.
+ */
+export async function sendDeadLetters(
+  ledger: OutcomeLedger,
+  sink: DeadLetterSink,
+  logger: Logger,
+): Promise<void> {
+  const letters = ledger.pendingLetters();
+  if (letters.length === 0) return;
+  let notStored: ReadonlySet<string>;
+  let failure: unknown;
+  try {
+    notStored = await sink.send(letters);
+  } catch (error) {
+    failure = error;
+    notStored = new Set(letters.map((l) => l.messageId));
+    logger.error('dead-letter sink failed: letters redelivered', { error, letters: letters.length });
+  }
+  for (const letter of letters) {
+    if (notStored.has(letter.messageId)) {
+      ledger.deadLetterFailed(letter.messageId, failure);
+      continue;
+    }
+    ledger.deadLettered(letter.messageId);
+    logger.warn('message dead-lettered', {
+      messageId: letter.messageId,
+      tenant: letter.tenant,
+      reason: letter.reason,
+      errorName: letter.errorName,
+      detail: letter.detail,
+    });
+  }
+}

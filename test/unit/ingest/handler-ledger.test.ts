@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidMessageError } from '../../../lib/ingest/errors.js';
+import { OutcomeAlreadySettledError, UnknownRecordError } from '../../../lib/ingest/handler/errors.js';
+import { OutcomeLedger } from '../../../lib/ingest/handler/outcome-ledger.js';
+import type { WriteOutcome } from '../../../lib/ingest/handler/write-outcome.js';
+import { sqsRecord } from './handler/support.js';
+
+const written: WriteOutcome = { kind: 'written' };
+const transient: WriteOutcome = { kind: 'transient', cause: 'storage', error: new Error('503') };
+const permanent = (reason: 'invalid-json' | 'record-not-found' = 'invalid-json'): WriteOutcome => ({
+  kind: 'permanent',
+  reason,
+  error: new InvalidMessageError('invalid-json', 'body is not JSON'),
+});
+
+function ledgerOf(n: number) {
+  const records = Array.from({ length: n }, (_, i) => sqsRecord(`body-${i}`, `m-${i}`));
+  return { records, ledger: new OutcomeLedger(records) };
+}
+
+describe('OutcomeLedger', () => {
+  it('redelivers every record no stage reached, by construction', () => {
+    const { ledger } = ledgerOf(3);
+    ledger.settle('m-1', written);
+    expect(ledger.response()).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm-0' }, { itemIdentifier: 'm-2' }],
+    });
+    expect(ledger.counts()).toEqual({ written: 1, deadLettered: 0, redelivered: 2 });
+  });
+
+  it('refuses to overwrite a final outcome with a typed error and keeps the first', () => {
+    const { ledger } = ledgerOf(2);
+    ledger.settle('m-0', written);
+    ledger.settle('m-1', transient);
+    const second = (() => {
+      try {
+        ledger.settle('m-0', { kind: 'transient', cause: 'permits-unavailable', error: undefined });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(second).toBeInstanceOf(OutcomeAlreadySettledError);
+    expect(second).toMatchObject({
+      name: 'OutcomeAlreadySettledError',
+      messageId: 'm-0',
+      settled: 'written',
+    });
+    expect(() => ledger.settle('m-1', written)).toThrow(OutcomeAlreadySettledError);
+    expect(ledger.fateOf('m-0')).toEqual({ state: 'written' });
+    expect(ledger.fateOf('m-1')).toMatchObject({ state: 'redeliver', cause: 'storage' });
+    expect(ledger.response()).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-1' }] });
+  });
+
+  it('a permanent failure waits for the DLQ: acknowledged once dead-lettered, redelivered if not', () => {
+    const { ledger, records } = ledgerOf(3);
+    ledger.settle('m-0', permanent());
+    ledger.settle('m-1', permanent('record-not-found'), 'acme');
+    ledger.settle('m-2', permanent());
+    expect(ledger.pendingLetters()).toEqual([
+      expect.objectContaining({ messageId: 'm-0', body: records[0]!.body, reason: 'invalid-json' }),
+      expect.objectContaining({ messageId: 'm-1', reason: 'record-not-found', tenant: 'acme' }),
+      expect.objectContaining({ messageId: 'm-2' }),
+    ]);
+    expect(ledger.pendingLetters()[0]).not.toHaveProperty('tenant');
+    // Before the DLQ answers, a refused record is not acknowledged.
+    expect(ledger.response().batchItemFailures).toHaveLength(3);
+    ledger.deadLettered('m-0');
+    ledger.deadLetterFailed('m-1', new Error('queue gone'));
+    expect(ledger.response()).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm-1' }, { itemIdentifier: 'm-2' }],
+    });
+    expect(ledger.counts()).toEqual({ written: 0, deadLettered: 1, redelivered: 2 });
+    expect(ledger.pendingLetters().map((l) => l.messageId)).toEqual(['m-2']);
+  });
+
+  it('dead-letter transitions apply only to refused records, once', () => {
+    const { ledger } = ledgerOf(3);
+    ledger.settle('m-0', written);
+    ledger.settle('m-1', permanent());
+    expect(() => ledger.deadLettered('m-0')).toThrow(OutcomeAlreadySettledError);
+    expect(() => ledger.deadLetterFailed('m-2')).toThrow(OutcomeAlreadySettledError);
+    ledger.deadLettered('m-1');
+    expect(() => ledger.deadLetterFailed('m-1')).toThrow(OutcomeAlreadySettledError);
+    expect(() => ledger.settle('m-1', written)).toThrow(OutcomeAlreadySettledError);
+    expect(ledger.fateOf('m-1')).toMatchObject({ state: 'dead-lettered' });
+  });
+
+  it('names a record that is not in the batch', () => {
+    const { ledger } = ledgerOf(1);
+    expect(() => ledger.settle('other', written)).toThrow(UnknownRecordError);
+  });
+});

@@ -36,8 +36,16 @@ export interface DatabaseOptions {
 }
 
 export interface CreateResourceOptions {
+  /**
+   * The resource name (`RESOURCE_PATTERN`); keys live under `<prefix>t=<tenant>/r=<name>/`.
+   * @example { name: 'orders' }
+   */
   name: string;
-  /** JSON Schema of the user fields (not `id`/`createdAt`/`updatedAt`/`version`). Default: schemaless. */
+  /**
+   * JSON Schema (Ajv 8, strict) of the user fields (not `id`/`createdAt`/`updatedAt`/`version`).
+   * @default undefined (schemaless)
+   * @example { schema: { type: 'object', properties: { total: { type: 'number' } }, required: ['total'] } }
+   */
   schema?: JsonSchema;
 }
 

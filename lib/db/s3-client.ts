@@ -1,25 +1,49 @@
 import { S3Client } from '@aws-sdk/client-s3';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { SignalScopedHttpHandler } from './request-signal.js';
 
 export interface CreateS3ClientOptions {
-  /** Default: the SDK's resolution (`AWS_REGION`, profile); `us-east-1` when an endpoint is given and none is found. */
+  /**
+   * AWS region.
+   * @default the SDK's resolution (`AWS_REGION`, profile); `us-east-1` when an endpoint is given and none is found
+   * @example { region: 'eu-west-1' }
+   */
   region?: string;
-  /** Endpoint override for S3-compatible servers (emulators, LocalStack, MinIO). Enables path-style. */
+  /**
+   * Endpoint override for S3-compatible servers (emulators, LocalStack, MinIO). Enables path-style.
+   * @default undefined (AWS)
+   * @example { endpoint: 'http://127.0.0.1:4566' }
+   */
   endpoint?: string;
-  /** Default: the SDK's credential chain. */
+  /**
+   * Static credentials.
+   * @default the SDK's credential chain
+   * @example { credentials: { accessKeyId: 'test', secretAccessKey: 'test' } }
+   */
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
-  /** Default: `true` when `endpoint` is given, else `false`. */
+  /**
+   * Path-style addressing (`host/bucket/key`).
+   * @default true when `endpoint` is given, else false
+   * @example { forcePathStyle: true }
+   */
   forcePathStyle?: boolean;
   /**
    * Sockets per host in the keep-alive agents. Must be >= the concurrency of every pool sharing the
-   * client, or requests queue invisibly inside the SDK. Default 100.
+   * client, or requests queue invisibly inside the SDK.
+   * @default 100
+   * @example { maxSockets: 256 }
    */
   maxSockets?: number;
-  /** Milliseconds to establish a connection. Default 3000. */
+  /**
+   * Milliseconds to establish a connection.
+   * @default 3000
+   * @example { connectionTimeout: 1000 }
+   */
   connectionTimeout?: number;
   /**
-   * Socket idle timeout in ms (the handler's `requestTimeout`). Default 0 (none): the pool's per-task
-   * timeout aborts stalled requests through the signal, which destroys the socket.
+   * Socket idle timeout in ms (the handler's `requestTimeout`). 0: none, the pool's per-task timeout
+   * aborts stalled requests through the signal, which destroys the socket.
+   * @default 0
+   * @example { requestTimeout: 5000 }
    */
   requestTimeout?: number;
 }
@@ -27,18 +51,23 @@ export interface CreateS3ClientOptions {
 /**
  * The one factory for S3 clients used behind an ExecutorPool: `maxAttempts: 1` (the pool owns retries,
  * so a throttled write is not retried 3x in the SDK and again by the pool), keep-alive agents sized to
- * the pool, path-style when an endpoint is overridden. Create one per process/container and share it.
+ * the pool, path-style when an endpoint is overridden, and a cached middleware stack with abort signals
+ * taken from the call's async context (`SignalScopedHttpHandler`): ~20% less CPU per write than
+ * per-call `{ abortSignal }` (bench:db), with the same cancellation. Create one per process/container and share it.
  */
 export function createS3Client(options: CreateS3ClientOptions = {}): S3Client {
   const maxSockets = options.maxSockets ?? 100;
   const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
   return new S3Client({
     maxAttempts: 1,
+    // Resolve each command's middleware stack once, not per call: `S3ObjectStore` sends without per-call
+    // options and the abort signal reaches the handler through the async context instead.
+    cacheMiddleware: true,
     ...(region !== undefined ? { region } : options.endpoint !== undefined ? { region: 'us-east-1' } : {}),
     ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
     ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
     forcePathStyle: options.forcePathStyle ?? options.endpoint !== undefined,
-    requestHandler: new NodeHttpHandler({
+    requestHandler: new SignalScopedHttpHandler({
       // Options, not Agent instances: the handler then owns the agents and `client.destroy()` closes them.
       httpAgent: { keepAlive: true, maxSockets },
       httpsAgent: { keepAlive: true, maxSockets },

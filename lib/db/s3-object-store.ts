@@ -17,6 +17,7 @@ import {
   type StoreCallOptions,
   type StoredObject,
 } from './object-store.js';
+import { SignalScopedHttpHandler, withRequestSignal } from './request-signal.js';
 
 function httpStatus(err: unknown): number | undefined {
   return (err as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode;
@@ -40,15 +41,35 @@ function isPreconditionFailure(err: unknown): boolean {
 }
 
 /**
- * `ObjectStore` over an SDK v3 `S3Client`. Every call passes the caller's signal as `abortSignal`, so an
- * abort (the pool's timeout) destroys the in-flight request and its socket. Build the client with
- * `createS3Client` so the pool, not the SDK, owns retries.
+ * `ObjectStore` over an SDK v3 `S3Client`. The caller's signal aborts the request, destroying it and its
+ * socket (the pool's timeout, the invocation's deadline). With a client from `createS3Client` the signal
+ * travels in the async context (the client keeps its cached middleware stack); with any other client it is
+ * passed per call as `abortSignal`. Build the client with `createS3Client` so the pool, not the SDK, owns
+ * retries.
  */
 export class S3ObjectStore implements ObjectStore {
+  readonly #scoped: boolean;
+
   constructor(
     readonly client: S3Client,
     readonly bucket: string,
-  ) {}
+  ) {
+    this.#scoped = client.config.requestHandler instanceof SignalScopedHttpHandler;
+  }
+
+  /**
+   * One SDK call, cancellable by `signal`. `send` must pass its argument on as `client.send`'s options:
+   * `undefined` (no per-call options: the cached middleware stack) unless the client cannot take the signal
+   * from the async context.
+   */
+  #send<T>(
+    signal: AbortSignal | undefined,
+    send: (options?: { abortSignal: AbortSignal }) => Promise<T>,
+  ): Promise<T> {
+    if (signal === undefined) return send();
+    if (this.#scoped) return withRequestSignal(signal, () => send());
+    return send({ abortSignal: signal });
+  }
 
   async put(input: PutObjectInput, options: StoreCallOptions = {}): Promise<{ etag: string }> {
     const command = new PutObjectCommand({
@@ -61,7 +82,7 @@ export class S3ObjectStore implements ObjectStore {
       ...(input.ifMatch !== undefined ? { IfMatch: input.ifMatch } : {}),
     });
     try {
-      const out = await this.client.send(command, { abortSignal: options.signal });
+      const out = await this.#send(options.signal, (o) => this.client.send(command, o));
       return { etag: out.ETag ?? '' };
     } catch (err) {
       if (isPreconditionFailure(err) && (input.ifNoneMatch !== undefined || input.ifMatch !== undefined)) {
@@ -83,9 +104,9 @@ export class S3ObjectStore implements ObjectStore {
 
   async get(key: string, options: StoreCallOptions = {}): Promise<StoredObject | undefined> {
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }), {
-        abortSignal: options.signal,
-      });
+      const out = await this.#send(options.signal, (o) =>
+        this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }), o),
+      );
       const body = (await out.Body?.transformToString('utf-8')) ?? '';
       return {
         body,
@@ -102,9 +123,9 @@ export class S3ObjectStore implements ObjectStore {
 
   async head(key: string, options: StoreCallOptions = {}): Promise<ObjectHead | undefined> {
     try {
-      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }), {
-        abortSignal: options.signal,
-      });
+      const out = await this.#send(options.signal, (o) =>
+        this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }), o),
+      );
       return {
         etag: out.ETag ?? '',
         metadata: out.Metadata ?? {},
@@ -119,9 +140,9 @@ export class S3ObjectStore implements ObjectStore {
 
   async delete(key: string, options: StoreCallOptions = {}): Promise<void> {
     try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), {
-        abortSignal: options.signal,
-      });
+      await this.#send(options.signal, (o) =>
+        this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), o),
+      );
     } catch (err) {
       if (isNotFound(err)) return;
       throw err;
@@ -129,15 +150,13 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async list(input: ListObjectsInput, options: StoreCallOptions = {}): Promise<ListObjectsPage> {
-    const out = await this.client.send(
-      new ListObjectsV2Command({
-        Bucket: this.bucket,
-        Prefix: input.prefix,
-        MaxKeys: clampMaxKeys(input.maxKeys),
-        ...(input.continuationToken !== undefined ? { ContinuationToken: input.continuationToken } : {}),
-      }),
-      { abortSignal: options.signal },
-    );
+    const command = new ListObjectsV2Command({
+      Bucket: this.bucket,
+      Prefix: input.prefix,
+      MaxKeys: clampMaxKeys(input.maxKeys),
+      ...(input.continuationToken !== undefined ? { ContinuationToken: input.continuationToken } : {}),
+    });
+    const out = await this.#send(options.signal, (o) => this.client.send(command, o));
     const keys = (out.Contents ?? []).flatMap((o) => (o.Key !== undefined ? [o.Key] : []));
     const token = out.IsTruncated ? out.NextContinuationToken : undefined;
     return { keys, ...(token !== undefined ? { continuationToken: token } : {}) };

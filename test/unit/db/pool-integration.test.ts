@@ -13,7 +13,10 @@ import {
   type StoreCallOptions,
 } from '../../../lib/db/index.js';
 import { ManualClock, systemClock } from '../../../lib/local/s3-behaviour/clock.js';
-import { S3BehaviourModel, type S3BehaviourOptions } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
+import {
+  S3BehaviourModel,
+  type S3BehaviourOptions,
+} from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import {
   ConcurrencyBudget,
   ExecutorPool,

@@ -1,0 +1,105 @@
+// One round of bench:db (spawned by bench/db.ts): every S3 client setup writes through its own Database +
+// ExecutorPool + S3ObjectStore against one in-process fake S3, in alternating chunks, so whatever else
+// the machine is doing weighs on every setup alike. Measures the main thread's CPU per write.
+import { S3Client } from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { Database } from '../../lib/db/database.js';
+import { createS3Client } from '../../lib/db/s3-client.js';
+import { S3ObjectStore } from '../../lib/db/s3-object-store.js';
+import { ExecutorPool } from '../../lib/pool/index.js';
+import { reportToParent } from '../support/child.js';
+import { startFakeS3 } from './fake-s3.js';
+
+export const CLIENT_SETUPS = ['per-call-signal', 'scoped-signal'] as const;
+export type ClientSetup = (typeof CLIENT_SETUPS)[number];
+
+export interface DbSetupResult {
+  setup: ClientSetup;
+  writes: number;
+  cpuUsPerWrite: number;
+  writesPerSec: number;
+}
+
+const writes = Number(process.argv[2] ?? 10_000);
+const CHUNK = 250;
+const CONCURRENCY = 32;
+const server = await startFakeS3();
+const credentials = { accessKeyId: 'bench', secretAccessKey: 'bench' };
+const httpAgent = { keepAlive: true, maxSockets: CONCURRENCY };
+
+function clientFor(setup: ClientSetup): S3Client {
+  const common = {
+    maxAttempts: 1,
+    region: 'us-east-1',
+    endpoint: server.endpoint,
+    credentials,
+    forcePathStyle: true,
+  };
+  switch (setup) {
+    case 'per-call-signal':
+      // Before: what createS3Client built until now (no middleware cache). S3ObjectStore passes the pool's
+      // signal per call as `{ abortSignal }` to such a client, and the SDK resolves the stack per call.
+      return new S3Client({
+        ...common,
+        requestHandler: new NodeHttpHandler({ httpAgent, connectionTimeout: 3000, requestTimeout: 0 }),
+      });
+    case 'scoped-signal':
+      // After: what createS3Client builds now.
+      return createS3Client({
+        endpoint: server.endpoint,
+        region: 'us-east-1',
+        credentials,
+        maxSockets: CONCURRENCY,
+      });
+  }
+}
+
+const data = (i: number) => ({
+  customer: `c-${i % 997}`,
+  sku: `SKU-${i}`,
+  quantity: 1 + (i % 9),
+  status: 'pending',
+});
+const setups = await Promise.all(
+  CLIENT_SETUPS.map(async (setup) => {
+    const client = clientFor(setup);
+    const pool = new ExecutorPool({ concurrency: CONCURRENCY, retries: 0, timeout: 10_000 });
+    const db = new Database({ tenant: 'bench', store: new S3ObjectStore(client, 'bench'), pool });
+    const orders = await db.createResource({ name: 'orders' });
+    return { setup, client, pool, db, orders, cpuUs: 0, wallMs: 0, written: 0 };
+  }),
+);
+
+async function chunk(s: (typeof setups)[number], n: number, measure: boolean): Promise<void> {
+  const offset = s.written;
+  const cpu = process.threadCpuUsage();
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: n }, (_, i) => s.orders.upsert(`o-${offset + i}`, data(offset + i))),
+  );
+  if (!measure) return;
+  const used = process.threadCpuUsage(cpu);
+  s.cpuUs += used.user + used.system;
+  s.wallMs += performance.now() - started;
+  s.written += n;
+}
+
+for (const s of setups) await chunk(s, 1_000, false); // warm up: JIT, sockets, credentials
+for (let done = 0; done < writes; done += CHUNK) {
+  for (const s of done % (2 * CHUNK) === 0 ? setups : [...setups].reverse()) await chunk(s, CHUNK, true);
+}
+for (const s of setups) {
+  await s.db.disconnect();
+  s.pool.stop();
+  s.client.destroy();
+}
+await server.stop();
+
+reportToParent<DbSetupResult[]>(
+  setups.map((s) => ({
+    setup: s.setup,
+    writes: s.written,
+    cpuUsPerWrite: s.cpuUs / s.written,
+    writesPerSec: s.written / (s.wallMs / 1000),
+  })),
+);

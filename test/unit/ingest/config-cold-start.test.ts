@@ -1,5 +1,5 @@
 import { Ajv } from 'ajv';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError, loadConfig } from '../../../lib/ingest/index.js';
 import { failedIds, keyOf, lambdaContext, sqsEvent, testHandler } from './handler/support.js';
 

@@ -28,16 +28,14 @@ function isNotFound(err: unknown): boolean {
   return name === 'NoSuchKey' || name === 'NotFound' || httpStatus(err) === 404;
 }
 
-/** 412 PreconditionFailed, or 409 ConditionalRequestConflict (a concurrent conditional write won). */
+/**
+ * 412 PreconditionFailed only. S3's 409 `ConditionalRequestConflict` means a concurrent conditional write is
+ * in flight and the caller should retry (AWS documentation): it says nothing about whether the key exists,
+ * so it stays the SDK's error, which the error taxonomy classes as transient and the pool retries.
+ */
 function isPreconditionFailure(err: unknown): boolean {
   const name = (err as { name?: string } | undefined)?.name;
-  const status = httpStatus(err);
-  return (
-    name === 'PreconditionFailed' ||
-    status === 412 ||
-    name === 'ConditionalRequestConflict' ||
-    (status === 409 && name !== 'OperationAborted')
-  );
+  return name === 'PreconditionFailed' || httpStatus(err) === 412;
 }
 
 /**

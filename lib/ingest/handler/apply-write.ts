@@ -1,17 +1,18 @@
 import { ConflictError, RecordExistsError, RecordNotFoundError, ValidationError } from '../../db/errors.js';
 import type { Document, Resource, StoredRecord } from '../../db/resource.js';
-import { isTransient } from '../../errors/classify.js';
+import { isTransient } from '../../errors/index.js';
 import type { IngestWrite, JsonObject } from '../message/types.js';
+import { RecordVanishedError } from './errors.js';
 import { WRITTEN, type WriteOutcome } from './write-outcome.js';
 
+/** Fields the store sets on every record; only these, and only at the top level, are not user content. */
 const SYSTEM_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'version']);
 
-/** Stable JSON of the user fields, so two deliveries of the same insert compare equal whatever key order. */
+/** Stable JSON (sorted keys), so two deliveries of the same data compare equal whatever their key order. */
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.keys(value)
-      .filter((key) => !SYSTEM_FIELDS.has(key))
       .sort()
       .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`);
     return `{${entries.join(',')}}`;
@@ -19,8 +20,15 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** The user's fields of a record: the top-level system fields dropped, nested `id`s and the like kept. */
+function userContent(record: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const content: Record<string, unknown> = {};
+  for (const key of Object.keys(record)) if (!SYSTEM_FIELDS.has(key)) content[key] = record[key];
+  return content;
+}
+
 function sameContent(stored: StoredRecord<Document>, data: JsonObject): boolean {
-  return canonical(stored) === canonical(data);
+  return canonical(userContent(stored)) === canonical(userContent(data));
 }
 
 /**
@@ -46,7 +54,11 @@ export async function applyWrite(
         } catch (err) {
           if (!(err instanceof RecordExistsError)) throw err;
           if (write.idSource !== 'message') return WRITTEN;
-          const stored = await resource.get(write.id, call);
+          const stored = await resource.get(write.id, call).catch((readError: unknown) => {
+            // Deleted between the 412 and this read: the insert may now succeed, so it is tried again later.
+            if (readError instanceof RecordNotFoundError) throw new RecordVanishedError(write.id, readError);
+            throw readError;
+          });
           if (sameContent(stored, write.data)) return WRITTEN;
           return { kind: 'permanent', reason: 'record-exists', error: err };
         }
@@ -77,7 +89,7 @@ export function classifyFailure(err: unknown, signal: AbortSignal): WriteOutcome
   if (err instanceof RecordNotFoundError)
     return { kind: 'permanent', reason: 'record-not-found', error: err };
   if (signal.aborted) return { kind: 'transient', cause: 'deadline', error: err };
-  if (err instanceof ConflictError || isTransient(err))
+  if (err instanceof ConflictError || err instanceof RecordVanishedError || isTransient(err))
     return { kind: 'transient', cause: 'storage', error: err };
   return { kind: 'transient', cause: 'unexpected', error: err };
 }

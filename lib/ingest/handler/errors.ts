@@ -24,3 +24,14 @@ export class UnknownRecordError extends S3IngestError {
     super(`record ${messageId} is not in this batch`);
   }
 }
+
+/** An insert's 412 said the record exists; the read that followed found none (a concurrent delete). */
+export class RecordVanishedError extends S3IngestError {
+  override readonly name = 'RecordVanishedError';
+  constructor(
+    readonly id: string,
+    cause: unknown,
+  ) {
+    super(`record ${id} existed at the conditional write and was gone when read back`, { cause });
+  }
+}

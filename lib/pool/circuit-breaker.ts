@@ -1,7 +1,52 @@
-import type { CircuitBreakerOptions } from './options.js';
-import { POOL_DEFAULTS } from './options.js';
-
 export type CircuitState = 'closed' | 'open' | 'halfOpen';
+
+/** The circuit breaker's options (`ExecutorPoolOptions.circuitBreaker`). Off unless `enabled`. */
+export interface CircuitBreakerOptions {
+  /**
+   * Turns the breaker on.
+   * @default false
+   * @example new ExecutorPool({ circuitBreaker: { enabled: true } })
+   */
+  enabled?: boolean;
+  /**
+   * Failure ratio (0..1] over the window that opens the breaker. Only transient failures count.
+   * @default 0.5
+   * @example { enabled: true, threshold: 0.25 }
+   */
+  threshold?: number;
+  /**
+   * No decision before this many attempts were recorded in the window.
+   * @default 10
+   * @example { enabled: true, minimumRequests: 50 }
+   */
+  minimumRequests?: number;
+  /**
+   * How many recent attempts the failure ratio looks at.
+   * @default max(100, minimumRequests)
+   * @example { enabled: true, windowSize: 500 }
+   */
+  windowSize?: number;
+  /**
+   * Milliseconds the breaker stays open before half-opening.
+   * @default 60000
+   * @example { enabled: true, timeout: 5_000 }
+   */
+  timeout?: number;
+  /**
+   * Probe attempts admitted while half-open; all must succeed to close again, one failure re-opens.
+   * @default 5
+   * @example { enabled: true, halfOpenRequests: 1 }
+   */
+  halfOpenRequests?: number;
+}
+
+export const CIRCUIT_BREAKER_DEFAULTS = {
+  threshold: 0.5,
+  minimumRequests: 10,
+  windowSize: 100,
+  timeout: 60_000,
+  halfOpenRequests: 5,
+} as const satisfies CircuitBreakerOptions;
 
 /** What the breaker says about starting one attempt now. */
 export type Admission = 'run' | 'probe' | 'reject' | 'wait';
@@ -28,12 +73,12 @@ export class CircuitBreaker {
   #probesSucceeded = 0;
 
   constructor(options: CircuitBreakerOptions, onChange: (state: CircuitState) => void) {
-    const defaults = POOL_DEFAULTS.circuitBreaker;
+    const defaults = CIRCUIT_BREAKER_DEFAULTS;
     this.#threshold = options.threshold ?? defaults.threshold;
     this.#minimumRequests = Math.max(1, options.minimumRequests ?? defaults.minimumRequests);
     this.#timeout = options.timeout ?? defaults.timeout;
     this.#halfOpenRequests = Math.max(1, options.halfOpenRequests ?? defaults.halfOpenRequests);
-    this.#ring = new Uint8Array(Math.max(options.windowSize ?? 100, this.#minimumRequests));
+    this.#ring = new Uint8Array(Math.max(options.windowSize ?? defaults.windowSize, this.#minimumRequests));
     this.#onChange = onChange;
     if (!(this.#threshold > 0 && this.#threshold <= 1)) {
       throw new RangeError(`circuitBreaker.threshold must be in (0, 1], got ${this.#threshold}`);

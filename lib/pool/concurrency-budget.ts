@@ -1,4 +1,18 @@
-import { assertConcurrency } from './options.js';
+import { assertConcurrency } from './validation.js';
+
+/** A pool's membership in a shared budget: part of `ExecutorPoolOptions`. */
+export interface BudgetOptions {
+  /**
+   * A budget shared with other pools: a task starts only when this pool is under its own cap AND the budget
+   * grants a slot. Every busy pool gets at least one slot; the rest go round-robin.
+   * @default undefined (the pool's own `concurrency` is its only cap)
+   * @example
+   * const budget = new ConcurrencyBudget(100); // one invocation's total in flight
+   * const acme = new ExecutorPool({ concurrency: 50, budget });
+   * const globex = new ExecutorPool({ concurrency: 50, budget });
+   */
+  budget?: ConcurrencyBudget;
+}
 
 /** What a pool gives the budget: called when a slot is offered; returns whether it started work with it. */
 export interface BudgetConsumer {

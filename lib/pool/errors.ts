@@ -1,8 +1,11 @@
 import { S3IngestError } from '../errors/index.js';
 
+// Named `Task...` so they cannot be confused with the platform's DOMException `TimeoutError`/`AbortError`
+// (AbortSignal.timeout(), fetch, the AWS SDK's own aborts): a `name` check or a log line says whose it is.
+
 /** An attempt ran past its `timeout`. Its signal was aborted; its slot stays held until the work settles. */
-export class TimeoutError extends S3IngestError {
-  override readonly name = 'TimeoutError';
+export class TaskTimeoutError extends S3IngestError {
+  override readonly name = 'TaskTimeoutError';
   constructor(
     readonly timeoutMs: number,
     options?: { cause?: unknown },
@@ -12,8 +15,8 @@ export class TimeoutError extends S3IngestError {
 }
 
 /** The caller's `signal` aborted the task (queued, backing off or running). `cause` is the signal's reason. */
-export class AbortError extends S3IngestError {
-  override readonly name = 'AbortError';
+export class TaskAbortedError extends S3IngestError {
+  override readonly name = 'TaskAbortedError';
   constructor(message = 'task aborted', options?: { cause?: unknown }) {
     super(message, options);
   }
@@ -41,4 +44,18 @@ export class CircuitOpenError extends S3IngestError {
   constructor(readonly retryAfterMs: number) {
     super(`circuit breaker open; retry in about ${Math.ceil(retryAfterMs)} ms`);
   }
+}
+
+/**
+ * The pool's own cut-offs and refusals (timeout, abort, stop, full queue, open breaker): the work itself
+ * did not fail, so trying it again later may succeed (SQS redelivery, or the pool's retry of a timeout).
+ */
+export function isPoolCutOff(error: unknown): boolean {
+  return (
+    error instanceof TaskTimeoutError ||
+    error instanceof TaskAbortedError ||
+    error instanceof PoolStoppedError ||
+    error instanceof QueueFullError ||
+    error instanceof CircuitOpenError
+  );
 }

@@ -1,114 +1,40 @@
 import { Autotuner } from './autotune/autotuner.js';
-import { CircuitBreaker, type CircuitState } from './circuit-breaker.js';
+import { type Admission, CircuitBreaker, type CircuitState } from './circuit-breaker.js';
 import type { BudgetMember } from './concurrency-budget.js';
 import { DeadlineTimer } from './deadline-timer.js';
-import { AbortError, CircuitOpenError, PoolStoppedError, QueueFullError, TimeoutError } from './errors.js';
+import { SingleFlight } from './dedup.js';
+import {
+  CircuitOpenError,
+  PoolStoppedError,
+  QueueFullError,
+  TaskAbortedError,
+  TaskTimeoutError,
+} from './errors.js';
 import { PoolEventEmitter, type PoolEventName, type PoolListener } from './events.js';
 import {
-  assertConcurrency,
-  type DeduplicationOptions,
-  type EnqueueOptions,
   type ExecutorPoolOptions,
   POOL_DEFAULTS,
   type ResolvedPoolOptions,
   resolvePoolOptions,
-  type TaskContext,
-  type TaskFn,
 } from './options.js';
 import { type AggregateMetrics, type DetailedMetrics, PoolMetrics, type PoolStats } from './pool-metrics.js';
 import { PriorityQueue } from './priority-queue.js';
+import { type ProcessOptions, type ProcessSummary, processWithPool } from './process.js';
 import { computeBackoff, isRetryableError } from './retry-policy.js';
-
-const QUEUED = 0;
-const RUNNING = 1;
-const BACKOFF = 2;
-const DONE = 3;
-
-const noop = (): void => {};
-
-/** Rarely needed per-task data, allocated only when a task uses one of these features. */
-interface TaskExtras {
-  id: string | undefined;
-  timeout: number | undefined;
-  retries: number | undefined;
-  signal: AbortSignal | undefined;
-  onAbort: (() => void) | undefined;
-  dedupKey: string | undefined;
-  dedupAt: number;
-  lastDelay: number;
-  backoff: BackoffEntry | undefined;
-  current: Attempt | undefined;
-}
-
-/**
- * A queued task. Kept deliberately small (it is what a long queue is made of): the caller's promise, its
- * resolve function (reject goes through resolve, so V8 can drop the reject function) and heap bookkeeping.
- */
-class Task {
-  queueIndex = -1;
-  attempts = 0;
-  state = QUEUED;
-  resolve: (value: unknown) => void = noop;
-  promise: Promise<unknown> | undefined = undefined;
-
-  constructor(
-    readonly fn: TaskFn<unknown>,
-    readonly priority: number,
-    readonly seq: number,
-    public enqueuedAt: number,
-    public extras: TaskExtras | undefined,
-  ) {}
-
-  get id(): string {
-    return this.extras?.id ?? `${this.seq}`;
-  }
-}
-
-/** A retrying task waiting out its backoff (on the shared backoff timer). */
-class BackoffEntry {
-  timerIndex = -1;
-  constructor(
-    readonly task: Task,
-    public deadline: number,
-  ) {}
-}
-
-/** One attempt of a task; also the context handed to the task function. */
-class Attempt implements TaskContext {
-  deadline = Number.POSITIVE_INFINITY;
-  timerIndex = -1;
-  /** The caller was already answered (timeout, abort, stop); the attempt only holds its slot until it settles. */
-  detached = false;
-  prev: Attempt | undefined = undefined;
-  next: Attempt | undefined = undefined;
-  #controller: AbortController | undefined = undefined;
-  #abortReason: unknown = undefined;
-
-  constructor(
-    readonly task: Task,
-    readonly attempt: number,
-    readonly startedAt: number,
-    readonly probe: boolean,
-    readonly timeoutMs: number,
-  ) {}
-
-  get id(): string {
-    return this.task.id;
-  }
-
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.#abortReason !== undefined) this.#controller.abort(this.#abortReason);
-    }
-    return this.#controller.signal;
-  }
-
-  abort(reason: unknown): void {
-    if (this.#controller !== undefined) this.#controller.abort(reason);
-    else this.#abortReason = reason;
-  }
-}
+import { SignalGroups } from './signal-groups.js';
+import type { EnqueueOptions, TaskContext, TaskFn } from './task.js';
+import {
+  Attempt,
+  BACKOFF,
+  BackoffEntry,
+  DONE,
+  noop,
+  QUEUED,
+  RUNNING,
+  Task,
+  TaskExtras,
+} from './task-state.js';
+import { assertConcurrency } from './validation.js';
 
 let capturedResolve: (value: unknown) => void = noop;
 // One shared executor: `new Promise(capture)` allocates no closure per task.
@@ -142,45 +68,28 @@ function rejected<T>(error: unknown): Promise<T> {
   return promise;
 }
 
-/** Summary of `process()`. Results are handed to `onResult` and never accumulated. */
-export interface ProcessSummary {
-  /** Items whose task succeeded. */
-  processed: number;
-  /** Items whose task finally failed. */
-  failed: number;
-  /** The first failures (up to `keepErrors`), with the item's index in the input. */
-  errors: { index: number; error: unknown }[];
-}
-
-export interface ProcessOptions<I, R> extends Omit<EnqueueOptions, 'dedupKey' | 'id'> {
-  /** Called with each successful result, in completion order. */
-  onResult?: (result: R, item: I, index: number) => void;
-  /** Called with each final failure, in completion order. */
-  onError?: (error: unknown, item: I, index: number) => void;
-  /** Items read ahead beyond the pool's concurrency. Default `min(concurrency, maxQueueSize)`. */
-  readAhead?: number;
-  /** Stop reading input after the first failure (in-flight items still finish). Default `false`. */
-  stopOnError?: boolean;
-  /** How many failures `errors` keeps. Default `10`. */
-  keepErrors?: number;
-}
+/** What `#admitHead` found: the head of the queue may start (as a breaker probe or not), or nothing may. */
+const START = 0;
+const START_PROBE = 1;
+const HOLD = 2;
 
 /**
  * A bounded, prioritised executor with retries, per-attempt timeouts, an optional circuit breaker,
- * deduplication, a shared concurrency budget and constant-memory metrics. See lib/pool/README.md.
+ * deduplication, a shared concurrency budget and constant-memory metrics. This file is the scheduler: the
+ * task state machine (queue -> running -> backoff -> done) and slot accounting. Bulk feeding (`process`,
+ * process.ts) and single-flight (dedup.ts) sit on top of it; see lib/pool/README.md.
  */
 export class ExecutorPool {
   readonly #options: ResolvedPoolOptions;
   readonly #queue = new PriorityQueue<Task>();
   readonly #timeouts = new DeadlineTimer<Attempt>((attempt) => this.#onTimeout(attempt));
   readonly #backoffs = new DeadlineTimer<BackoffEntry>((entry) => this.#onBackoffDone(entry));
+  readonly #signals = new SignalGroups<TaskExtras>((extras) => this.#abortTask(extras.task));
   readonly #events = new PoolEventEmitter();
   readonly #metrics = new PoolMetrics();
   readonly #breaker: CircuitBreaker | undefined;
   readonly #member: BudgetMember | undefined;
-  readonly #dedup: Map<string, Task> | undefined;
-  readonly #dedupKeyFn: DeduplicationOptions['keyFn'];
-  readonly #dedupTtl: number;
+  readonly #dedup: SingleFlight | undefined;
   #cap: number;
   #active = 0;
   #delayed = 0;
@@ -211,10 +120,7 @@ export class ExecutorPool {
     if (options.circuitBreaker?.enabled) {
       this.#breaker = new CircuitBreaker(options.circuitBreaker, (state) => this.#onCircuitChange(state));
     }
-    const dedup = options.deduplication;
-    if (dedup?.enabled !== false) this.#dedup = new Map();
-    this.#dedupKeyFn = dedup?.enabled !== false ? dedup?.keyFn : undefined;
-    this.#dedupTtl = dedup?.ttl ?? POOL_DEFAULTS.deduplicationTtl;
+    if (options.deduplication?.enabled !== false) this.#dedup = new SingleFlight(options.deduplication);
     this.#member = options.budget?.join({ onSlotGranted: () => this.#onSlotGranted() });
     const tune = options.autotune;
     if ((auto && tune?.enabled !== false) || tune?.enabled === true) {
@@ -230,6 +136,16 @@ export class ExecutorPool {
   /** The current cap on in-flight attempts. */
   get concurrency(): number {
     return this.#cap;
+  }
+
+  /** Queued tasks beyond this make `enqueue` reject with QueueFullError. */
+  get maxQueueSize(): number {
+    return this.#options.maxQueueSize;
+  }
+
+  /** Whether `enqueue` would refuse a task with QueueFullError now (the queue is full and no slot is free). */
+  get isQueueFull(): boolean {
+    return this.#queue.size >= this.#options.maxQueueSize && !this.#canStartNow();
   }
 
   get isPaused(): boolean {
@@ -268,65 +184,46 @@ export class ExecutorPool {
   /** Runs `fn` when a slot is free (highest priority first, FIFO among equals) and settles with its result. */
   enqueue<T>(fn: (ctx: TaskContext) => Promise<T> | T, options?: EnqueueOptions): Promise<T> {
     if (this.#stopped) return rejected(new PoolStoppedError());
-    let extras: TaskExtras | undefined;
+    let signal: AbortSignal | undefined;
+    let dedupKey: string | undefined;
+    let needsExtras = false;
     if (options !== undefined) {
       const invalid = invalidEnqueueOption(options);
       if (invalid !== undefined) return rejected(new RangeError(invalid));
-      const signal = options.signal;
-      if (signal?.aborted)
-        return rejected(new AbortError('task aborted before it was queued', { cause: signal.reason }));
-      let dedupKey = options.dedupKey;
-      if (this.#dedup !== undefined) {
-        if (dedupKey === undefined && this.#dedupKeyFn !== undefined) {
-          dedupKey = this.#dedupKeyFn({ fn: fn as TaskFn<unknown>, options });
-        }
-        if (dedupKey !== undefined) {
-          const leader = this.#dedup.get(dedupKey);
-          if (leader !== undefined && performance.now() - leader.extras!.dedupAt < this.#dedupTtl) {
-            return this.#follow(leader, signal) as Promise<T>;
-          }
-        }
-      } else {
-        dedupKey = undefined;
+      signal = options.signal;
+      if (signal?.aborted) {
+        return rejected(new TaskAbortedError('task aborted before it was queued', { cause: signal.reason }));
       }
-      if (
+      if (this.#dedup !== undefined) {
+        dedupKey = this.#dedup.keyOf(fn as TaskFn<unknown>, options);
+        if (dedupKey !== undefined) {
+          const joined = this.#dedup.join(dedupKey, performance.now(), signal);
+          if (joined !== undefined) return joined as Promise<T>;
+        }
+      }
+      needsExtras =
         signal !== undefined ||
         dedupKey !== undefined ||
         options.id !== undefined ||
         options.timeout !== undefined ||
-        options.retries !== undefined
-      ) {
-        extras = {
-          id: options.id,
-          timeout: options.timeout,
-          retries: options.retries,
-          signal,
-          onAbort: undefined,
-          dedupKey,
-          dedupAt: 0,
-          lastDelay: 0,
-          backoff: undefined,
-          current: undefined,
-        };
-      }
+        options.retries !== undefined;
     }
     const now = performance.now();
     if (this.#breaker?.rejects(now)) return rejected(new CircuitOpenError(this.#breaker.retryAfter(now)));
     if (this.#queue.size >= this.#options.maxQueueSize && !this.#canStartNow()) {
       return rejected(new QueueFullError(this.#options.maxQueueSize));
     }
-    const task = new Task(fn as TaskFn<unknown>, options?.priority ?? 0, ++this.#seq, now, extras);
+    const task = new Task(fn as TaskFn<unknown>, options?.priority ?? 0, ++this.#seq, now);
     const promise = new Promise(capture);
     task.resolve = capturedResolve;
     task.promise = promise;
-    if (extras !== undefined) {
-      if (extras.signal !== undefined) {
-        extras.onAbort = () => this.#abortTask(task);
-        extras.signal.addEventListener('abort', extras.onAbort, { once: true });
-      }
-      if (extras.dedupKey !== undefined) {
-        extras.dedupAt = now;
-        this.#dedup!.set(extras.dedupKey, task);
+    if (needsExtras) {
+      const extras = new TaskExtras(task, options!.id, options!.timeout, options!.retries, signal);
+      task.extras = extras;
+      if (signal !== undefined) this.#signals.join(signal, extras);
+      if (dedupKey !== undefined) {
+        extras.dedupKey = dedupKey;
+        this.#dedup!.lead(dedupKey, promise, now);
       }
     }
     this.#busy = true;
@@ -347,89 +244,23 @@ export class ExecutorPool {
   }
 
   /**
-   * Feeds `input` through the pool with back-pressure: an item is read only while fewer than
-   * `concurrency + readAhead` of this call's items are unfinished. Resolves to counts when every item
-   * read has settled; rejects with PoolStoppedError / AbortError if the pool stopped or `signal` aborted
-   * before the input was exhausted, or with the error a callback threw.
+   * Feeds `input` through the pool with back-pressure (see `processWithPool` in process.ts): an item is
+   * read only while fewer than `concurrency + readAhead` of this call's items are unfinished. Resolves to
+   * counts when every item read has settled; rejects with PoolStoppedError / TaskAbortedError if the pool
+   * stopped or `signal` aborted before the input was exhausted, or with the error a callback threw.
    */
-  async process<I, R>(
+  process<I, R>(
     input: Iterable<I> | AsyncIterable<I>,
     fn: (item: I, ctx: TaskContext) => Promise<R> | R,
-    options: ProcessOptions<I, R> = {},
+    options?: ProcessOptions<I, R>,
   ): Promise<ProcessSummary> {
-    if (this.#stopped) throw new PoolStoppedError();
-    const { onResult, onError, readAhead, stopOnError = false, keepErrors = 10, ...enqueueOptions } = options;
-    const signal = enqueueOptions.signal;
-    const summary: ProcessSummary = { processed: 0, failed: 0, errors: [] };
-    let inFlight = 0;
-    let wake: (() => void) | undefined;
-    let callbackError: { error: unknown } | undefined;
-    const settledOne = () => {
-      inFlight -= 1;
-      const w = wake;
-      wake = undefined;
-      w?.();
-    };
-    const waitForOne = () =>
-      new Promise<void>((resolve) => {
-        wake = resolve;
-      });
-    const limit = () => this.#cap + Math.min(readAhead ?? this.#cap, this.#options.maxQueueSize);
-    const isAsync = Symbol.asyncIterator in input;
-    const iterator = isAsync
-      ? (input as AsyncIterable<I>)[Symbol.asyncIterator]()
-      : (input as Iterable<I>)[Symbol.iterator]();
-    let index = 0;
-    let exhausted = false;
-    try {
-      for (;;) {
-        while (inFlight >= limit()) await waitForOne();
-        if (this.#stopped || signal?.aborted || callbackError !== undefined) break;
-        if (stopOnError && summary.failed > 0) break;
-        while (this.#queue.size >= this.#options.maxQueueSize && !this.#canStartNow()) {
-          await new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
-          if (this.#stopped) break;
-        }
-        const step = isAsync ? await (iterator as AsyncIterator<I>).next() : (iterator as Iterator<I>).next();
-        if (step.done) {
-          exhausted = true;
-          break;
-        }
-        const item = step.value;
-        const i = index++;
-        inFlight += 1;
-        this.enqueue((ctx) => fn(item, ctx), enqueueOptions).then(
-          (result) => {
-            summary.processed += 1;
-            try {
-              onResult?.(result, item, i);
-            } catch (error) {
-              callbackError ??= { error };
-            }
-            settledOne();
-          },
-          (error: unknown) => {
-            summary.failed += 1;
-            if (summary.errors.length < keepErrors) summary.errors.push({ index: i, error });
-            try {
-              onError?.(error, item, i);
-            } catch (callbackFailure) {
-              callbackError ??= { error: callbackFailure };
-            }
-            settledOne();
-          },
-        );
-      }
-    } finally {
-      if (!exhausted) await iterator.return?.();
-      while (inFlight > 0) await waitForOne();
-    }
-    if (callbackError !== undefined) throw callbackError.error;
-    if (!exhausted && !(stopOnError && summary.failed > 0)) {
-      if (signal?.aborted) throw new AbortError('process() aborted', { cause: signal.reason });
-      if (this.#stopped) throw new PoolStoppedError();
-    }
-    return summary;
+    return processWithPool(this, input, fn, options);
+  }
+
+  /** Resolves when `enqueue` would no longer refuse a task for a full queue (at once if it would not now), or at `stop()`. */
+  onQueueRoom(): Promise<void> {
+    if (!this.isQueueFull || this.#stopped) return Promise.resolve();
+    return new Promise((resolve) => this.#roomWaiters.push(resolve));
   }
 
   /** Stops starting queued tasks; resolves when every in-flight attempt (timed-out work included) has settled. */
@@ -511,26 +342,35 @@ export class ExecutorPool {
     );
   }
 
+  /**
+   * The breaker's word on starting the head of the queue: START, START_PROBE, or HOLD (half-open with its
+   * probes out, or nothing left). While the breaker is open, queued tasks are refused here as they come up.
+   */
+  #admitHead(): number {
+    const breaker = this.#breaker;
+    if (breaker === undefined) return START;
+    for (;;) {
+      const now = performance.now();
+      const admission: Admission = breaker.admit(now);
+      if (admission === 'run') return START;
+      if (admission === 'probe') return START_PROBE;
+      if (admission === 'wait') return HOLD;
+      this.#failTask(this.#queue.pop()!, new CircuitOpenError(breaker.retryAfter(now)));
+      if (this.#queue.size === 0) return HOLD;
+    }
+  }
+
   #pump(): void {
     const queue = this.#queue;
     while (!this.#paused && this.#active < this.#cap && queue.size > 0) {
-      let probe = false;
-      if (this.#breaker !== undefined) {
-        const admission = this.#breaker.admit(performance.now());
-        if (admission === 'wait') return;
-        if (admission === 'reject') {
-          const task = queue.pop()!;
-          this.#failTask(task, new CircuitOpenError(this.#breaker.retryAfter(performance.now())));
-          continue;
-        }
-        probe = admission === 'probe';
-      }
+      const admission = this.#admitHead();
+      if (admission === HOLD) break;
       if (this.#member !== undefined && !this.#member.tryAcquire()) {
-        if (probe) this.#breaker!.cancelProbe();
+        if (admission === START_PROBE) this.#breaker!.cancelProbe();
         this.#member.waitForSlot();
         return;
       }
-      this.#start(queue.pop()!, probe, performance.now());
+      this.#start(queue.pop()!, admission === START_PROBE, performance.now());
     }
     if (this.#roomWaiters.length > 0 && queue.size < this.#options.maxQueueSize) {
       for (const wake of this.#roomWaiters.splice(0)) wake();
@@ -541,16 +381,13 @@ export class ExecutorPool {
   /** The budget offers this pool a slot (already counted as held); returns whether it was used. */
   #onSlotGranted(): boolean {
     if (this.#paused || this.#active >= this.#cap || this.#queue.size === 0) return false;
-    let probe = false;
-    if (this.#breaker !== undefined) {
-      const admission = this.#breaker.admit(performance.now());
-      if (admission === 'wait' || admission === 'reject') {
-        if (admission === 'reject') queueMicrotask(() => this.#pump());
-        return false;
-      }
-      probe = admission === 'probe';
+    const admission = this.#admitHead();
+    if (admission === HOLD) {
+      // Refused tasks may have emptied the queue: settle the pool's idle state outside the budget's dispatch.
+      if (this.#queue.size === 0) queueMicrotask(() => this.#pump());
+      return false;
     }
-    this.#start(this.#queue.pop()!, probe, performance.now());
+    this.#start(this.#queue.pop()!, admission === START_PROBE, performance.now());
     // Still busy: get back in line (at the back) for the next slot.
     if (!this.#paused && this.#active < this.#cap && this.#queue.size > 0) this.#member!.waitForSlot();
     return true;
@@ -633,7 +470,7 @@ export class ExecutorPool {
   #onTimeout(attempt: Attempt): void {
     if (attempt.detached) return;
     attempt.detached = true;
-    const error = new TimeoutError(attempt.timeoutMs);
+    const error = new TaskTimeoutError(attempt.timeoutMs);
     attempt.abort(error);
     this.#attemptFailed(attempt, error, performance.now() - attempt.startedAt);
     // The slot stays held until the work settles, so nothing new can start here.
@@ -666,7 +503,7 @@ export class ExecutorPool {
 
   #scheduleRetry(task: Task, error: unknown, attempt: number): void {
     this.#retries += 1;
-    const extras = this.#extrasOf(task);
+    const extras = task.needExtras();
     const delayMs = computeBackoff(this.#options, attempt, extras.lastDelay);
     extras.lastDelay = delayMs;
     extras.current = undefined;
@@ -692,26 +529,10 @@ export class ExecutorPool {
     this.#pump();
   }
 
-  #extrasOf(task: Task): TaskExtras {
-    task.extras ??= {
-      id: undefined,
-      timeout: undefined,
-      retries: undefined,
-      signal: undefined,
-      onAbort: undefined,
-      dedupKey: undefined,
-      dedupAt: 0,
-      lastDelay: 0,
-      backoff: undefined,
-      current: undefined,
-    };
-    return task.extras;
-  }
-
   /** The caller's signal aborted. */
   #abortTask(task: Task): void {
     const extras = task.extras!;
-    const error = new AbortError('task aborted by its signal', { cause: extras.signal?.reason });
+    const error = new TaskAbortedError('task aborted by its signal', { cause: extras.signal?.reason });
     switch (task.state) {
       case QUEUED:
         this.#queue.remove(task);
@@ -765,36 +586,9 @@ export class ExecutorPool {
   }
 
   #cleanup(task: Task, extras: TaskExtras): void {
-    if (extras.onAbort !== undefined) {
-      extras.signal?.removeEventListener('abort', extras.onAbort);
-      extras.onAbort = undefined;
-    }
-    if (extras.dedupKey !== undefined && this.#dedup?.get(extras.dedupKey) === task) {
-      this.#dedup.delete(extras.dedupKey);
-    }
+    this.#signals.leave(extras);
+    if (extras.dedupKey !== undefined) this.#dedup?.settle(extras.dedupKey, task.promise!);
     extras.current = undefined;
-  }
-
-  /** A dedup follower: shares the leader's outcome; its own signal only detaches itself. */
-  #follow(leader: Task, signal: AbortSignal | undefined): Promise<unknown> {
-    const shared = leader.promise!;
-    if (signal === undefined) return shared;
-    const follower = new Promise((resolve, reject) => {
-      const onAbort = () => reject(new AbortError('task aborted by its signal', { cause: signal.reason }));
-      signal.addEventListener('abort', onAbort, { once: true });
-      shared.then(
-        (value) => {
-          signal.removeEventListener('abort', onAbort);
-          resolve(value);
-        },
-        (error: unknown) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      );
-    });
-    follower.catch(noop);
-    return follower;
   }
 
   #isIdle(): boolean {

@@ -1,20 +1,21 @@
 export * from './autotune/index.js';
-export type { CircuitState } from './circuit-breaker.js';
+export type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
+export type { BudgetOptions } from './concurrency-budget.js';
 export { ConcurrencyBudget } from './concurrency-budget.js';
-export { AbortError, CircuitOpenError, PoolStoppedError, QueueFullError, TimeoutError } from './errors.js';
+export type { DeduplicationOptions } from './dedup.js';
+export {
+  CircuitOpenError,
+  PoolStoppedError,
+  QueueFullError,
+  TaskAbortedError,
+  TaskTimeoutError,
+} from './errors.js';
 export type { PoolEventName, PoolEvents, PoolListener } from './events.js';
-export type { ProcessOptions, ProcessSummary } from './executor-pool.js';
 export { ExecutorPool } from './executor-pool.js';
-export type {
-  CircuitBreakerOptions,
-  DeduplicationOptions,
-  EnqueueOptions,
-  ExecutorPoolOptions,
-  JitterMode,
-  TaskContext,
-  TaskFn,
-} from './options.js';
+export type { ExecutorPoolOptions } from './options.js';
 export { POOL_DEFAULTS } from './options.js';
 export type { AggregateMetrics, DetailedMetrics, PoolStats, Quantiles } from './pool-metrics.js';
-export type { BackoffPolicy } from './retry-policy.js';
+export type { ProcessOptions, ProcessSummary, ProcessTarget } from './process.js';
+export type { BackoffPolicy, JitterMode, RetryOptions } from './retry-policy.js';
 export { computeBackoff, DEFAULT_RETRYABLE_ERRORS, isRetryableError } from './retry-policy.js';
+export type { EnqueueOptions, TaskContext, TaskFn } from './task.js';

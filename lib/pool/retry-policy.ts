@@ -1,98 +1,133 @@
-import type { JitterMode } from './options.js';
+import {
+  isTransient,
+  NETWORK_ERROR_CODES,
+  THROTTLING_ERROR_NAMES,
+  TIMEOUT_ERROR_NAMES,
+  TRANSIENT_SERVER_ERROR_NAMES,
+} from '../errors/index.js';
+import { isPoolCutOff } from './errors.js';
+import { nonNegative } from './validation.js';
 
-/** Node and undici codes of a connection that failed or broke mid-request: always transient. */
-const NETWORK_ERROR_CODES = [
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EAI_AGAIN',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
-] as const;
+/** How retry delays are randomised. */
+export type JitterMode = 'full' | 'decorrelated' | 'none';
+
+/** The retry policy's options: part of `ExecutorPoolOptions` (flat, like p-retry's). */
+export interface RetryOptions {
+  /**
+   * Retries after the first attempt, for retryable errors only (see `isRetryableError`). `enqueue`'s
+   * `retries` overrides it per task.
+   * @default 3
+   * @example new ExecutorPool({ retries: 5 })
+   */
+  retries?: number;
+  /**
+   * Base backoff in ms: retry n waits up to `retryDelay * 2^(n-1)` (see `jitter`).
+   * @default 1000
+   * @example new ExecutorPool({ retryDelay: 50 })
+   */
+  retryDelay?: number;
+  /**
+   * Cap on a single backoff, ms.
+   * @default 20000
+   * @example new ExecutorPool({ maxRetryDelay: 5_000 })
+   */
+  maxRetryDelay?: number;
+  /**
+   * Backoff randomisation: `'full'` is uniform in [0, min(cap, base·2^(n-1))] (AWS "full jitter");
+   * `'decorrelated'` is min(cap, uniform in [base, 3·previous]); `'none'` is the capped exponential itself.
+   * @default 'full'
+   * @example new ExecutorPool({ jitter: 'decorrelated' })
+   */
+  jitter?: JitterMode;
+  /**
+   * Error `name`s or `code`s that are retryable. Passing a list replaces the default names; the structural
+   * rules always apply (HTTP 429/5xx, the SDK's `$retryable`, network failures, the pool's own cut-offs).
+   * @default DEFAULT_RETRYABLE_ERRORS (the throttling, timeout and transient names of lib/errors/classify.ts)
+   * @example new ExecutorPool({ retryableErrors: [...DEFAULT_RETRYABLE_ERRORS, 'MyTransientError'] })
+   */
+  retryableErrors?: readonly string[];
+}
+
+/** What the pool runs its retries by: every default filled in. */
+export interface RetryPolicy {
+  readonly retries: number;
+  readonly retryDelay: number;
+  readonly maxRetryDelay: number;
+  readonly jitter: JitterMode;
+  readonly retryableErrors: readonly string[];
+}
 
 /**
- * Names/codes meaning "the service is overloaded": S3's `SlowDown` (HTTP 503) and the throttling codes of
- * DynamoDB, SQS and the other AWS services. Shared with the autotuner, which cuts its rate on them.
- */
-export const THROTTLING_ERROR_NAMES: readonly string[] = Object.freeze([
-  'SlowDown',
-  'ServiceUnavailable',
-  'Throttling',
-  'ThrottlingException',
-  'ThrottledException',
-  'TooManyRequestsException',
-  'RequestLimitExceeded',
-  'RequestThrottled',
-  'RequestThrottledException',
-  'ProvisionedThroughputExceededException',
-]);
-
-/** Names of a request that timed out: ours (`TimeoutError`) or the service's. */
-export const TIMEOUT_ERROR_NAMES: readonly string[] = Object.freeze([
-  'TimeoutError',
-  'RequestTimeout',
-  'RequestTimeoutException',
-]);
-
-/**
- * Names/codes retried by default: throttling, timeouts, the transient server codes of S3, DynamoDB and SQS,
- * plus Node/undici network codes.
+ * The names `isRetryableError` uses when no list is given: the one taxonomy's (lib/errors/classify.ts)
+ * throttling, timeout and transient server names plus the network codes. Exported to extend, not to edit.
  */
 export const DEFAULT_RETRYABLE_ERRORS: readonly string[] = Object.freeze([
   ...THROTTLING_ERROR_NAMES,
   ...TIMEOUT_ERROR_NAMES,
-  'InternalError',
-  'InternalServerError',
-  'InternalFailure',
-  'TransactionInProgressException',
-  'NetworkError',
-  'NetworkingError',
+  ...TRANSIENT_SERVER_ERROR_NAMES,
   ...NETWORK_ERROR_CODES,
 ]);
 
-/** Always transient whatever list is passed: network failures and our own timeout/abort/back-pressure errors. */
-const ALWAYS_RETRYABLE = new Set([
-  'TimeoutError',
-  'AbortError',
-  'PoolStoppedError',
-  'QueueFullError',
-  'CircuitOpenError',
-  ...NETWORK_ERROR_CODES,
-]);
+export const RETRY_DEFAULTS = {
+  retries: 3,
+  retryDelay: 1000,
+  maxRetryDelay: 20_000,
+  jitter: 'full',
+} as const satisfies RetryOptions;
 
-const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);
+/** Fills defaults and rejects nonsense with a RangeError naming the field. */
+export function resolveRetryOptions(options: RetryOptions): RetryPolicy {
+  const jitter = options.jitter ?? RETRY_DEFAULTS.jitter;
+  if (jitter !== 'full' && jitter !== 'decorrelated' && jitter !== 'none') {
+    throw new RangeError(`jitter must be 'full', 'decorrelated' or 'none', got ${String(jitter)}`);
+  }
+  return {
+    retries: nonNegative('retries', options.retries ?? RETRY_DEFAULTS.retries),
+    retryDelay: nonNegative('retryDelay', options.retryDelay ?? RETRY_DEFAULTS.retryDelay),
+    maxRetryDelay: nonNegative('maxRetryDelay', options.maxRetryDelay ?? RETRY_DEFAULTS.maxRetryDelay),
+    jitter,
+    retryableErrors: options.retryableErrors ?? DEFAULT_RETRYABLE_ERRORS,
+  };
+}
+
+const NETWORK_CODES = new Set(NETWORK_ERROR_CODES);
 
 interface ErrorShape {
   name?: unknown;
   code?: unknown;
   message?: unknown;
   $retryable?: unknown;
-  $metadata?: { httpStatusCode?: unknown };
+  $metadata?: unknown;
+}
+
+/** Whether `e`'s `name` or `code` is in `names` or is a network failure code. */
+function listed(e: ErrorShape, names: readonly string[]): boolean {
+  for (const value of [e.name, e.code]) {
+    if (typeof value === 'string' && (names.includes(value) || NETWORK_CODES.has(value))) return true;
+  }
+  return false;
 }
 
 /**
- * Transient (worth retrying or redelivering) vs permanent. Transient: a `name` or `code` in
- * `retryableErrors` (default {@link DEFAULT_RETRYABLE_ERRORS}); AWS SDK `$retryable` or
- * `$metadata.httpStatusCode` 429/500/502/503/504; network resets (ECONNRESET, ETIMEDOUT, EPIPE, 'socket hang
- * up', ...); our `TimeoutError`, `AbortError`, `PoolStoppedError`, `QueueFullError`, `CircuitOpenError`.
- * Everything else — other 4xx, validation errors, programming errors, non-objects — is permanent.
+ * Transient (worth retrying or redelivering) vs permanent. With the default list this is the taxonomy's
+ * `isTransient` (throttling, timeouts, 429/5xx, S3's 409 `ConditionalRequestConflict`, network failures,
+ * the SDK's `$retryable`) plus the pool's own cut-offs (`TaskTimeoutError`, `TaskAbortedError`,
+ * `PoolStoppedError`, `QueueFullError`, `CircuitOpenError`). With a custom `retryableErrors` list, the list
+ * replaces the names; the structural rules (status, `$retryable`, network codes, 'socket hang up', the
+ * pool's cut-offs) still apply. Everything else (other 4xx, validation, programming errors, non-objects) is
+ * permanent.
  */
 export function isRetryableError(
   err: unknown,
   retryableErrors: readonly string[] = DEFAULT_RETRYABLE_ERRORS,
 ): boolean {
   if (err === null || typeof err !== 'object') return false;
+  if (isPoolCutOff(err)) return true;
+  if (retryableErrors === DEFAULT_RETRYABLE_ERRORS) return isTransient(err);
   const e = err as ErrorShape;
-  const name = typeof e.name === 'string' ? e.name : undefined;
-  const code = typeof e.code === 'string' ? e.code : undefined;
-  if (name !== undefined && (ALWAYS_RETRYABLE.has(name) || retryableErrors.includes(name))) return true;
-  if (code !== undefined && (ALWAYS_RETRYABLE.has(code) || retryableErrors.includes(code))) return true;
-  if (e.$retryable) return true;
-  const status = e.$metadata?.httpStatusCode;
-  if (typeof status === 'number' && RETRYABLE_STATUS.has(status)) return true;
-  return typeof e.message === 'string' && e.message.includes('socket hang up');
+  if (listed(e, retryableErrors)) return true;
+  // The taxonomy's structural rules alone: the same error without its name or code.
+  return isTransient({ message: e.message, $retryable: e.$retryable, $metadata: e.$metadata });
 }
 
 export interface BackoffPolicy {

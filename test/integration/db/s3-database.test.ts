@@ -11,7 +11,7 @@ import {
   ValidationError,
 } from '../../../lib/db/index.js';
 import { startChaosProxy } from '../../../lib/local/s3-behaviour/chaos-proxy.js';
-import { TimeoutError } from '../../../lib/pool/index.js';
+import { TaskTimeoutError } from '../../../lib/pool/index.js';
 import { localAwsEndpoints, localClientConfig, usingEmbeddedAws } from '../../support/local-aws.js';
 
 const bucket = `db-it-${randomUUID().slice(0, 8)}`;
@@ -173,7 +173,7 @@ describe('Database over S3 (emulator)', () => {
       const pool = db.pool!;
       const started = performance.now();
       const err = await r.upsert('s', { a: 1 }).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(TimeoutError);
+      expect(err).toBeInstanceOf(TaskTimeoutError);
       expect(performance.now() - started).toBeLessThan(2000);
       // The abort destroyed the socket: the proxy sees its client go away and releases the held request.
       await expect.poll(() => proxy.heldRequests(), { timeout: 2000 }).toBe(0);

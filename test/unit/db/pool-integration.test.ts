@@ -21,7 +21,7 @@ import {
   ConcurrencyBudget,
   ExecutorPool,
   type ExecutorPoolOptions,
-  TimeoutError,
+  TaskTimeoutError,
 } from '../../../lib/pool/index.js';
 
 /** Records each request's key and signal; optionally fails the first N puts after applying them. */
@@ -251,14 +251,14 @@ describe('memory:// driven by the S3 behaviour model', () => {
     const aborted = orders.upsert('never', {}, { signal: controller.signal });
     await expect.poll(() => clock.pendingSleeps).toBe(1);
     controller.abort(new Error('caller gave up'));
-    await expect(aborted).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(aborted).rejects.toMatchObject({ name: 'TaskAbortedError' });
     expect(clock.pendingSleeps).toBe(0);
     clock.advance(1000);
     expect([...memoryBucket(db.bucket).objects.keys()]).toEqual(['t=acme/r=orders/id=slow.json']);
     await db.disconnect();
   });
 
-  it('a stalled request is aborted by the pool timeout: TimeoutError at once, slot freed, next task runs', async () => {
+  it('a stalled request is aborted by the pool timeout: TaskTimeoutError at once, slot freed, next task runs', async () => {
     let stall = true;
     const model: BehaviourModel = {
       clock: systemClock,
@@ -267,7 +267,7 @@ describe('memory:// driven by the S3 behaviour model', () => {
     const { db, orders } = await modelDb(model, { concurrency: 1, timeout: 50 });
     const pool = db.pool!;
     const started = performance.now();
-    await expect(orders.upsert('s', {})).rejects.toBeInstanceOf(TimeoutError);
+    await expect(orders.upsert('s', {})).rejects.toBeInstanceOf(TaskTimeoutError);
     expect(performance.now() - started).toBeLessThan(1000);
     await pool.drain();
     expect(pool.getStats().activeCount).toBe(0);

@@ -4,7 +4,7 @@ import { Autotuner, isCongestionSignal } from '../../../lib/pool/autotune/index.
 import { MemoryCap } from '../../../lib/pool/autotune/memory-cap.js';
 import { AUTOTUNE_DEFAULTS } from '../../../lib/pool/autotune/options.js';
 import { ThrottleRateLimit } from '../../../lib/pool/autotune/throttle-rate-limit.js';
-import { TimeoutError } from '../../../lib/pool/index.js';
+import { TaskTimeoutError } from '../../../lib/pool/index.js';
 import { FakePool, slowDown } from './autotune/fake-pool.js';
 
 function gradient(initialLimit = 10) {
@@ -137,7 +137,7 @@ describe('isCongestionSignal', () => {
     expect(isCongestionSignal(slowDown())).toBe(true);
     expect(isCongestionSignal({ name: 'X', $metadata: { httpStatusCode: 429 } })).toBe(true);
     expect(isCongestionSignal({ name: 'ThrottlingException' })).toBe(true);
-    expect(isCongestionSignal(new TimeoutError(100))).toBe(true);
+    expect(isCongestionSignal(new TaskTimeoutError(100))).toBe(true);
     expect(isCongestionSignal({ name: 'InternalError', $metadata: { httpStatusCode: 500 } })).toBe(false);
     expect(isCongestionSignal(Object.assign(new Error('reset'), { code: 'ECONNRESET' }))).toBe(false);
     expect(isCongestionSignal(undefined)).toBe(false);

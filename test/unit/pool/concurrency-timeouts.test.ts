@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { ExecutorPool, TimeoutError } from '../../../lib/pool/index.js';
+import { ExecutorPool, TaskTimeoutError } from '../../../lib/pool/index.js';
 import { awsError, type Deferred, deferred, flush, stateOf, useFakeTimersInEachTest } from './helpers.js';
 
 /** Tracks work that is really executing (entered and not yet returned), independent of the pool's view. */
@@ -70,10 +70,10 @@ describe('ExecutorPool concurrency cap', () => {
 
     await vi.advanceTimersByTimeAsync(100);
     const error = await firstOutcome;
-    expect(error).toBeInstanceOf(TimeoutError);
-    expect((error as TimeoutError).name).toBe('TimeoutError');
+    expect(error).toBeInstanceOf(TaskTimeoutError);
+    expect((error as TaskTimeoutError).name).toBe('TaskTimeoutError');
     expect(seenSignal?.aborted).toBe(true);
-    expect(seenSignal?.reason).toBeInstanceOf(TimeoutError);
+    expect(seenSignal?.reason).toBeInstanceOf(TaskTimeoutError);
     // The timed-out work still occupies the only slot.
     expect(secondStarted).toBe(false);
     expect(pool.getStats()).toMatchObject({ activeCount: 1, queueSize: 1, errorCount: 1 });
@@ -144,7 +144,7 @@ describe('ExecutorPool concurrency cap', () => {
     await vi.advanceTimersByTimeAsync(10_000);
     const outcomes = await Promise.all(tasks);
     expect(outcomes).toHaveLength(60);
-    expect(outcomes.some((o) => o === 'TimeoutError')).toBe(true);
+    expect(outcomes.some((o) => o === 'TaskTimeoutError')).toBe(true);
     expect(work.peak).toBeLessThanOrEqual(cap);
     expect(maxReported).toBeLessThanOrEqual(cap);
     expect(work.running).toBe(0);
@@ -166,7 +166,7 @@ describe('ExecutorPool concurrency cap', () => {
     await vi.advanceTimersByTimeAsync(19);
     expect(await stateOf(slow)).toBe('pending');
     await vi.advanceTimersByTimeAsync(1);
-    expect(await outcome).toBeInstanceOf(TimeoutError);
+    expect(await outcome).toBeInstanceOf(TaskTimeoutError);
   });
 });
 

@@ -56,7 +56,7 @@ describe('deduplication', () => {
     const controller = new AbortController();
     const follower = pool.enqueue(() => gate.promise, { dedupKey: 'k', signal: controller.signal });
     controller.abort();
-    await expect(follower).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(follower).rejects.toMatchObject({ name: 'TaskAbortedError' });
     gate.resolve('still done');
     expect(await leader).toBe('still done');
   });

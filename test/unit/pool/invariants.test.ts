@@ -104,8 +104,8 @@ describe('invariants under random load', () => {
           'ok',
           'SlowDown',
           'AccessDenied',
-          'TimeoutError',
-          'AbortError',
+          'TaskTimeoutError',
+          'TaskAbortedError',
           'CircuitOpenError',
         ]).toContain(name);
       }

@@ -9,24 +9,24 @@ describe('pool public API', () => {
     expect(api.ConcurrencyBudget).toBe(pool.ConcurrencyBudget);
     expect(api.isRetryableError).toBe(pool.isRetryableError);
     expect(api.computeBackoff).toBe(pool.computeBackoff);
-    expect(api.TimeoutError).toBe(pool.TimeoutError);
+    expect(api.TaskTimeoutError).toBe(pool.TaskTimeoutError);
     expect(api.PoolStoppedError).toBe(pool.PoolStoppedError);
     expect(api.QueueFullError).toBe(pool.QueueFullError);
     expect(api.CircuitOpenError).toBe(pool.CircuitOpenError);
-    expect(api.AbortError).toBe(pool.AbortError);
+    expect(api.TaskAbortedError).toBe(pool.TaskAbortedError);
   });
 
   it('throws errors with stable names that extend S3IngestError', () => {
     const errors = [
-      new pool.TimeoutError(5),
-      new pool.AbortError(),
+      new pool.TaskTimeoutError(5),
+      new pool.TaskAbortedError(),
       new pool.PoolStoppedError(),
       new pool.QueueFullError(3),
       new pool.CircuitOpenError(100),
     ];
     expect(errors.map((e) => e.name)).toEqual([
-      'TimeoutError',
-      'AbortError',
+      'TaskTimeoutError',
+      'TaskAbortedError',
       'PoolStoppedError',
       'QueueFullError',
       'CircuitOpenError',

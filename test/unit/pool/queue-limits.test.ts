@@ -116,7 +116,7 @@ describe('process()', () => {
     expect(closed).toBe(true);
   });
 
-  it('rejects with AbortError when its signal aborts, aborting running items and dropping queued ones', async () => {
+  it('rejects with TaskAbortedError when its signal aborts, aborting running items and dropping queued ones', async () => {
     const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
     const controller = new AbortController();
     let started = 0;
@@ -132,7 +132,7 @@ describe('process()', () => {
       },
       { signal: controller.signal },
     );
-    await expect(run).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(run).rejects.toMatchObject({ name: 'TaskAbortedError' });
     expect(started).toBe(2);
     await pool.drain();
     expect(pool.getStats()).toMatchObject({ activeCount: 0, queueSize: 0 });

@@ -1,12 +1,12 @@
 import { describe, expect, it, vi } from 'vitest';
 import {
-  AbortError,
   CircuitOpenError,
   computeBackoff,
   ExecutorPool,
   isRetryableError,
   PoolStoppedError,
-  TimeoutError,
+  TaskAbortedError,
+  TaskTimeoutError,
 } from '../../../lib/pool/index.js';
 import { awsError, deferred, flush, stateOf, useFakeTimersInEachTest } from './helpers.js';
 
@@ -30,8 +30,8 @@ describe('isRetryableError', () => {
     ['ETIMEDOUT code', Object.assign(new Error('connect ETIMEDOUT'), { code: 'ETIMEDOUT' }), true],
     ['EPIPE code', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }), true],
     ['socket hang up', new Error('socket hang up'), true],
-    ['our TimeoutError', new TimeoutError(10), true],
-    ['our AbortError', new AbortError(), true],
+    ['our TaskTimeoutError', new TaskTimeoutError(10), true],
+    ['our TaskAbortedError', new TaskAbortedError(), true],
     ['PoolStoppedError (transient for redelivery)', new PoolStoppedError(), true],
     ['CircuitOpenError (transient for redelivery)', new CircuitOpenError(10), true],
     ['a string', 'SlowDown', false],
@@ -230,8 +230,8 @@ describe('ExecutorPool retries', () => {
     await flush();
     expect(calls).toBe(1);
     controller.abort(new Error('client gone'));
-    const error = (await outcome) as AbortError;
-    expect(error.name).toBe('AbortError');
+    const error = (await outcome) as TaskAbortedError;
+    expect(error.name).toBe('TaskAbortedError');
     expect((error.cause as Error).message).toBe('client gone');
     await vi.advanceTimersByTimeAsync(100_000);
     expect(calls).toBe(1);

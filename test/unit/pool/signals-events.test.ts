@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { ExecutorPool, TimeoutError } from '../../../lib/pool/index.js';
+import { ExecutorPool, TaskTimeoutError } from '../../../lib/pool/index.js';
 import { deferred, flush, useFakeTimersInEachTest } from './helpers.js';
 
 describe('caller signal', () => {
@@ -17,7 +17,7 @@ describe('caller signal', () => {
     );
     expect(pool.getStats().queueSize).toBe(1);
     controller.abort(new Error('caller gave up'));
-    await expect(queued).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(queued).rejects.toMatchObject({ name: 'TaskAbortedError' });
     expect(pool.getStats().queueSize).toBe(0);
     gate.resolve();
     await blocker;
@@ -39,7 +39,7 @@ describe('caller signal', () => {
     );
     await flush();
     controller.abort();
-    await expect(running).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(running).rejects.toMatchObject({ name: 'TaskAbortedError' });
     expect(seen?.aborted).toBe(true);
     expect(pool.getStats().activeCount).toBe(1);
     stuck.resolve();
@@ -57,7 +57,7 @@ describe('caller signal', () => {
         },
         { signal: AbortSignal.abort() },
       ),
-    ).rejects.toMatchObject({ name: 'AbortError' });
+    ).rejects.toMatchObject({ name: 'TaskAbortedError' });
     expect(ran).toBe(false);
   });
 
@@ -137,7 +137,7 @@ describe('unhandled rejections', () => {
       const pool = new ExecutorPool({ concurrency: 1, retries: 0, timeout: 5 });
       const timedOut = new Promise<unknown>((resolve) =>
         pool.on('pool:taskError', ({ error }) => {
-          if (error instanceof TimeoutError) resolve(error);
+          if (error instanceof TaskTimeoutError) resolve(error);
         }),
       );
       // Fire-and-forget callers that never attach a handler:

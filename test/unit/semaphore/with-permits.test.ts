@@ -40,7 +40,7 @@ describe('withPermits with an ExecutorPool', () => {
           workReturned = true;
         });
       }),
-    ).rejects.toMatchObject({ name: 'TimeoutError' });
+    ).rejects.toMatchObject({ name: 'TaskTimeoutError' });
     expect(workReturned).toBe(true);
     expect(availableWhileWorking).toBe(0);
     expect(sem.available).toBe(2);

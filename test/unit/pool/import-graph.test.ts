@@ -75,7 +75,14 @@ describe('lib/pool import graph', () => {
   it('the cycle check finds a cycle when there is one', () => {
     const a = join(poolDir, 'a.ts');
     const b = join(poolDir, 'b.ts');
-    expect(cycles(new Map([[a, [b]], [b, [a]]]))).toHaveLength(1);
+    expect(
+      cycles(
+        new Map([
+          [a, [b]],
+          [b, [a]],
+        ]),
+      ),
+    ).toHaveLength(1);
   });
 
   it('imports only lib/pool itself and lib/errors (the layer below)', () => {

@@ -407,10 +407,7 @@ export class ExecutorPool {
     this.#running = attempt;
     const queueWaitMs = now - task.enqueuedAt;
     this.#metrics.started(now, queueWaitMs, this.#active);
-    if (timeout > 0 && timeout !== Number.POSITIVE_INFINITY) {
-      attempt.deadline = now + timeout;
-      this.#timeouts.add(attempt);
-    }
+    if (timeout > 0 && timeout !== Number.POSITIVE_INFINITY) this.#timeouts.add(attempt);
     if (this.#events.has['pool:taskStarted']) {
       this.#events.emit('pool:taskStarted', {
         id: task.id,
@@ -434,7 +431,7 @@ export class ExecutorPool {
   }
 
   #release(attempt: Attempt, now: number): void {
-    if (attempt.timerIndex >= 0) this.#timeouts.remove(attempt);
+    if (attempt.timerIndex !== -1) this.#timeouts.remove(attempt);
     if (attempt.prev === undefined) this.#running = attempt.next;
     else attempt.prev.next = attempt.next;
     if (attempt.next !== undefined) attempt.next.prev = attempt.prev;

@@ -65,6 +65,8 @@ export class Task {
 /** A retrying task waiting out its backoff (on the shared backoff timer). */
 export class BackoffEntry {
   timerIndex = -1;
+  timerPrev: BackoffEntry | undefined = undefined;
+  timerNext: BackoffEntry | undefined = undefined;
   constructor(
     readonly task: Task,
     public deadline: number,
@@ -73,8 +75,9 @@ export class BackoffEntry {
 
 /** One attempt of a task; also the context handed to the task function. */
 export class Attempt implements TaskContext {
-  deadline = Number.POSITIVE_INFINITY;
   timerIndex = -1;
+  timerPrev: Attempt | undefined = undefined;
+  timerNext: Attempt | undefined = undefined;
   /** The caller was already answered (timeout, abort, stop); the attempt only holds its slot until it settles. */
   detached = false;
   prev: Attempt | undefined = undefined;
@@ -92,6 +95,11 @@ export class Attempt implements TaskContext {
 
   get id(): string {
     return this.task.id;
+  }
+
+  /** When the attempt times out (computed: one stored time per attempt is one number object fewer). */
+  get deadline(): number {
+    return this.startedAt + this.timeoutMs;
   }
 
   get signal(): AbortSignal {

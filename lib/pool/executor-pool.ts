@@ -360,7 +360,8 @@ export class ExecutorPool {
     }
   }
 
-  #pump(): void {
+  /** Starts queued tasks while slots are free. `now`, when the caller just read the clock, dates the first start. */
+  #pump(now = -1): void {
     const queue = this.#queue;
     while (!this.#paused && this.#active < this.#cap && queue.size > 0) {
       const admission = this.#admitHead();
@@ -370,7 +371,9 @@ export class ExecutorPool {
         this.#member.waitForSlot();
         return;
       }
-      this.#start(queue.pop()!, admission === START_PROBE, performance.now());
+      this.#start(queue.pop()!, admission === START_PROBE, now >= 0 ? now : performance.now());
+      // A started task ran its function synchronously: read the clock afresh for the next one.
+      now = -1;
     }
     if (this.#roomWaiters.length > 0 && queue.size < this.#options.maxQueueSize) {
       for (const wake of this.#roomWaiters.splice(0)) wake();
@@ -461,7 +464,7 @@ export class ExecutorPool {
         this.#attemptFailed(attempt, error, durationMs);
       }
     }
-    this.#pump();
+    this.#pump(now);
   }
 
   #onTimeout(attempt: Attempt): void {

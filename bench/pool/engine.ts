@@ -1,5 +1,5 @@
 // One engine, one measurement, in its own process (spawned by bench/pool.ts through runInChild).
-// argv: <engine> <tasks> <mode: throughput | heap | process>
+// argv: <engine> <tasks> <mode: throughput | closure | heap | process | signal>
 import fastq from 'fastq';
 import pLimit from 'p-limit';
 import PQueue from 'p-queue';
@@ -12,6 +12,8 @@ export interface EngineResult {
   mode: string;
   ms: number;
   opsPerSec: number;
+  /** Process CPU time (user + system, all threads: GC included) per task, in microseconds. */
+  cpuMicrosPerTask: number;
   heapBytesPerQueuedTask?: number;
   heapUsedBytes: number;
 }
@@ -22,6 +24,14 @@ const tasks = Number(tasksArg);
 
 /** The unit of work: one event-loop hop, as an I/O completion would be. */
 const work = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** What a caller's task carries: a fresh object per task (a record to write). */
+interface Payload {
+  readonly index: number;
+}
+/** The same hop, for a payload: the operation users wrap per task (`() => op(payload)`). */
+const op = (payload: Payload): Promise<number> =>
+  new Promise((resolve) => setImmediate(resolve, payload.index));
 const never = (): Promise<void> => new Promise(() => {});
 
 /** Deterministic priorities 0..9 in scrambled order (so a sorted insert lands mid-queue). */
@@ -34,6 +44,12 @@ function nextPriority(): number {
 interface Engine {
   /** Submits one task and returns its promise. */
   submit(fn: () => Promise<void>): Promise<void>;
+  /**
+   * Submits one payload the way a user of this library writes it: a fresh closure per task
+   * (`enqueue(() => op(payload))`) where the API takes functions, the payload itself where it takes data
+   * (fastq's `push(payload)` to a worker bound at construction).
+   */
+  submitPayload(payload: Payload): Promise<number>;
 }
 
 function makeEngine(name: string): Engine {
@@ -46,35 +62,50 @@ function makeEngine(name: string): Engine {
         retryDelay: 100,
         timeout: 30_000,
       });
-      return { submit: (fn) => pool.enqueue(fn, { priority: nextPriority() }) };
+      return {
+        submit: (fn) => pool.enqueue(fn, { priority: nextPriority() }),
+        submitPayload: (payload) => pool.enqueue(() => op(payload), { priority: nextPriority() }),
+      };
     }
     case 'fastq': {
       const queue = fastq.promise((fn: () => Promise<void>) => fn(), CONCURRENCY);
-      return { submit: (fn) => queue.push(fn) };
+      const payloads = fastq.promise(op, CONCURRENCY);
+      return { submit: (fn) => queue.push(fn), submitPayload: (payload) => payloads.push(payload) };
     }
     case 'p-queue': {
       const queue = new PQueue({ concurrency: CONCURRENCY });
-      return { submit: (fn) => queue.add(fn) };
+      return { submit: (fn) => queue.add(fn), submitPayload: (payload) => queue.add(() => op(payload)) };
     }
     case 'p-queue-priority': {
       const queue = new PQueue({ concurrency: CONCURRENCY });
-      return { submit: (fn) => queue.add(fn, { priority: nextPriority() }) };
+      return {
+        submit: (fn) => queue.add(fn, { priority: nextPriority() }),
+        submitPayload: (payload) => queue.add(() => op(payload), { priority: nextPriority() }),
+      };
     }
     case 'p-limit': {
       const limit = pLimit(CONCURRENCY);
-      return { submit: (fn) => limit(fn) };
+      return { submit: (fn) => limit(fn), submitPayload: (payload) => limit(() => op(payload)) };
     }
     case 'promise-all':
-      return { submit: (fn) => fn() };
+      return { submit: (fn) => fn(), submitPayload: (payload) => op(payload) };
     default:
       throw new Error(`unknown engine ${name}`);
   }
 }
 
 const retained: unknown[] = [];
+let cpuAtStart = process.cpuUsage();
+
+/** Marks the start of the measured section (wall time is taken by each mode; CPU time here). */
+function startCpu(): void {
+  cpuAtStart = process.cpuUsage();
+}
 
 function measured(name: string, ms: number, extra: Partial<EngineResult> = {}): EngineResult {
+  const cpu = process.cpuUsage(cpuAtStart);
   return {
+    cpuMicrosPerTask: (cpu.user + cpu.system) / tasks,
     engine: name,
     tasks,
     mode,
@@ -91,9 +122,49 @@ function gc(): void {
 
 async function throughput(): Promise<EngineResult> {
   const e = makeEngine(engine);
+  startCpu();
   const start = performance.now();
   const all: Promise<void>[] = new Array(tasks);
   for (let i = 0; i < tasks; i++) all[i] = e.submit(work);
+  await Promise.all(all);
+  return measured(engine, performance.now() - start);
+}
+
+/** The per-task-closure pattern: a fresh payload (and, for function-taking APIs, a fresh closure) per task. */
+async function closures(): Promise<EngineResult> {
+  const e = makeEngine(engine);
+  startCpu();
+  const start = performance.now();
+  const all: Promise<number>[] = new Array(tasks);
+  for (let i = 0; i < tasks; i++) all[i] = e.submitPayload({ index: i });
+  await Promise.all(all);
+  return measured(engine, performance.now() - start);
+}
+
+/**
+ * `tasks` tasks sharing one caller AbortSignal (an invocation's deadline), never aborted. Engines:
+ * 'signal-none' passes no signal (the floor); 'signal-shared' passes the shared signal (the pool listens to
+ * it once); 'signal-per-task' keeps the old behaviour reachable here only: every task adds its own listener
+ * to the shared signal and removes it when it settles, which Node's EventTarget makes O(n) per add.
+ */
+async function sharedSignal(): Promise<EngineResult> {
+  const pool = new ExecutorPool({ concurrency: CONCURRENCY, retries: 3, retryDelay: 100, timeout: 30_000 });
+  const deadline = new AbortController().signal;
+  const submit = (): Promise<void> => {
+    if (engine === 'signal-none') return pool.enqueue(work, { priority: nextPriority() });
+    if (engine === 'signal-shared') return pool.enqueue(work, { priority: nextPriority(), signal: deadline });
+    const own = new AbortController();
+    const onAbort = () => own.abort(deadline.reason);
+    deadline.addEventListener('abort', onAbort, { once: true });
+    const task = pool.enqueue(work, { priority: nextPriority(), signal: own.signal });
+    const detach = () => deadline.removeEventListener('abort', onAbort);
+    task.then(detach, detach);
+    return task;
+  };
+  startCpu();
+  const start = performance.now();
+  const all: Promise<void>[] = new Array(tasks);
+  for (let i = 0; i < tasks; i++) all[i] = submit();
   await Promise.all(all);
   return measured(engine, performance.now() - start);
 }
@@ -105,6 +176,7 @@ async function streaming(): Promise<EngineResult> {
     for (let i = 0; i < tasks; i++) yield i;
   }
   let sum = 0;
+  startCpu();
   const start = performance.now();
   const summary = await pool.process(items(), work, {
     onResult: () => {
@@ -130,6 +202,7 @@ async function heapPerTask(): Promise<EngineResult> {
   gc();
   gc();
   const before = process.memoryUsage().heapUsed;
+  startCpu();
   const start = performance.now();
   for (let i = 0; i < tasks; i++) held[i] = e.submit(work);
   const ms = performance.now() - start;
@@ -146,7 +219,15 @@ async function heapPerTask(): Promise<EngineResult> {
   return result;
 }
 
-const result =
-  mode === 'heap' ? await heapPerTask() : mode === 'process' ? await streaming() : await throughput();
+const modes: Record<string, () => Promise<EngineResult>> = {
+  throughput,
+  closure: closures,
+  heap: heapPerTask,
+  process: streaming,
+  signal: sharedSignal,
+};
+const measure = modes[mode];
+if (measure === undefined) throw new Error(`unknown mode ${mode}`);
+const result = await measure();
 reportToParent(result);
 process.exit(0);

@@ -1,12 +1,28 @@
 /** Latency-gradient tuning (Gradient2-like). Defaults suit S3 PUTs of small objects. */
 export interface GradientOptions {
-  /** Short-term latency may exceed the long-term one by this factor before the limit shrinks. Default `1.5`. */
+  /**
+   * Short-term latency may exceed the long-term one by this factor before the limit shrinks.
+   * @default 1.5
+   * @example { gradient: { tolerance: 2 } }
+   */
   tolerance?: number;
-  /** Samples the long-term latency average spans (EWMA window). Default `600`. */
+  /**
+   * Samples the long-term latency average spans (EWMA window).
+   * @default 600
+   * @example { gradient: { longWindow: 1_000 } }
+   */
   longWindow?: number;
-  /** Samples the short-term latency average spans (EWMA window). Default `10`. */
+  /**
+   * Samples the short-term latency average spans (EWMA window).
+   * @default 10
+   * @example { gradient: { shortWindow: 20 } }
+   */
   shortWindow?: number;
-  /** Weight of each new limit estimate (0..1]; lower is smoother and slower. Default `0.2`. */
+  /**
+   * Weight of each new limit estimate (0..1]; lower is smoother and slower.
+   * @default 0.2
+   * @example { gradient: { smoothing: 0.1 } }
+   */
   smoothing?: number;
 }
 
@@ -15,50 +31,98 @@ export interface ThrottleOptions {
   /**
    * Once per round trip a throttle or timeout sets the rate to this share of what was being sent; the other
    * refusals of that round trip then take half an in-flight slot each, never below half of what was sent.
-   * (Without a prior, the first throttle, which ends slow start, halves instead.) Default `0.9`.
+   * (Without a prior, the first throttle, which ends slow start, halves instead.)
+   * @default 0.9
+   * @example { throttle: { beta: 0.7 } }
    */
   beta?: number;
   /**
    * Pace of the probe past the plateau the last cut landed on: the rate is +30% after this many busy
-   * seconds (+3.75% after half of it: gentle near the last known good rate). Default `2`.
+   * seconds (+3.75% after half of it: gentle near the last known good rate).
+   * @default 2
+   * @example { throttle: { recoverySeconds: 5 } }
    */
   recoverySeconds?: number;
   /**
    * Requests per second per prefix to start from, as a plateau: slow start stops there (rate x latency by
-   * Little's law) and the tuner probes beyond it gently, CUBIC's convex way, until S3 throttles. The
-   * default is S3's documented baseline for writes, 3,500 PUT/s per prefix; S3 may grant more (the probe
-   * finds it) or less (the first 503 cuts). `Infinity`: no prior, slow start until the first throttle,
-   * which halves what was sent. Default `3500`.
+   * Little's law) and the tuner probes beyond it gently, CUBIC's convex way, until S3 throttles. S3's
+   * documented baseline for writes is 3,500 PUT/s per prefix; S3 may grant more (the probe finds it) or less
+   * (the first 503 cuts). `Infinity`: no prior, slow start until the first throttle, which halves what was
+   * sent.
+   * @default 3500
+   * @example { throttle: { initialRate: 5_500 } } // S3's GET baseline, for a read-heavy pool
    */
   initialRate?: number;
 }
 
+/** Adaptive concurrency options: `ExecutorPoolOptions.autotune`. */
 export interface AutotuneOptions {
-  /** `false` leaves the pool's concurrency alone (the tuner attaches but never changes it). Default `true`. */
+  /**
+   * `false` leaves the pool's concurrency alone (the tuner attaches but never changes it).
+   * @default true
+   * @example new ExecutorPool({ concurrency: 50, autotune: { enabled: true } })
+   */
   enabled?: boolean;
-  /** The limit never goes below this. Integer >= 1. Default `1`. */
+  /**
+   * The limit never goes below this. Integer >= 1.
+   * @default 1
+   * @example { minConcurrency: 4 }
+   */
   minConcurrency?: number;
-  /** The limit never goes above this. Integer >= `minConcurrency`. Default `1000`. */
+  /**
+   * The limit never goes above this. Integer >= `minConcurrency`.
+   * @default 1000
+   * @example { maxConcurrency: 200 }
+   */
   maxConcurrency?: number;
-  /** Limit to start from. Default: the pool's concurrency when attached, within the bounds. */
+  /**
+   * Limit to start from.
+   * @default the pool's concurrency when attached (10 with `concurrency: 'auto'`), within the bounds
+   * @example new ExecutorPool({ concurrency: 'auto', autotune: { initialConcurrency: 32 } })
+   */
   initialConcurrency?: number;
   /**
-   * Milliseconds a first attempt may take before the limit shrinks even if the long-term latency is as
-   * high (an absolute ceiling next to the relative gradient). Default `Infinity` (relative only).
+   * Milliseconds a first attempt may take before the limit shrinks even if the long-term latency is as high
+   * (an absolute ceiling next to the relative gradient).
+   * @default Infinity (relative only)
+   * @example { targetLatency: 250 }
    */
   targetLatency?: number;
-  /** Share (percent, 0-100] of the memory budget in-flight operations may use. Default `80`. */
+  /**
+   * Share (percent, 0-100] of the memory budget in-flight operations may use.
+   * @default 80
+   * @example { targetMemoryPercent: 60 }
+   */
   targetMemoryPercent?: number;
   /**
-   * Memory budget in bytes. Default: `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` MiB in Lambda, else the process's
-   * constrained memory (cgroup), else the machine's total memory.
+   * Memory budget in bytes.
+   * @default `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` MiB in Lambda, else the process's constrained memory (cgroup), else the machine's total memory
+   * @example { memoryBudgetBytes: 512 * 1024 * 1024 }
    */
   memoryBudgetBytes?: number;
-  /** Bytes the process uses now. Default `process.memoryUsage.rss()`. Injected by tests. */
+  /**
+   * Bytes the process uses now. Injected by tests.
+   * @default () => process.memoryUsage.rss()
+   * @example { memoryUsage: () => fakeRss }
+   */
   memoryUsage?: () => number;
+  /**
+   * Latency-gradient tuning; see `GradientOptions`.
+   * @default { tolerance: 1.5, longWindow: 600, shortWindow: 10, smoothing: 0.2 }
+   * @example { gradient: { tolerance: 2 } }
+   */
   gradient?: GradientOptions;
+  /**
+   * Throttle-driven rate limit; see `ThrottleOptions`.
+   * @default { beta: 0.9, recoverySeconds: 2, initialRate: 3500 }
+   * @example { throttle: { initialRate: Number.POSITIVE_INFINITY } }
+   */
   throttle?: ThrottleOptions;
-  /** Milliseconds now, on the pool's clock. Default `performance.now()`. Injected by tests. */
+  /**
+   * Milliseconds now, on the pool's clock. Injected by tests.
+   * @default () => performance.now()
+   * @example { now: () => fakeClock.now }
+   */
   now?: () => number;
 }
 

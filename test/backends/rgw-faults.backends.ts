@@ -38,13 +38,9 @@ const conditionalPutOf =
     req.method === 'PUT' && req.key.endsWith(`/id=${id}.json`) && req.headers[header] !== undefined;
 
 describe('Database on Ceph RGW behind a fault proxy: 409 and lost responses', () => {
-  // KNOWN DEFECT, marked `it.fails` so the run stays green while the fixes are elsewhere: S3 answers 409
-  // ConditionalRequestConflict to a conditional write that raced another and AWS says to retry it, but
-  // (1) S3ObjectStore maps 409 to PreconditionFailedError, so the caller gets RecordExistsError/ConflictError
-  // for a write that never happened, and (2) the pool's retry policy (lib/pool/retry-policy.ts, its own list,
-  // not lib/errors/classify.ts) does not retry 409. When both are fixed these tests pass, `it.fails` turns
-  // them red, and the `.fails` must go.
-  it.fails('an insert answered 409 ConditionalRequestConflict is retried (AWS: retry it), not reported as RecordExistsError', async () => {
+  // S3 answers 409 ConditionalRequestConflict to a conditional write that raced another; AWS says retry it.
+  // The store leaves it as the SDK's error (not PreconditionFailedError) and the pool retries it as transient.
+  it('an insert answered 409 ConditionalRequestConflict is retried (AWS: retry it), not reported as RecordExistsError', async () => {
     const o = await orders('conflict-insert');
     proxy.inject('conflict', conditionalPutOf('c-1', 'if-none-match'));
     const created = await o.insert({ total: 1 }, { id: 'c-1' });
@@ -52,7 +48,7 @@ describe('Database on Ceph RGW behind a fault proxy: 409 and lost responses', ()
     expect(await o.get('c-1')).toEqual(created);
   });
 
-  it.fails('an update answered 409 ConditionalRequestConflict is retried and applied once', async () => {
+  it('an update answered 409 ConditionalRequestConflict is retried and applied once', async () => {
     const o = await orders('conflict-update');
     await o.insert({ total: 1 }, { id: 'c-2' });
     proxy.inject('conflict', conditionalPutOf('c-2', 'if-match'));

@@ -1,4 +1,5 @@
-// Public API of the document store (re-exported from lib/index.ts).
+// `s3-ingest/db`: the per-tenant document store on S3. Key building, storage-call plumbing and the store's
+// internals stay inside (import them by path in this repository's tests).
 
 export type {
   BehaviourClock,
@@ -12,24 +13,7 @@ export { parseConnectionString } from './connection-string.js';
 export type { CreateResourceOptions, DatabaseOptions } from './database.js';
 export { Database } from './database.js';
 export * from './errors.js';
-export {
-  assertId,
-  assertResource,
-  assertTenant,
-  DEFAULT_TENANT,
-  ID_PATTERN,
-  idFromKey,
-  isValidId,
-  isValidResource,
-  isValidTenant,
-  normalizePrefix,
-  PREFIX_SEGMENT_PATTERN,
-  RESOURCE_PATTERN,
-  recordKey,
-  resourcePrefix,
-  TENANT_PATTERN,
-  tenantPrefix,
-} from './keys.js';
+export { DEFAULT_TENANT, isValidId, isValidResource, isValidTenant } from './keys.js';
 export type { MemoryObjectStoreOptions } from './memory-object-store.js';
 export { dropMemoryBucket, MemoryBucket, MemoryObjectStore, memoryBucket } from './memory-object-store.js';
 export type {
@@ -59,5 +43,3 @@ export type { CreateS3ClientOptions } from './s3-client.js';
 export { createS3Client } from './s3-client.js';
 export { S3ObjectStore } from './s3-object-store.js';
 export type { JsonSchema } from './schema.js';
-export type { StorageRequest } from './storage-calls.js';
-export { StorageCalls } from './storage-calls.js';

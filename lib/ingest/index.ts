@@ -22,7 +22,6 @@ export {
   type InvocationSummary,
 } from './handler/ingest-handler.js';
 export { type LetterFilter, MemoryDeadLetterSink } from './handler/memory-dead-letter-sink.js';
-export { type LedgerCounts, OutcomeLedger, type RecordFate } from './handler/outcome-ledger.js';
 export type { SemaphoreFactory } from './handler/tenant-permits.js';
 export type { TransientCause, WriteOutcome } from './handler/write-outcome.js';
 export * from './message/index.js';

@@ -1,4 +1,4 @@
-import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import type { CliIo } from './io.js';
 
@@ -32,8 +32,13 @@ export function sqsClientFromEnv(env: CliIo['env']): SQSClient {
   return new SQSClient(common(env, 'SQS') satisfies SQSClientConfig);
 }
 
-/** An S3 client likewise; path-style when an endpoint override is set (emulators, S3-compatible stores). */
-export function s3ClientFromEnv(env: CliIo['env']): S3Client {
+/**
+ * An S3 client likewise; path-style when an endpoint override is set (emulators, S3-compatible stores).
+ * Loaded on use: `send` and `dlq` share this file and must run in a producer project, which has the SQS
+ * client only (`@aws-sdk/client-s3` is an optional peer).
+ */
+export async function s3ClientFromEnv(env: CliIo['env']): Promise<S3Client> {
+  const { S3Client } = await import('@aws-sdk/client-s3');
   const config: S3ClientConfig = common(env, 'S3');
   if (config.endpoint !== undefined) config.forcePathStyle = true;
   return new S3Client(config);

@@ -99,7 +99,7 @@ export async function inspectCommand(argv: string[], io: CliIo): Promise<number>
     io.stderr.write(`${INSPECT_HELP}\n`);
     return EXIT.usage;
   }
-  const s3 = s3ClientFromEnv(io.env);
+  const s3 = await s3ClientFromEnv(io.env);
   const sqs = sqsClientFromEnv(io.env);
   try {
     const [records, queue, dlq] = await Promise.all([

@@ -25,6 +25,28 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   dlq: async () => (await import('./dlq/command.js')).dlqCommand,
 };
 
+/**
+ * The optional peer packages each command loads beyond the SQS client (package.json `peerDependencies`),
+ * named when one is missing so a producer project learns what to install instead of reading a stack trace.
+ */
+const HANDLER_PEERS = [
+  '@aws-sdk/client-s3',
+  '@aws-sdk/client-dynamodb',
+  '@smithy/node-http-handler',
+  'ajv',
+  'ajv-formats',
+  're2js',
+  'lru-cache',
+  '@aws-lambda-powertools/logger',
+  '@aws-lambda-powertools/metrics',
+];
+const PEERS: Record<string, readonly string[]> = {
+  local: ['fauxqs', 'dynalite', ...HANDLER_PEERS],
+  inspect: ['@aws-sdk/client-s3'],
+  send: [],
+  dlq: [],
+};
+
 /** Runs the `s3-ingest` command line; resolves to the exit code. */
 export async function main(
   argv: string[],
@@ -44,6 +66,14 @@ export async function main(
     return await (await load())(rest, io);
   } catch (error) {
     const e = error as { name?: string; message?: string; code?: string };
+    if (e.code === 'ERR_MODULE_NOT_FOUND' && (PEERS[name]?.length ?? 0) > 0) {
+      const missing = /Cannot find package '([^']+)'/.exec(e.message ?? '')?.[1] ?? 'a package';
+      io.stderr.write(
+        `s3-ingest ${name}: ${missing} is not installed. This command needs the optional packages:\n` +
+          `  npm install ${(PEERS[name] ?? []).join(' ')}\n`,
+      );
+      return EXIT.failure;
+    }
     if (e.code?.startsWith('ERR_PARSE_ARGS')) {
       io.stderr.write(`s3-ingest ${name}: ${e.message}\n`);
       return EXIT.usage;

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -25,6 +25,26 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
   return execFileSync(command, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
+/** The optional peers at the versions package.json pins. */
+function pinnedPeers(names: string[]): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    peerDependencies: Record<string, string>;
+  };
+  return names.map((name) => `${name}@${pkg.peerDependencies[name]}`);
+}
+
+function bin(cwd: string, args: string[]) {
+  return spawnSync('npx', ['--no-install', 's3-ingest', ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: NPM_ENV,
+    timeout: 60_000,
+  });
+}
+
+let bare: string;
+let ingestApp: string;
+
 beforeAll(() => {
   scratch = mkdtempSync(join(tmpdir(), 's3-ingest-consumer-'));
   const packDir = join(scratch, 'pack');
@@ -43,7 +63,31 @@ beforeAll(() => {
     JSON.stringify({ name: 'producer-app', private: true, type: 'module' }),
   );
   run('npm', ['install', '--omit=dev', '--prefer-offline', '--no-package-lock', tarball], app);
-}, 240_000);
+  bare = app;
+  // A Lambda-side project: the tarball plus exactly the peers the README lists for s3-ingest/ingest.
+  ingestApp = join(scratch, 'ingest');
+  mkdirSync(ingestApp);
+  writeFileSync(
+    join(ingestApp, 'package.json'),
+    JSON.stringify({ name: 'ingest-app', private: true, type: 'module' }),
+  );
+  const ingestPeers = pinnedPeers([
+    '@aws-sdk/client-s3',
+    '@smithy/node-http-handler',
+    'ajv',
+    'ajv-formats',
+    're2js',
+    '@aws-sdk/client-dynamodb',
+    'lru-cache',
+    '@aws-lambda-powertools/logger',
+    '@aws-lambda-powertools/metrics',
+  ]);
+  run(
+    'npm',
+    ['install', '--omit=dev', '--prefer-offline', '--no-package-lock', tarball, ...ingestPeers],
+    ingestApp,
+  );
+}, 300_000);
 
 afterAll(() => {
   if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
@@ -177,5 +221,44 @@ describe('the published package', () => {
       data: { total: 42 },
     });
     sqs.destroy();
+  });
+});
+
+describe('the bin in a producer project (no optional peers)', () => {
+  it('`s3-ingest send --help` works: the README says send "needs nothing more"', () => {
+    const r = bin(bare, ['send', '--help']);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/Usage: s3-ingest send/);
+  });
+
+  it('`s3-ingest dlq --help` works: the dlq commands only talk to SQS', () => {
+    const r = bin(bare, ['dlq', '--help']);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  it('`s3-ingest local` fails naming the emulators to install, without a stack trace', () => {
+    const r = bin(bare, ['local']);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.stderr).toMatch(/fauxqs/);
+    expect(r.stderr).toMatch(/dynalite/);
+  });
+});
+
+describe('entry points with the peers the README lists', () => {
+  it('s3-ingest/ingest imports with the peers the README lists installed', () => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const m = await import('s3-ingest/ingest'); if (typeof m.createIngestHandler !== 'function') process.exit(3);",
+      ],
+      { cwd: ingestApp, encoding: 'utf8' },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
   });
 });

@@ -70,10 +70,17 @@ export function viewOf(m: Message): DeadLetterView {
   };
 }
 
-/** The message's own attributes, without the ones the handler added when it dead-lettered it. */
+/**
+ * The message's own attributes, without the ones the handler added when it dead-lettered it. Only a letter
+ * the handler wrote (it carries a `reason`) has handler attributes; a message SQS moved after
+ * maxReceiveCount keeps every attribute, even one whose name the handler also uses (a producer's `tenant`).
+ */
 export function producerAttributes(m: Message): Record<string, MessageAttributeValue> | undefined {
-  const handlerAdded: ReadonlySet<string> = new Set(DEAD_LETTER_ATTRIBUTES);
-  const kept = Object.entries(m.MessageAttributes ?? {}).filter(([name]) => !handlerAdded.has(name));
+  const attributes = m.MessageAttributes ?? {};
+  const handlerAdded: ReadonlySet<string> = new Set(
+    attributes.reason !== undefined ? DEAD_LETTER_ATTRIBUTES : [],
+  );
+  const kept = Object.entries(attributes).filter(([name]) => !handlerAdded.has(name));
   return kept.length === 0 ? undefined : Object.fromEntries(kept);
 }
 

@@ -146,15 +146,16 @@ export async function dlqRedriveCommand(argv: string[], io: CliIo): Promise<numb
         const out = await sqs.send(
           new SendMessageBatchCommand({ QueueUrl: to, Entries: chunk.map((m, n) => entryOf(m, n, fifo)) }),
         );
-        const failed = new Set((out.Failed ?? []).map((f) => Number(f.Id)));
         for (const f of out.Failed ?? []) {
           io.stderr.write(`not moved: ${chunk[Number(f.Id)]?.MessageId}: ${f.Code}: ${f.Message ?? ''}\n`);
         }
-        // Delete only what the destination accepted: a message is never in neither queue.
-        const sent = chunk.filter((_, n) => !failed.has(n));
+        // Delete only what the destination listed as Successful: an entry SQS reports neither way may not
+        // be stored, and a message must never end up in neither queue.
+        const accepted = new Set((out.Successful ?? []).map((s) => Number(s.Id)));
+        const sent = chunk.filter((_, n) => accepted.has(n));
         await scan.delete(sent);
         counts.moved += sent.length;
-        counts.failed += failed.size;
+        counts.failed += chunk.length - sent.length;
       }
     });
   } finally {

@@ -72,7 +72,13 @@ export function planBatch(
 ): BatchPlan {
   const unparsed: Unparsed[] = [];
   const byTenant = new Map<string, IngestWrite[]>();
+  // SQS is at-least-once: one message can arrive twice in a batch (same messageId, two receipt handles).
+  // Its write is planned once; the ledger keys fates by messageId, so both copies share that one outcome,
+  // and no second chain can race the first or settle it twice.
+  const seen = new Set<string>();
   for (const record of records) {
+    if (seen.has(record.messageId)) continue;
+    seen.add(record.messageId);
     const parsed = parseRecord(record, resources);
     if ('outcome' in parsed) {
       unparsed.push(parsed);

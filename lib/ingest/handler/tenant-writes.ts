@@ -22,7 +22,9 @@ export async function runTenantWrites(
   chains: readonly (readonly IngestWrite[])[],
   { ledger, deadline, logger }: TenantWritesContext,
 ): Promise<void> {
-  await Promise.all(
+  // allSettled, not all: if one chain throws (a bug), the others still run to their end before this returns,
+  // so no write is in flight after the handler has answered. The first error is rethrown afterwards.
+  const settled = await Promise.allSettled(
     chains.map(async (chain) => {
       let blocked = false;
       for (const write of chain) {
@@ -52,4 +54,6 @@ export async function runTenantWrites(
       }
     }),
   );
+  const failure = settled.find((result) => result.status === 'rejected');
+  if (failure !== undefined) throw failure.reason;
 }

@@ -30,18 +30,6 @@ function setup(env: Record<string, string> = {}, options: TestHandlerOptions = {
   return t;
 }
 
-/** A sink whose `send` never settles, as an SQS call with no timeout on a black-holed connection. */
-class HangingSink extends MemoryDeadLetterSink {
-  override send(letters: readonly DeadLetter[]): Promise<ReadonlySet<string>> {
-    this.sends.push(letters);
-    return new Promise(() => {});
-  }
-}
-
-const LAMBDA_KILLED = Symbol('lambda killed');
-
-describe('settle is bounded by the invocation deadline', () => {});
-
 describe('semaphore port failures stay per tenant', () => {});
 
 describe('duplicate messageIds in one event', () => {

@@ -190,7 +190,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
         flushMetrics: false,
         onInvocation: (summary) => {
           pool.retries += summary.Retries;
-          pool.throttles += summary.Throttles;
+          pool.throttles += summary.S3SlowDowns;
           pool.timeouts += summary.Timeouts;
           if (summary.deadlineReached) pool.deadlineReached += 1;
         },

@@ -5,6 +5,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { loadConfig } from '../ingest/config.js';
 import { createIngestHandler, type InvocationSummary } from '../ingest/handler/ingest-handler.js';
+import type { InvocationCounts } from '../ingest/handler/invocation-metrics.js';
 import { Producer } from '../ingest/producer.js';
 import { DEMO_RESOURCES, generateDemoLoad } from '../local/demo/demo-load.js';
 import { type DemoVerification, verifyDemo } from '../local/demo/demo-verify.js';
@@ -53,13 +54,19 @@ export interface LocalSummary extends DemoVerification {
   redelivered: number;
   /** Pool retries of S3 calls inside invocations. */
   retries: number;
-  /** S3 SlowDown answers the pools saw. */
-  throttles: number;
+  /** S3 SlowDown answers the pools saw (`S3SlowDowns`). */
+  s3SlowDowns: number;
   /** Pool tasks that hit their per-attempt timeout. */
   timeouts: number;
+  /** S3 write calls (PUT, DELETE), every attempt counted (`Writes`). */
+  writes: number;
+  /** Pool tasks that failed for good, expected answers (412 of a redelivered insert, 404) excluded. */
+  poolErrors: number;
+  /** Records returned for redelivery, by cause (`RecordsRedelivered`). */
+  redeliveredByCause: Record<string, number>;
   /** Most semaphore permits one invocation held. */
   permitsPeak: number;
-  /** Slowest invocation's pool execution quantiles (per-attempt S3 call time). */
+  /** Per-attempt S3 call time over every invocation's `ExecutionMs` samples (fleet percentiles). */
   executionMs: { p50: number; p95: number; p99: number };
   /** Lambda containers started (cold starts). */
   containers: number;
@@ -209,14 +216,13 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       invocations: stats.invocations,
       redelivered: stats.redelivered,
       retries: sum(invocations, 'Retries'),
-      throttles: sum(invocations, 'Throttles'),
+      s3SlowDowns: sum(invocations, 'S3SlowDowns'),
       timeouts: sum(invocations, 'Timeouts'),
+      writes: sum(invocations, 'Writes'),
+      poolErrors: sum(invocations, 'PoolErrors'),
+      redeliveredByCause: sumSplits(invocations.map((i) => i.splits.RecordsRedelivered)),
       permitsPeak: Math.max(0, ...invocations.map((i) => i.PermitsHeld)),
-      executionMs: {
-        p50: Math.round(Math.max(0, ...invocations.map((i) => i.ExecutionP50))),
-        p95: Math.round(Math.max(0, ...invocations.map((i) => i.ExecutionP95))),
-        p99: Math.round(Math.max(0, ...invocations.map((i) => i.ExecutionP99))),
-      },
+      executionMs: percentiles(invocations.flatMap((i) => i.samples.ExecutionMs)),
       containers: containers.size,
       invocationMs: {
         p50: percentile(durations, 50),
@@ -235,11 +241,20 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-function sum(
-  invocations: readonly InvocationSummary[],
-  metric: 'Retries' | 'Throttles' | 'Timeouts',
-): number {
+function sum(invocations: readonly InvocationSummary[], metric: keyof InvocationCounts): number {
   return invocations.reduce((total, i) => total + i[metric], 0);
+}
+
+function sumSplits(splits: readonly Readonly<Record<string, number>>[]): Record<string, number> {
+  const total: Record<string, number> = {};
+  for (const split of splits)
+    for (const [key, n] of Object.entries(split)) total[key] = (total[key] ?? 0) + n;
+  return total;
+}
+
+function percentiles(samples: number[]): { p50: number; p95: number; p99: number } {
+  const sorted = samples.sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99) };
 }
 
 async function sendRaw(sqs: SQSClient, queueUrl: string, bodies: string[]): Promise<number> {
@@ -256,15 +271,18 @@ function printSummary(io: CliIo, s: LocalSummary): void {
   const reasons = Object.entries(s.deadLetteredByReason)
     .map(([reason, n]) => `${reason} ${n}`)
     .join(', ');
+  const causes = Object.entries(s.redeliveredByCause)
+    .map(([cause, n]) => `${cause} ${n}`)
+    .join(', ');
   const lines = [
     `sent          ${s.sent}`,
     `written       ${s.written} records (+${s.deletedAsExpected} deleted as expected)`,
     `dead-lettered ${s.deadLettered}${reasons ? ` (${reasons})` : ''}`,
     `lost          ${s.lost}`,
     `duplicated    ${s.duplicated}`,
-    `invocations   ${s.invocations} in ${s.containers} containers, ${s.redelivered} records redelivered`,
-    `pool          retries ${s.retries}, throttles ${s.throttles}, timeouts ${s.timeouts}, permits peak ${s.permitsPeak}`,
-    `S3 call       p50 ${s.executionMs.p50} ms, p95 ${s.executionMs.p95} ms, p99 ${s.executionMs.p99} ms (slowest invocation)`,
+    `invocations   ${s.invocations} in ${s.containers} containers, ${s.redelivered} records redelivered${causes ? ` (${causes})` : ''}`,
+    `S3            ${s.writes} write calls, retries ${s.retries}, S3SlowDowns ${s.s3SlowDowns}, timeouts ${s.timeouts}, pool errors ${s.poolErrors}, permits peak ${s.permitsPeak}`,
+    `S3 call       p50 ${s.executionMs.p50} ms, p95 ${s.executionMs.p95} ms, p99 ${s.executionMs.p99} ms (sampled attempts, all invocations)`,
     `invocation    p50 ${s.invocationMs.p50} ms, p95 ${s.invocationMs.p95} ms, p99 ${s.invocationMs.p99} ms`,
     `duration      ${s.durationMs} ms`,
     ...s.problems.map((p) => `  ${p}`),

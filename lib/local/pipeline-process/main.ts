@@ -113,7 +113,7 @@ async function main(): Promise<void> {
       redelivered: state?.redelivered ?? 0,
       deadLettered: summary?.RecordsDeadLettered ?? 0,
       retries: summary?.Retries ?? 0,
-      throttles: summary?.Throttles ?? 0,
+      throttles: summary?.S3SlowDowns ?? 0,
       timeouts: summary?.Timeouts ?? 0,
     });
   });

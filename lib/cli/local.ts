@@ -1,24 +1,15 @@
 import { parseArgs } from 'node:util';
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { loadConfig } from '../ingest/config.js';
-import { createIngestHandler, type InvocationSummary } from '../ingest/handler/ingest-handler.js';
+import type { InvocationSummary } from '../ingest/handler/ingest-handler.js';
 import type { InvocationCounts } from '../ingest/handler/invocation-metrics.js';
 import { Producer } from '../ingest/producer.js';
 import { DEMO_RESOURCES, generateDemoLoad } from '../local/demo/demo-load.js';
 import { type DemoVerification, verifyDemo } from '../local/demo/demo-verify.js';
-import {
-  clientConfigFor,
-  LOCAL_CREDENTIALS,
-  LOCAL_REGION,
-  startLocalAws,
-} from '../local/emulators/local-aws.js';
-import { provisionLocal } from '../local/emulators/provision.js';
-import { EventSourceRunner } from '../local/lambda/event-source-runner.js';
-import { LambdaContainers } from '../local/lambda/lambda-containers.js';
+import { clientConfigFor } from '../local/emulators/local-aws.js';
+import { startLocalPipeline } from '../local/lambda/local-pipeline.js';
 import { type CliIo, EXIT } from './io.js';
+import { serveLocal } from './local-serve.js';
 
 export const LOCAL_HELP = `Usage: s3-ingest local [options]   (npm start)
 
@@ -39,12 +30,10 @@ Options:
   --slowdown-rate N    with --chaos: writes per second per prefix before SlowDown (default 3500)
   --json               print the summary as one JSON object on the last line of stdout
   --verbose            show the handler's structured logs and EMF metric lines (stderr)
+  --serve              no demo: keep the stack and the handler running for your own messages, print
+                       the queue URL and ready-to-paste send/inspect/dlq command lines, one line per
+                       invocation; Ctrl-C (or SIGTERM) stops it cleanly
   -h, --help           this help`;
-
-/** Invocation settings of the local run: short enough that retries of transient failures come back soon. */
-const FUNCTION_TIMEOUT_MS = 8_000;
-const VISIBILITY_TIMEOUT_S = 8;
-const MAX_RECEIVE_COUNT = 5;
 
 /** The read-back verification (written, dead-lettered, lost, duplicated, problems) plus how the run went. */
 export interface LocalSummary extends DemoVerification {
@@ -100,6 +89,7 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       'slowdown-rate': { type: 'string' },
       json: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
+      serve: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -126,66 +116,38 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     return EXIT.usage;
   }
 
-  const started = performance.now();
-  const aws = await startLocalAws(
-    values.chaos ? { chaos: { writesPerSecond: slowdownRate, latency: { medianMs: 15, p99Ms: 80 } } } : {},
-  );
-  const admin = clientConfigFor(aws.emulatorEndpoints);
-  const sqs = new SQSClient(aws.clientConfig.sqs);
-  const s3Direct = new S3Client(admin.s3);
-  const progress = new Progress(io, load.messages);
-  try {
-    const resources = await provisionLocal({
-      clientConfig: admin,
-      maxReceiveCount: MAX_RECEIVE_COUNT,
-      visibilityTimeoutSeconds: VISIBILITY_TIMEOUT_S,
-    });
-    const env: Record<string, string> = {
-      BUCKET_NAME: resources.bucket,
-      DLQ_URL: resources.dlqUrl,
-      SEMAPHORE_TABLE: resources.tableName,
-      RESOURCES: JSON.stringify(DEMO_RESOURCES),
-      AWS_REGION: LOCAL_REGION,
-      AWS_ENDPOINT_URL_S3: aws.endpoints.s3,
-      AWS_ENDPOINT_URL_SQS: aws.endpoints.sqs,
-      AWS_ENDPOINT_URL_DYNAMODB: aws.endpoints.dynamodb,
-      DEADLINE_MARGIN_MS: '2000',
-      WRITE_TIMEOUT_MS: '2000',
-      // With the chaos proxy the permits per prefix follow its write limit, as they follow S3's in AWS.
-      ...(values.chaos ? { S3_PREFIX_WRITE_RATE: String(slowdownRate) } : {}),
-    };
-    // The handler's SDK clients resolve credentials from the process (the emulators accept any).
-    process.env.AWS_ACCESS_KEY_ID ??= LOCAL_CREDENTIALS.accessKeyId;
-    process.env.AWS_SECRET_ACCESS_KEY ??= LOCAL_CREDENTIALS.secretAccessKey;
-    const config = loadConfig({ ...io.env, ...env });
-    const invocations: InvocationSummary[] = [];
-    // Handler logs and EMF lines would drown the progress bar: on stderr with --verbose, otherwise errors only.
-    const containers = new LambdaContainers(() =>
-      createIngestHandler(config, {
-        logger: new Logger({ serviceName: 's3-ingest-local', logLevel: values.verbose ? 'INFO' : 'ERROR' }),
-        metrics: new Metrics({ namespace: 's3-ingest-local', serviceName: 's3-ingest-local' }),
-        flushMetrics: values.verbose === true,
-        onInvocation: (summary) => invocations.push(summary),
-      }),
-    );
-    const handler = containers.invoke;
-    const durations: number[] = [];
-    const runner = new EventSourceRunner({
-      client: sqs,
-      queueUrl: resources.queueUrl,
-      handler,
+  if (values.serve) {
+    return serveLocal(io, {
+      resources: DEMO_RESOURCES,
+      env: io.env,
       batchSize,
-      maximumBatchingWindowMs: batchSize > 10 ? 500 : 0,
-      maxConcurrency: concurrency,
-      visibilityTimeoutSeconds: VISIBILITY_TIMEOUT_S,
-      functionTimeoutMs: FUNCTION_TIMEOUT_MS,
-      functionName: 's3-ingest-local',
+      concurrency,
+      verbose: values.verbose === true,
+      ...(values.chaos ? { slowdownRate } : {}),
     });
-    runner.on('invocation', (result) => {
+  }
+
+  const started = performance.now();
+  const invocations: InvocationSummary[] = [];
+  const durations: number[] = [];
+  const progress = new Progress(io, load.messages);
+  const pipeline = await startLocalPipeline({
+    resources: DEMO_RESOURCES,
+    env: io.env,
+    batchSize,
+    concurrency,
+    verbose: values.verbose === true,
+    ...(values.chaos ? { slowdownRate } : {}),
+    onInvocation: (result, invocation) => {
       durations.push(result.durationMs);
-      progress.update(runner.stats);
-    });
-    await runner.start();
+      if (invocation !== undefined) invocations.push(invocation);
+      progress.update(pipeline.runner.stats);
+    },
+  });
+  const { aws, resources, runner, sqs } = pipeline;
+  const admin = clientConfigFor(aws.emulatorEndpoints);
+  const s3Direct = new S3Client(admin.s3);
+  try {
     const producer = new Producer({ queueUrl: resources.queueUrl, client: sqs, resources: DEMO_RESOURCES });
     let sent = 0;
     for (const round of load.rounds) {
@@ -200,7 +162,8 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       await runner.waitForIdle({ timeoutMs: 300_000 });
     }
     const stats = await runner.stop();
-    await containers.close();
+    const containers = pipeline.containers.size;
+    await pipeline.containers.close();
     progress.done(stats);
     const verification = await verifyDemo({
       s3: s3Direct,
@@ -223,7 +186,7 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       redeliveredByCause: sumSplits(invocations.map((i) => i.splits.RecordsRedelivered)),
       permitsPeak: Math.max(0, ...invocations.map((i) => i.PermitsHeld)),
       executionMs: percentiles(invocations.flatMap((i) => i.samples.ExecutionMs)),
-      containers: containers.size,
+      containers,
       invocationMs: {
         p50: percentile(durations, 50),
         p95: percentile(durations, 95),
@@ -235,9 +198,8 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     if (values.json) io.stdout.write(`${JSON.stringify(summary)}\n`);
     return summary.lost === 0 && summary.duplicated === 0 ? EXIT.ok : EXIT.failure;
   } finally {
-    sqs.destroy();
     s3Direct.destroy();
-    await aws.stop();
+    await pipeline.stop();
   }
 }
 

@@ -116,28 +116,22 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     return EXIT.usage;
   }
 
-  if (values.serve) {
-    return serveLocal(io, {
-      resources: DEMO_RESOURCES,
-      env: io.env,
-      batchSize,
-      concurrency,
-      verbose: values.verbose === true,
-      ...(values.chaos ? { slowdownRate } : {}),
-    });
-  }
-
-  const started = performance.now();
-  const invocations: InvocationSummary[] = [];
-  const durations: number[] = [];
-  const progress = new Progress(io, load.messages);
-  const pipeline = await startLocalPipeline({
+  const pipelineOptions = {
     resources: DEMO_RESOURCES,
     env: io.env,
     batchSize,
     concurrency,
     verbose: values.verbose === true,
     ...(values.chaos ? { slowdownRate } : {}),
+  };
+  if (values.serve) return serveLocal(io, pipelineOptions);
+
+  const started = performance.now();
+  const invocations: InvocationSummary[] = [];
+  const durations: number[] = [];
+  const progress = new Progress(io, load.messages);
+  const pipeline = await startLocalPipeline({
+    ...pipelineOptions,
     onInvocation: (result, invocation) => {
       durations.push(result.durationMs);
       if (invocation !== undefined) invocations.push(invocation);

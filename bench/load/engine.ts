@@ -1,8 +1,8 @@
 // One engine's end-to-end load run, in its own process (bench/load.ts starts one per engine): its own local
 // stack (fauxqs SQS + S3, dynalite, the S3 chaos proxy), the producer feeding the queue, the event-source
 // runner invoking the engine's handler in Lambda-like containers, then a check of what landed in the bucket.
+
 import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import { paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -20,6 +20,7 @@ import {
 import { provisionLocal } from '../../lib/local/emulators/provision.js';
 import { EventSourceRunner } from '../../lib/local/lambda/event-source-runner.js';
 import { type ContainerHandler, LambdaContainers } from '../../lib/local/lambda/lambda-containers.js';
+import { SilentMetrics } from '../../lib/local/lambda/silent-metrics.js';
 import { Histogram } from '../../lib/pool/histogram.js';
 import { reportToParent } from '../support/child.js';
 import { InFlightCounter } from './in-flight.js';
@@ -186,11 +187,11 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       return createIngestHandler(ingestConfig, {
         clients: { s3 },
         logger: new Logger({ serviceName: 'bench-load', logLevel: 'ERROR' }),
-        metrics: new Metrics({ namespace: 'bench-load', serviceName: 'bench-load' }),
-        flushMetrics: false,
+        // Published (dropped) after every invocation, so samples never pile up into a mid-run flush.
+        metrics: new SilentMetrics({ namespace: 'bench-load', serviceName: 'bench-load' }),
         onInvocation: (summary) => {
           pool.retries += summary.Retries;
-          pool.throttles += summary.Throttles;
+          pool.throttles += summary.S3SlowDowns;
           pool.timeouts += summary.Timeouts;
           if (summary.deadlineReached) pool.deadlineReached += 1;
         },

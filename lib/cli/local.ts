@@ -1,23 +1,15 @@
 import { parseArgs } from 'node:util';
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { loadConfig } from '../ingest/config.js';
-import { createIngestHandler, type InvocationSummary } from '../ingest/handler/ingest-handler.js';
+import type { InvocationSummary } from '../ingest/handler/ingest-handler.js';
+import type { InvocationCounts } from '../ingest/handler/invocation-metrics.js';
 import { Producer } from '../ingest/producer.js';
 import { DEMO_RESOURCES, generateDemoLoad } from '../local/demo/demo-load.js';
 import { type DemoVerification, verifyDemo } from '../local/demo/demo-verify.js';
-import {
-  clientConfigFor,
-  LOCAL_CREDENTIALS,
-  LOCAL_REGION,
-  startLocalAws,
-} from '../local/emulators/local-aws.js';
-import { provisionLocal } from '../local/emulators/provision.js';
-import { EventSourceRunner } from '../local/lambda/event-source-runner.js';
-import { LambdaContainers } from '../local/lambda/lambda-containers.js';
+import { clientConfigFor } from '../local/emulators/local-aws.js';
+import { startLocalPipeline } from '../local/lambda/local-pipeline.js';
 import { type CliIo, EXIT } from './io.js';
+import { serveLocal } from './local-serve.js';
 
 export const LOCAL_HELP = `Usage: s3-ingest local [options]   (npm start)
 
@@ -38,12 +30,10 @@ Options:
   --slowdown-rate N    with --chaos: writes per second per prefix before SlowDown (default 3500)
   --json               print the summary as one JSON object on the last line of stdout
   --verbose            show the handler's structured logs and EMF metric lines (stderr)
+  --serve              no demo: keep the stack and the handler running for your own messages, print
+                       the queue URL and ready-to-paste send/inspect/dlq command lines, one line per
+                       invocation; Ctrl-C (or SIGTERM) stops it cleanly
   -h, --help           this help`;
-
-/** Invocation settings of the local run: short enough that retries of transient failures come back soon. */
-const FUNCTION_TIMEOUT_MS = 8_000;
-const VISIBILITY_TIMEOUT_S = 8;
-const MAX_RECEIVE_COUNT = 5;
 
 /** The read-back verification (written, dead-lettered, lost, duplicated, problems) plus how the run went. */
 export interface LocalSummary extends DemoVerification {
@@ -53,13 +43,19 @@ export interface LocalSummary extends DemoVerification {
   redelivered: number;
   /** Pool retries of S3 calls inside invocations. */
   retries: number;
-  /** S3 SlowDown answers the pools saw. */
-  throttles: number;
+  /** S3 SlowDown answers the pools saw (`S3SlowDowns`). */
+  s3SlowDowns: number;
   /** Pool tasks that hit their per-attempt timeout. */
   timeouts: number;
+  /** S3 write calls (PUT, DELETE), every attempt counted (`Writes`). */
+  writes: number;
+  /** Pool tasks that failed for good, expected answers (412 of a redelivered insert, 404) excluded. */
+  poolErrors: number;
+  /** Records returned for redelivery, by cause (`RecordsRedelivered`). */
+  redeliveredByCause: Record<string, number>;
   /** Most semaphore permits one invocation held. */
   permitsPeak: number;
-  /** Slowest invocation's pool execution quantiles (per-attempt S3 call time). */
+  /** Per-attempt S3 call time over every invocation's `ExecutionMs` samples (fleet percentiles). */
   executionMs: { p50: number; p95: number; p99: number };
   /** Lambda containers started (cold starts). */
   containers: number;
@@ -93,6 +89,7 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       'slowdown-rate': { type: 'string' },
       json: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
+      serve: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -119,66 +116,32 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     return EXIT.usage;
   }
 
+  const pipelineOptions = {
+    resources: DEMO_RESOURCES,
+    env: io.env,
+    batchSize,
+    concurrency,
+    verbose: values.verbose === true,
+    ...(values.chaos ? { slowdownRate } : {}),
+  };
+  if (values.serve) return serveLocal(io, pipelineOptions);
+
   const started = performance.now();
-  const aws = await startLocalAws(
-    values.chaos ? { chaos: { writesPerSecond: slowdownRate, latency: { medianMs: 15, p99Ms: 80 } } } : {},
-  );
-  const admin = clientConfigFor(aws.emulatorEndpoints);
-  const sqs = new SQSClient(aws.clientConfig.sqs);
-  const s3Direct = new S3Client(admin.s3);
+  const invocations: InvocationSummary[] = [];
+  const durations: number[] = [];
   const progress = new Progress(io, load.messages);
-  try {
-    const resources = await provisionLocal({
-      clientConfig: admin,
-      maxReceiveCount: MAX_RECEIVE_COUNT,
-      visibilityTimeoutSeconds: VISIBILITY_TIMEOUT_S,
-    });
-    const env: Record<string, string> = {
-      BUCKET_NAME: resources.bucket,
-      DLQ_URL: resources.dlqUrl,
-      SEMAPHORE_TABLE: resources.tableName,
-      RESOURCES: JSON.stringify(DEMO_RESOURCES),
-      AWS_REGION: LOCAL_REGION,
-      AWS_ENDPOINT_URL_S3: aws.endpoints.s3,
-      AWS_ENDPOINT_URL_SQS: aws.endpoints.sqs,
-      AWS_ENDPOINT_URL_DYNAMODB: aws.endpoints.dynamodb,
-      DEADLINE_MARGIN_MS: '2000',
-      WRITE_TIMEOUT_MS: '2000',
-      // With the chaos proxy the permits per prefix follow its write limit, as they follow S3's in AWS.
-      ...(values.chaos ? { S3_PREFIX_WRITE_RATE: String(slowdownRate) } : {}),
-    };
-    // The handler's SDK clients resolve credentials from the process (the emulators accept any).
-    process.env.AWS_ACCESS_KEY_ID ??= LOCAL_CREDENTIALS.accessKeyId;
-    process.env.AWS_SECRET_ACCESS_KEY ??= LOCAL_CREDENTIALS.secretAccessKey;
-    const config = loadConfig({ ...io.env, ...env });
-    const invocations: InvocationSummary[] = [];
-    // Handler logs and EMF lines would drown the progress bar: on stderr with --verbose, otherwise errors only.
-    const containers = new LambdaContainers(() =>
-      createIngestHandler(config, {
-        logger: new Logger({ serviceName: 's3-ingest-local', logLevel: values.verbose ? 'INFO' : 'ERROR' }),
-        metrics: new Metrics({ namespace: 's3-ingest-local', serviceName: 's3-ingest-local' }),
-        flushMetrics: values.verbose === true,
-        onInvocation: (summary) => invocations.push(summary),
-      }),
-    );
-    const handler = containers.invoke;
-    const durations: number[] = [];
-    const runner = new EventSourceRunner({
-      client: sqs,
-      queueUrl: resources.queueUrl,
-      handler,
-      batchSize,
-      maximumBatchingWindowMs: batchSize > 10 ? 500 : 0,
-      maxConcurrency: concurrency,
-      visibilityTimeoutSeconds: VISIBILITY_TIMEOUT_S,
-      functionTimeoutMs: FUNCTION_TIMEOUT_MS,
-      functionName: 's3-ingest-local',
-    });
-    runner.on('invocation', (result) => {
+  const pipeline = await startLocalPipeline({
+    ...pipelineOptions,
+    onInvocation: (result, invocation) => {
       durations.push(result.durationMs);
-      progress.update(runner.stats);
-    });
-    await runner.start();
+      if (invocation !== undefined) invocations.push(invocation);
+      progress.update(pipeline.runner.stats);
+    },
+  });
+  const { aws, resources, runner, sqs } = pipeline;
+  const admin = clientConfigFor(aws.emulatorEndpoints);
+  const s3Direct = new S3Client(admin.s3);
+  try {
     const producer = new Producer({ queueUrl: resources.queueUrl, client: sqs, resources: DEMO_RESOURCES });
     let sent = 0;
     for (const round of load.rounds) {
@@ -193,7 +156,8 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       await runner.waitForIdle({ timeoutMs: 300_000 });
     }
     const stats = await runner.stop();
-    await containers.close();
+    const containers = pipeline.containers.size;
+    await pipeline.containers.close();
     progress.done(stats);
     const verification = await verifyDemo({
       s3: s3Direct,
@@ -209,15 +173,14 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       invocations: stats.invocations,
       redelivered: stats.redelivered,
       retries: sum(invocations, 'Retries'),
-      throttles: sum(invocations, 'Throttles'),
+      s3SlowDowns: sum(invocations, 'S3SlowDowns'),
       timeouts: sum(invocations, 'Timeouts'),
+      writes: sum(invocations, 'Writes'),
+      poolErrors: sum(invocations, 'PoolErrors'),
+      redeliveredByCause: sumSplits(invocations.map((i) => i.splits.RecordsRedelivered)),
       permitsPeak: Math.max(0, ...invocations.map((i) => i.PermitsHeld)),
-      executionMs: {
-        p50: Math.round(Math.max(0, ...invocations.map((i) => i.ExecutionP50))),
-        p95: Math.round(Math.max(0, ...invocations.map((i) => i.ExecutionP95))),
-        p99: Math.round(Math.max(0, ...invocations.map((i) => i.ExecutionP99))),
-      },
-      containers: containers.size,
+      executionMs: percentiles(invocations.flatMap((i) => i.samples.ExecutionMs)),
+      containers,
       invocationMs: {
         p50: percentile(durations, 50),
         p95: percentile(durations, 95),
@@ -229,17 +192,25 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     if (values.json) io.stdout.write(`${JSON.stringify(summary)}\n`);
     return summary.lost === 0 && summary.duplicated === 0 ? EXIT.ok : EXIT.failure;
   } finally {
-    sqs.destroy();
     s3Direct.destroy();
-    await aws.stop();
+    await pipeline.stop();
   }
 }
 
-function sum(
-  invocations: readonly InvocationSummary[],
-  metric: 'Retries' | 'Throttles' | 'Timeouts',
-): number {
+function sum(invocations: readonly InvocationSummary[], metric: keyof InvocationCounts): number {
   return invocations.reduce((total, i) => total + i[metric], 0);
+}
+
+function sumSplits(splits: readonly Readonly<Record<string, number>>[]): Record<string, number> {
+  const total: Record<string, number> = {};
+  for (const split of splits)
+    for (const [key, n] of Object.entries(split)) total[key] = (total[key] ?? 0) + n;
+  return total;
+}
+
+function percentiles(samples: number[]): { p50: number; p95: number; p99: number } {
+  const sorted = samples.sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99) };
 }
 
 async function sendRaw(sqs: SQSClient, queueUrl: string, bodies: string[]): Promise<number> {
@@ -256,15 +227,18 @@ function printSummary(io: CliIo, s: LocalSummary): void {
   const reasons = Object.entries(s.deadLetteredByReason)
     .map(([reason, n]) => `${reason} ${n}`)
     .join(', ');
+  const causes = Object.entries(s.redeliveredByCause)
+    .map(([cause, n]) => `${cause} ${n}`)
+    .join(', ');
   const lines = [
     `sent          ${s.sent}`,
     `written       ${s.written} records (+${s.deletedAsExpected} deleted as expected)`,
     `dead-lettered ${s.deadLettered}${reasons ? ` (${reasons})` : ''}`,
     `lost          ${s.lost}`,
     `duplicated    ${s.duplicated}`,
-    `invocations   ${s.invocations} in ${s.containers} containers, ${s.redelivered} records redelivered`,
-    `pool          retries ${s.retries}, throttles ${s.throttles}, timeouts ${s.timeouts}, permits peak ${s.permitsPeak}`,
-    `S3 call       p50 ${s.executionMs.p50} ms, p95 ${s.executionMs.p95} ms, p99 ${s.executionMs.p99} ms (slowest invocation)`,
+    `invocations   ${s.invocations} in ${s.containers} containers, ${s.redelivered} records redelivered${causes ? ` (${causes})` : ''}`,
+    `S3            ${s.writes} write calls, retries ${s.retries}, S3SlowDowns ${s.s3SlowDowns}, timeouts ${s.timeouts}, pool errors ${s.poolErrors}, permits peak ${s.permitsPeak}`,
+    `S3 call       p50 ${s.executionMs.p50} ms, p95 ${s.executionMs.p95} ms, p99 ${s.executionMs.p99} ms (sampled attempts, all invocations)`,
     `invocation    p50 ${s.invocationMs.p50} ms, p95 ${s.invocationMs.p95} ms, p99 ${s.invocationMs.p99} ms`,
     `duration      ${s.durationMs} ms`,
     ...s.problems.map((p) => `  ${p}`),

@@ -145,33 +145,17 @@ export const INGEST_CATALOGUE_METRIC_NAMES = Object.keys(
   INGEST_METRIC_CATALOGUE,
 ) as IngestCatalogueMetricName[];
 
-/**
- * What the handler published before issue 18 (its `InvocationMetrics.values()` is keyed by this). Kept
- * only so that handler compiles while it is being rewritten: it moves to `INGEST_METRIC_CATALOGUE`
- * (`Throttles` becomes `S3SlowDowns`; the per-invocation `QueueWait*`/`Execution*` percentiles become
- * the `QueueWaitMs`/`ExecutionMs` samples). The stack charts none of the retired names.
- * @deprecated use `INGEST_METRIC_CATALOGUE`; delete once the handler emits it.
- */
-export const INGEST_METRICS = {
-  RecordsProcessed: INGEST_METRIC_CATALOGUE.RecordsProcessed,
-  RecordsFailed: INGEST_METRIC_CATALOGUE.RecordsFailed,
-  RecordsDeadLettered: INGEST_METRIC_CATALOGUE.RecordsDeadLettered,
-  Writes: INGEST_METRIC_CATALOGUE.Writes,
-  Retries: INGEST_METRIC_CATALOGUE.Retries,
-  Throttles: { unit: 'Count', description: 'Retired: S3SlowDowns.' },
-  Timeouts: INGEST_METRIC_CATALOGUE.Timeouts,
-  PoolErrors: INGEST_METRIC_CATALOGUE.PoolErrors,
-  QueueWaitP50: { unit: 'Milliseconds', description: 'Retired: QueueWaitMs samples.' },
-  QueueWaitP95: { unit: 'Milliseconds', description: 'Retired: QueueWaitMs samples.' },
-  QueueWaitP99: { unit: 'Milliseconds', description: 'Retired: QueueWaitMs samples.' },
-  ExecutionP50: { unit: 'Milliseconds', description: 'Retired: ExecutionMs samples.' },
-  ExecutionP95: { unit: 'Milliseconds', description: 'Retired: ExecutionMs samples.' },
-  ExecutionP99: { unit: 'Milliseconds', description: 'Retired: ExecutionMs samples.' },
-  PermitsHeld: INGEST_METRIC_CATALOGUE.PermitsHeld,
-} as const satisfies Record<string, { readonly unit: IngestMetricUnit; readonly description: string }>;
+/** The metrics with one value per invocation (`kind` `count` or `gauge`). */
+export type IngestValueMetricName = {
+  [K in IngestCatalogueMetricName]: (typeof INGEST_METRIC_CATALOGUE)[K]['kind'] extends 'samples' ? never : K;
+}[IngestCatalogueMetricName];
 
-/** @deprecated the pre-issue-18 names; see `INGEST_METRICS`. */
-export type IngestMetricName = keyof typeof INGEST_METRICS;
+/** The metrics published as raw samples (`kind` `samples`: EMF value arrays, fleet percentiles). */
+export type IngestSampleMetricName = Exclude<IngestCatalogueMetricName, IngestValueMetricName>;
 
-/** @deprecated the pre-issue-18 names; see `INGEST_METRICS`. */
-export const INGEST_METRIC_NAMES = Object.keys(INGEST_METRICS) as IngestMetricName[];
+/** The catalogue metrics published with a second dimension (`cause` or `reason`). */
+export type IngestDimensionedMetricName = {
+  [K in IngestCatalogueMetricName]: (typeof INGEST_METRIC_CATALOGUE)[K] extends { dimension: string }
+    ? K
+    : never;
+}[IngestCatalogueMetricName];

@@ -6,19 +6,25 @@ import { S3ObjectStore } from '../../db/s3-object-store.js';
 import { ConcurrencyBudget } from '../../pool/concurrency-budget.js';
 import { DynamoSemaphore } from '../../semaphore/dynamo-semaphore.js';
 import type { IngestConfig } from '../config.js';
-import type { IngestMetricName } from '../metric-names.js';
 import { type AwsClients, createAwsClients } from './aws-clients.js';
 import { type Clock, systemClock } from './clock.js';
 import { DeadLetterQueue } from './dead-letter-queue.js';
 import type { DeadLetterSink } from './dead-letter-sink.js';
 import { InvocationDeadline } from './invocation-deadline.js';
-import { InvocationMetrics } from './invocation-metrics.js';
+import {
+  type InvocationCounts,
+  InvocationMetrics,
+  type InvocationSamples,
+  type InvocationSplits,
+} from './invocation-metrics.js';
+import { observeSemaphores } from './observed-semaphores.js';
 import { OutcomeLedger } from './outcome-ledger.js';
 import { planBatch } from './plan-batch.js';
 import { runTenants } from './run-tenants.js';
 import { sendDeadLetters } from './send-dead-letters.js';
 import { TenantDatabases } from './tenant-databases.js';
 import { type SemaphoreFactory, TenantPermits } from './tenant-permits.js';
+import { WriteCountingStore } from './write-counting-store.js';
 
 export interface IngestHandlerOptions {
   /**
@@ -78,14 +84,18 @@ export interface IngestHandlerOptions {
   readonly onInvocation?: (summary: InvocationSummary) => void;
 }
 
-/** What one invocation did: the published metrics plus context. */
-export type InvocationSummary = Record<IngestMetricName, number> & {
+/** What one invocation did: the published metrics (`lib/ingest/metric-names.ts`) plus context. */
+export type InvocationSummary = InvocationCounts & {
   readonly records: number;
   readonly tenants: number;
   readonly durationMs: number;
   readonly deadlineReached: boolean;
   /** Leases whose release failed (they expire by themselves; no outcome changed). */
   readonly permitReleaseFailures: number;
+  /** `RecordsRedelivered` by cause and `RecordsRejected` by reason (the second-dimension lines). */
+  readonly splits: InvocationSplits;
+  /** The latency samples published (at most 99 per metric); not logged in the summary line. */
+  readonly samples: InvocationSamples;
 };
 
 /** The ingestion Lambda: an SQS batch in, the records SQS must redeliver out. */
@@ -114,14 +124,22 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
   const metrics = options.metrics ?? new Metrics();
   const flushMetrics = options.flushMetrics ?? true;
   const clock = options.clock ?? systemClock;
-  const store = options.store ?? new S3ObjectStore(clients.s3, config.bucketName);
+  // The invocation running now. The store, the semaphores and the tenant pools are shared by warm
+  // invocations, which Lambda runs one at a time per container: their calls are counted by the one running.
+  let running: InvocationMetrics | undefined;
+  const store = new WriteCountingStore(
+    options.store ?? new S3ObjectStore(clients.s3, config.bucketName),
+    () => running?.countWrite(),
+  );
   const table = config.semaphoreTable;
-  const semaphores =
+  const semaphoreFactory =
     options.semaphores ??
     (table === undefined
       ? undefined
       : (name: string, limit: number) =>
           new DynamoSemaphore({ client: clients.dynamodb, tableName: table, name, limit }));
+  const semaphores =
+    semaphoreFactory === undefined ? undefined : observeSemaphores(semaphoreFactory, () => running);
   const deadLetters = options.deadLetters ?? new DeadLetterQueue(clients.sqs, config.dlqUrl);
   const databases = new TenantDatabases({
     config,
@@ -138,6 +156,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     const deadline = new InvocationDeadline(clock, startedAt, remainingMs, config.deadlineMarginMs);
     const ledger = new OutcomeLedger(records);
     const invocation = new InvocationMetrics();
+    running = invocation;
     const plan = planBatch(records, config.resources);
 
     // Process.
@@ -155,26 +174,26 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
       // Clean.
       deadline.dispose();
       invocation.detach();
+      if (running === invocation) running = undefined;
     }
 
     const response = ledger.response();
-    const counts = ledger.counts();
-    invocation.recordsProcessed = counts.written;
-    invocation.writes = counts.written;
-    invocation.recordsDeadLettered = counts.deadLettered;
-    invocation.recordsFailed = response.batchItemFailures.length;
+    invocation.settle(ledger.counts(), deadline.reached);
     const tenants = plan.tenants.map((t) => t.tenant);
     invocation.addTo(metrics, tenants);
     if (flushMetrics) metrics.publishStoredMetrics();
     const summary: InvocationSummary = {
       records: records.length,
       tenants: tenants.length,
-      ...invocation.values(),
+      ...invocation.counts,
       durationMs: clock.now() - startedAt,
       deadlineReached: deadline.reached,
       permitReleaseFailures: invocation.permitReleaseFailures,
+      splits: invocation.splits(),
+      samples: invocation.samples(),
     };
-    logger.info('batch processed', summary);
+    const { samples: _samples, ...logged } = summary;
+    logger.info('batch processed', logged);
     options.onInvocation?.(summary);
     return response;
   };

@@ -26,6 +26,13 @@ export interface LedgerCounts {
   readonly deadLettered: number;
   /** Records SQS must redeliver: `redeliver`, still `refused`, or never reached. */
   readonly redelivered: number;
+  /**
+   * `redelivered` split by cause (adds up to it). A record no stage reached counts as `unexpected` (a bug
+   * of ours left it), one still waiting for the DLQ as `dead-letter-failed`.
+   */
+  readonly redeliveredByCause: ReadonlyMap<TransientCause, number>;
+  /** `deadLettered` split by the letter's reason (adds up to it). */
+  readonly deadLetteredByReason: ReadonlyMap<DeadLetterReason, number>;
 }
 
 /**
@@ -97,12 +104,24 @@ export class OutcomeLedger {
 
   counts(): LedgerCounts {
     let written = 0;
-    let deadLettered = 0;
+    const redeliveredByCause = new Map<TransientCause, number>();
+    const deadLetteredByReason = new Map<DeadLetterReason, number>();
+    const add = <K>(map: Map<K, number>, key: K) => map.set(key, (map.get(key) ?? 0) + 1);
     for (const { fate } of this.#order) {
-      if (fate?.state === 'written') written++;
-      else if (fate?.state === 'dead-lettered') deadLettered++;
+      if (fate === undefined) add(redeliveredByCause, 'unexpected');
+      else if (fate.state === 'written') written++;
+      else if (fate.state === 'dead-lettered') add(deadLetteredByReason, fate.reason);
+      else if (fate.state === 'redeliver') add(redeliveredByCause, fate.cause);
+      else add(redeliveredByCause, 'dead-letter-failed');
     }
-    return { written, deadLettered, redelivered: this.#order.length - written - deadLettered };
+    const deadLettered = sum(deadLetteredByReason);
+    return {
+      written,
+      deadLettered,
+      redelivered: this.#order.length - written - deadLettered,
+      redeliveredByCause,
+      deadLetteredByReason,
+    };
   }
 
   /** `batchItemFailures`: every record not `written` or `dead-lettered`, in batch order. */
@@ -133,6 +152,12 @@ export class OutcomeLedger {
     }
     return { entry, fate };
   }
+}
+
+function sum(counts: ReadonlyMap<unknown, number>): number {
+  let total = 0;
+  for (const n of counts.values()) total += n;
+  return total;
 }
 
 function fateOf(outcome: WriteOutcome): RecordFate {

@@ -80,7 +80,7 @@ export async function runTenants(
     );
     for (const [run, result] of report.results) {
       if ('permits' in result) {
-        metrics.permitsHeld += result.permits;
+        metrics.counts.PermitsHeld += result.permits;
         continue;
       }
       logger.warn('no semaphore permits: tenant writes redelivered', {

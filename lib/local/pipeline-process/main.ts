@@ -8,7 +8,6 @@
 // the NDJSON log FILE (see pipeline-process/event-log.ts). SIGTERM stops gracefully and exits 0.
 
 import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { createS3Client } from '../../db/s3-client.js';
@@ -17,6 +16,7 @@ import { createIngestHandler, type InvocationSummary } from '../../ingest/handle
 import { DynamoSemaphore } from '../../semaphore/dynamo-semaphore.js';
 import { EventSourceRunner } from '../lambda/event-source-runner.js';
 import { type ContainerHandler, LambdaContainers } from '../lambda/lambda-containers.js';
+import { SilentMetrics } from '../lambda/silent-metrics.js';
 import { EventLog } from './event-log.js';
 import { InFlightGauge } from './in-flight-gauge.js';
 import { HeldPermits, loggedSemaphores } from './logged-semaphores.js';
@@ -58,8 +58,8 @@ async function main(): Promise<void> {
       clients: { s3, sqs, dynamodb },
       // Level from POWERTOOLS_LOG_LEVEL (spawnPipelineProcess defaults it to ERROR).
       logger: new Logger({ serviceName: 's3-ingest-chaos' }),
-      metrics: new Metrics({ namespace: 's3-ingest-chaos', serviceName: 's3-ingest-chaos' }),
-      flushMetrics: false,
+      // Published (dropped) after every invocation, so samples never pile up into a mid-run flush.
+      metrics: new SilentMetrics({ namespace: 's3-ingest-chaos', serviceName: 's3-ingest-chaos' }),
       semaphores: loggedSemaphores(
         (name, limit) => new DynamoSemaphore({ client: dynamodb, tableName, name, limit }),
         log,
@@ -113,7 +113,7 @@ async function main(): Promise<void> {
       redelivered: state?.redelivered ?? 0,
       deadLettered: summary?.RecordsDeadLettered ?? 0,
       retries: summary?.Retries ?? 0,
-      throttles: summary?.Throttles ?? 0,
+      throttles: summary?.S3SlowDowns ?? 0,
       timeouts: summary?.Timeouts ?? 0,
     });
   });

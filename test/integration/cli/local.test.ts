@@ -33,5 +33,11 @@ describe('s3-ingest local (npm start)', () => {
     );
     expect(summary.invocations).toBeGreaterThan(0);
     expect(summary.permitsPeak).toBeGreaterThan(0);
+    // Writes counts S3 write calls (every attempt), at least one per record written or deleted.
+    expect(summary.writes).toBeGreaterThanOrEqual(summary.written + summary.deletedAsExpected);
+    expect(summary.executionMs.p99).toBeGreaterThanOrEqual(summary.executionMs.p50);
+    expect(capture.stdout()).toMatch(
+      /^S3 +\d+ write calls, retries \d+, S3SlowDowns \d+, timeouts \d+, pool errors \d+/m,
+    );
   }, 60_000);
 });

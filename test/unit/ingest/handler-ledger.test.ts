@@ -25,7 +25,9 @@ describe('OutcomeLedger', () => {
     expect(ledger.response()).toEqual({
       batchItemFailures: [{ itemIdentifier: 'm-0' }, { itemIdentifier: 'm-2' }],
     });
-    expect(ledger.counts()).toEqual({ written: 1, deadLettered: 0, redelivered: 2 });
+    expect(ledger.counts()).toMatchObject({ written: 1, deadLettered: 0, redelivered: 2 });
+    // A record no stage reached was left by a bug of ours: its cause says so.
+    expect(ledger.counts().redeliveredByCause).toEqual(new Map([['unexpected', 2]]));
   });
 
   it('refuses to overwrite a final outcome with a typed error and keeps the first', () => {
@@ -69,7 +71,9 @@ describe('OutcomeLedger', () => {
     expect(ledger.response()).toEqual({
       batchItemFailures: [{ itemIdentifier: 'm-1' }, { itemIdentifier: 'm-2' }],
     });
-    expect(ledger.counts()).toEqual({ written: 0, deadLettered: 1, redelivered: 2 });
+    expect(ledger.counts()).toMatchObject({ written: 0, deadLettered: 1, redelivered: 2 });
+    expect(ledger.counts().redeliveredByCause).toEqual(new Map([['dead-letter-failed', 2]]));
+    expect(ledger.counts().deadLetteredByReason).toEqual(new Map([['invalid-json', 1]]));
     expect(ledger.pendingLetters().map((l) => l.messageId)).toEqual(['m-2']);
   });
 

@@ -1,74 +1,149 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import type { SQSBatchResponse } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { INGEST_METRIC_NAMES, INGEST_METRICS } from '../../../lib/ingest/metric-names.js';
+import type { IngestHandlerOptions } from '../../../lib/ingest/handler/ingest-handler.js';
+import {
+  INGEST_CATALOGUE_METRIC_NAMES,
+  INGEST_METRIC_CATALOGUE,
+  type IngestCatalogueMetricName,
+} from '../../../lib/ingest/metric-names.js';
 import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
-import { captureStdout } from './handler/capture-stdout.js';
-import { keyOf, lambdaContext, sqsEvent, TrackingStore, testHandler } from './handler/support.js';
+import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
+import type { Semaphore } from '../../../lib/semaphore/types.js';
+import { captureStdout, type Emf } from './handler/capture-stdout.js';
+import {
+  keyOf,
+  lambdaContext,
+  sqsEvent,
+  type TestHandlerOptions,
+  TrackingStore,
+  testHandler,
+} from './handler/support.js';
 
 afterEach(() => {
   vi.unstubAllEnvs();
 });
 
-describe('EMF metrics and structured logs', () => {
-  it('publishes one EMF line per invocation: every ingest metric, dimension service only, tenants in metadata', async () => {
-    vi.stubEnv('POWERTOOLS_DEV', 'false');
-    vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
+const slowDown = () =>
+  Object.assign(new Error('Please reduce your request rate.'), {
+    name: 'SlowDown',
+    $fault: 'server',
+    $metadata: { httpStatusCode: 503 },
+  });
+
+/** A handler whose EMF lines are printed (and captured), in namespace S3IngestTest, service ingest-test. */
+function emittingHandler(env: Record<string, string>, options: TestHandlerOptions = {}) {
+  vi.stubEnv('POWERTOOLS_DEV', 'false');
+  vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
+  const metrics = new Metrics({ namespace: 'S3IngestTest', serviceName: 'ingest-test' });
+  const logger = new Logger({ serviceName: 'ingest-test', logLevel: 'WARN' });
+  return testHandler(env, { metrics, logger, ...options });
+}
+
+/** Runs the events one after the other on one handler instance, capturing stdout. */
+async function invoke(
+  handler: ReturnType<typeof testHandler>['handler'],
+  events: readonly SQSEvent[],
+  remainingMs = 30_000,
+) {
+  const out = captureStdout();
+  const responses: SQSBatchResponse[] = [];
+  try {
+    for (const event of events) responses.push(await handler(event, lambdaContext(remainingMs)));
+  } finally {
+    out.restore();
+    await handler.close();
+  }
+  const emf = out.emf();
+  return {
+    responses,
+    out,
+    /** The invocations' main lines (dimension service only). */
+    main: emf.filter((l) => JSON.stringify(l._aws.CloudWatchMetrics[0]!.Dimensions) === '[["service"]]'),
+    /** The second-dimension lines: `{ metric, dimension, value, count }`. */
+    splits: emf
+      .filter((l) => l._aws.CloudWatchMetrics[0]!.Dimensions[0]!.length === 2)
+      .map((l) => {
+        const d = l._aws.CloudWatchMetrics[0]!;
+        const metric = d.Metrics[0]!.Name;
+        const dimension = d.Dimensions[0]![1]!;
+        return { metric, dimension, value: l[dimension], count: l[metric], dims: d.Dimensions, line: l };
+      }),
+  };
+}
+
+const samplesOf = (line: Emf, name: string): number[] => {
+  const v = line[name];
+  return v === undefined ? [] : Array.isArray(v) ? (v as number[]) : [v as number];
+};
+
+describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structured logs', () => {
+  it('one line per invocation: every count, latency samples, dimension service only, tenants in metadata; splits by reason', async () => {
     const store = new TrackingStore({ model: new S3BehaviourModel({ writesPerSecond: Infinity }) });
     let throttled = 0;
     store.hook = (call) => {
-      if (call.key === keyOf('globex', 'orders', 'slow') && throttled++ === 0) {
-        throw Object.assign(new Error('Please reduce your request rate.'), {
-          name: 'SlowDown',
-          $fault: 'server',
-          $metadata: { httpStatusCode: 503 },
-        });
-      }
+      if (call.key === keyOf('globex', 'orders', 'slow') && throttled++ === 0) throw slowDown();
     };
-    const metrics = new Metrics({ namespace: 'S3IngestTest', serviceName: 'ingest-test' });
-    const logger = new Logger({ serviceName: 'ingest-test', logLevel: 'WARN' });
-    const { handler } = testHandler({ WRITE_RETRIES: '2' }, { store, metrics, logger });
+    const { handler } = emittingHandler({ WRITE_RETRIES: '2' }, { store });
     const event = sqsEvent([
       { tenant: 'acme', id: 'a-1' },
       { tenant: 'globex', id: 'slow' },
       { tenant: 'globex', op: 'update', id: 'missing', data: { x: 1 } },
       'not json',
     ]);
-    const out = captureStdout();
-    let response: SQSBatchResponse;
-    try {
-      response = await handler(event, lambdaContext(30_000));
-    } finally {
-      out.restore();
-      await handler.close();
-    }
-    expect(response).toEqual({ batchItemFailures: [] });
-    const emf = out.emf();
-    expect(emf).toHaveLength(1);
-    const line = emf[0]!;
+    const { responses, main, splits, out } = await invoke(handler, [event]);
+    expect(responses[0]).toEqual({ batchItemFailures: [] });
+    expect(main).toHaveLength(1);
+    const line = main[0]!;
     const [directive] = line._aws.CloudWatchMetrics;
     expect(line._aws.CloudWatchMetrics).toHaveLength(1);
     expect(directive!.Namespace).toBe('S3IngestTest');
-    expect(directive!.Dimensions).toEqual([['service']]);
     expect(line.service).toBe('ingest-test');
-    expect(directive!.Metrics.map((m) => m.Name).sort()).toEqual([...INGEST_METRIC_NAMES].sort());
+    // Every catalogue metric but the split ones; PermitWaitMs has no sample without a semaphore.
+    const expected = INGEST_CATALOGUE_METRIC_NAMES.filter(
+      (n) => !('dimension' in INGEST_METRIC_CATALOGUE[n]) && n !== 'PermitWaitMs',
+    );
+    expect(directive!.Metrics.map((m) => m.Name).sort()).toEqual([...expected].sort());
     for (const m of directive!.Metrics)
-      expect(m.Unit).toBe(INGEST_METRICS[m.Name as keyof typeof INGEST_METRICS].unit);
+      expect(m.Unit).toBe(INGEST_METRIC_CATALOGUE[m.Name as IngestCatalogueMetricName].unit);
     expect(line).toMatchObject({
       RecordsProcessed: 2,
       RecordsFailed: 0,
       RecordsDeadLettered: 2,
-      Writes: 2,
+      // S3 write calls, every attempt: acme's PUT, globex/slow's throttled PUT and its retry.
+      Writes: 3,
       Retries: 1,
-      Throttles: 1,
+      S3SlowDowns: 1,
       Timeouts: 0,
+      PoolErrors: 0,
       PermitsHeld: 0,
+      DeadlineReached: 0,
+      SemaphoreThrottles: 0,
+      SemaphoreErrors: 0,
     });
-    expect(line.ExecutionP99 as number).toBeGreaterThanOrEqual(line.ExecutionP50 as number);
-    expect(line.QueueWaitP99 as number).toBeGreaterThanOrEqual(line.QueueWaitP50 as number);
+    expect(store.writes()).toHaveLength(3);
+    // One ExecutionMs sample per attempt (2 PUTs ok, 1 throttled, 1 GET of the missing record).
+    expect(samplesOf(line, 'ExecutionMs')).toHaveLength(4);
+    expect(samplesOf(line, 'QueueWaitMs')).toHaveLength(3);
+    for (const v of samplesOf(line, 'ExecutionMs')) expect(v).toBeGreaterThanOrEqual(0);
     expect(String(line.tenants).split(',').sort()).toEqual(['acme', 'globex']);
-    expect(JSON.stringify(directive!.Dimensions)).not.toContain('tenant');
+    expect(JSON.stringify(line._aws)).not.toContain('tenant');
+
+    // RecordsRejected by reason: one line per reason, dimensions service + reason, adding up.
+    expect(
+      splits
+        .map(({ metric, value, count }) => ({ metric, value, count }))
+        .sort((a, b) => String(a.value).localeCompare(String(b.value))),
+    ).toEqual([
+      { metric: 'RecordsRejected', value: 'invalid-json', count: 1 },
+      { metric: 'RecordsRejected', value: 'record-not-found', count: 1 },
+    ]);
+    for (const s of splits) {
+      expect(s.dims).toEqual([['service', 'reason']]);
+      expect(s.line._aws.CloudWatchMetrics[0]!.Namespace).toBe('S3IngestTest');
+      expect(s.line.service).toBe('ingest-test');
+    }
 
     // Structured JSON logs carry the tenant and the message id of what went wrong.
     const deadLettered = out.logs().filter((l) => l.message === 'message dead-lettered');
@@ -79,8 +154,115 @@ describe('EMF metrics and structured logs', () => {
       tenant: 'globex',
       messageId: event.Records[2]!.messageId,
     });
-    expect(deadLettered.find((l) => l.reason === 'invalid-json')).toMatchObject({
-      messageId: event.Records[3]!.messageId,
+  });
+
+  it('RecordsRedelivered by cause adds up to RecordsFailed', async () => {
+    const store = new TrackingStore();
+    store.hook = (call) => {
+      if (call.kind === 'put' && call.key.startsWith('t=globex/')) throw slowDown();
+    };
+    const { handler } = emittingHandler({ WRITE_RETRIES: '0' }, { store });
+    const event = sqsEvent([
+      { tenant: 'acme', id: 'ok' },
+      { tenant: 'globex', id: 'g-1' },
+      { tenant: 'globex', id: 'g-1', data: { total: 2 } },
+      { tenant: 'globex', id: 'g-2' },
+    ]);
+    const { responses, main, splits } = await invoke(handler, [event]);
+    expect(responses[0]!.batchItemFailures).toHaveLength(3);
+    expect(main[0]).toMatchObject({ RecordsProcessed: 1, RecordsFailed: 3, S3SlowDowns: 2, PoolErrors: 2 });
+    const byCause = Object.fromEntries(
+      splits.filter((s) => s.metric === 'RecordsRedelivered').map((s) => [s.value, s.count]),
+    );
+    // g-1's first write and g-2 failed on storage; g-1's second write waits behind its first.
+    expect(byCause).toEqual({ storage: 2, 'earlier-write-failed': 1 });
+    for (const s of splits) expect(s.dims).toEqual([['service', 'cause']]);
+    expect((Object.values(byCause) as number[]).reduce((a, b) => a + b, 0)).toBe(main[0]!.RecordsFailed);
+  });
+
+  it('warm invocations on one handler instance: each line has only its own counts', async () => {
+    const store = new TrackingStore();
+    let throttle = true;
+    store.hook = (call) => {
+      if (call.kind === 'put' && throttle) {
+        throttle = false;
+        throw slowDown();
+      }
+    };
+    const { handler } = emittingHandler({ WRITE_RETRIES: '2' }, { store });
+    const first = sqsEvent([{ id: 'a' }, { id: 'b' }]);
+    const second = sqsEvent([{ id: 'c' }, { id: 'd' }, { id: 'e' }]);
+    const { main } = await invoke(handler, [first, second]);
+    expect(main).toHaveLength(2);
+    expect(main[0]).toMatchObject({ RecordsProcessed: 2, Writes: 3, Retries: 1, S3SlowDowns: 1 });
+    expect(main[1]).toMatchObject({ RecordsProcessed: 3, Writes: 3, Retries: 0, S3SlowDowns: 0 });
+    expect(samplesOf(main[0]!, 'ExecutionMs')).toHaveLength(3);
+    expect(samplesOf(main[1]!, 'ExecutionMs')).toHaveLength(3);
+    expect(samplesOf(main[1]!, 'QueueWaitMs')).toHaveLength(3);
+  });
+
+  it('latency samples are capped below 100 per metric, so an invocation stays one EMF line', async () => {
+    const { handler } = emittingHandler({ POOL_CONCURRENCY: '16' });
+    const event = sqsEvent(Array.from({ length: 250 }, (_, i) => ({ id: `r-${i}` })));
+    const { main } = await invoke(handler, [event]);
+    expect(main).toHaveLength(1);
+    expect(main[0]).toMatchObject({ RecordsProcessed: 250, Writes: 250 });
+    expect(samplesOf(main[0]!, 'ExecutionMs')).toHaveLength(99);
+    expect(samplesOf(main[0]!, 'QueueWaitMs')).toHaveLength(99);
+  });
+
+  it('semaphore signals: PermitWaitMs per acquire, PermitsHeld, throttled and failed semaphore calls', async () => {
+    const memory = new Map<string, MemorySemaphore>();
+    const semaphores: IngestHandlerOptions['semaphores'] = (name, limit): Semaphore => {
+      const inner = memory.get(name) ?? new MemorySemaphore({ name, limit: Math.min(limit, 4) });
+      memory.set(name, inner);
+      if (name.includes('t=throttled/'))
+        return {
+          name,
+          limit: inner.limit,
+          acquire: async () => {
+            throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+          },
+        };
+      if (name.includes('t=flaky/'))
+        return {
+          name,
+          limit: inner.limit,
+          acquire: async (k, options) => {
+            const lease = await inner.acquire(k, options);
+            return { ...lease, release: async () => Promise.reject(new Error('socket hang up')) };
+          },
+        };
+      return inner;
+    };
+    const { handler } = emittingHandler({}, { semaphores });
+    const many = (tenant: string) => Array.from({ length: 10 }, (_, i) => ({ tenant, id: `${tenant}-${i}` }));
+    const event = sqsEvent([...many('big'), ...many('throttled'), ...many('flaky')]);
+    const { responses, main, splits } = await invoke(handler, [event]);
+    expect(responses[0]!.batchItemFailures).toHaveLength(10);
+    expect(main[0]).toMatchObject({
+      RecordsProcessed: 20,
+      RecordsFailed: 10,
+      PermitsHeld: 8,
+      SemaphoreThrottles: 1,
+      SemaphoreErrors: 1,
     });
+    expect(samplesOf(main[0]!, 'PermitWaitMs')).toHaveLength(3);
+    expect(splits.filter((s) => s.metric === 'RecordsRedelivered').map((s) => [s.value, s.count])).toEqual([
+      ['permits-unavailable', 10],
+    ]);
+  });
+
+  it('DeadlineReached is 1 for an invocation that reached the deadline margin', async () => {
+    const store = new TrackingStore();
+    // The write waits until the invocation's cutoff aborts it.
+    store.hook = (call) =>
+      new Promise((_, reject) => {
+        call.signal?.addEventListener('abort', () => reject(call.signal?.reason), { once: true });
+      });
+    const { handler } = emittingHandler({ DEADLINE_MARGIN_MS: '2000' }, { store });
+    const { main, splits } = await invoke(handler, [sqsEvent([{ id: 'late' }])], 2_100);
+    expect(main[0]).toMatchObject({ DeadlineReached: 1, RecordsFailed: 1, PoolErrors: 0 });
+    expect(splits.map((s) => [s.value, s.count])).toEqual([['deadline', 1]]);
   });
 });

@@ -73,7 +73,7 @@ describe('response shapes', () => {
     expect(failedIds(response)).toEqual(ids(event).sort());
     expect(store.keys()).toEqual([]);
     expect(model.stats().total.throttled).toBe(8); // 4 writes x (1 attempt + 1 retry)
-    expect(summaries[0]).toMatchObject({ RecordsProcessed: 0, RecordsFailed: 4, Throttles: 8, Retries: 4 });
+    expect(summaries[0]).toMatchObject({ RecordsProcessed: 0, RecordsFailed: 4, S3SlowDowns: 8, Retries: 4 });
   });
 
   it('redelivers (not acknowledges) a record whose handling threw unexpectedly', async () => {

@@ -243,7 +243,10 @@ export function quietMetrics(): Metrics {
   const previous = process.env.POWERTOOLS_METRICS_DISABLED;
   process.env.POWERTOOLS_METRICS_DISABLED = 'true';
   try {
-    return new Metrics({ namespace: 'test', serviceName: 'ingest-test' });
+    const metrics = new Metrics({ namespace: 'test', serviceName: 'ingest-test' });
+    // The per-cause/per-reason lines go through singleMetric(), a new instance: quiet too.
+    metrics.singleMetric = quietMetrics;
+    return metrics;
   } finally {
     if (previous === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED;
     else process.env.POWERTOOLS_METRICS_DISABLED = previous;

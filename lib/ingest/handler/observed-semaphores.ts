@@ -1,0 +1,78 @@
+import { SemaphoreTimeoutError } from '../../semaphore/errors.js';
+import type { AcquireOptions, Lease, Semaphore } from '../../semaphore/types.js';
+import type { SemaphoreFactory } from './tenant-permits.js';
+
+/** What the invocation learns from its semaphore calls. */
+export interface SemaphoreObserver {
+  /** Time one acquire took, whether it got permits or not. */
+  permitWait(ms: number): void;
+  /** An acquire or release that failed for a reason other than running out of time or being aborted. */
+  semaphoreFailure(error: unknown): void;
+}
+
+/**
+ * Wraps every semaphore the permit planner builds so the running invocation (`observer()`, read at each
+ * call: semaphores are cached per container, invocations are not) sees how long acquires took and which
+ * calls failed. Not getting permits by the deadline, or being aborted at the cutoff, is the semaphore
+ * doing its job, not a failure. Throttles the SDK retried away inside a call are not seen here.
+ */
+export function observeSemaphores(
+  factory: SemaphoreFactory,
+  observer: () => SemaphoreObserver | undefined,
+): SemaphoreFactory {
+  return (name, limit) => new ObservedSemaphore(factory(name, limit), observer);
+}
+
+class ObservedSemaphore implements Semaphore {
+  constructor(
+    private readonly inner: Semaphore,
+    private readonly observer: () => SemaphoreObserver | undefined,
+  ) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+
+  get limit(): number {
+    return this.inner.limit;
+  }
+
+  async acquire(k: number, options?: AcquireOptions): Promise<Lease> {
+    const started = performance.now();
+    const observer = this.observer();
+    try {
+      const lease = await this.inner.acquire(k, options);
+      return observedLease(lease, observer);
+    } catch (error) {
+      if (!(error instanceof SemaphoreTimeoutError) && options?.signal?.aborted !== true)
+        observer?.semaphoreFailure(error);
+      throw error;
+    } finally {
+      observer?.permitWait(performance.now() - started);
+    }
+  }
+}
+
+/** The lease, with a failed release reported (and still thrown: the planner logs and counts it). */
+function observedLease(lease: Lease, observer: SemaphoreObserver | undefined): Lease {
+  return {
+    get permits() {
+      return lease.permits;
+    },
+    get fence() {
+      return lease.fence;
+    },
+    get expiresAt() {
+      return lease.expiresAt;
+    },
+    release: async () => {
+      try {
+        await lease.release();
+      } catch (error) {
+        observer?.semaphoreFailure(error);
+        throw error;
+      }
+    },
+    extend: (ms) => lease.extend(ms),
+  };
+}

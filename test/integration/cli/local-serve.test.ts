@@ -1,0 +1,169 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CliIo } from '../../../lib/cli/io.js';
+import { SERVE_READY } from '../../../lib/cli/local-serve.js';
+import { main } from '../../../lib/cli/main.js';
+
+let child: ChildProcess | undefined;
+afterEach(() => {
+  if (child?.exitCode === null) child.kill('SIGKILL');
+});
+
+/** The child's stdout so far, and a promise per pattern that resolves once the output matches it. */
+function watchOutput(proc: ChildProcess) {
+  let output = '';
+  const waiters: { pattern: RegExp; resolve: (o: string) => void; reject: (e: Error) => void }[] = [];
+  const check = () => {
+    for (const w of [...waiters]) {
+      if (!w.pattern.test(output)) continue;
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve(output);
+    }
+  };
+  proc.stdout!.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    check();
+  });
+  let stderr = '';
+  proc.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  proc.once('exit', (code) => {
+    for (const w of waiters.splice(0))
+      w.reject(new Error(`exited with ${code} before printing ${w.pattern}:\n${output}\n${stderr}`));
+  });
+  return {
+    output: () => output,
+    waitFor: (pattern: RegExp) =>
+      new Promise<string>((resolve, reject) => {
+        waiters.push({ pattern, resolve, reject });
+        check();
+      }),
+  };
+}
+
+/** `KEY=value` pairs of the printed `export` line (values single-quoted or bare). */
+function exportedEnv(output: string): Record<string, string> {
+  const line = output.split('\n').find((l) => l.startsWith('export '));
+  if (line === undefined) throw new Error(`no export line in:\n${output}`);
+  const env: Record<string, string> = {};
+  for (const [, key, quoted, bare] of line.matchAll(/(\w+)=(?:'([^']*)'|(\S+))/g))
+    env[key!] = quoted ?? bare!;
+  return env;
+}
+
+/** The arguments of the printed command line for `command` (what follows the CLI's own name). */
+function printedArgs(output: string, command: string): string[] {
+  const line = output.split('\n').find((l) => new RegExp(`(s3-ingest|s3-ingest\\.js) ${command} `).test(l));
+  if (line === undefined) throw new Error(`no "${command}" command line in:\n${output}`);
+  const words = line.trim().split(/\s+/);
+  return words.slice(words.findIndex((w) => /s3-ingest(\.js)?$/.test(w)) + 1);
+}
+
+async function run(args: string[], env: Record<string, string>) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: CliIo = {
+    stdout: { write: (t: string) => out.push(t) },
+    stderr: { write: (t: string) => err.push(t), isTTY: false },
+    env,
+  };
+  const code = await main(args, io);
+  return { code, stdout: out.join(''), stderr: err.join('') };
+}
+
+function portIsClosed(endpoint: string): Promise<boolean> {
+  const { hostname, port } = new URL(endpoint);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
+}
+
+describe('s3-ingest local --serve', () => {
+  it('keeps the pipeline up for your own NDJSON: printed send/inspect/dlq lines work, one line per invocation, SIGINT stops cleanly', async () => {
+    // One process (node --import tsx), so the signal reaches the command itself as Ctrl-C would.
+    child = spawn(process.execPath, ['--import', 'tsx', 'lib/cli/main.ts', 'local', '--serve'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const watched = watchOutput(child);
+    const banner = await watched.waitFor(new RegExp(`${SERVE_READY} \\S+\\n`));
+    const env = exportedEnv(banner);
+    expect(Object.keys(env).sort()).toEqual(
+      [
+        'AWS_ACCESS_KEY_ID',
+        'AWS_ENDPOINT_URL_DYNAMODB',
+        'AWS_ENDPOINT_URL_S3',
+        'AWS_ENDPOINT_URL_SQS',
+        'AWS_REGION',
+        'AWS_SECRET_ACCESS_KEY',
+        'RESOURCES',
+      ].sort(),
+    );
+    // No demo load: nothing was invoked before we sent anything.
+    expect(banner).not.toMatch(/^invocation /m);
+
+    const file = join(tmpdir(), `serve-${process.pid}-${Date.now()}.ndjson`);
+    writeFileSync(
+      file,
+      [
+        JSON.stringify({ tenant: 'acme', resource: 'orders', op: 'upsert', id: 'o-1', data: { total: 3 } }),
+        JSON.stringify({ tenant: 'acme', resource: 'orders', op: 'update', id: 'missing', data: { x: 1 } }),
+      ].join('\n'),
+    );
+    const sendArgs = printedArgs(banner, 'send').map((a) => (a === 'writes.ndjson' ? file : a));
+    const sent = await run(sendArgs, env);
+    expect(sent.code, sent.stderr).toBe(0);
+
+    // One line per invocation, streamed as they happen: wait until both records have an outcome.
+    await watched.waitFor(/written 1 \|/);
+    await watched.waitFor(/dead-lettered 1 \(record-not-found 1\)/);
+    expect(watched.output()).toMatch(/^invocation 1: \d+ records, \d+ acknowledged, 0 to redeliver, \d+ ms/m);
+
+    const inspected = await run([...printedArgs(banner, 'inspect'), '--json'], env);
+    expect(inspected.code, inspected.stderr).toBe(0);
+    const counts = JSON.parse(inspected.stdout) as {
+      bucket: { byTenant: Record<string, Record<string, number>> };
+    };
+    expect(counts.bucket.byTenant).toEqual({ acme: { orders: 1 } });
+    const peeked = await run([...printedArgs(banner, 'dlq'), '--json'], env);
+    expect(peeked.code, peeked.stderr).toBe(0);
+    expect(JSON.parse(peeked.stdout)).toMatchObject({ byReason: { 'record-not-found': 1 } });
+
+    const stopped = watched.waitFor(/stopped: /);
+    child.kill('SIGINT');
+    const [code] = await once(child, 'exit');
+    await stopped;
+    expect(code).toBe(0);
+    for (const endpoint of [
+      env.AWS_ENDPOINT_URL_S3!,
+      env.AWS_ENDPOINT_URL_SQS!,
+      env.AWS_ENDPOINT_URL_DYNAMODB!,
+    ])
+      expect(await portIsClosed(endpoint), endpoint).toBe(true);
+  }, 60_000);
+
+  it('stops cleanly on SIGTERM too (exit 0, every port closed)', async () => {
+    child = spawn(process.execPath, ['--import', 'tsx', 'lib/cli/main.ts', 'local', '--serve'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const watched = watchOutput(child);
+    const env = exportedEnv(await watched.waitFor(new RegExp(`${SERVE_READY} \\S+\\n`)));
+    const stopped = watched.waitFor(/stopping \(SIGTERM\)[\s\S]*stopped: 0 invocations/);
+    child.kill('SIGTERM');
+    const [code] = await once(child, 'exit');
+    await stopped;
+    expect(code).toBe(0);
+    for (const endpoint of [env.AWS_ENDPOINT_URL_S3!, env.AWS_ENDPOINT_URL_DYNAMODB!])
+      expect(await portIsClosed(endpoint), endpoint).toBe(true);
+  }, 30_000);
+});

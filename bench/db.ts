@@ -28,7 +28,9 @@ const median = (values: number[]) => {
 const of = (setup: ClientSetup, pick: (r: DbSetupResult) => number) => rounds.map((r) => pick(r.get(setup)!));
 const label: Record<ClientSetup, string> = {
   'per-call-signal': 'before: send(cmd, { abortSignal }) per call',
-  'scoped-signal': 'after: createS3Client (cached stack, signal via async context)',
+  'scoped-signal': 'step 1: cached stack, signal via async context',
+  'checksums-when-required': 'step 2: + checksums WHEN_REQUIRED',
+  lean: 'after: createS3Client (step 2 + unused per-call middlewares removed)',
 };
 const rows: Row[] = CLIENT_SETUPS.map((setup) => ({
   setup: label[setup],

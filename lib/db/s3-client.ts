@@ -58,8 +58,13 @@ export interface CreateS3ClientOptions {
 export function createS3Client(options: CreateS3ClientOptions = {}): S3Client {
   const maxSockets = options.maxSockets ?? 100;
   const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
-  return new S3Client({
+  const client = new S3Client({
     maxAttempts: 1,
+    // No CRC32 of every PUT body and no response-checksum plumbing: S3 requires neither for the calls
+    // `S3ObjectStore` makes (the SDK's default since 3.729 is WHEN_SUPPORTED). Bodies stay covered by the
+    // SigV4 payload hash (`x-amz-content-sha256`), which S3 verifies.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
     // Resolve each command's middleware stack once, not per call: `S3ObjectStore` sends without per-call
     // options and the abort signal reaches the handler through the async context instead.
     cacheMiddleware: true,
@@ -75,4 +80,35 @@ export function createS3Client(options: CreateS3ClientOptions = {}): S3Client {
       requestTimeout: options.requestTimeout ?? 0,
     }),
   });
+  for (const name of UNUSED_PER_CALL_MIDDLEWARES) {
+    if (name === 'retryMiddleware') {
+      // The signing middleware is placed relative to it: replaced by a pass-through, not removed.
+      client.middlewareStack.add((next) => next, {
+        name,
+        step: 'finalizeRequest',
+        priority: 'high',
+        tags: ['RETRY'],
+        override: true,
+      });
+    } else client.middlewareStack.remove(name);
+  }
+  return client;
 }
+
+/**
+ * Client-level middlewares that run on every call but do nothing `S3ObjectStore` needs, removed by
+ * `createS3Client` (each one's absence is pinned by a test in `test/unit/db/s3-client.test.ts`):
+ * - `retryMiddleware`: with `maxAttempts: 1` it never retries (the pool does), yet per call it acquires a
+ *   retry token and generates a UUID for the `amz-sdk-invocation-id` header. Error shapes do not depend on
+ *   it (`name`, `$metadata.httpStatusCode` come from the deserializer); only `$metadata.attempts` goes.
+ * - `getUserAgentMiddleware`: builds and escapes the `user-agent` string per call; S3 ignores it.
+ * - `recursionDetectionMiddleware`: copies Lambda's `_X_AMZN_TRACE_ID` into `X-Amzn-Trace-Id`, which S3
+ *   does not use (S3 requests are not traced by X-Ray through this header).
+ * - `loggerMiddleware`: logs to the client's logger, which is a no-op here.
+ */
+export const UNUSED_PER_CALL_MIDDLEWARES = [
+  'retryMiddleware',
+  'getUserAgentMiddleware',
+  'recursionDetectionMiddleware',
+  'loggerMiddleware',
+] as const;

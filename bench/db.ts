@@ -30,7 +30,8 @@ const label: Record<ClientSetup, string> = {
   'per-call-signal': 'before: send(cmd, { abortSignal }) per call',
   'scoped-signal': 'step 1: cached stack, signal via async context',
   'checksums-when-required': 'step 2: + checksums WHEN_REQUIRED',
-  lean: 'after: createS3Client (step 2 + unused per-call middlewares removed)',
+  'unused-middlewares-dropped': 'step 3: + unused per-call middlewares dropped',
+  'signer-reused': 'after: createS3Client (step 3 + one SigV4 signer reused)',
 };
 const rows: Row[] = CLIENT_SETUPS.map((setup) => ({
   setup: label[setup],

@@ -4,14 +4,21 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Database } from '../../lib/db/database.js';
-import { createS3Client, UNUSED_PER_CALL_MIDDLEWARES } from '../../lib/db/s3-client.js';
+import { createS3Client } from '../../lib/db/s3-client.js';
 import { SignalScopedHttpHandler } from '../../lib/db/request-signal.js';
+import { dropUnusedPerCallMiddlewares } from '../../lib/db/s3-client-trims.js';
 import { S3ObjectStore } from '../../lib/db/s3-object-store.js';
 import { ExecutorPool } from '../../lib/pool/index.js';
 import { reportToParent } from '../support/child.js';
 import { startFakeS3 } from './fake-s3.js';
 
-export const CLIENT_SETUPS = ['per-call-signal', 'scoped-signal', 'checksums-when-required', 'lean'] as const;
+export const CLIENT_SETUPS = [
+  'per-call-signal',
+  'scoped-signal',
+  'checksums-when-required',
+  'unused-middlewares-dropped',
+  'signer-reused',
+] as const;
 export type ClientSetup = (typeof CLIENT_SETUPS)[number];
 
 export interface DbSetupResult {
@@ -45,22 +52,23 @@ function clientFor(setup: ClientSetup): S3Client {
         requestHandler: new NodeHttpHandler({ httpAgent, connectionTimeout: 3000, requestTimeout: 0 }),
       });
     case 'scoped-signal':
-    case 'checksums-when-required': {
+    case 'checksums-when-required':
+    case 'unused-middlewares-dropped': {
       // Step 1: cached middleware stack, signal via the async context (createS3Client as of 6f08387).
-      // Step 2: + checksums only when S3 requires them.
+      // Step 2: + checksums only where S3 requires them. Step 3: + unused per-call middlewares dropped.
       const client = new S3Client({
         ...common,
         cacheMiddleware: true,
-        ...(setup === 'checksums-when-required'
+        ...(setup !== 'scoped-signal'
           ? { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' }
           : {}),
         requestHandler: new SignalScopedHttpHandler({ httpAgent, connectionTimeout: 3000, requestTimeout: 0 }),
       });
+      if (setup === 'unused-middlewares-dropped') dropUnusedPerCallMiddlewares(client);
       return client;
     }
-    case 'lean':
-      // After: what createS3Client builds now (step 2 + UNUSED_PER_CALL_MIDDLEWARES removed).
-      void UNUSED_PER_CALL_MIDDLEWARES;
+    case 'signer-reused':
+      // After: what createS3Client builds now (step 3 + one SigV4 signer reused).
       return createS3Client({
         endpoint: server.endpoint,
         region: 'us-east-1',

@@ -31,7 +31,8 @@ const label: Record<ClientSetup, string> = {
   'scoped-signal': 'step 1: cached stack, signal via async context',
   'checksums-when-required': 'step 2: + checksums WHEN_REQUIRED',
   'unused-middlewares-dropped': 'step 3: + unused per-call middlewares dropped',
-  'signer-reused': 'after: createS3Client (step 3 + one SigV4 signer reused)',
+  'signer-reused': 'step 4: + one SigV4 signer reused',
+  'sha256-key-cache': 'after: createS3Client (step 4 + HMAC keys kept as key objects)',
 };
 const rows: Row[] = CLIENT_SETUPS.map((setup) => ({
   setup: label[setup],

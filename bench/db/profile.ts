@@ -21,7 +21,12 @@ const cpu = process.threadCpuUsage();
 for (let done = 0; done < writes; done += 250) {
   await Promise.all(
     Array.from({ length: 250 }, (_, i) =>
-      orders.upsert(`o-${done + i}`, { customer: `c-${i}`, sku: `SKU-${done + i}`, quantity: 1, status: 'pending' }),
+      orders.upsert(`o-${done + i}`, {
+        customer: `c-${i}`,
+        sku: `SKU-${done + i}`,
+        quantity: 1,
+        status: 'pending',
+      }),
     ),
   );
 }

@@ -1,6 +1,7 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { SignalScopedHttpHandler } from './request-signal.js';
 import { dropUnusedPerCallMiddlewares, reuseRequestSigner } from './s3-client-trims.js';
+import { KeyCachingSha256 } from './sha256-key-cache.js';
 
 export interface CreateS3ClientOptions {
   /**
@@ -72,6 +73,8 @@ export function createS3Client(options: CreateS3ClientOptions = {}): S3Client {
     // Resolve each command's middleware stack once, not per call: `S3ObjectStore` sends without per-call
     // options and the abort signal reaches the handler through the async context instead.
     cacheMiddleware: true,
+    // The SDK's hash, with HMAC keys kept as key objects: SigV4's two HMACs per request cost ~40 us less.
+    sha256: KeyCachingSha256,
     ...(region !== undefined ? { region } : options.endpoint !== undefined ? { region: 'us-east-1' } : {}),
     ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
     ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
@@ -88,4 +91,3 @@ export function createS3Client(options: CreateS3ClientOptions = {}): S3Client {
   reuseRequestSigner(client);
   return client;
 }
-

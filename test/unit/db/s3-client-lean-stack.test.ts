@@ -5,9 +5,13 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createS3Client } from '../../../lib/db/s3-client.js';
-import { dropUnusedPerCallMiddlewares, reuseRequestSigner, UNUSED_PER_CALL_MIDDLEWARES } from '../../../lib/db/s3-client-trims.js';
 import { PreconditionFailedError } from '../../../lib/db/object-store.js';
+import { createS3Client } from '../../../lib/db/s3-client.js';
+import {
+  dropUnusedPerCallMiddlewares,
+  reuseRequestSigner,
+  UNUSED_PER_CALL_MIDDLEWARES,
+} from '../../../lib/db/s3-client-trims.js';
 import { S3ObjectStore } from '../../../lib/db/s3-object-store.js';
 import { httpStatusOf, isThrottling, isTransient } from '../../../lib/errors/classify.js';
 
@@ -25,13 +29,22 @@ const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
-    seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() });
+    seen.push({
+      method: req.method ?? '',
+      url: req.url ?? '',
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString(),
+    });
     const key = (req.url ?? '').split('?')[0]!.split('/').pop()!;
     const answer = answers.get(key);
     if (answer !== undefined) {
       const [status, code] = answer;
       const xml = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>m</Message><RequestId>r</RequestId></Error>`;
-      res.writeHead(status, { 'Content-Type': 'application/xml', 'x-amz-request-id': 'r', 'Content-Length': Buffer.byteLength(xml) });
+      res.writeHead(status, {
+        'Content-Type': 'application/xml',
+        'x-amz-request-id': 'r',
+        'Content-Length': Buffer.byteLength(xml),
+      });
       res.end(req.method === 'HEAD' ? undefined : xml);
       return;
     }
@@ -56,7 +69,11 @@ afterAll(async () => {
 });
 
 function storeAndClient() {
-  const client = createS3Client({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'AK', secretAccessKey: 'SK' } });
+  const client = createS3Client({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'AK', secretAccessKey: 'SK' },
+  });
   return { client, store: new S3ObjectStore(client, 'bucket-1') };
 }
 
@@ -99,11 +116,17 @@ describe('createS3Client trimmed stack', () => {
     expect(first!.headers['if-none-match']).toBe('*');
     expect(first!.headers['x-amz-meta-version']).toBe('2');
     expect(first!.headers['content-type']).toBe('application/json');
-    expect(first!.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AK\/\d{8}\/us-east-1\/s3\/aws4_request, SignedHeaders=.*host.*, Signature=[0-9a-f]{64}$/);
+    expect(first!.headers.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AK\/\d{8}\/us-east-1\/s3\/aws4_request, SignedHeaders=.*host.*, Signature=[0-9a-f]{64}$/,
+    );
     // The payload stays signed: the SHA-256 of the body, not UNSIGNED-PAYLOAD.
     const { createHash } = await import('node:crypto');
     expect(first!.headers['x-amz-content-sha256']).toBe(createHash('sha256').update('{"x":1}').digest('hex'));
-    expect(Object.keys(first!.headers).filter((h) => h.startsWith('x-amz-checksum') || h === 'x-amz-sdk-checksum-algorithm')).toEqual([]);
+    expect(
+      Object.keys(first!.headers).filter(
+        (h) => h.startsWith('x-amz-checksum') || h === 'x-amz-sdk-checksum-algorithm',
+      ),
+    ).toEqual([]);
     // The removed middlewares' headers are gone: nothing else depended on them.
     expect(first!.headers['amz-sdk-invocation-id']).toBeUndefined();
     expect(second!.headers['if-match']).toBe('"e0"');
@@ -113,7 +136,12 @@ describe('createS3Client trimmed stack', () => {
   it('reads body, etag, content type and metadata back', async () => {
     const { client, store } = storeAndClient();
     const got = await store.get('k1');
-    expect(got).toMatchObject({ body: '{"a":1}', etag: '"e1"', contentType: 'application/json', metadata: { version: '3' } });
+    expect(got).toMatchObject({
+      body: '{"a":1}',
+      etag: '"e1"',
+      contentType: 'application/json',
+      metadata: { version: '3' },
+    });
     expect(await store.head('k1')).toMatchObject({ etag: '"e1"', metadata: { version: '3' } });
     client.destroy();
   });

@@ -13,12 +13,15 @@ import type { S3Client } from '@aws-sdk/client-s3';
  * - `recursionDetectionMiddleware`: copies Lambda's `_X_AMZN_TRACE_ID` into `X-Amzn-Trace-Id`. S3 uses it
  *   only to carry an X-Ray trace on to its event notifications, which this product does not consume.
  * - `loggerMiddleware`: logs to the client's logger, which is a no-op here.
+ * - `regionRedirectMiddleware`: an `await` and a re-throw per call unless `followRegionRedirects` is set,
+ *   which `createS3Client` never does (the bucket's region is configured, not discovered).
  */
 export const UNUSED_PER_CALL_MIDDLEWARES = [
   'retryMiddleware',
   'getUserAgentMiddleware',
   'recursionDetectionMiddleware',
   'loggerMiddleware',
+  'regionRedirectMiddleware',
 ] as const;
 
 /** Removes `UNUSED_PER_CALL_MIDDLEWARES` from `client`'s middleware stack. */

@@ -90,7 +90,12 @@ describe('createS3Client trimmed stack', () => {
   it('has none of the removed middlewares and no retrying left (the signing middleware still runs)', () => {
     const { client } = storeAndClient();
     const stack = client.middlewareStack.identify().join('\n');
-    for (const name of ['getUserAgentMiddleware', 'recursionDetectionMiddleware', 'loggerMiddleware']) {
+    for (const name of [
+      'getUserAgentMiddleware',
+      'recursionDetectionMiddleware',
+      'loggerMiddleware',
+      'regionRedirectMiddleware',
+    ]) {
       expect(stack).not.toContain(name);
     }
     expect(UNUSED_PER_CALL_MIDDLEWARES).toContain('retryMiddleware');
@@ -162,6 +167,11 @@ describe('createS3Client trimmed stack', () => {
     expect(await store.get('gone')).toBeUndefined();
     const missing = await failureOf(store.put({ key: 'gone', body: '{}', ifMatch: '"e0"' }));
     expect(missing).toBeInstanceOf(PreconditionFailedError);
+
+    // A bucket in another region: S3's 301 reaches the caller as is (no redirect following).
+    answers.set('moved', [301, 'PermanentRedirect']);
+    const moved = await failureOf(store.put({ key: 'moved', body: '{}' }));
+    expect(moved).toMatchObject({ name: 'PermanentRedirect', $metadata: { httpStatusCode: 301 } });
 
     answers.set('busy', [409, 'ConditionalRequestConflict']);
     const busy = await failureOf(store.put({ key: 'busy', body: '{}', ifMatch: '"e0"' }));

@@ -1,7 +1,8 @@
 // npm run bench:db — CPU per S3 write through Database (ExecutorPool + S3ObjectStore + SDK v3) against an
 // in-process HTTP server answering like S3 (in a worker thread, so its CPU is not counted). Before: the pool's
-// signal passed per call as `{ abortSignal }` (the SDK resolves the middleware stack on every call). After:
-// `createS3Client` (cached middleware stack; the signal reaches the HTTP handler through the async context).
+// signal passed per call as `{ abortSignal }` (the SDK resolves the middleware stack on every call). Then
+// each step of `createS3Client` (bench/db/engine.ts), the last being `createS3Client` itself.
+// `node --cpu-prof --import tsx bench/db/profile.ts` profiles the last one alone.
 // Each round is one process in which the setups alternate chunks of writes; the ratio is taken per round.
 import { fileURLToPath } from 'node:url';
 import { CLIENT_SETUPS, type ClientSetup, type DbSetupResult } from './db/engine.js';
@@ -28,7 +29,11 @@ const median = (values: number[]) => {
 const of = (setup: ClientSetup, pick: (r: DbSetupResult) => number) => rounds.map((r) => pick(r.get(setup)!));
 const label: Record<ClientSetup, string> = {
   'per-call-signal': 'before: send(cmd, { abortSignal }) per call',
-  'scoped-signal': 'after: createS3Client (cached stack, signal via async context)',
+  'scoped-signal': 'step 1: cached stack, signal via async context',
+  'checksums-when-required': 'step 2: + checksums WHEN_REQUIRED',
+  'unused-middlewares-dropped': 'step 3: + unused per-call middlewares dropped',
+  'signer-reused': 'step 4: + one SigV4 signer reused',
+  'sha256-key-cache': 'after: createS3Client (step 4 + HMAC keys kept as key objects)',
 };
 const rows: Row[] = CLIENT_SETUPS.map((setup) => ({
   setup: label[setup],

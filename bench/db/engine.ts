@@ -4,13 +4,22 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Database } from '../../lib/db/database.js';
+import { SignalScopedHttpHandler } from '../../lib/db/request-signal.js';
 import { createS3Client } from '../../lib/db/s3-client.js';
+import { dropUnusedPerCallMiddlewares, reuseRequestSigner } from '../../lib/db/s3-client-trims.js';
 import { S3ObjectStore } from '../../lib/db/s3-object-store.js';
 import { ExecutorPool } from '../../lib/pool/index.js';
 import { reportToParent } from '../support/child.js';
 import { startFakeS3 } from './fake-s3.js';
 
-export const CLIENT_SETUPS = ['per-call-signal', 'scoped-signal'] as const;
+export const CLIENT_SETUPS = [
+  'per-call-signal',
+  'scoped-signal',
+  'checksums-when-required',
+  'unused-middlewares-dropped',
+  'signer-reused',
+  'sha256-key-cache',
+] as const;
 export type ClientSetup = (typeof CLIENT_SETUPS)[number];
 
 export interface DbSetupResult {
@@ -44,7 +53,32 @@ function clientFor(setup: ClientSetup): S3Client {
         requestHandler: new NodeHttpHandler({ httpAgent, connectionTimeout: 3000, requestTimeout: 0 }),
       });
     case 'scoped-signal':
-      // After: what createS3Client builds now.
+    case 'checksums-when-required':
+    case 'unused-middlewares-dropped':
+    case 'signer-reused': {
+      // The steps from createS3Client as of 6f08387 to now, each adding one change to the one before.
+      const step = CLIENT_SETUPS.indexOf(setup);
+      const client = new S3Client({
+        ...common,
+        // Step 1: cached middleware stack, the signal via the async context (createS3Client as of 6f08387).
+        cacheMiddleware: true,
+        // Step 2: checksums only where S3 requires them.
+        ...(step >= 2
+          ? { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' }
+          : {}),
+        requestHandler: new SignalScopedHttpHandler({
+          httpAgent,
+          connectionTimeout: 3000,
+          requestTimeout: 0,
+        }),
+      });
+      // Step 3: per-call middlewares S3ObjectStore does not use dropped. Step 4: one SigV4 signer reused.
+      if (step >= 3) dropUnusedPerCallMiddlewares(client);
+      if (step >= 4) reuseRequestSigner(client);
+      return client;
+    }
+    case 'sha256-key-cache':
+      // After: what createS3Client builds now (step 4 + HMAC keys kept as key objects).
       return createS3Client({
         endpoint: server.endpoint,
         region: 'us-east-1',

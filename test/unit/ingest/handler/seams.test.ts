@@ -28,8 +28,6 @@ function setup(env: Record<string, string> = {}, options: TestHandlerOptions = {
   return t;
 }
 
-describe('semaphore port failures stay per tenant', () => {});
-
 describe('duplicate messageIds in one event', () => {
   it('does not acknowledge a messageId one of whose writes was not applied', async () => {
     const { handler, store } = setup();

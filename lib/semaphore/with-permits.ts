@@ -15,15 +15,26 @@ export interface ConcurrencyTarget {
   drain?(): Promise<void>;
 }
 
+/**
+ * What `withPermits` asks of the semaphore, and where a failed release is reported.
+ * @example { want: 16, deadline: Date.now() + 2_000, signal, onReleaseError: (e) => logger.warn('release failed', { e }) }
+ */
 export interface PermitRequest extends AcquireOptions {
   /** Permits wanted (the pool's useful concurrency). The grant is between `min` (default 1) and `want`. */
   want: number;
+  /**
+   * Called when the lease's release fails (DynamoDB unreachable, say). The release never changes the call's
+   * result: the work already ran and the lease expires by itself, so the caller only logs or counts it.
+   * @default undefined (the failure is dropped; the lease expires at `expiresAt`)
+   */
+  onReleaseError?: (error: unknown) => void;
 }
 
 /**
  * Runs `run` with `target` sized to the permits one lease grants: acquire once (per invocation, per
  * prefix), `setConcurrency(lease.permits)`, run, wait for the target to drain, release on every exit
- * path. While the lease is held the target never has more in flight than the permits held.
+ * path. While the lease is held the target never has more in flight than the permits held. A failed
+ * release goes to `onReleaseError` and never changes what the call resolves or rejects with.
  * `min` defaults to 1 here (any permit lets work progress), unlike `acquire` where it defaults to `k`.
  */
 export async function withPermits<T>(
@@ -32,7 +43,7 @@ export async function withPermits<T>(
   request: PermitRequest,
   run: (lease: Lease) => Promise<T>,
 ): Promise<T> {
-  const { want, ...options } = request;
+  const { want, onReleaseError, ...options } = request;
   const lease = await semaphore.acquire(want, { ...options, min: options.min ?? 1 });
   try {
     target.setConcurrency(lease.permits);
@@ -41,7 +52,8 @@ export async function withPermits<T>(
     try {
       await target.drain?.();
     } finally {
-      await lease.release();
+      // A failed release must not replace the run's result or error: the lease expires by itself.
+      await lease.release().catch((error: unknown) => onReleaseError?.(error));
     }
   }
 }

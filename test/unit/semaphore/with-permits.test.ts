@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ExecutorPool } from '../../../lib/pool/index.js';
-import { MemorySemaphore, withPermits } from '../../../lib/semaphore/index.js';
+import { MemorySemaphore, type Semaphore, withPermits } from '../../../lib/semaphore/index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -44,5 +44,49 @@ describe('withPermits with an ExecutorPool', () => {
     expect(workReturned).toBe(true);
     expect(availableWhileWorking).toBe(0);
     expect(sem.available).toBe(2);
+  });
+});
+
+describe('withPermits when the release fails', () => {
+  /** A semaphore whose leases grant `k` and whose release rejects, like DynamoDB unreachable after the work. */
+  const failingRelease = () => {
+    const error = Object.assign(new Error('release: connection reset'), { name: 'ECONNRESET' });
+    const sem: Semaphore = {
+      name: 'failing-release',
+      limit: 4,
+      acquire: async (k) => ({
+        permits: k,
+        fence: 'f',
+        expiresAt: Date.now() + 60_000,
+        release: () => Promise.reject(error),
+        extend: async () => undefined,
+      }),
+    };
+    return { sem, error };
+  };
+
+  it('keeps the run result and reports the release error to onReleaseError', async () => {
+    const seen: unknown[] = [];
+    const { sem, error } = failingRelease();
+    const pool = new ExecutorPool({ concurrency: 1, retries: 0 });
+    const result = await withPermits(
+      sem,
+      pool,
+      { want: 2, onReleaseError: (e) => seen.push(e) },
+      async (lease) => lease.permits * 10,
+    );
+    expect(result).toBe(20);
+    expect(seen).toEqual([error]);
+  });
+
+  it('keeps the run error (not the release error) when both fail', async () => {
+    const { sem } = failingRelease();
+    const pool = new ExecutorPool({ concurrency: 1, retries: 0 });
+    const runError = new Error('the work failed');
+    await expect(
+      withPermits(sem, pool, { want: 1 }, async () => {
+        throw runError;
+      }),
+    ).rejects.toBe(runError);
   });
 });

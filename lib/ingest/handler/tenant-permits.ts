@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { SemaphoreTimeoutError } from '../../semaphore/errors.js';
 import { permitsFor } from '../../semaphore/permits-for.js';
 import type { Lease, Semaphore } from '../../semaphore/types.js';
@@ -45,6 +46,11 @@ export interface PermitReport<T> {
   readonly releaseFailures: readonly ReleaseFailure[];
 }
 
+/**
+ * Builds the semaphore of one name. Called again for a name whose semaphore the cache evicted, so the
+ * permits must live outside the instance (DynamoDB), or the factory must return the same in-process
+ * semaphore per name (as the tests' memoizing factories do).
+ */
 export type SemaphoreFactory = (name: string, limit: number) => Semaphore;
 
 /** Several small tenants' pools sized as one: each gets an equal share (at least 1) of the permits. */
@@ -67,7 +73,12 @@ class PoolGroup implements ConcurrencyTarget {
  * exit path. Without a semaphore table, pools run at `POOL_CONCURRENCY` bounded only by the invocation.
  */
 export class TenantPermits {
-  readonly #semaphores = new Map<string, Semaphore>();
+  /**
+   * The semaphores of recently seen prefixes (plus the shared small-tenant one), least recently used out,
+   * sized like the tenant Database cache: a container seeing ever new tenants keeps a bounded set. An
+   * evicted semaphore still in use keeps working for its holder (the permits live in the table).
+   */
+  readonly #semaphores: LRUCache<string, Semaphore>;
   readonly #factory: SemaphoreFactory | undefined;
   readonly #prefixLimit: number;
 
@@ -81,6 +92,12 @@ export class TenantPermits {
       latencyMs: ASSUMED_WRITE_LATENCY_MS,
     });
     this.#factory = factory;
+    this.#semaphores = new LRUCache<string, Semaphore>({ max: config.tenantCacheSize + 1 });
+  }
+
+  /** Semaphores cached now: at most `TENANT_CACHE_SIZE + 1`. */
+  get cachedSemaphores(): number {
+    return this.#semaphores.size;
   }
 
   /** Permits one prefix may have in flight fleet-wide. */

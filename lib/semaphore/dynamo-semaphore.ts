@@ -8,7 +8,7 @@ import {
   SemaphoreTimeoutError,
 } from './errors.js';
 import { expiredHolders, type ShardItem, ShardTable } from './shard-table.js';
-import type { AcquireOptions, Lease, Semaphore } from './types.js';
+import type { AcquireOptions, Lease, LeaseCallOptions, Semaphore } from './types.js';
 import { checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
 
 export interface DynamoSemaphoreOptions {
@@ -37,6 +37,13 @@ export interface DynamoSemaphoreOptions {
   backoffBaseMs?: number;
   /** Largest backoff between attempts, in ms. Default 500. */
   backoffCapMs?: number;
+  /**
+   * Bound in ms on giving permits back when the caller's signal cannot be used: the give-back of a failed
+   * or aborted acquire (its signal may be the very reason) and `release()`/`extend()` called without a
+   * signal. A stalled DynamoDB then costs at most this; the permits it could not give back expire with
+   * their lease. Default 2,000.
+   */
+  giveBackTimeoutMs?: number;
   /** Clock in epoch ms (leases store absolute expiry times). Default `Date.now`. */
   now?: () => number;
   /** Uniform [0, 1) source for the starting shard and backoff jitter. Default `Math.random`. */
@@ -67,6 +74,8 @@ export class DynamoSemaphore implements Semaphore {
   private readonly table: ShardTable;
   private readonly backoffBaseMs: number;
   private readonly backoffCapMs: number;
+  /** @internal */
+  readonly giveBackTimeoutMs: number;
   private readonly now: () => number;
   private readonly random: () => number;
   /** Set when shards were recently short of room: acquires then read before writing instead of writing blind. */
@@ -89,6 +98,12 @@ export class DynamoSemaphore implements Semaphore {
     if (!(this.backoffBaseMs > 0 && this.backoffCapMs >= this.backoffBaseMs)) {
       throw new InvalidSemaphoreOptionsError(
         `semaphore "${this.name}": need 0 < backoffBaseMs <= backoffCapMs, got ${this.backoffBaseMs} and ${this.backoffCapMs}`,
+      );
+    }
+    this.giveBackTimeoutMs = options.giveBackTimeoutMs ?? 2_000;
+    if (!(this.giveBackTimeoutMs > 0 && Number.isFinite(this.giveBackTimeoutMs))) {
+      throw new InvalidSemaphoreOptionsError(
+        `semaphore "${this.name}": giveBackTimeoutMs must be a positive number, got ${this.giveBackTimeoutMs}`,
       );
     }
     this.now = options.now ?? (() => Date.now());
@@ -138,33 +153,50 @@ export class DynamoSemaphore implements Semaphore {
     const { deadline, signal } = options;
     // One id per acquire call: it keys the holder entry in every shard the lease spans and fences it.
     const fence = randomUUID();
-    for (let attempt = 0; ; attempt++) {
-      throwIfAborted(signal);
-      const until = this.now() + leaseMs;
-      const grants = await this.takeUpTo(fence, k, min, until, attempt === 0);
-      const permits = grants.reduce((sum, g) => sum + g.n, 0);
-      if (permits >= min) {
-        // The signal may have aborted while the round's writes were in flight: keep the promise of
-        // "rejected means nothing held".
-        if (signal?.aborted) {
-          await this.giveBack(fence, grants);
-          throw signal.reason;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        throwIfAborted(signal);
+        const until = this.now() + leaseMs;
+        const grants = await this.takeUpTo(fence, k, min, until, attempt === 0, signal);
+        const permits = grants.reduce((sum, g) => sum + g.n, 0);
+        if (permits >= min) {
+          // The signal may have aborted while the round's writes were in flight: keep the promise of
+          // "rejected means nothing held".
+          if (signal?.aborted) {
+            await this.giveBack(fence, grants).catch(() => undefined);
+            throw signal.reason;
+          }
+          return new DynamoLease(this, this.table, fence, grants, until, this.now);
         }
-        return new DynamoLease(this, this.table, fence, grants, until, this.now);
+        // Holding a partial grant while waiting would let two waiters deadlock each other: give it back.
+        await this.giveBack(fence, grants);
+        const now = this.now();
+        if (deadline !== undefined && now >= deadline)
+          throw new SemaphoreTimeoutError(this.name, min, deadline);
+        const delay = backoffDelay(attempt, this.backoffBaseMs, this.backoffCapMs, this.random);
+        await sleep(deadline === undefined ? delay : Math.min(delay, deadline - now), signal);
       }
-      // Holding a partial grant while waiting would let two waiters deadlock each other: give it back.
-      await this.giveBack(fence, grants);
-      const now = this.now();
-      if (deadline !== undefined && now >= deadline)
-        throw new SemaphoreTimeoutError(this.name, min, deadline);
-      const delay = backoffDelay(attempt, this.backoffBaseMs, this.backoffCapMs, this.random);
-      await sleep(deadline === undefined ? delay : Math.min(delay, deadline - now), signal);
+    } catch (err) {
+      // A request cut short by the signal fails with the SDK's AbortError: report the caller's reason.
+      if (signal?.aborted) throw signal.reason;
+      throw err;
     }
   }
 
-  /** @internal Gives back every grant; a grant whose entry is gone (reclaimed) gives back nothing. */
-  async giveBack(fence: string, grants: readonly Grant[]): Promise<void> {
-    await Promise.all(grants.map((g) => this.table.giveBack(g.shard, fence, g.n)));
+  /**
+   * @internal Gives back every grant; a grant whose entry is gone (reclaimed) gives back nothing. Bounded
+   * by `signal`, else by `giveBackTimeoutMs` (never by an acquire's signal, which may have aborted already).
+   */
+  async giveBack(fence: string, grants: readonly Grant[], signal?: AbortSignal): Promise<void> {
+    if (grants.length === 0) return;
+    const bound = signal ?? AbortSignal.timeout(this.giveBackTimeoutMs);
+    try {
+      await Promise.all(grants.map((g) => this.table.giveBack(g.shard, fence, g.n, bound)));
+    } catch (err) {
+      // The SDK reports an abort as its own AbortError: report why it was aborted instead.
+      if (bound.aborted) throw bound.reason;
+      throw err;
+    }
   }
 
   /**
@@ -179,6 +211,7 @@ export class DynamoSemaphore implements Semaphore {
     min: number,
     until: number,
     blindFirst: boolean,
+    signal: AbortSignal | undefined,
   ): Promise<Grant[]> {
     const grants: Grant[] = [];
     // Writes whose outcome is unknown after an error are given back too: the conditional give-back is a
@@ -186,7 +219,7 @@ export class DynamoSemaphore implements Semaphore {
     const attempted: Grant[] = [];
     const tryTake = async (shard: number, n: number) => {
       attempted.push({ shard, n });
-      if (await this.table.take(shard, fence, n, until)) grants.push({ shard, n });
+      if (await this.table.take(shard, fence, n, until, signal)) grants.push({ shard, n });
       else this.contended = true;
     };
     const start = Math.floor(this.random() * this.shards);
@@ -196,7 +229,7 @@ export class DynamoSemaphore implements Semaphore {
         await tryTake(start, Math.min(k, this.table.capacityOf(start)));
         if (remaining() === 0) return grants;
       }
-      const rooms = await this.survey();
+      const rooms = await this.survey(signal);
       // A blind write would have failed on any shard short of a k-sized grant: read first next time.
       this.contended = rooms.some((r) => r.free < Math.min(k, this.table.capacityOf(r.index)));
       const rotated = rooms.map((_, j) => rooms[(start + j) % this.shards]!);
@@ -216,8 +249,8 @@ export class DynamoSemaphore implements Semaphore {
   }
 
   /** Reads all shards, checks they were made with our shape, creates missing ones and reclaims expired holders. */
-  private async survey(): Promise<ShardRoom[]> {
-    const items = await this.table.readAll();
+  private async survey(signal: AbortSignal | undefined): Promise<ShardRoom[]> {
+    const items = await this.table.readAll(signal);
     const byIndex = new Map<number, ShardItem>();
     for (const item of items) {
       if (item.limit !== this.limit || item.shards !== this.shards || item.index >= this.shards) {
@@ -234,11 +267,11 @@ export class DynamoSemaphore implements Semaphore {
       Array.from({ length: this.shards }, async (_, index): Promise<ShardRoom> => {
         const item = byIndex.get(index);
         if (item === undefined) {
-          await this.table.create(index);
+          await this.table.create(index, signal);
           return { index, free: this.table.capacityOf(index) };
         }
         const expired = expiredHolders(item, now);
-        const freed = expired.length > 0 ? await this.table.reclaim(item, expired) : 0;
+        const freed = expired.length > 0 ? await this.table.reclaim(item, expired, signal) : 0;
         return { index, free: item.capacity - item.used + freed };
       }),
     );
@@ -268,20 +301,25 @@ class DynamoLease implements Lease {
     return this.until;
   }
 
-  release(): Promise<void> {
-    this.releasing ??= this.semaphore.giveBack(this.fence, this.grants).catch((err: unknown) => {
-      // A failed give-back (network) may be retried; the lease expires in any case.
-      this.releasing = undefined;
-      throw err;
-    });
+  release(options: LeaseCallOptions = {}): Promise<void> {
+    this.releasing ??= this.semaphore
+      .giveBack(this.fence, this.grants, options.signal)
+      .catch((err: unknown) => {
+        // A failed give-back (network) may be retried; the lease expires in any case.
+        this.releasing = undefined;
+        throw err;
+      });
     return this.releasing;
   }
 
-  async extend(ms: number): Promise<void> {
+  async extend(ms: number, options: LeaseCallOptions = {}): Promise<void> {
     checkLeaseMs(this.semaphore.name, ms);
     if (this.releasing !== undefined) throw new LeaseLostError(this.semaphore.name, this.fence);
     const until = this.now() + ms;
-    const kept = await Promise.all(this.grants.map((g) => this.table.setUntil(g.shard, this.fence, until)));
+    const bound = options.signal ?? AbortSignal.timeout(this.semaphore.giveBackTimeoutMs);
+    const kept = await Promise.all(
+      this.grants.map((g) => this.table.setUntil(g.shard, this.fence, until, bound)),
+    );
     if (kept.includes(false)) throw new LeaseLostError(this.semaphore.name, this.fence);
     this.until = until;
   }

@@ -10,5 +10,5 @@ export {
 } from './errors.js';
 export { MemorySemaphore, type MemorySemaphoreOptions } from './memory-semaphore.js';
 export { type PermitSizing, permitsFor } from './permits-for.js';
-export type { AcquireOptions, Lease, Semaphore } from './types.js';
+export type { AcquireOptions, Lease, LeaseCallOptions, Semaphore } from './types.js';
 export { type ConcurrencyTarget, type PermitRequest, withPermits } from './with-permits.js';

@@ -65,7 +65,11 @@ export function expiredHolders(item: ShardItem, now: number): [string, HolderEnt
 // Bounds the size of one reclaim expression; the rest is reclaimed by the next acquirer that finds the shard full.
 const maxReclaimPerWrite = 25;
 
-/** The DynamoDB operations on a semaphore's shard items: item shape and condition expressions live here. */
+/**
+ * The DynamoDB operations on a semaphore's shard items: item shape and condition expressions live here.
+ * Every operation takes the caller's abort signal and hands it to the SDK, so a stalled DynamoDB never
+ * holds the caller past it.
+ */
 export class ShardTable {
   private readonly pk: string;
 
@@ -88,7 +92,7 @@ export class ShardTable {
    * (`used <= capacity - n`, the subtraction done here because conditions allow no arithmetic) and the
    * stored shape is ours. Resolves `false` when the condition failed (full, missing, or another shape).
    */
-  async take(index: number, fence: string, n: number, until: number): Promise<boolean> {
+  async take(index: number, fence: string, n: number, until: number, signal?: AbortSignal): Promise<boolean> {
     const update = 'SET #holders.#lease = :entry, #used = #used + :n';
     const condition =
       '#used <= :max AND #limit = :limit AND #shards = :shards AND attribute_not_exists(#holders.#lease)';
@@ -104,6 +108,7 @@ export class ShardTable {
         ':limit': num(this.limit),
         ':shards': num(this.shards),
       },
+      signal,
     );
   }
 
@@ -111,24 +116,26 @@ export class ShardTable {
    * Gives back lease `fence`'s `n` permits on shard `index`. Conditional on the holder entry still being
    * there with that count: a lease that was reclaimed (the fence) gives back nothing. Resolves `false` then.
    */
-  async giveBack(index: number, fence: string, n: number): Promise<boolean> {
+  async giveBack(index: number, fence: string, n: number, signal?: AbortSignal): Promise<boolean> {
     return this.conditionalUpdate(
       index,
       'REMOVE #holders.#lease SET #used = #used - :n',
       '#holders.#lease.n = :n',
       { '#lease': fence },
       { ':n': num(n) },
+      signal,
     );
   }
 
   /** Moves lease `fence`'s expiry on shard `index`; `false` when its entry is gone (reclaimed). */
-  async setUntil(index: number, fence: string, until: number): Promise<boolean> {
+  async setUntil(index: number, fence: string, until: number, signal?: AbortSignal): Promise<boolean> {
     return this.conditionalUpdate(
       index,
       'SET #holders.#lease.#until = :until',
       'attribute_exists(#holders.#lease)',
       { '#lease': fence, '#until': 'until' },
       { ':until': num(until) },
+      signal,
     );
   }
 
@@ -137,7 +144,11 @@ export class ShardTable {
    * unchanged since it was read (same `until`, so a holder that extended in between keeps its permits).
    * Resolves the permits freed (0 when someone else reclaimed or extended first).
    */
-  async reclaim(item: ShardItem, expired: readonly [string, HolderEntry][]): Promise<number> {
+  async reclaim(
+    item: ShardItem,
+    expired: readonly [string, HolderEntry][],
+    signal?: AbortSignal,
+  ): Promise<number> {
     const batch = expired.slice(0, maxReclaimPerWrite);
     if (batch.length === 0) return 0;
     const extraNames: Record<string, string> = { '#until': 'until' };
@@ -159,12 +170,13 @@ export class ShardTable {
       conditions.join(' AND '),
       extraNames,
       values,
+      signal,
     );
     return ok ? freed : 0;
   }
 
   /** Creates shard `index` empty unless it exists (two processes racing to create it is harmless). */
-  async create(index: number): Promise<void> {
+  async create(index: number, signal?: AbortSignal): Promise<void> {
     try {
       await this.guard(
         this.client.send(
@@ -181,6 +193,7 @@ export class ShardTable {
             },
             ConditionExpression: 'attribute_not_exists(pk)',
           }),
+          { abortSignal: signal },
         ),
       );
     } catch (err) {
@@ -189,7 +202,7 @@ export class ShardTable {
   }
 
   /** Reads every shard item of this semaphore with one strongly consistent Query. */
-  async readAll(): Promise<ShardItem[]> {
+  async readAll(signal?: AbortSignal): Promise<ShardItem[]> {
     const items: ShardItem[] = [];
     let startKey: Record<string, AttributeValue> | undefined;
     do {
@@ -202,6 +215,7 @@ export class ShardTable {
             ConsistentRead: true,
             ExclusiveStartKey: startKey,
           }),
+          { abortSignal: signal },
         ),
       );
       for (const raw of page.Items ?? []) {
@@ -219,6 +233,7 @@ export class ShardTable {
     condition: string,
     extraNames: Record<string, string>,
     values: Record<string, AttributeValue>,
+    signal: AbortSignal | undefined,
   ): Promise<boolean> {
     try {
       await this.guard(
@@ -231,6 +246,7 @@ export class ShardTable {
             ExpressionAttributeNames: pickNames(`${update} ${condition}`, extraNames),
             ExpressionAttributeValues: values,
           }),
+          { abortSignal: signal },
         ),
       );
       return true;

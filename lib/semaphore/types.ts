@@ -6,10 +6,26 @@ export interface Lease {
   readonly fence: string;
   /** Epoch ms after which other acquirers may reclaim the permits. Stop using them before this instant. */
   readonly expiresAt: number;
-  /** Gives the permits back. Idempotent; a lease that was already reclaimed frees nothing. */
-  release(): Promise<void>;
+  /**
+   * Gives the permits back. Idempotent; a lease that was already reclaimed frees nothing. Rejects with
+   * `options.signal`'s reason (or the SDK's error) when it cannot finish in time: the lease then expires
+   * by itself at `expiresAt`.
+   */
+  release(options?: LeaseCallOptions): Promise<void>;
   /** Moves the expiry to `ms` from now. Rejects with `LeaseLostError` when the lease was already reclaimed. */
-  extend(ms: number): Promise<void>;
+  extend(ms: number, options?: LeaseCallOptions): Promise<void>;
+}
+
+/**
+ * Bounds one `release` or `extend` call.
+ * @example { signal: AbortSignal.timeout(1_000) }
+ */
+export interface LeaseCallOptions {
+  /**
+   * Aborting it abandons the call's requests (a stalled DynamoDB cannot hold the caller).
+   * @default undefined (DynamoSemaphore: bounded by its `giveBackTimeoutMs`)
+   */
+  signal?: AbortSignal;
 }
 
 export interface AcquireOptions {
@@ -17,7 +33,10 @@ export interface AcquireOptions {
   min?: number;
   /** Epoch ms. When `min` permits cannot be had by then, the call rejects with `SemaphoreTimeoutError`. Default: wait until `signal` aborts. */
   deadline?: number;
-  /** Aborting it rejects the call with `signal.reason`; nothing stays held. */
+  /**
+   * Aborting it rejects the call with `signal.reason`, including while a request is in flight (every
+   * DynamoDB request carries it); nothing stays held that could be given back.
+   */
   signal?: AbortSignal;
   /** Lease length for this acquire, relative to the call (e.g. invocation time left + a margin). Default: the semaphore's `leaseMs`. */
   leaseMs?: number;

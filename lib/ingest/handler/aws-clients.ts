@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { createS3Client } from '../../db/s3-client.js';
 import type { IngestConfig } from '../config.js';
 
@@ -12,13 +13,60 @@ export interface AwsClients {
 }
 
 /**
- * Builds the container's clients from the config, keeping any that were injected. The S3 client is the
- * pool-backed one (`maxAttempts: 1`, the pools own retries) with one keep-alive socket per slot of the
- * invocation's budget, so requests never queue invisibly inside the SDK.
+ * Per-request bounds of the SQS and DynamoDB clients. Every call the handler makes also carries the
+ * invocation's abort signal; these bound each request on their own, so a service that accepts a request
+ * and never answers fails it in time even for a call whose signal is far off, and the SDK's retry (within
+ * the signal) gets a fresh connection.
+ * @example { requestTimeoutMs: 1_000, connectionTimeoutMs: 500 }
  */
-export function createAwsClients(config: IngestConfig, provided: Partial<AwsClients> = {}): AwsClients {
+export interface AwsRequestTimeouts {
+  /**
+   * Milliseconds a request may take, from sending to its whole response, before it fails with
+   * `TimeoutError` (`throwOnRequestTimeout`). DynamoDB and SQS answer in milliseconds; 2 s is far above that and well under a
+   * Lambda's `DEADLINE_MARGIN_MS` default (5 s).
+   * @default 2000
+   */
+  readonly requestTimeoutMs?: number;
+  /**
+   * Milliseconds to establish a connection.
+   * @default 1000
+   */
+  readonly connectionTimeoutMs?: number;
+  /**
+   * Attempts per call, the SDK's retries included (each bounded by `requestTimeoutMs`, all by the signal).
+   * @default the SDK's (3)
+   */
+  readonly maxAttempts?: number;
+}
+
+/** @see AwsRequestTimeouts */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 2_000;
+/** @see AwsRequestTimeouts */
+export const DEFAULT_CONNECTION_TIMEOUT_MS = 1_000;
+
+/**
+ * Builds the container's clients from the config, keeping any that were injected. The S3 client is the
+ * pool-backed one (`maxAttempts: 1`, the pools own retries and per-attempt timeouts) with one keep-alive
+ * socket per slot of the invocation's budget, so requests never queue invisibly inside the SDK. SQS and
+ * DynamoDB get a request and a connection timeout (`timeouts`).
+ */
+export function createAwsClients(
+  config: IngestConfig,
+  provided: Partial<AwsClients> = {},
+  timeouts: AwsRequestTimeouts = {},
+): AwsClients {
   const region = config.region ?? (Object.values(config.endpoints).some(Boolean) ? 'us-east-1' : undefined);
   const common = region === undefined ? {} : { region };
+  // One handler per client: `client.destroy()` closes its own sockets.
+  const bounded = () => ({
+    requestHandler: new NodeHttpHandler({
+      requestTimeout: timeouts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      connectionTimeout: timeouts.connectionTimeoutMs ?? DEFAULT_CONNECTION_TIMEOUT_MS,
+      // Without it this smithy version only logs a warning when requestTimeout passes.
+      throwOnRequestTimeout: true,
+    }),
+    ...(timeouts.maxAttempts === undefined ? {} : { maxAttempts: timeouts.maxAttempts }),
+  });
   return {
     s3:
       provided.s3 ??
@@ -33,12 +81,14 @@ export function createAwsClients(config: IngestConfig, provided: Partial<AwsClie
       new SQSClient({
         ...common,
         ...(config.endpoints.sqs === undefined ? {} : { endpoint: config.endpoints.sqs }),
+        ...bounded(),
       }),
     dynamodb:
       provided.dynamodb ??
       new DynamoDBClient({
         ...common,
         ...(config.endpoints.dynamodb === undefined ? {} : { endpoint: config.endpoints.dynamodb }),
+        ...bounded(),
       }),
   };
 }

@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { escapeForSqs } from '../sqs-text.js';
 import type { DeadLetterReason } from './dead-letter-reason.js';
+import type { DeadLetterSendOptions } from './dead-letter-sink.js';
 
 /** One message to move to the DLQ: the original body, verbatim, plus why. */
 export interface DeadLetter {
@@ -123,7 +124,7 @@ export class DeadLetterQueue {
     this.#fifo = queueUrl.endsWith('.fifo');
   }
 
-  async send(letters: readonly DeadLetter[]): Promise<Set<string>> {
+  async send(letters: readonly DeadLetter[], options: DeadLetterSendOptions = {}): Promise<Set<string>> {
     const failed = new Set<string>();
     const batches: Array<Array<{ letter: DeadLetter; entry: Omit<SendMessageBatchRequestEntry, 'Id'> }>> = [];
     let current: (typeof batches)[number] = [];
@@ -149,6 +150,8 @@ export class DeadLetterQueue {
               QueueUrl: this.queueUrl,
               Entries: batch.map((b, i) => ({ ...b.entry, Id: String(i) })),
             }),
+            // A stalled SQS must not hold the invocation: its letters are then redelivered.
+            { abortSignal: options.signal },
           );
           // Only what SQS lists as Successful is dead-lettered: an entry it lists in Failed, or not at all,
           // is redelivered rather than acknowledged with no letter anywhere.

@@ -9,5 +9,18 @@ export interface DeadLetterSink {
    * Stores the letters and resolves to the message ids it could NOT store: those are redelivered, never
    * acknowledged. A sink that rejects stores none of them.
    */
-  send(letters: readonly DeadLetter[]): Promise<ReadonlySet<string>>;
+  send(letters: readonly DeadLetter[], options?: DeadLetterSendOptions): Promise<ReadonlySet<string>>;
+}
+
+/**
+ * Bounds one `send`.
+ * @example { signal: deadline.signal }
+ */
+export interface DeadLetterSendOptions {
+  /**
+   * Aborting it abandons the sink's requests: letters not stored by then are reported as not stored (so
+   * redelivered), never left hanging.
+   * @default undefined (bounded only by the client's request timeout)
+   */
+  readonly signal?: AbortSignal;
 }

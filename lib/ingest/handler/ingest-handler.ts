@@ -23,7 +23,7 @@ import { planBatch } from './plan-batch.js';
 import { runTenants } from './run-tenants.js';
 import { sendDeadLetters } from './send-dead-letters.js';
 import { TenantDatabases } from './tenant-databases.js';
-import { type SemaphoreFactory, TenantPermits } from './tenant-permits.js';
+import { releaseTimeoutMs, type SemaphoreFactory, settleMs, TenantPermits } from './tenant-permits.js';
 import { WriteCountingStore } from './write-counting-store.js';
 
 export interface IngestHandlerOptions {
@@ -137,7 +137,13 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     (table === undefined
       ? undefined
       : (name: string, limit: number) =>
-          new DynamoSemaphore({ client: clients.dynamodb, tableName: table, name, limit }));
+          new DynamoSemaphore({
+            client: clients.dynamodb,
+            tableName: table,
+            name,
+            limit,
+            giveBackTimeoutMs: releaseTimeoutMs(config),
+          }));
   const semaphores =
     semaphoreFactory === undefined ? undefined : observeSemaphores(semaphoreFactory, () => running);
   const deadLetters = options.deadLetters ?? new DeadLetterQueue(clients.sqs, config.dlqUrl);
@@ -153,7 +159,14 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     const startedAt = clock.now();
     const remainingMs = context.getRemainingTimeInMillis();
     const records = event.Records ?? [];
-    const deadline = new InvocationDeadline(clock, startedAt, remainingMs, config.deadlineMarginMs);
+    // After the cutoff: a quarter of the margin for giving permits back, up to half for the dead letters.
+    const deadline = new InvocationDeadline(
+      clock,
+      startedAt,
+      remainingMs,
+      config.deadlineMarginMs,
+      settleMs(config),
+    );
     const ledger = new OutcomeLedger(records);
     const invocation = new InvocationMetrics();
     running = invocation;
@@ -169,7 +182,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
         metrics: invocation,
         logger,
       });
-      await sendDeadLetters(ledger, deadLetters, logger);
+      await sendDeadLetters(ledger, deadLetters, logger, deadline.settleSignal);
     } finally {
       // Clean.
       deadline.dispose();

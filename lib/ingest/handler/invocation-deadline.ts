@@ -3,18 +3,25 @@ import type { Clock } from './clock.js';
 
 /** The error an invocation's deadline signal aborts with. */
 export const DEADLINE_REACHED_MESSAGE = 'invocation deadline margin reached';
+/** The error the settle signal aborts with. */
+export const SETTLE_BUDGET_SPENT_MESSAGE = 'invocation settle budget spent';
 
 /**
  * The cutoff of one invocation: `start + remaining - margin`. Its signal aborts at the cutoff (at once when
- * the cutoff has already passed) and goes to every write and to the permit acquisition.
+ * the cutoff has already passed) and goes to every write and to the permit acquisition. The settle signal
+ * aborts `settleMs` later (part of the margin): it bounds what must still happen after the cutoff, the
+ * dead-letter send, so a batch cut short still stores its permanent failures, yet answers before Lambda's
+ * timeout.
  */
 export class InvocationDeadline {
   /** Epoch ms after which no write starts. */
   readonly cutoff: number;
   readonly #controller = new AbortController();
+  readonly #settle = new AbortController();
   readonly #cancel: () => void;
+  readonly #cancelSettle: () => void;
 
-  constructor(clock: Clock, startedAt: number, remainingMs: number, marginMs: number) {
+  constructor(clock: Clock, startedAt: number, remainingMs: number, marginMs: number, settleMs = 0) {
     this.cutoff = startedAt + remainingMs - marginMs;
     // Every queued or running write listens to the deadline: hundreds of listeners are expected, not a leak.
     setMaxListeners(0, this.#controller.signal);
@@ -23,6 +30,15 @@ export class InvocationDeadline {
     // had been started (they start synchronously once permits are held).
     if (this.cutoff <= startedAt) reach();
     this.#cancel = clock.schedule(Math.max(0, this.cutoff - startedAt), reach);
+    const spent = () => this.#settle.abort(new Error(SETTLE_BUDGET_SPENT_MESSAGE));
+    const settleIn = this.cutoff + settleMs - startedAt;
+    if (settleIn <= 0) spent();
+    this.#cancelSettle = clock.schedule(Math.max(0, settleIn), spent);
+  }
+
+  /** Aborts `settleMs` after the cutoff: bounds the dead-letter send. */
+  get settleSignal(): AbortSignal {
+    return this.#settle.signal;
   }
 
   get signal(): AbortSignal {
@@ -36,5 +52,6 @@ export class InvocationDeadline {
   /** Stops the timer (the invocation is over). */
   dispose(): void {
     this.#cancel();
+    this.#cancelSettle();
   }
 }

@@ -65,14 +65,15 @@ function observedLease(lease: Lease, observer: SemaphoreObserver | undefined): L
     get expiresAt() {
       return lease.expiresAt;
     },
-    release: async () => {
+    // Options pass through: the planner bounds the release with a signal.
+    release: async (options) => {
       try {
-        await lease.release();
+        await lease.release(options);
       } catch (error) {
         observer?.semaphoreFailure(error);
         throw error;
       }
     },
-    extend: (ms) => lease.extend(ms),
+    extend: (ms, options) => lease.extend(ms, options),
   };
 }

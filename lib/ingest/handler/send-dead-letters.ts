@@ -4,20 +4,22 @@ import type { OutcomeLedger } from './outcome-ledger.js';
 
 /**
  * Moves every permanent failure in the ledger to the dead-letter sink, then makes it final: `dead-lettered`
- * when the sink took it, `redeliver` when it did not (or the sink failed as a whole), so a record is
- * acknowledged only once it is safely stored.
+ * when the sink took it, `redeliver` when it did not (or the sink failed as a whole, or could not answer
+ * before `signal`, the invocation's cutoff, aborted), so a record is acknowledged only once it is safely
+ * stored.
  */
 export async function sendDeadLetters(
   ledger: OutcomeLedger,
   sink: DeadLetterSink,
   logger: Logger,
+  signal?: AbortSignal,
 ): Promise<void> {
   const letters = ledger.pendingLetters();
   if (letters.length === 0) return;
   let notStored: ReadonlySet<string>;
   let failure: unknown;
   try {
-    notStored = await sink.send(letters);
+    notStored = await sink.send(letters, signal === undefined ? {} : { signal });
   } catch (error) {
     failure = error;
     notStored = new Set(letters.map((l) => l.messageId));

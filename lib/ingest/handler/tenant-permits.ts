@@ -16,6 +16,21 @@ export const SMALL_TENANT_WRITES = 10;
 /** The shared lease of small tenants caps their fleet-wide in-flight writes at this many prefixes' worth. */
 export const SMALL_TENANTS_PREFIX_SHARE = 4;
 
+/**
+ * How long giving permits back may take, whether a release after the work or the give-back of an aborted
+ * acquire: a quarter of `DEADLINE_MARGIN_MS`. After the cutoff the margin is spent as: give-backs (this),
+ * then dead letters (until half the margin, `settleMs`), then the response, so the invocation answers
+ * before Lambda's timeout when DynamoDB or SQS stalls. Pass it to `DynamoSemaphore`'s `giveBackTimeoutMs`.
+ */
+export function releaseTimeoutMs(config: IngestConfig): number {
+  return Math.max(1, Math.floor(config.deadlineMarginMs / 4));
+}
+
+/** How long after the cutoff the dead letters may still be sent: half of `DEADLINE_MARGIN_MS`. */
+export function settleMs(config: IngestConfig): number {
+  return Math.max(1, Math.floor(config.deadlineMarginMs / 2));
+}
+
 /** One tenant's pool and how much work it has in this invocation (the runner's tenant object fits). */
 export interface TenantPermitRequest {
   readonly tenant: string;
@@ -81,6 +96,7 @@ export class TenantPermits {
   readonly #semaphores: LRUCache<string, Semaphore>;
   readonly #factory: SemaphoreFactory | undefined;
   readonly #prefixLimit: number;
+  readonly #releaseTimeoutMs: number;
 
   /** `factory`: the distributed semaphores; without one, pools run bounded only by the invocation. */
   constructor(
@@ -93,6 +109,7 @@ export class TenantPermits {
     });
     this.#factory = factory;
     this.#semaphores = new LRUCache<string, Semaphore>({ max: config.tenantCacheSize + 1 });
+    this.#releaseTimeoutMs = releaseTimeoutMs(config);
   }
 
   /** Semaphores cached now: at most `TENANT_CACHE_SIZE + 1`. */
@@ -221,7 +238,9 @@ export class TenantPermits {
       await target.drain?.();
     } finally {
       try {
-        await lease.release();
+        // Released after the cutoff too (the lease is handed back for others), but bounded by a quarter of
+        // the margin the cutoff leaves: a stalled semaphore cannot hold the invocation; the lease expires.
+        await lease.release({ signal: AbortSignal.timeout(this.#releaseTimeoutMs) });
       } catch (error) {
         releaseFailures.push({ semaphore: semaphore.name, error });
       }

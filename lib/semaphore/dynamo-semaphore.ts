@@ -7,7 +7,7 @@ import {
   SemaphoreConfigMismatchError,
   SemaphoreTimeoutError,
 } from './errors.js';
-import { expiredHolders, type ShardItem, ShardTable } from './shard-table.js';
+import { expiredHolders, ShardTable } from './shard-table.js';
 import type { AcquireOptions, Lease, LeaseCallOptions, Semaphore } from './types.js';
 import { checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
 
@@ -18,7 +18,10 @@ export interface DynamoSemaphoreOptions {
   tableName: string;
   /** Semaphore name, e.g. `prefix:t=acme`. Items are keyed `pk = sem#<name>`. */
   name: string;
-  /** Total permits across every process. Every process using `name` must agree on it (and on `shards`). */
+  /**
+   * Total permits across every process. May change between deployments: the first acquire that finds the
+   * items stored for another limit rewrites their capacity (README, "Changing the limit").
+   */
   limit: number;
   /**
    * Lease length in ms, relative to each acquire, when `acquire` gets no `leaseMs`. Default 60,000.
@@ -26,7 +29,8 @@ export interface DynamoSemaphoreOptions {
    */
   leaseMs?: number;
   /**
-   * Shard items the permits are split over. Default `ceil(limit / 64)` (limit 70 -> 2 shards of 35).
+   * Shard items the permits are split over, for a semaphore whose items do not exist yet (an existing one
+   * keeps its stored count). Default `ceil(limit / 64)` (limit 70 -> 2 shards of 35).
    * One shard item takes 1,000 writes/s on DynamoDB, about 500 acquire+release cycles/s at 2 writes each;
    * at one cycle per invocation per prefix that is far above what a prefix's S3 limit lets invocations do
    * (3,500 writes/s / 100 per batch = 35 invocations/s). More shards raise that ceiling but fragment
@@ -68,7 +72,6 @@ interface ShardRoom {
 export class DynamoSemaphore implements Semaphore {
   readonly name: string;
   readonly limit: number;
-  readonly shards: number;
   readonly leaseMs: number;
   readonly tableName: string;
   private readonly table: ShardTable;
@@ -87,8 +90,8 @@ export class DynamoSemaphore implements Semaphore {
     this.leaseMs = options.leaseMs ?? 60_000;
     this.tableName = options.tableName;
     checkSemaphoreOptions(this);
-    this.shards = options.shards ?? Math.ceil(this.limit / 64);
-    if (!Number.isInteger(this.shards) || this.shards < 1 || this.shards > this.limit) {
+    const shards = options.shards ?? Math.ceil(this.limit / 64);
+    if (!Number.isInteger(shards) || shards < 1 || shards > this.limit) {
       throw new InvalidSemaphoreOptionsError(
         `semaphore "${this.name}": shards must be an integer in 1..limit (${this.limit}), got ${options.shards}`,
       );
@@ -108,7 +111,15 @@ export class DynamoSemaphore implements Semaphore {
     }
     this.now = options.now ?? (() => Date.now());
     this.random = options.random ?? Math.random;
-    this.table = new ShardTable(options.client, this.tableName, this.name, this.limit, this.shards);
+    this.table = new ShardTable(options.client, this.tableName, this.name, this.limit, shards);
+  }
+
+  /**
+   * Shard items: `options.shards` (default `ceil(limit / 64)`) for a new semaphore; once a survey has read
+   * stored items, their count (items are never re-split, so a limit change does not move permits).
+   */
+  get shards(): number {
+    return this.table.shards;
   }
 
   /**
@@ -225,7 +236,7 @@ export class DynamoSemaphore implements Semaphore {
     const start = Math.floor(this.random() * this.shards);
     const remaining = () => k - grants.reduce((sum, g) => sum + g.n, 0);
     try {
-      if (blindFirst && !this.contended) {
+      if (blindFirst && !this.contended && this.table.capacityOf(start) > 0) {
         await tryTake(start, Math.min(k, this.table.capacityOf(start)));
         if (remaining() === 0) return grants;
       }
@@ -248,31 +259,43 @@ export class DynamoSemaphore implements Semaphore {
     }
   }
 
-  /** Reads all shards, checks they were made with our shape, creates missing ones and reclaims expired holders. */
+  /**
+   * Reads all shards; adopts their stored count; rewrites shards made for another limit to ours (a limit
+   * change takes effect here, online); creates missing ones; reclaims expired holders.
+   */
   private async survey(signal: AbortSignal | undefined): Promise<ShardRoom[]> {
     const items = await this.table.readAll(signal);
-    const byIndex = new Map<number, ShardItem>();
-    for (const item of items) {
-      if (item.limit !== this.limit || item.shards !== this.shards || item.index >= this.shards) {
+    const stored = items[0]?.shards;
+    if (stored !== undefined) {
+      // Every item of a semaphore is created with the same count; items that disagree are not ours to fix.
+      const odd = items.find((item) => item.shards !== stored || item.index >= stored);
+      if (odd !== undefined) {
         throw new SemaphoreConfigMismatchError(
           this.name,
-          { limit: item.limit, shards: item.shards },
-          { limit: this.limit, shards: this.shards },
+          { limit: odd.limit, shards: odd.shards },
+          { limit: this.limit, shards: stored },
         );
       }
-      byIndex.set(item.index, item);
+      if (stored !== this.table.shards) this.table.adoptShards(stored);
     }
+    const byIndex = new Map(items.map((item) => [item.index, item]));
     const now = this.now();
     return Promise.all(
-      Array.from({ length: this.shards }, async (_, index): Promise<ShardRoom> => {
-        const item = byIndex.get(index);
+      Array.from({ length: this.table.shards }, async (_, index): Promise<ShardRoom> => {
+        let item = byIndex.get(index);
         if (item === undefined) {
           await this.table.create(index, signal);
           return { index, free: this.table.capacityOf(index) };
         }
+        if (item.limit !== this.limit) {
+          // Another process rewrote it first: no room this round; the next survey reads what it wrote.
+          if (!(await this.table.resize(item, signal))) return { index, free: 0 };
+          item = { ...item, limit: this.limit, capacity: this.table.capacityOf(index) };
+        }
         const expired = expiredHolders(item, now);
         const freed = expired.length > 0 ? await this.table.reclaim(item, expired, signal) : 0;
-        return { index, free: item.capacity - item.used + freed };
+        // Below zero after a shrink: old holders still hold more than the new capacity.
+        return { index, free: Math.max(0, item.capacity - item.used + freed) };
       }),
     );
   }

@@ -32,10 +32,9 @@ export interface SemaphoreShape {
 }
 
 /**
- * The shard items of a semaphore were written by a process configured with another `limit` or shard count.
- * Two processes that disagree on the limit cannot both be honoured, so neither is silently picked: the
- * acquire is rejected naming both shapes. Change a limit by using a new semaphore name (or delete the
- * shard items while nothing holds them).
+ * The shard items of a semaphore disagree with each other on their shard count (not a layout this code
+ * writes), so no capacity can be derived from them. A process configured with another `limit` or `shards`
+ * is not an error: it rewrites the capacity for its limit and adopts the stored shard count (README).
  */
 export class SemaphoreConfigMismatchError extends S3IngestError {
   override readonly name = 'SemaphoreConfigMismatchError';

@@ -15,8 +15,9 @@ import { SemaphoreTableNotFoundError } from './errors.js';
  *   capacity  N  permits of this shard  floor(limit / shards), the first (limit % shards) shards get one more
  *   used      N  permits held           always the sum of holders[*].n
  *   holders   M  { "<leaseId>": { n: N, until: N (epoch ms) } }
- *   limit     N  the semaphore's total permits   } written once at creation, checked by every acquire so
- *   shards    N  how many shard items            } processes that disagree fail loudly
+ *   limit     N  the total permits `capacity` was computed for: rewritten (with `capacity`) by an acquirer
+ *                configured with another limit, checked by every take
+ *   shards    N  how many shard items: fixed at creation; every process adopts the stored count
  *
  * Every mutation is one conditional UpdateItem on one shard item, so `used` and `holders` change together.
  */
@@ -72,15 +73,27 @@ const maxReclaimPerWrite = 25;
  */
 export class ShardTable {
   private readonly pk: string;
+  #shards: number;
 
   constructor(
     private readonly client: DynamoDBClient,
     readonly tableName: string,
     readonly name: string,
     readonly limit: number,
-    readonly shards: number,
+    shards: number,
   ) {
     this.pk = `sem#${name}`;
+    this.#shards = shards;
+  }
+
+  /** Shard items: the configured count until a survey finds items stored with another (then that one). */
+  get shards(): number {
+    return this.#shards;
+  }
+
+  /** Uses the stored shard count: the items of a semaphore are never re-split, whatever the limit. */
+  adoptShards(shards: number): void {
+    this.#shards = shards;
   }
 
   capacityOf(index: number): number {
@@ -173,6 +186,28 @@ export class ShardTable {
       signal,
     );
     return ok ? freed : 0;
+  }
+
+  /**
+   * Rewrites a shard item made for another limit to this one (`capacity` and `limit`), conditional on the
+   * item still having the limit and shard count it was read with. Holders and `used` are untouched: under
+   * a smaller capacity no take succeeds until `used` has come down below it. Resolves `false` when the item
+   * changed in between (another process rewrote it first).
+   */
+  async resize(item: ShardItem, signal?: AbortSignal): Promise<boolean> {
+    return this.conditionalUpdate(
+      item.index,
+      'SET #capacity = :capacity, #limit = :limit',
+      '#limit = :stored AND #shards = :shards',
+      {},
+      {
+        ':capacity': num(this.capacityOf(item.index)),
+        ':limit': num(this.limit),
+        ':stored': num(item.limit),
+        ':shards': num(item.shards),
+      },
+      signal,
+    );
   }
 
   /** Creates shard `index` empty unless it exists (two processes racing to create it is harmless). */

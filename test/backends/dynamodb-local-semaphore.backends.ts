@@ -1,5 +1,5 @@
 // DynamoSemaphore races on DynamoDB Local (AWS's own emulator). The single-acquirer contract (grants,
-// partial grants, release, reclaim of expired holders, fencing, config mismatch) runs here too: this run
+// partial grants, release, reclaim of expired holders, fencing, limit change) runs here too: this run
 // includes test/integration/semaphore/dynamo-semaphore.test.ts, pointed at DynamoDB Local
 // (see vitest.backends.config.mts).
 import { randomUUID } from 'node:crypto';

@@ -6,7 +6,6 @@ import {
 } from '@aws-sdk/client-sqs';
 import { escapeForSqs } from '../sqs-text.js';
 import type { DeadLetterReason } from './dead-letter-reason.js';
-import type { DeadLetterSendOptions } from './dead-letter-sink.js';
 
 /** One message to move to the DLQ: the original body, verbatim, plus why. */
 export interface DeadLetter {
@@ -23,6 +22,19 @@ export interface DeadLetter {
    * without one, under `DEAD_LETTER_GROUP_ID`.
    */
   readonly messageGroupId?: string;
+}
+
+/**
+ * Bounds one `send`.
+ * @example { signal: deadline.signal }
+ */
+export interface DeadLetterSendOptions {
+  /**
+   * Aborting it abandons the sink's requests: letters not stored by then are reported as not stored (so
+   * redelivered), never left hanging.
+   * @default undefined (bounded only by the client's request timeout)
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** FIFO DLQ: the group of letters whose source message had none (a FIFO queue needs one on every send). */

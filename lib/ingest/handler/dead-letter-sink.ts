@@ -1,4 +1,4 @@
-import type { DeadLetter } from './dead-letter-queue.js';
+import type { DeadLetter, DeadLetterSendOptions } from './dead-letter-queue.js';
 
 /**
  * Where permanent failures go. `DeadLetterQueue` (SQS `SendMessageBatch`) is the production sink;
@@ -10,17 +10,4 @@ export interface DeadLetterSink {
    * acknowledged. A sink that rejects stores none of them.
    */
   send(letters: readonly DeadLetter[], options?: DeadLetterSendOptions): Promise<ReadonlySet<string>>;
-}
-
-/**
- * Bounds one `send`.
- * @example { signal: deadline.signal }
- */
-export interface DeadLetterSendOptions {
-  /**
-   * Aborting it abandons the sink's requests: letters not stored by then are reported as not stored (so
-   * redelivered), never left hanging.
-   * @default undefined (bounded only by the client's request timeout)
-   */
-  readonly signal?: AbortSignal;
 }

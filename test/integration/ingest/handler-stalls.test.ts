@@ -1,17 +1,13 @@
-// Issue 14, defect 4: a stalled DynamoDB (the semaphore) or SQS (the dead-letter queue) must not keep an
-// invocation past its deadline. The handler builds its own clients, as in Lambda; the stalls come from an
-// in-process proxy that accepts the selected requests and never answers.
-import { randomUUID } from 'node:crypto';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { isTimeout } from '../../../lib/errors/classify.js';
 import { loadConfig } from '../../../lib/ingest/config.js';
 import { createAwsClients } from '../../../lib/ingest/handler/aws-clients.js';
 import { createIngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
-import { type LocalResources, provisionLocal } from '../../../lib/local/emulators/provision.js';
+import type { LocalResources } from '../../../lib/local/emulators/provision.js';
 import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
 import {
   body,
@@ -22,31 +18,20 @@ import {
   sqsEvent,
 } from '../../unit/ingest/handler/support.js';
 import { type StallingProxy, startStallingProxy } from '../semaphore/support/stalling-proxy.js';
+import { provisionFresh, stackConfig, useTestCredentials } from './emulated-stack.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 const s3 = new S3Client(localClientConfig('s3'));
 
-beforeAll(() => {
-  vi.stubEnv('AWS_ACCESS_KEY_ID', 'test');
-  vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test');
-});
+useTestCredentials();
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 afterAll(() => {
-  vi.unstubAllEnvs();
   s3.destroy();
 });
 
-async function resources(): Promise<LocalResources> {
-  const name = `stall-${randomUUID().slice(0, 8)}`;
-  return provisionLocal({
-    endpoints: localAwsEndpoints(),
-    bucket: name,
-    queueName: `${name}-ingest`,
-    tableName: `${name}-semaphore`,
-  });
-}
+const resources = () => provisionFresh('stall');
 
 async function proxy(target: string | undefined, stall?: (body: string) => boolean): Promise<StallingProxy> {
   const p = await startStallingProxy({
@@ -62,16 +47,9 @@ function handlerOn(r: LocalResources, endpoints: { sqs: string; dynamodb: string
   const logger = silentLogger();
   const warn = vi.spyOn(logger, 'warn');
   const handler = createIngestHandler(
-    loadConfig({
-      BUCKET_NAME: r.bucket,
-      DLQ_URL: r.dlqUrl,
-      SEMAPHORE_TABLE: r.tableName,
-      RESOURCES: JSON.stringify({ orders: {} }),
-      AWS_REGION: 'us-east-1',
-      AWS_ENDPOINT_URL_S3: localAwsEndpoints().s3,
+    stackConfig(r, {
       AWS_ENDPOINT_URL_SQS: endpoints.sqs,
       AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
-      DEADLINE_MARGIN_MS: '1000',
       WRITE_TIMEOUT_MS: '500',
     }),
     { logger, metrics: quietMetrics() },

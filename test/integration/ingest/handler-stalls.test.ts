@@ -101,6 +101,28 @@ describe('handler against stalled AWS services', () => {
     );
   });
 
+  it('a release that stalls changes no outcome and does not hold the invocation', async () => {
+    const r = await resources();
+    // The tenant acquires and writes; giving its permits back (REMOVE of the holder entry) hangs.
+    const dynamo = await proxy(
+      localAwsEndpoints().dynamodb,
+      (b) => b.includes('t=slowrel/') && b.includes('REMOVE'),
+    );
+    const { handler, warn } = handlerOn(r, { sqs: localAwsEndpoints().sqs, dynamodb: dynamo.endpoint });
+    const event = sqsEvent(writes('slowrel', 10));
+
+    const { response, elapsedMs } = await invoke(handler, event, 3_000);
+
+    expect(elapsedMs).toBeLessThan(3_000);
+    expect(dynamo.stalledCount).toBeGreaterThan(0);
+    expect(failedIds(response)).toEqual([]);
+    expect((await keys(r.bucket)).filter((k) => k.includes('t=slowrel/'))).toHaveLength(10);
+    expect(warn).toHaveBeenCalledWith(
+      'permit release failed: the lease expires by itself; outcomes unchanged',
+      expect.objectContaining({ semaphore: `prefix:${r.bucket}/t=slowrel/` }),
+    );
+  });
+
   it('dead letters a stalled SQS cannot take in time are redelivered; the writes stand; it returns before the deadline', async () => {
     const r = await resources();
     const sqs = await proxy(undefined); // every SQS request hangs

@@ -19,7 +19,9 @@ export async function sendDeadLetters(
   let notStored: ReadonlySet<string>;
   let failure: unknown;
   try {
-    notStored = await sink.send(letters, signal === undefined ? {} : { signal });
+    const sent = sink.send(letters, signal === undefined ? {} : { signal });
+    // A sink that ignores its signal must not hold the invocation past the cutoff: stop waiting for it.
+    notStored = signal === undefined ? await sent : await Promise.race([sent, rejectOnAbort(signal)]);
   } catch (error) {
     failure = error;
     notStored = new Set(letters.map((l) => l.messageId));
@@ -39,4 +41,12 @@ export async function sendDeadLetters(
       detail: letter.detail,
     });
   }
+}
+
+/** Rejects with the signal's reason once it aborts (at once if it already has). */
+function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
 }

@@ -161,14 +161,20 @@ export class TenantPermits {
 
     const large = tenants.filter((t) => t.writes >= SMALL_TENANT_WRITES);
     const small = tenants.filter((t) => t.writes < SMALL_TENANT_WRITES);
-    const jobs: Promise<void>[] = large.map((t) =>
-      runUnder(
-        this.#semaphore(factory, `prefix:${this.config.bucketName}/t=${t.tenant}/`, this.#prefixLimit),
-        t.pool,
-        Math.min(this.#prefixLimit, this.config.poolConcurrency, t.writes),
+    const jobs: Promise<void>[] = [];
+    for (const t of large) {
+      const semaphore = this.#semaphoreOrUnavailable(
+        factory,
+        `prefix:${this.config.bucketName}/t=${t.tenant}/`,
+        this.#prefixLimit,
         [t],
-      ),
-    );
+        results,
+      );
+      if (semaphore === undefined) continue;
+      jobs.push(
+        runUnder(semaphore, t.pool, Math.min(this.#prefixLimit, this.config.poolConcurrency, t.writes), [t]),
+      );
+    }
 
     const sharedLimit = this.#prefixLimit * SMALL_TENANTS_PREFIX_SHARE;
     const sharedName = `bucket:${this.config.bucketName}/small-tenants`;
@@ -176,7 +182,10 @@ export class TenantPermits {
     // semaphore can grant. Sized from the semaphore's actual limit: a factory may build it smaller than asked
     // (a table configured with fewer permits), and a group larger than the grant would run one write per
     // tenant over it.
-    const shared = small.length === 0 ? undefined : this.#semaphore(factory, sharedName, sharedLimit);
+    const shared =
+      small.length === 0
+        ? undefined
+        : this.#semaphoreOrUnavailable(factory, sharedName, sharedLimit, small, results);
     const groupSize = Math.max(1, Math.floor((shared?.limit ?? sharedLimit) / 2));
     for (let i = 0; shared !== undefined && i < small.length; i += groupSize) {
       const group = small.slice(i, i + groupSize);
@@ -189,6 +198,26 @@ export class TenantPermits {
     }
     await Promise.all(jobs);
     return { results, releaseFailures };
+  }
+
+  /**
+   * The semaphore for `name`, or `undefined` with `group` marked unavailable when the factory throws: a
+   * semaphore that cannot even be built is one more way of "permits could not be had", for these tenants
+   * only (their writes are redelivered; the other tenants go on).
+   */
+  #semaphoreOrUnavailable<T>(
+    factory: SemaphoreFactory,
+    name: string,
+    limit: number,
+    group: readonly T[],
+    results: Map<T, PermitResult>,
+  ): Semaphore | undefined {
+    try {
+      return this.#semaphore(factory, name, limit);
+    } catch (unavailable) {
+      for (const t of group) results.set(t, { unavailable });
+      return undefined;
+    }
   }
 
   #semaphore(factory: SemaphoreFactory, name: string, limit: number): Semaphore {

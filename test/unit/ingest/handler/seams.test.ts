@@ -4,8 +4,10 @@
 // repeated messageId once.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { DeadLetter } from '../../../../lib/ingest/handler/dead-letter-queue.js';
 import type { IngestHandler } from '../../../../lib/ingest/handler/ingest-handler.js';
 import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/memory-dead-letter-sink.js';
+import { MemorySemaphore } from '../../../../lib/semaphore/memory-semaphore.js';
 import {
   body,
   failedIds,
@@ -27,6 +29,58 @@ function setup(env: Record<string, string> = {}, options: TestHandlerOptions = {
   handlers.push(t.handler);
   return t;
 }
+
+/** A sink whose `send` never settles, as an SQS call with no timeout on a black-holed connection. */
+class HangingSink extends MemoryDeadLetterSink {
+  override send(letters: readonly DeadLetter[]): Promise<ReadonlySet<string>> {
+    this.sends.push(letters);
+    return new Promise(() => {});
+  }
+}
+
+const LAMBDA_KILLED = Symbol('lambda killed');
+
+describe('settle is bounded by the invocation deadline', () => {
+  it('returns before the Lambda timeout when the dead-letter sink hangs (refused record redelivered)', async () => {
+    // remaining 2.5 s, margin 2 s: cutoff after 0.5 s, Lambda kills the invocation at 2.5 s.
+    const { handler } = setup({ DEADLINE_MARGIN_MS: '2000' }, { deadLetters: new HangingSink() });
+    const event = sqsEvent(['not json', { id: 'o-1' }]);
+    const result = await Promise.race([
+      handler(event, lambdaContext(2_500)),
+      sleep(2_500).then(() => LAMBDA_KILLED),
+    ]);
+    // A sink that ignores its signal must not hold the invocation: the handler stops waiting for it.
+    expect(result).not.toBe(LAMBDA_KILLED);
+    expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: event.Records[0]!.messageId }] });
+  });
+});
+
+describe('semaphore port failures stay per tenant', () => {
+  it('a semaphore factory that throws synchronously for one tenant does not fail the other tenants', async () => {
+    const { handler, store } = setup(
+      { SEMAPHORE_TABLE: 'unused' },
+      {
+        semaphores: (name, limit) => {
+          if (name.includes('t=broken/')) throw new Error('cannot build semaphore');
+          return new MemorySemaphore({ name, limit });
+        },
+      },
+    );
+    // 10 writes each: both tenants get a per-prefix lease (factory called per tenant).
+    const good = Array.from({ length: 10 }, (_, i) => ({ tenant: 'good', id: `g-${i}` }));
+    const broken = Array.from({ length: 10 }, (_, i) => ({ tenant: 'broken', id: `b-${i}` }));
+    const event = sqsEvent([...broken, ...good]);
+    // README: "A tenant whose permits cannot be had ... (or whose semaphore is unreachable) does not run:
+    // its records are redelivered; other tenants go on."
+    const response = await handler(event, lambdaContext(30_000));
+    expect(failedIds(response)).toEqual(
+      event.Records.slice(0, 10)
+        .map((r) => r.messageId)
+        .sort(),
+    );
+    expect(store.record(keyOf('good', 'orders', 'g-0'))).toBeDefined();
+  });
+});
 
 describe('duplicate messageIds in one event', () => {
   it('does not acknowledge a messageId one of whose writes was not applied', async () => {

@@ -178,11 +178,7 @@ describe('the published package', () => {
   });
 
   it('runs the s3-ingest bin', () => {
-    const help = spawnSync('npx', ['--no-install', 's3-ingest', '--help'], {
-      cwd: join(scratch, 'app'),
-      encoding: 'utf8',
-      env: NPM_ENV,
-    });
+    const help = bin(bare, ['--help']);
     expect(help.stderr).toBe('');
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/Usage: s3-ingest <command>/);

@@ -1,0 +1,23 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The tests Stryker runs against each mutant (`npm run test:mutation`): unit tests plus the integration
+ * tests of the semaphore, the database and the handler, which need the embedded stack (fauxqs + dynalite)
+ * started once by the global setup. The CLI, package, chaos and multi-process suites are left out: they
+ * spawn processes (Stryker's per-test coverage cannot see into them) and would only slow every mutant.
+ */
+export default defineConfig({
+  test: {
+    include: [
+      'test/unit/**/*.test.ts',
+      'test/integration/semaphore/*.test.ts',
+      'test/integration/db/*.test.ts',
+      'test/integration/ingest/*.test.ts',
+    ],
+    exclude: ['test/integration/semaphore/processes.test.ts', 'test/unit/architecture/**'],
+    globalSetup: ['test/global-setup.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    maxWorkers: 2,
+  },
+});

@@ -3,6 +3,7 @@ import { InvalidSchemaError } from '../db/errors.js';
 import { isValidResource } from '../db/keys.js';
 import { type JsonSchema, SchemaRegistry } from '../db/schema.js';
 import { ConfigError } from './errors.js';
+import { parseSourceTenants, type TenantAllowList } from './source-tenants.js';
 
 /** A resource's JSON Schema (`{}` accepts any object). */
 export type ResourceSchema = Readonly<Record<string, unknown>>;
@@ -51,6 +52,14 @@ export interface IngestConfig {
   readonly semaphoreLeaseMarginMs: number;
   /** `TENANT_CACHE_SIZE`: per-tenant Databases kept warm across invocations (LRU). Default 100, int >= 1. */
   readonly tenantCacheSize: number;
+  /**
+   * `SOURCE_TENANTS` (optional): JSON object, source queue ARN -> the tenants that queue's producer may
+   * write (exact names or prefix patterns `acme-*`). Set: a message whose tenant its source may not write,
+   * or from a source not listed, is dead-lettered (`tenant-not-allowed`, `unknown-source`) before any
+   * write. Unset: single-queue mode, any tenant from any source.
+   * @example '{"arn:aws:sqs:eu-west-1:123456789012:ingest-billing":["billing","billing-*"]}'
+   */
+  readonly sourceTenants?: ReadonlyMap<string, TenantAllowList>;
 }
 
 /** Defaults of the optional keys, exported so docs and tests cannot drift from the code. */
@@ -184,6 +193,7 @@ export function loadConfig(env: Env): IngestConfig {
   const semaphoreTable = optional(env, 'SEMAPHORE_TABLE');
   const resourceMap = resources(env);
   const region = optional(env, 'AWS_REGION');
+  const sourceTenantsText = optional(env, 'SOURCE_TENANTS');
 
   const ignoreEndpoints = optional(env, 'AWS_IGNORE_CONFIGURED_ENDPOINT_URLS')?.toLowerCase() === 'true';
   const shared = ignoreEndpoints ? undefined : endpoint(env, 'AWS_ENDPOINT_URL');
@@ -219,5 +229,6 @@ export function loadConfig(env: Env): IngestConfig {
     writeRetries: integer(env, 'WRITE_RETRIES', 0),
     semaphoreLeaseMarginMs: integer(env, 'SEMAPHORE_LEASE_MARGIN_MS', 0),
     tenantCacheSize: integer(env, 'TENANT_CACHE_SIZE', 1),
+    ...(sourceTenantsText === undefined ? {} : { sourceTenants: parseSourceTenants(sourceTenantsText) }),
   };
 }

@@ -22,7 +22,7 @@ export const INGEST_METRIC_DIMENSION = 'service';
  * (the handler's `TransientCause`: `storage`, `deadline`, `permits-unavailable`, `earlier-write-failed`,
  * `dead-letter-failed`, `unexpected`). `reason`: the `reason` attribute of a dead letter (the handler's
  * `DeadLetterReason`: every `InvalidMessageReason` plus `schema-violation`, `record-not-found`,
- * `record-exists`). Both are closed sets of under 20 values.
+ * `record-exists`, `tenant-not-allowed`, `unknown-source`). Both are closed sets of under 20 values.
  */
 export type IngestMetricExtraDimension = 'cause' | 'reason';
 

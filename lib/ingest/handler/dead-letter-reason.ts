@@ -11,4 +11,8 @@ export type DeadLetterReason =
   /** `update` of a record that does not exist. */
   | 'record-not-found'
   /** `insert` with an explicit id that another write already holds with different content. */
-  | 'record-exists';
+  | 'record-exists'
+  /** The message's tenant is not one its source queue may write (tenant-bound producers, issue 19). */
+  | 'tenant-not-allowed'
+  /** The message came from a source queue bound to no tenants (`SOURCE_TENANTS` set, fail closed). */
+  | 'unknown-source';

@@ -10,6 +10,7 @@ import { type AwsClients, createAwsClients } from './aws-clients.js';
 import { type Clock, systemClock } from './clock.js';
 import { DeadLetterQueue } from './dead-letter-queue.js';
 import type { DeadLetterSink } from './dead-letter-sink.js';
+import { withholdFifoLetters } from './fifo-groups.js';
 import { InvocationDeadline } from './invocation-deadline.js';
 import {
   type InvocationCounts,
@@ -22,6 +23,7 @@ import { OutcomeLedger } from './outcome-ledger.js';
 import { planBatch } from './plan-batch.js';
 import { runTenants } from './run-tenants.js';
 import { sendDeadLetters } from './send-dead-letters.js';
+import { SourceBinding } from './source-binding.js';
 import { TenantDatabases } from './tenant-databases.js';
 import { releaseTimeoutMs, type SemaphoreFactory, settleMs, TenantPermits } from './tenant-permits.js';
 import { WriteCountingStore } from './write-counting-store.js';
@@ -153,6 +155,9 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     budget: new ConcurrencyBudget(config.poolConcurrency),
   });
   const permits = new TenantPermits(config, semaphores);
+  // Tenant-bound producers: without SOURCE_TENANTS, single-queue mode (any tenant from any source).
+  const planOptions =
+    config.sourceTenants === undefined ? {} : { binding: new SourceBinding(config.sourceTenants) };
 
   const handler = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     // Prepare: the invocation's state, apart from the behaviour above.
@@ -170,11 +175,11 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     const ledger = new OutcomeLedger(records);
     const invocation = new InvocationMetrics();
     running = invocation;
-    const plan = planBatch(records, config.resources);
+    const plan = planBatch(records, config.resources, planOptions);
 
     // Process.
     try {
-      for (const { messageId, outcome } of plan.unparsed) ledger.settle(messageId, outcome);
+      for (const { messageId, outcome, tenant } of plan.unparsed) ledger.settle(messageId, outcome, tenant);
       await runTenants(plan.tenants, databases, permits, {
         ledger,
         deadline,
@@ -182,6 +187,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
         metrics: invocation,
         logger,
       });
+      withholdFifoLetters(ledger);
       await sendDeadLetters(ledger, deadLetters, logger, deadline.settleSignal);
     } finally {
       // Clean.

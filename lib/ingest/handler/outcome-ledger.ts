@@ -2,6 +2,7 @@ import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import type { DeadLetter } from './dead-letter-queue.js';
 import type { DeadLetterReason } from './dead-letter-reason.js';
 import { OutcomeAlreadySettledError, UnknownRecordError } from './errors.js';
+import { messageGroupOf } from './fifo-groups.js';
 import type { TransientCause, WriteOutcome } from './write-outcome.js';
 
 /**
@@ -78,6 +79,7 @@ export class OutcomeLedger {
     const letters: DeadLetter[] = [];
     for (const { record, tenant, fate } of this.#order) {
       if (fate?.state !== 'refused') continue;
+      const messageGroupId = messageGroupOf(record);
       letters.push({
         messageId: record.messageId,
         body: record.body,
@@ -85,6 +87,7 @@ export class OutcomeLedger {
         errorName: fate.error.name,
         detail: fate.error.message,
         ...(tenant === undefined ? {} : { tenant }),
+        ...(messageGroupId === undefined ? {} : { messageGroupId }),
       });
     }
     return letters;
@@ -100,6 +103,20 @@ export class OutcomeLedger {
   deadLetterFailed(messageId: string, error?: unknown): void {
     const { entry } = this.#refused(messageId, 'redeliver');
     entry.fate = { state: 'redeliver', cause: 'dead-letter-failed', error };
+  }
+
+  /**
+   * A refused record whose letter must not be sent now (an earlier message of its FIFO group is
+   * redelivered): final, redelivered with `cause`, so SQS hands the group back in order.
+   */
+  withholdLetter(messageId: string, cause: TransientCause, error?: unknown): void {
+    const { entry } = this.#refused(messageId, 'redeliver');
+    entry.fate = { state: 'redeliver', cause, error };
+  }
+
+  /** The batch's records in order (one entry per message id) with their fates so far. */
+  *records(): IterableIterator<{ readonly record: SQSRecord; readonly fate: RecordFate | undefined }> {
+    for (const { record, fate } of this.#order) yield { record, fate };
   }
 
   counts(): LedgerCounts {

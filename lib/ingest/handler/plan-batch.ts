@@ -3,6 +3,8 @@ import type { ResourceSchema } from '../config.js';
 import { InvalidMessageError } from '../errors.js';
 import { parseIngestMessage } from '../message/parse.js';
 import type { IngestWrite } from '../message/types.js';
+import { FifoGroupGate, messageGroupOf } from './fifo-groups.js';
+import type { SourceBinding } from './source-binding.js';
 import type { WriteOutcome } from './write-outcome.js';
 
 /** One tenant's share of the batch: its writes, as per-record chains. */
@@ -24,12 +26,42 @@ export interface Unparsed {
   readonly messageId: string;
   /** `permanent` (a contract violation, dead-lettered) or `transient` (a bug of ours: redelivered). */
   readonly outcome: Exclude<WriteOutcome, { kind: 'written' }>;
+  /** The tenant, when the message named a valid one (it goes into the dead letter). */
+  readonly tenant?: string;
 }
 
 export interface BatchPlan {
   readonly unparsed: readonly Unparsed[];
   /** In order of each tenant's first record. */
   readonly tenants: readonly TenantPlan[];
+}
+
+/** What the plan checks besides the message contract. */
+export interface PlanOptions {
+  /**
+   * Which tenants each source queue may write (issue 19): a write outside its source's tenants, or from a
+   * source not bound at all, is refused before any write.
+   * @default undefined (single-queue mode: any tenant from any source)
+   * @example { binding: new SourceBinding(config.sourceTenants) }
+   */
+  readonly binding?: SourceBinding;
+}
+
+/** A parsed write that its source may not make becomes a refusal; anything else passes through. */
+function admitRecord(
+  record: SQSRecord,
+  parsed: IngestWrite | Unparsed,
+  options: PlanOptions,
+): IngestWrite | Unparsed {
+  if ('outcome' in parsed || options.binding === undefined) return parsed;
+  const refused = options.binding.check(record.eventSourceARN, parsed.tenant);
+  return refused === undefined
+    ? parsed
+    : {
+        messageId: record.messageId,
+        outcome: { kind: 'permanent', reason: refused.reason, error: refused },
+        tenant: parsed.tenant,
+      };
 }
 
 const RECORD_SEPARATOR = '\u0000';
@@ -50,15 +82,43 @@ export function parseRecord(
   }
 }
 
-/** Splits one tenant's writes (in message order) into per-record chains, highest first priority first. */
-export function chainsOf(writes: readonly IngestWrite[]): IngestWrite[][] {
-  const chains = new Map<string, IngestWrite[]>();
-  for (const write of writes) {
-    const key = `${write.resource}${RECORD_SEPARATOR}${write.id}`;
-    const chain = chains.get(key);
-    if (chain === undefined) chains.set(key, [write]);
+/**
+ * Splits one tenant's writes (in message order) into chains, highest first priority first. Writes to the
+ * same record `(resource, id)` share a chain; so do writes of the same FIFO message group (`groupOf`), and
+ * chains that share either are one chain: its writes run one after another in message order, and a
+ * transient failure blocks the rest of it, which keeps both the record's order and the group's.
+ */
+export function chainsOf(
+  writes: readonly IngestWrite[],
+  groupOf: (messageId: string) => string | undefined = () => undefined,
+): IngestWrite[][] {
+  // Union-find over write indexes: each key (record, group) links a write to the first write holding it.
+  const parent = writes.map((_, i) => i);
+  const root = (i: number): number => {
+    while (parent[i] !== i) {
+      parent[i] = parent[parent[i]!]!;
+      i = parent[i]!;
+    }
+    return i;
+  };
+  const firstWith = new Map<string, number>();
+  const link = (key: string, i: number) => {
+    const first = firstWith.get(key);
+    if (first === undefined) firstWith.set(key, i);
+    else parent[root(i)] = root(first);
+  };
+  writes.forEach((write, i) => {
+    link(`r${RECORD_SEPARATOR}${write.resource}${RECORD_SEPARATOR}${write.id}`, i);
+    const group = groupOf(write.messageId);
+    if (group !== undefined) link(`g${RECORD_SEPARATOR}${group}`, i);
+  });
+  const chains = new Map<number, IngestWrite[]>();
+  writes.forEach((write, i) => {
+    const r = root(i);
+    const chain = chains.get(r);
+    if (chain === undefined) chains.set(r, [write]);
     else chain.push(write);
-  }
+  });
   return [...chains.values()].sort((a, b) => b[0]!.priority - a[0]!.priority);
 }
 
@@ -69,6 +129,7 @@ export function chainsOf(writes: readonly IngestWrite[]): IngestWrite[][] {
 export function planBatch(
   records: readonly SQSRecord[],
   resources: Readonly<Record<string, ResourceSchema>>,
+  options: PlanOptions = {},
 ): BatchPlan {
   const unparsed: Unparsed[] = [];
   const byTenant = new Map<string, IngestWrite[]>();
@@ -76,12 +137,23 @@ export function planBatch(
   // Its write is planned once; the ledger keys fates by messageId, so both copies share that one outcome,
   // and no second chain can race the first or settle it twice.
   const seen = new Set<string>();
+  // FIFO queues: a message group's later messages wait for its earlier ones (fifo-groups.ts).
+  const groups = new Map<string, string>();
+  const gate = new FifoGroupGate();
   for (const record of records) {
     if (seen.has(record.messageId)) continue;
     seen.add(record.messageId);
-    const parsed = parseRecord(record, resources);
+    const group = messageGroupOf(record);
+    if (group !== undefined) groups.set(record.messageId, group);
+    const parsed = admitRecord(record, parseRecord(record, resources), options);
     if ('outcome' in parsed) {
       unparsed.push(parsed);
+      gate.refuse(group, record.messageId, parsed.outcome);
+      continue;
+    }
+    const held = gate.admit(group, record.messageId, parsed.tenant);
+    if (held !== undefined) {
+      unparsed.push({ messageId: record.messageId, outcome: held, tenant: parsed.tenant });
       continue;
     }
     const writes = byTenant.get(parsed.tenant);
@@ -91,7 +163,7 @@ export function planBatch(
   const tenants = [...byTenant].map(([tenant, writes]) => ({
     tenant,
     writes: writes.length,
-    chains: chainsOf(writes),
+    chains: chainsOf(writes, (messageId) => groups.get(messageId)),
   }));
   return { unparsed, tenants };
 }

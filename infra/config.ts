@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { S3IngestError } from '../lib/errors/index.js';
+import { ConfigError } from '../lib/ingest/errors.js';
+import { parseTenantPatterns } from '../lib/ingest/source-tenants.js';
 
 /** A `cdk.json` environment block is missing, malformed or inconsistent; the message names the key. */
 export class EnvironmentConfigError extends S3IngestError {
@@ -21,6 +23,36 @@ const LOG_RETENTION_DAYS = [
 
 // Lambda caps all environment variables together at 4 KB; leave room for the others.
 const MAX_RESOURCES_ENV_BYTES = 3072;
+// RESOURCES and SOURCE_TENANTS together; the other variables take well under 512 bytes.
+const MAX_BOUND_ENV_BYTES = 3584;
+// The longest queue ARN SOURCE_TENANTS can carry: arn:aws-us-gov:sqs:<region>:<12 digits>:<80-char name>.
+const QUEUE_ARN_BYTES = 128;
+// SQS FIFO event sources: at most 10 records per batch, no batching window (Lambda's SQS parameters).
+const FIFO_MAX_BATCH_SIZE = 10;
+
+/** Who may send to a producer's queue: an account id, or an IAM role / user ARN (or an account root). */
+const principal = z
+  .string()
+  .regex(
+    /^(\d{12}|arn:aws[a-z-]*:iam::\d{12}:(root|role\/[\w+=,.@/-]{1,512}|user\/[\w+=,.@/-]{1,512}))$/,
+    'must be a 12-digit account id or an IAM role/user ARN',
+  );
+
+/** Tenant patterns, checked by the same parser the function runs on SOURCE_TENANTS at cold start. */
+const tenantPatterns = z.array(z.string()).superRefine((patterns, ctx) => {
+  try {
+    parseTenantPatterns('tenants', patterns);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    ctx.addIssue({ code: 'custom', message: error.detail });
+  }
+});
+
+const producerSchema = z.strictObject({
+  name: z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'must match ^[a-z][a-z0-9-]{0,39}$'),
+  tenants: tenantPatterns,
+  principals: z.array(principal).min(1).optional(),
+});
 
 // Same rule as the key builder in lib/db: resource names become S3 key segments.
 const resourceName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'must match ^[a-z0-9][a-z0-9_-]{0,62}$');
@@ -91,6 +123,8 @@ const environmentSchema = z
     removalPolicy: z.enum(['retain', 'destroy']),
     retention: retentionSchema,
     alarms: alarmsSchema,
+    fifo: z.boolean().default(false),
+    producers: z.array(producerSchema).min(1).max(20).optional(),
   })
   .superRefine((c, ctx) => {
     if (c.reservedConcurrency < c.maxConcurrency) {
@@ -115,6 +149,42 @@ const environmentSchema = z
         message: `serializes to ${resourcesBytes} bytes; the RESOURCES variable must stay under ${MAX_RESOURCES_ENV_BYTES} (Lambda allows 4 KB of environment in total)`,
       });
     }
+    if (c.fifo && c.batchSize > FIFO_MAX_BATCH_SIZE) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['batchSize'],
+        message: `must be <= ${FIFO_MAX_BATCH_SIZE} with fifo (SQS FIFO event source rule)`,
+      });
+    }
+    if (c.fifo && c.maxBatchingWindowSeconds !== 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['maxBatchingWindowSeconds'],
+        message: 'must be 0 with fifo (FIFO event sources have no batching window)',
+      });
+    }
+    if (c.producers !== undefined) {
+      const names = c.producers.map((p) => p.name);
+      names.forEach((name, i) => {
+        if (names.indexOf(name) !== i)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['producers', i, 'name'],
+            message: `duplicate producer ${name}`,
+          });
+      });
+      const bound = Object.fromEntries(
+        c.producers.map((p) => ['x'.repeat(QUEUE_ARN_BYTES) + p.name, p.tenants]),
+      );
+      const bytes = Buffer.byteLength(JSON.stringify(c.resources)) + Buffer.byteLength(JSON.stringify(bound));
+      if (bytes > MAX_BOUND_ENV_BYTES) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['producers'],
+          message: `RESOURCES and SOURCE_TENANTS may take up to ${bytes} bytes together; keep them under ${MAX_BOUND_ENV_BYTES} (Lambda allows 4 KB of environment in total): use prefix patterns`,
+        });
+      }
+    }
     if (c.alarms.expiryWarningHours >= c.retention.dlqDays * 24) {
       ctx.addIssue({
         code: 'custom',
@@ -133,6 +203,8 @@ const environmentSchema = z
 
 /** One environment's settings, as read from `cdk.json` (see infra/README.md for each key). */
 export type EnvironmentConfig = z.infer<typeof environmentSchema>;
+/** One tenant-bound producer: its name, the tenants it may write, who may send to its queue. */
+export type ProducerConfig = z.infer<typeof producerSchema>;
 
 /** A validated environment plus its name. */
 export interface ResolvedEnvironment {

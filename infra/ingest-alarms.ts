@@ -24,7 +24,8 @@ import { type IngestMetricsScope, ingestMetric } from './ingest-metric.js';
 export interface IngestAlarmsProps {
   readonly config: EnvironmentConfig;
   readonly metrics: IngestMetricsScope;
-  readonly queue: IQueue;
+  /** The ingest queues (one, or one per producer): the age alarm watches the oldest message of any. */
+  readonly queues: readonly IQueue[];
   /** SQS's redrive target: valid messages that failed `maxReceiveCount` times. */
   readonly deadLetterQueue: IQueue;
   /** Where the function puts the messages it refuses (permanent failures, with a `reason`). */
@@ -57,7 +58,7 @@ export class IngestAlarms extends Construct {
 
   constructor(scope: Construct, id: string, props: IngestAlarmsProps) {
     super(scope, id);
-    const { config, metrics, queue, deadLetterQueue: dlq, rejectedQueue: rejected, fn } = props;
+    const { config, metrics, queues, deadLetterQueue: dlq, rejectedQueue: rejected, fn } = props;
     const { alarms } = config;
     const sustained = alarms.evaluationPeriods;
     const atLeast = ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD;
@@ -71,7 +72,7 @@ export class IngestAlarms extends Construct {
     const specs: Record<AlarmId, AlarmSpec> = {
       OldestMessageAge: {
         description: `The oldest message in the ingest queue is older than ${alarms.oldestMessageAgeSeconds} s: ingestion is falling behind or paused.`,
-        metric: queue.metricApproximateAgeOfOldestMessage({ period: MINUTE, statistic: 'Maximum' }),
+        metric: oldestOf(queues),
         threshold: alarms.oldestMessageAgeSeconds,
         comparison: over,
         periods: sustained,
@@ -214,4 +215,19 @@ export class IngestAlarms extends Construct {
   get all(): Alarm[] {
     return ALARM_IDS.map((id) => this.byId[id]);
   }
+}
+
+/** The oldest message age of one queue, or the largest over several (producer queues). */
+function oldestOf(queues: readonly IQueue[]): IMetric {
+  const ages = queues.map((q) =>
+    q.metricApproximateAgeOfOldestMessage({ period: MINUTE, statistic: 'Maximum' }),
+  );
+  if (ages.length === 1) return ages[0]!;
+  const usingMetrics = Object.fromEntries(ages.map((m, i) => [`q${i}`, m]));
+  return new MathExpression({
+    expression: `MAX([${Object.keys(usingMetrics).join(',')}])`,
+    usingMetrics,
+    period: MINUTE,
+    label: 'Oldest message age, any ingest queue',
+  });
 }

@@ -25,7 +25,8 @@ export interface IngestDashboardProps {
   readonly config: EnvironmentConfig;
   readonly metrics: IngestMetricsScope;
   readonly dashboardName: string;
-  readonly queue: IQueue;
+  /** The ingest queues; `label` names a producer's queue on the charts ('' for the single queue). */
+  readonly queues: readonly { readonly queue: IQueue; readonly label: string }[];
   readonly deadLetterQueue: IQueue;
   readonly rejectedQueue: IQueue;
   readonly fn: IFunction;
@@ -44,7 +45,8 @@ export class IngestDashboard extends Construct {
 
   constructor(scope: Construct, id: string, props: IngestDashboardProps) {
     super(scope, id);
-    const { config, metrics, queue, deadLetterQueue: dlq, rejectedQueue: rejected, fn } = props;
+    const { config, metrics, queues, deadLetterQueue: dlq, rejectedQueue: rejected, fn } = props;
+    const named = (label: string, what: string) => (label === '' ? what : `${label}: ${what}`);
     const minute = Duration.minutes(1);
     const own = (name: IngestCatalogueMetricName, statistic?: string): Metric =>
       ingestMetric(metrics, name, statistic, minute);
@@ -82,16 +84,21 @@ export class IngestDashboard extends Construct {
       }),
     );
     this.dashboard.addWidgets(
-      graph('Ingest queue depth', [
-        depth(queue, 'Visible'),
-        queue.metricApproximateNumberOfMessagesNotVisible({
-          period: minute,
-          statistic: 'Maximum',
-          label: 'In flight',
-        }),
-      ]),
+      graph(
+        'Ingest queue depth',
+        queues.flatMap(({ queue, label }) => [
+          depth(queue, named(label, 'Visible')),
+          queue.metricApproximateNumberOfMessagesNotVisible({
+            period: minute,
+            statistic: 'Maximum',
+            label: named(label, 'In flight'),
+          }),
+        ]),
+      ),
       graph('Oldest message age (s)', [
-        age(queue, 'Ingest queue'),
+        ...queues.map(({ queue, label }) =>
+          age(queue, label === '' ? 'Ingest queue' : `Ingest queue ${label}`),
+        ),
         age(dlq, 'Dead letters'),
         age(rejected, 'Rejected'),
       ]),

@@ -1,7 +1,16 @@
 import { fileURLToPath } from 'node:url';
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Tags, Validations } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table } from 'aws-cdk-lib/aws-dynamodb';
-import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import {
+  AccountPrincipal,
+  AnyPrincipal,
+  ArnPrincipal,
+  Effect,
+  type IPrincipal,
+  PolicyStatement,
+  Role,
+  ServicePrincipal,
+} from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -17,7 +26,7 @@ import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import type { ResolvedEnvironment } from './config.js';
+import type { ProducerConfig, ResolvedEnvironment } from './config.js';
 import { IngestAlarms } from './ingest-alarms.js';
 import { IngestDashboard } from './ingest-dashboard.js';
 import { ingestMetricsScope } from './ingest-metric.js';
@@ -39,7 +48,12 @@ export interface IngestStackProps extends StackProps {
  * topic or a ticket topic by severity.
  */
 export class IngestStack extends Stack {
+  /** The ingest queue; with `producers`, the first producer's (see `queues`). */
   readonly queue: Queue;
+  /** Every ingest queue, each with its event source: one, or one per producer. */
+  readonly queues: readonly Queue[];
+  /** With `producers`: each producer and its queue (bound to its tenants by SOURCE_TENANTS). */
+  readonly producerQueues: readonly { readonly producer: ProducerConfig; readonly queue: Queue }[];
   readonly deadLetterQueue: Queue;
   readonly rejectedQueue: Queue;
   readonly bucket: Bucket;
@@ -111,7 +125,10 @@ export class IngestStack extends Stack {
     // Two destinations for messages that did not land, because they call for different responses: the
     // dead-letter queue holds valid messages that kept failing (an incident: fix, then redrive), the
     // rejected queue holds what the function refused itself with a reason (a producer problem: a ticket).
+    // FIFO (`fifo: true`): the ingest queues and their DLQ (SQS requires a FIFO queue's DLQ to be FIFO).
+    const fifo = config.fifo ? { fifo: true, contentBasedDeduplication: false } : {};
     this.deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
+      ...(config.fifo ? { fifo: true } : {}),
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: Duration.days(retention.dlqDays),
@@ -128,16 +145,33 @@ export class IngestStack extends Stack {
       reason:
         'The rejected queue is a dead-letter destination the function sends to itself (DLQ_URL), not an SQS redrive target, so cdk-nag cannot see it is one; nothing consumes it automatically.',
     });
-    this.queue = new Queue(this, 'IngestQueue', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(retention.queueDays),
-      // AWS guidance for SQS event sources: at least 6x the function timeout plus the batching window, so a
-      // batch still being retried by the poller is not handed to a second invocation.
-      visibilityTimeout: Duration.seconds(6 * config.timeoutSeconds + config.maxBatchingWindowSeconds),
-      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: config.maxReceiveCount },
-      removalPolicy,
+    // Every ingest queue has the same shape: encrypted, TLS only, redriving to the one DLQ.
+    const ingestQueue = (id: string) =>
+      new Queue(this, id, {
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        retentionPeriod: Duration.days(retention.queueDays),
+        // AWS guidance for SQS event sources: at least 6x the function timeout plus the batching window, so
+        // a batch still being retried by the poller is not handed to a second invocation.
+        visibilityTimeout: Duration.seconds(6 * config.timeoutSeconds + config.maxBatchingWindowSeconds),
+        deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: config.maxReceiveCount },
+        // Deduplication by the producer's MessageDeduplicationId only: two equal bodies can be two writes.
+        ...fifo,
+        removalPolicy,
+      });
+    // Without `producers`: today's single queue (same logical id). With them: one queue per producer,
+    // only its principals may send, and the function binds each queue to its tenants (SOURCE_TENANTS).
+    const producers = config.producers ?? [];
+    this.producerQueues = producers.map((producer) => {
+      const queue = ingestQueue(`ProducerQueue-${producer.name}`);
+      restrictSenders(queue, producer.principals);
+      return { producer, queue };
     });
+    this.queues =
+      this.producerQueues.length === 0
+        ? [ingestQueue('IngestQueue')]
+        : this.producerQueues.map((p) => p.queue);
+    this.queue = this.queues[0]!;
 
     // --- Function ------------------------------------------------------------------------------------
     const logGroup = new LogGroup(this, 'IngestFunctionLogs', {
@@ -177,6 +211,13 @@ export class IngestStack extends Stack {
         POWERTOOLS_METRICS_NAMESPACE: metrics.namespace,
         POWERTOOLS_LOG_LEVEL: config.logLevel,
         NODE_OPTIONS: '--enable-source-maps',
+        ...(this.producerQueues.length === 0
+          ? {}
+          : {
+              SOURCE_TENANTS: this.toJsonString(
+                Object.fromEntries(this.producerQueues.map((p) => [p.queue.queueArn, p.producer.tenants])),
+              ),
+            }),
       },
       bundling: {
         // Local esbuild only: this machine (and most CI runners) has no Docker engine.
@@ -198,18 +239,23 @@ export class IngestStack extends Stack {
       },
     });
 
-    this.fn.addEventSource(
-      new SqsEventSource(this.queue, {
-        batchSize: config.batchSize,
-        maxBatchingWindow:
-          config.maxBatchingWindowSeconds > 0 ? Duration.seconds(config.maxBatchingWindowSeconds) : undefined,
-        reportBatchItemFailures: true,
-        maxConcurrency: config.maxConcurrency,
-        // `false` pauses ingestion: messages wait in the queue (no receives, so none age toward the DLQ),
-        // unlike throttling the function to 0, which keeps receiving and burns maxReceiveCount.
-        enabled: config.ingestionEnabled,
-      }),
-    );
+    // One event source per ingest queue, on the same function. FIFO: no batching window (config checks it).
+    for (const queue of this.queues) {
+      this.fn.addEventSource(
+        new SqsEventSource(queue, {
+          batchSize: config.batchSize,
+          maxBatchingWindow:
+            config.maxBatchingWindowSeconds > 0
+              ? Duration.seconds(config.maxBatchingWindowSeconds)
+              : undefined,
+          reportBatchItemFailures: true,
+          maxConcurrency: config.maxConcurrency,
+          // `false` pauses ingestion: messages wait in the queue (no receives, so none age toward the DLQ),
+          // unlike throttling the function to 0, which keeps receiving and burns maxReceiveCount.
+          enabled: config.ingestionEnabled,
+        }),
+      );
+    }
 
     // --- Least-privilege grants (the event source mapping already granted consume on the ingest queue) ----
     // SendMessage only: the handler knows its queue URL (DLQ_URL), so no GetQueueUrl/GetQueueAttributes.
@@ -269,7 +315,7 @@ export class IngestStack extends Stack {
     this.alarms = new IngestAlarms(this, 'Alarms', {
       config,
       metrics,
-      queue: this.queue,
+      queues: this.queues,
       deadLetterQueue: this.deadLetterQueue,
       rejectedQueue: this.rejectedQueue,
       fn: this.fn,
@@ -282,7 +328,10 @@ export class IngestStack extends Stack {
       config,
       metrics,
       dashboardName: `${config.serviceName}-${envName}`,
-      queue: this.queue,
+      queues:
+        this.producerQueues.length === 0
+          ? [{ queue: this.queue, label: '' }]
+          : this.producerQueues.map(({ producer, queue }) => ({ queue, label: producer.name })),
       deadLetterQueue: this.deadLetterQueue,
       rejectedQueue: this.rejectedQueue,
       fn: this.fn,
@@ -290,7 +339,18 @@ export class IngestStack extends Stack {
     });
 
     // --- Outputs -------------------------------------------------------------------------------------
-    new CfnOutput(this, 'QueueUrl', { value: this.queue.queueUrl, description: 'Send ingest messages here' });
+    if (this.producerQueues.length === 0) {
+      new CfnOutput(this, 'QueueUrl', {
+        value: this.queue.queueUrl,
+        description: 'Send ingest messages here',
+      });
+    }
+    for (const { producer, queue } of this.producerQueues) {
+      new CfnOutput(this, `QueueUrl-${producer.name}`, {
+        value: queue.queueUrl,
+        description: `Producer ${producer.name} sends here (tenants ${producer.tenants.join(', ')})`,
+      });
+    }
     new CfnOutput(this, 'DeadLetterQueueUrl', {
       value: this.deadLetterQueue.queueUrl,
       description: 'Valid messages that failed maxReceiveCount times (s3-ingest dlq peek|redrive|export)',
@@ -311,4 +371,42 @@ export class IngestStack extends Stack {
       description: 'Ticket-severity alarms: subscribe the team queue',
     });
   }
+}
+
+/**
+ * Lets only `principals` send to a producer's queue: an Allow for them (needed across accounts) and a Deny
+ * of `sqs:SendMessage` to every other principal, which beats any identity policy in the account (an
+ * explicit Deny wins). Accounts match `aws:PrincipalAccount`, roles and users `aws:PrincipalArn`; a
+ * principal matching neither is denied. Without principals the account's IAM policies decide who sends.
+ */
+function restrictSenders(queue: Queue, principals: readonly string[] | undefined): void {
+  if (principals === undefined) return;
+  const accounts = principals.filter((p) => /^\d{12}$/.test(p));
+  const arns = principals.filter((p) => p.startsWith('arn:'));
+  const allowed: IPrincipal[] = [
+    ...accounts.map((a) => new AccountPrincipal(a)),
+    ...arns.map((a) => new ArnPrincipal(a)),
+  ];
+  queue.addToResourcePolicy(
+    new PolicyStatement({
+      sid: 'ProducerMaySend',
+      effect: Effect.ALLOW,
+      principals: allowed,
+      actions: ['sqs:SendMessage', 'sqs:GetQueueUrl', 'sqs:GetQueueAttributes'],
+      resources: [queue.queueArn],
+    }),
+  );
+  queue.addToResourcePolicy(
+    new PolicyStatement({
+      sid: 'OnlyTheProducerSends',
+      effect: Effect.DENY,
+      principals: [new AnyPrincipal()],
+      actions: ['sqs:SendMessage'],
+      resources: [queue.queueArn],
+      conditions: {
+        ...(accounts.length === 0 ? {} : { StringNotEquals: { 'aws:PrincipalAccount': accounts } }),
+        ...(arns.length === 0 ? {} : { ArnNotLike: { 'aws:PrincipalArn': arns } }),
+      },
+    }),
+  );
 }

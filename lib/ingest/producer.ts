@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   SendMessageBatchCommand,
@@ -17,6 +18,20 @@ const MAX_BATCH_ENTRIES = 10;
 /** MessageGroupId: 1..128 characters of alphanumerics and punctuation. */
 const GROUP_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
+/**
+ * The default FIFO message group: the record (`<tenant>/<resource>/<id>`; an insert without id, by its
+ * `key`, else per resource). When that is no valid group id (over 128 characters, or a character SQS
+ * refuses), its SHA-256 instead: still one group per record.
+ */
+export function recordMessageGroup(write: ProducerWrite): string {
+  const record = write.id ?? (write.key === undefined ? undefined : `key:${write.key}`);
+  const group =
+    record === undefined
+      ? `${write.tenant}/${write.resource}`
+      : `${write.tenant}/${write.resource}/${record}`;
+  return GROUP_ID_PATTERN.test(group) ? group : sha256Hex(group);
+}
+
 export interface ProducerOptions {
   /** The ingestion queue. */
   readonly queueUrl: string;
@@ -27,8 +42,11 @@ export interface ProducerOptions {
   /** Whether the queue is FIFO. Default: `queueUrl` ends with `.fifo`. */
   readonly fifo?: boolean;
   /**
-   * FIFO only: the message group of a write; SQS orders messages within a group. Default: the tenant.
-   * Must return 1..128 printable ASCII characters (else the write is refused with `invalid-message-group`).
+   * FIFO only: the message group of a write; SQS orders messages within a group. Default
+   * `recordMessageGroup`: one group per record (`<tenant>/<resource>/<id>`), so one record's writes stay in
+   * order while different records flow in parallel. Must return 1..128 printable ASCII characters (else the
+   * write is refused with `invalid-message-group`). Keep a group within one tenant: the handler cannot
+   * order writes of different tenants, and redelivers a group from its first change of tenant in a batch.
    */
   readonly messageGroupId?: (write: ProducerWrite) => string;
   /** Largest encoded message accepted. Default 262,144 (256 KiB, SQS's classic limit). */
@@ -91,7 +109,7 @@ export class Producer {
     this.#client = options.client;
     this.#resources = options.resources;
     this.#fifo = options.fifo ?? options.queueUrl.endsWith('.fifo');
-    this.#groupOf = options.messageGroupId ?? ((write) => write.tenant);
+    this.#groupOf = options.messageGroupId ?? recordMessageGroup;
     this.#maxMessageBytes = options.maxMessageBytes ?? SQS_CLASSIC_LIMIT_BYTES;
     this.#maxBatchBytes = options.maxBatchBytes ?? SQS_CLASSIC_LIMIT_BYTES;
     this.#retries = options.retries ?? 3;
@@ -160,10 +178,10 @@ export class Producer {
       }
       entry.MessageGroupId = group;
       // Scoped by tenant and resource, so equal keys of different tenants are not deduplicated together.
-      // Without a key, the queue must use content-based deduplication (else SQS refuses the entry).
-      if (write.key !== undefined) {
-        entry.MessageDeduplicationId = sha256Hex(`${write.tenant}/${write.resource}/${write.key}`);
-      }
+      // Without a key, a random id per write: the stack's FIFO queues do not deduplicate by content (two
+      // equal bodies can be two writes), and the id stays the same across this producer's retries.
+      entry.MessageDeduplicationId =
+        write.key === undefined ? randomUUID() : sha256Hex(`${write.tenant}/${write.resource}/${write.key}`);
     }
     return { index, entry, bytes: encoded.bytes, attempts: 0 };
   }

@@ -35,6 +35,11 @@ export interface ProvisionLocalOptions {
   maxReceiveCount?: number;
   /** The ingest queue's visibility timeout. Default 30 s. */
   visibilityTimeoutSeconds?: number;
+  /**
+   * FIFO ingest queue and DLQ (names get `.fifo`; deduplication by the producer's id only, as the stack).
+   * Default false.
+   */
+  fifo?: boolean;
 }
 
 export interface LocalResources {
@@ -77,8 +82,15 @@ export async function provisionLocal(options: ProvisionLocalOptions): Promise<Lo
   if (config === undefined)
     throw new InvalidLocalOptionError('clientConfig', 'pass clientConfig or endpoints');
   const bucket = options.bucket ?? 's3-ingest-local';
-  const queueName = options.queueName ?? 's3-ingest-local-ingest';
-  const dlqName = options.dlqName ?? `${queueName}-dlq`;
+  const fifo = options.fifo ?? false;
+  const suffix = fifo ? '.fifo' : '';
+  const queueName = `${options.queueName ?? 's3-ingest-local-ingest'}${suffix}`;
+  const dlqName =
+    options.dlqName === undefined
+      ? `${queueName.replace(/\.fifo$/, '')}-dlq${suffix}`
+      : `${options.dlqName}${suffix}`;
+  // FifoQueue can only be set when a queue is created.
+  const created = fifo ? { Attributes: { FifoQueue: 'true', ContentBasedDeduplication: 'false' } } : {};
   const tableName = options.tableName ?? 's3-ingest-local-semaphore';
   const maxReceiveCount = options.maxReceiveCount ?? 5;
   const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? 30;
@@ -104,11 +116,13 @@ export async function provisionLocal(options: ProvisionLocalOptions): Promise<Lo
   const dynamodb = new DynamoDBClient(config.dynamodb);
   try {
     const queues = (async () => {
-      const { QueueUrl: dlqUrl } = await sqs.send(new CreateQueueCommand({ QueueName: dlqName }));
+      const { QueueUrl: dlqUrl } = await sqs.send(new CreateQueueCommand({ QueueName: dlqName, ...created }));
       if (dlqUrl === undefined) throw new Error(`CreateQueue returned no QueueUrl for ${dlqName}`);
       const dlqArn = await queueArn(sqs, dlqUrl);
       // Create bare, then set attributes: CreateQueue with attributes differing from an existing queue's fails.
-      const { QueueUrl: queueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: queueName }));
+      const { QueueUrl: queueUrl } = await sqs.send(
+        new CreateQueueCommand({ QueueName: queueName, ...created }),
+      );
       if (queueUrl === undefined) throw new Error(`CreateQueue returned no QueueUrl for ${queueName}`);
       await sqs.send(
         new SetQueueAttributesCommand({

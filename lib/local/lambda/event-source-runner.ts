@@ -11,6 +11,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { InvalidLocalOptionError } from '../errors.js';
 import { readBatchResponse } from './batch-response.js';
 import { EventSourceRunnerTimeoutError } from './errors.js';
+import { checkFifoOptions, FifoGroupLocks } from './fifo-groups.js';
 import { createLambdaContext, type EventSource, toSqsRecord } from './sqs-event.js';
 
 export { EventSourceRunnerTimeoutError } from './errors.js';
@@ -186,6 +187,8 @@ export class EventSourceRunner extends EventEmitter<EventSourceRunnerEvents> {
   /** Pollers holding received records that are not yet in an invocation. */
   #gathering = 0;
   #source: EventSource | undefined;
+  /** FIFO queues: the message groups of running invocations, each released when its invocation ends. */
+  readonly #groups = new FifoGroupLocks();
   #pollers: Promise<void>[] = [];
   #stopping = false;
   #abort = new AbortController();
@@ -211,10 +214,14 @@ export class EventSourceRunner extends EventEmitter<EventSourceRunnerEvents> {
     if (this.#pollers.length > 0) return;
     const [attributes, region] = await Promise.all([
       this.#client.send(
-        new GetQueueAttributesCommand({ QueueUrl: this.#queueUrl, AttributeNames: ['QueueArn'] }),
+        new GetQueueAttributesCommand({
+          QueueUrl: this.#queueUrl,
+          AttributeNames: ['QueueArn', 'FifoQueue'],
+        }),
       ),
       this.#client.config.region(),
     ]);
+    if (attributes.Attributes?.FifoQueue === 'true') checkFifoOptions(this.#options);
     this.#source = { eventSourceARN: attributes.Attributes?.QueueArn ?? '', awsRegion: region };
     this.#stopping = false;
     this.#abort = new AbortController();
@@ -366,6 +373,10 @@ export class EventSourceRunner extends EventEmitter<EventSourceRunnerEvents> {
   async #invoke(messages: Message[]): Promise<void> {
     const { functionTimeoutMs, functionName, memoryLimitInMB } = this.#options;
     const source = this.#source!;
+    const event: SQSEvent = { Records: messages.map((m) => toSqsRecord(m, source)) };
+    // FIFO: one invocation per message group at a time (SQS locks a group while its messages are in
+    // flight; a backend that does not is held to it here). The function's clock starts once it runs.
+    const releaseGroups = await this.#groups.hold(event.Records);
     const started = performance.now();
     const context = createLambdaContext({
       functionName,
@@ -373,7 +384,6 @@ export class EventSourceRunner extends EventEmitter<EventSourceRunnerEvents> {
       region: source.awsRegion,
       deadline: Date.now() + functionTimeoutMs,
     });
-    const event: SQSEvent = { Records: messages.map((m) => toSqsRecord(m, source)) };
     this.#inFlight++;
     this.#stats.invocations++;
     let settled!: Promise<unknown>;
@@ -411,6 +421,7 @@ export class EventSourceRunner extends EventEmitter<EventSourceRunnerEvents> {
     // Lambda would freeze a timed-out sandbox; in-process the handler keeps running, so it keeps its slot
     // until it settles and in-flight work never exceeds maxConcurrency.
     await settled;
+    releaseGroups();
     this.#inFlight--;
   }
 

@@ -244,7 +244,7 @@ describe('Producer against fauxqs', () => {
     client.destroy();
   });
 
-  it('FIFO: groups by tenant and deduplicates by key', async () => {
+  it('FIFO: groups by record and deduplicates by key', async () => {
     const { client, calls } = recordingClient();
     const producer = new Producer({ queueUrl: fifoUrl, client });
     const write: ProducerWrite = {
@@ -264,10 +264,31 @@ describe('Producer against fauxqs', () => {
     expect(calls).toHaveLength(3);
 
     const received = await receiveAll(admin, fifoUrl, 2);
-    expect(received.map((m) => m.Attributes?.MessageGroupId).sort()).toEqual(['acme', 'globex']);
+    expect(received.map((m) => m.Attributes?.MessageGroupId).sort()).toEqual([
+      'acme/orders/key:order-77',
+      'globex/orders/key:order-77',
+    ]);
     const ids = received.map((m) => parseIngestMessage(m.Body!, { messageId: m.MessageId! }).id);
     // Both tenants derive the same id from the same key: ids are scoped by the tenant prefix.
     expect(new Set(ids).size).toBe(1);
+    client.destroy();
+  });
+
+  it('FIFO without a key: one group per record, and two equal writes are two messages (no content dedup)', async () => {
+    const { client } = recordingClient();
+    const producer = new Producer({ queueUrl: fifoUrl, client });
+    const write: ProducerWrite = {
+      tenant: 'acme',
+      resource: 'orders',
+      op: 'upsert',
+      id: 'o-1',
+      data: { n: 1 },
+    };
+    const [a, b] = await Promise.all([producer.send(write), producer.send(write)]);
+    expect(a.messageId).not.toBe(b.messageId);
+    const received = await receiveAll(admin, fifoUrl, 2);
+    expect(received.map((m) => m.Attributes?.MessageGroupId)).toEqual(['acme/orders/o-1', 'acme/orders/o-1']);
+    expect(new Set(received.map((m) => m.Attributes?.MessageDeduplicationId)).size).toBe(2);
     client.destroy();
   });
 });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -7,7 +8,9 @@ import { Producer } from '../ingest/producer.js';
 import { DEMO_RESOURCES, generateDemoLoad } from '../local/demo/demo-load.js';
 import { type DemoVerification, verifyDemo } from '../local/demo/demo-verify.js';
 import { clientConfigFor } from '../local/emulators/local-aws.js';
+import type { EventSourceRunner, EventSourceRunnerStats } from '../local/lambda/event-source-runner.js';
 import { startLocalPipeline } from '../local/lambda/local-pipeline.js';
+import type { LocalProducer, ProducerQueue } from '../local/lambda/producer-queues.js';
 import { type CliIo, EXIT } from './io.js';
 import { serveLocal } from './local-serve.js';
 
@@ -28,6 +31,11 @@ Options:
   --chaos              put the S3 chaos proxy (throttling at 3,500 writes/s per prefix, latency, faults)
                        in front of S3
   --slowdown-rate N    with --chaos: writes per second per prefix before SlowDown (default 3500)
+  --fifo               FIFO queues (ingest + DLQ): batches of at most 10, message group per record; the
+                       demo sends every round at once and relies on the queue's order
+  --producers          two tenant-bound producers, each with its own queue and half of the tenants
+                       (SOURCE_TENANTS); one producer also tries to write the other's tenant, which the
+                       function refuses (tenant-not-allowed) and the summary shows
   --json               print the summary as one JSON object on the last line of stdout
   --verbose            show the handler's structured logs and EMF metric lines (stderr)
   --serve              no demo: keep the stack and the handler running for your own messages, print
@@ -38,6 +46,12 @@ Options:
 /** The read-back verification (written, dead-lettered, lost, duplicated, problems) plus how the run went. */
 export interface LocalSummary extends DemoVerification {
   sent: number;
+  /** The ingest queues' kind (`--fifo`). */
+  queue: 'standard' | 'fifo';
+  /** Tenant-bound producers (`--producers`): each producer's tenants. */
+  producers: Record<string, string[]>;
+  /** Writes the function refused because their producer may not write the tenant (`tenant-not-allowed`). */
+  crossTenantRefused: number;
   invocations: number;
   /** Records SQS delivered again (transient failures, timeouts). */
   redelivered: number;
@@ -86,6 +100,8 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       'batch-size': { type: 'string' },
       concurrency: { type: 'string' },
       chaos: { type: 'boolean', default: false },
+      fifo: { type: 'boolean', default: false },
+      producers: { type: 'boolean', default: false },
       'slowdown-rate': { type: 'string' },
       json: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
@@ -111,6 +127,8 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     batchSize = positiveInt('batch-size', values['batch-size'], 10);
     concurrency = positiveInt('concurrency', values.concurrency, 4);
     slowdownRate = positiveInt('slowdown-rate', values['slowdown-rate'], 3500);
+    if (values.fifo && batchSize > 10)
+      throw new Error('--batch-size must be at most 10 with --fifo (as in Lambda)');
   } catch (error) {
     io.stderr.write(`s3-ingest local: ${(error as Error).message}\n`);
     return EXIT.usage;
@@ -122,6 +140,8 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     batchSize,
     concurrency,
     verbose: values.verbose === true,
+    fifo: values.fifo === true,
+    producers: values.producers ? splitTenants(load.tenants) : [],
     ...(values.chaos ? { slowdownRate } : {}),
   };
   if (values.serve) return serveLocal(io, pipelineOptions);
@@ -135,27 +155,48 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     onInvocation: (result, invocation) => {
       durations.push(result.durationMs);
       if (invocation !== undefined) invocations.push(invocation);
-      progress.update(pipeline.runner.stats);
+      progress.update(totalStats(pipeline.runners));
     },
   });
-  const { aws, resources, runner, sqs } = pipeline;
+  const { aws, resources, sqs, producerQueues } = pipeline;
+  const fifo = values.fifo === true;
   const admin = clientConfigFor(aws.emulatorEndpoints);
   const s3Direct = new S3Client(admin.s3);
   try {
-    const producer = new Producer({ queueUrl: resources.queueUrl, client: sqs, resources: DEMO_RESOURCES });
+    // Each tenant's writes go through its producer's queue (or the one queue).
+    const queueOf = (tenant: string) =>
+      producerQueues.find((q) => q.producer.tenants.includes(tenant))?.queueUrl ?? resources.queueUrl;
+    const producers = new Map<string, Producer>();
+    const producerFor = (queueUrl: string) => {
+      let producer = producers.get(queueUrl);
+      if (producer === undefined) {
+        producer = new Producer({ queueUrl, client: sqs, resources: DEMO_RESOURCES });
+        producers.set(queueUrl, producer);
+      }
+      return producer;
+    };
+    const idle = () => Promise.all(pipeline.runners.map((r) => r.waitForIdle({ timeoutMs: 300_000 })));
     let sent = 0;
     for (const round of load.rounds) {
-      const results = await producer.sendMany(round.writes);
-      sent += results.filter((r) => r.error === undefined).length;
+      for (const [queueUrl, writes] of groupBy(round.writes, (w) => queueOf(w.tenant))) {
+        const results = await producerFor(queueUrl).sendMany(writes);
+        sent += results.filter((r) => r.error === undefined).length;
+      }
+      // Bad messages fail the contract before any tenant binding: they go through the first queue.
       sent += await sendRaw(
         sqs,
-        resources.queueUrl,
+        producerQueues[0]?.queueUrl ?? resources.queueUrl,
         round.bad.map((b) => b.body),
+        fifo,
       );
-      // Standard queues do not order across batches: each round lands before the next one is sent.
-      await runner.waitForIdle({ timeoutMs: 300_000 });
+      // Standard queues do not order across batches: each round lands before the next one is sent. A FIFO
+      // queue keeps each record's writes (one message group) in order: every round goes out at once.
+      if (!fifo) await idle();
     }
-    const stats = await runner.stop();
+    const refusals = await sendCrossTenantProbe(producerQueues, producerFor);
+    sent += refusals.length;
+    await idle();
+    const stats = totalStats(await Promise.all(pipeline.runners.map((r) => r.stop())));
     const containers = pipeline.containers.size;
     await pipeline.containers.close();
     progress.done(stats);
@@ -165,10 +206,14 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       bucket: resources.bucket,
       dlqUrl: resources.dlqUrl,
       load,
+      expectedRefusals: refusals,
     });
     durations.sort((a, b) => a - b);
     const summary: LocalSummary = {
       sent,
+      queue: fifo ? 'fifo' : 'standard',
+      producers: Object.fromEntries(producerQueues.map((q) => [q.producer.name, [...q.producer.tenants]])),
+      crossTenantRefused: verification.deadLetteredByReason['tenant-not-allowed'] ?? 0,
       ...verification,
       invocations: stats.invocations,
       redelivered: stats.redelivered,
@@ -197,6 +242,60 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
+/** Two producers, the first half of the tenants and the rest (`--producers`). */
+function splitTenants(tenants: readonly string[]): LocalProducer[] {
+  const half = Math.ceil(tenants.length / 2);
+  const second = tenants.slice(half);
+  return [
+    { name: 'alpha', tenants: tenants.slice(0, half) },
+    ...(second.length === 0 ? [] : [{ name: 'beta', tenants: second }]),
+  ];
+}
+
+/**
+ * With two producers: the first sends one good write for a tenant of the second, through its own queue.
+ * The function must refuse it (`tenant-not-allowed`); the verification checks it did and wrote nothing.
+ */
+async function sendCrossTenantProbe(
+  queues: readonly ProducerQueue[],
+  producerFor: (queueUrl: string) => Producer,
+): Promise<{ id: string; reason: string }[]> {
+  const [from, victim] = queues;
+  const tenant = victim?.producer.tenants[0];
+  if (from === undefined || tenant === undefined) return [];
+  const id = 'cross-tenant-probe';
+  await producerFor(from.queueUrl).send({
+    tenant,
+    resource: 'orders',
+    op: 'upsert',
+    id,
+    data: { label: 'probe' },
+  });
+  return [{ id, reason: 'tenant-not-allowed' }];
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [item]);
+    else group.push(item);
+  }
+  return groups;
+}
+
+function totalStats(
+  stats: readonly EventSourceRunnerStats[] | readonly EventSourceRunner[],
+): EventSourceRunnerStats {
+  const all = stats.map((s) => ('stats' in s ? s.stats : s));
+  const total = { ...all[0]! };
+  for (const s of all.slice(1)) {
+    for (const key of Object.keys(total) as (keyof EventSourceRunnerStats)[]) total[key] += s[key];
+  }
+  return total;
+}
+
 function sum(invocations: readonly InvocationSummary[], metric: keyof InvocationCounts): number {
   return invocations.reduce((total, i) => total + i[metric], 0);
 }
@@ -213,10 +312,15 @@ function percentiles(samples: number[]): { p50: number; p95: number; p99: number
   return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99) };
 }
 
-async function sendRaw(sqs: SQSClient, queueUrl: string, bodies: string[]): Promise<number> {
+async function sendRaw(sqs: SQSClient, queueUrl: string, bodies: string[], fifo: boolean): Promise<number> {
   let sent = 0;
   for (let i = 0; i < bodies.length; i += 10) {
-    const entries = bodies.slice(i, i + 10).map((MessageBody, j) => ({ Id: String(j), MessageBody }));
+    // FIFO: each bad message in a group of its own (it orders nothing), with the dedup id the queue needs.
+    const entries = bodies.slice(i, i + 10).map((MessageBody, j) => ({
+      Id: String(j),
+      MessageBody,
+      ...(fifo ? { MessageGroupId: `bad-${randomUUID()}`, MessageDeduplicationId: randomUUID() } : {}),
+    }));
     const res = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
     sent += res.Successful?.length ?? 0;
   }
@@ -230,8 +334,13 @@ function printSummary(io: CliIo, s: LocalSummary): void {
   const causes = Object.entries(s.redeliveredByCause)
     .map(([cause, n]) => `${cause} ${n}`)
     .join(', ');
+  const producers = Object.entries(s.producers).map(([name, tenants]) => `${name} (${tenants.join(', ')})`);
   const lines = [
+    `queues        ${s.queue}${producers.length === 0 ? '' : `, producers ${producers.join(', ')}`}`,
     `sent          ${s.sent}`,
+    ...(producers.length === 0
+      ? []
+      : [`cross-tenant  ${s.crossTenantRefused} write(s) refused (tenant-not-allowed)`]),
     `written       ${s.written} records (+${s.deletedAsExpected} deleted as expected)`,
     `dead-lettered ${s.deadLettered}${reasons ? ` (${reasons})` : ''}`,
     `lost          ${s.lost}`,

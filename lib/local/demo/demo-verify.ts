@@ -35,6 +35,21 @@ export interface VerifyDemoOptions {
   bucket: string;
   dlqUrl: string;
   load: DemoLoad;
+  /**
+   * Good writes the function must refuse (a producer writing a tenant it may not), by record id: each must
+   * be in the DLQ with this reason, and nothing of it stored.
+   * @default []
+   * @example [{ id: 'cross-tenant-probe', reason: 'tenant-not-allowed' }]
+   */
+  expectedRefusals?: readonly { readonly id: string; readonly reason: string }[];
+}
+
+function idOf(body: string): unknown {
+  try {
+    return (JSON.parse(body) as { id?: unknown }).id;
+  } catch {
+    return undefined;
+  }
 }
 
 const KEY_PATTERN = /(?:^|\/)(t=[^/]+\/r=[^/]+\/id=[^/]+\.json)$/;
@@ -95,6 +110,7 @@ function demoFieldsOf(stored: unknown): DemoRecord {
  */
 export async function verifyDemo(options: VerifyDemoOptions): Promise<DemoVerification> {
   const { s3, sqs, bucket, dlqUrl, load } = options;
+  const refusals = new Map((options.expectedRefusals ?? []).map((r) => [r.id, { reason: r.reason, seen: 0 }]));
   const result: DemoVerification = {
     written: 0,
     deletedAsExpected: 0,
@@ -157,6 +173,12 @@ export async function verifyDemo(options: VerifyDemoOptions): Promise<DemoVerifi
   result.deadLettered = dead.length;
   for (const m of dead) {
     result.deadLetteredByReason[m.reason] = (result.deadLetteredByReason[m.reason] ?? 0) + 1;
+    const refusal = refusals.get(idOf(m.body) as string);
+    if (refusal !== undefined && refusal.reason === m.reason) {
+      refusal.seen++;
+      if (refusal.seen > 1) problem('duplicated', `refused write dead-lettered twice: ${m.body.slice(0, 120)}`);
+      continue;
+    }
     const seen = bad.get(m.body);
     if (seen === undefined) {
       // A good write in the DLQ: its effect is missing (already counted as lost above) or it also landed.
@@ -168,5 +190,7 @@ export async function verifyDemo(options: VerifyDemoOptions): Promise<DemoVerifi
   }
   for (const [body, seen] of bad)
     if (seen === 0) problem('lost', `bad message not in the DLQ: ${body.slice(0, 120)}`);
+  for (const [id, { reason, seen }] of refusals)
+    if (seen === 0) problem('lost', `write ${id} was not refused with ${reason}`);
   return result;
 }

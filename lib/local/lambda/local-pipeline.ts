@@ -11,6 +11,12 @@ import {
   type InvocationResult,
 } from './event-source-runner.js';
 import { type ContainerHandler, LambdaContainers } from './lambda-containers.js';
+import {
+  createProducerQueue,
+  type LocalProducer,
+  type ProducerQueue,
+  sourceTenantsOf,
+} from './producer-queues.js';
 import { SilentMetrics } from './silent-metrics.js';
 
 /** Invocation settings of the local pipeline: short enough that retries of transient failures come back soon. */
@@ -59,13 +65,32 @@ export interface LocalPipelineOptions {
    * @example { onInvocation: (result, summary) => console.log(result.outcome, summary?.Writes) }
    */
   readonly onInvocation?: (result: InvocationResult, summary: InvocationSummary | undefined) => void;
+  /**
+   * FIFO ingest queue(s) and DLQ; batches of at most 10, no batching window (Lambda's FIFO rules).
+   * @default false
+   * @example { fifo: true }
+   */
+  readonly fifo?: boolean;
+  /**
+   * Tenant-bound producers (issue 19): one more queue per producer, each with its own event source on the
+   * same function, and `SOURCE_TENANTS` binding each to its tenants. The main queue stays consumed but is
+   * bound to no tenant, so whatever is sent there is refused (`unknown-source`): fail closed.
+   * @default [] (single-queue mode)
+   * @example { producers: [{ name: 'billing', tenants: ['billing-*'] }] }
+   */
+  readonly producers?: readonly LocalProducer[];
 }
 
 /** The embedded stack, provisioned, with the event-source runner invoking the real handler. */
 export interface LocalPipeline {
   readonly aws: LocalAws;
   readonly resources: LocalResources;
+  /** The main queue's runner. */
   readonly runner: EventSourceRunner;
+  /** Every runner: the main queue's, then one per producer queue. */
+  readonly runners: readonly EventSourceRunner[];
+  /** The producers' queues, in the order given. */
+  readonly producerQueues: readonly ProducerQueue[];
   readonly containers: LambdaContainers;
   /** The runner's SQS client (endpoint of the embedded SQS). */
   readonly sqs: SQSClient;
@@ -81,6 +106,8 @@ export interface LocalPipeline {
 export async function startLocalPipeline(options: LocalPipelineOptions): Promise<LocalPipeline> {
   const { slowdownRate, verbose = false } = options;
   const batchSize = options.batchSize ?? 10;
+  const fifo = options.fifo ?? false;
+  const producers = options.producers ?? [];
   const aws = await startLocalAws(
     slowdownRate === undefined
       ? {}
@@ -93,7 +120,18 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
       endpoints: aws.emulatorEndpoints,
       maxReceiveCount: LOCAL_MAX_RECEIVE_COUNT,
       visibilityTimeoutSeconds: LOCAL_VISIBILITY_TIMEOUT_S,
+      fifo,
     });
+    const producerQueues = await Promise.all(
+      producers.map((producer) =>
+        createProducerQueue(sqs, producer, {
+          dlqArn: resources.dlqArn,
+          maxReceiveCount: LOCAL_MAX_RECEIVE_COUNT,
+          visibilityTimeoutSeconds: LOCAL_VISIBILITY_TIMEOUT_S,
+          fifo,
+        }),
+      ),
+    );
     // The handler's SDK clients resolve credentials from the process (the emulators accept any).
     process.env.AWS_ACCESS_KEY_ID ??= LOCAL_CREDENTIALS.accessKeyId;
     process.env.AWS_SECRET_ACCESS_KEY ??= LOCAL_CREDENTIALS.secretAccessKey;
@@ -110,6 +148,7 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
       DEADLINE_MARGIN_MS: '2000',
       WRITE_TIMEOUT_MS: '2000',
       ...(slowdownRate === undefined ? {} : { S3_PREFIX_WRITE_RATE: String(slowdownRate) }),
+      ...(producerQueues.length === 0 ? {} : { SOURCE_TENANTS: sourceTenantsOf(producerQueues) }),
     });
     // Joins the runner's `invocation` event with the handler's summary (a container runs one at a time).
     const summaries = new Map<string, InvocationSummary>();
@@ -131,27 +170,33 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
       invoke.close = () => handler.close();
       return invoke;
     });
-    const runner = new EventSourceRunner({
-      client: sqs,
-      queueUrl: resources.queueUrl,
-      handler: containers.invoke,
-      batchSize,
-      maximumBatchingWindowMs: batchSize > 10 ? 500 : 0,
-      maxConcurrency: options.concurrency ?? 4,
-      visibilityTimeoutSeconds: LOCAL_VISIBILITY_TIMEOUT_S,
-      functionTimeoutMs: LOCAL_FUNCTION_TIMEOUT_MS,
-      functionName: 's3-ingest-local',
+    // One event source per queue, all on the same function (its containers), as the stack wires them.
+    const runners = [resources.queueUrl, ...producerQueues.map((q) => q.queueUrl)].map((queueUrl) => {
+      const runner = new EventSourceRunner({
+        client: sqs,
+        queueUrl,
+        handler: containers.invoke,
+        batchSize,
+        maximumBatchingWindowMs: batchSize > 10 ? 500 : 0,
+        maxConcurrency: options.concurrency ?? 4,
+        visibilityTimeoutSeconds: LOCAL_VISIBILITY_TIMEOUT_S,
+        functionTimeoutMs: LOCAL_FUNCTION_TIMEOUT_MS,
+        functionName: 's3-ingest-local',
+      });
+      runner.on('invocation', (result) => {
+        const summary = summaries.get(result.requestId);
+        summaries.delete(result.requestId);
+        options.onInvocation?.(result, summary);
+      });
+      return runner;
     });
-    runner.on('invocation', (result) => {
-      const summary = summaries.get(result.requestId);
-      summaries.delete(result.requestId);
-      options.onInvocation?.(result, summary);
-    });
-    await runner.start();
+    const runner = runners[0]!;
+    await Promise.all(runners.map((r) => r.start()));
     let stopped: Promise<EventSourceRunnerStats> | undefined;
     const stop = async () => {
       try {
-        return await runner.stop();
+        const [main] = await Promise.all(runners.map((r) => r.stop()));
+        return main!;
       } finally {
         await containers.close();
         sqs.destroy();
@@ -162,6 +207,8 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
       aws,
       resources,
       runner,
+      runners,
+      producerQueues,
       containers,
       sqs,
       stop: () => {

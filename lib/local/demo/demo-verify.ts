@@ -110,7 +110,9 @@ function demoFieldsOf(stored: unknown): DemoRecord {
  */
 export async function verifyDemo(options: VerifyDemoOptions): Promise<DemoVerification> {
   const { s3, sqs, bucket, dlqUrl, load } = options;
-  const refusals = new Map((options.expectedRefusals ?? []).map((r) => [r.id, { reason: r.reason, seen: 0 }]));
+  const refusals = new Map(
+    (options.expectedRefusals ?? []).map((r) => [r.id, { reason: r.reason, seen: 0 }]),
+  );
   const result: DemoVerification = {
     written: 0,
     deletedAsExpected: 0,
@@ -176,7 +178,8 @@ export async function verifyDemo(options: VerifyDemoOptions): Promise<DemoVerifi
     const refusal = refusals.get(idOf(m.body) as string);
     if (refusal !== undefined && refusal.reason === m.reason) {
       refusal.seen++;
-      if (refusal.seen > 1) problem('duplicated', `refused write dead-lettered twice: ${m.body.slice(0, 120)}`);
+      if (refusal.seen > 1)
+        problem('duplicated', `refused write dead-lettered twice: ${m.body.slice(0, 120)}`);
       continue;
     }
     const seen = bad.get(m.body);

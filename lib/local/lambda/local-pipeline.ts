@@ -5,6 +5,7 @@ import { loadConfig } from '../../ingest/config.js';
 import { createIngestHandler, type InvocationSummary } from '../../ingest/handler/ingest-handler.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, type LocalAws, startLocalAws } from '../emulators/local-aws.js';
 import { type LocalResources, provisionLocal } from '../emulators/provision.js';
+import type { S3BehaviourOptions } from '../s3-behaviour/s3-behaviour-model.js';
 import {
   EventSourceRunner,
   type EventSourceRunnerStats,
@@ -40,6 +41,12 @@ export interface LocalPipelineOptions {
    * @example { slowdownRate: 3500 }
    */
   readonly slowdownRate?: number;
+  /**
+   * The chaos proxy's whole behaviour (faults, latency, rates) instead of `slowdownRate`'s preset.
+   * @default undefined
+   * @example { chaos: { faults: { internalErrorRate: 0.1 }, seed: 7 } }
+   */
+  readonly chaos?: S3BehaviourOptions;
   /**
    * Records per invocation (above 10, a 500 ms batching window, as Lambda requires one).
    * @default 10
@@ -109,9 +116,11 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
   const fifo = options.fifo ?? false;
   const producers = options.producers ?? [];
   const aws = await startLocalAws(
-    slowdownRate === undefined
-      ? {}
-      : { chaos: { writesPerSecond: slowdownRate, latency: { medianMs: 15, p99Ms: 80 } } },
+    options.chaos !== undefined
+      ? { chaos: options.chaos }
+      : slowdownRate === undefined
+        ? {}
+        : { chaos: { writesPerSecond: slowdownRate, latency: { medianMs: 15, p99Ms: 80 } } },
   );
   const sqs = new SQSClient(aws.clientConfig.sqs);
   try {

@@ -85,13 +85,9 @@ describe('FIFO end to end on the embedded stack', () => {
       }
       expect([...records.keys()].every((k) => expected.has(k))).toBe(true);
       expect(await receiveAll(pipeline.sqs, pipeline.resources.dlqUrl)).toEqual([]);
-      console.log(
-        JSON.stringify({
-          invocations: invocations.length,
-          failed: invocations.reduce((n, i) => n + i.failedMessageIds.length, 0),
-          stats: pipeline.runner.stats,
-        }),
-      );
+      // The failure path ran: some messages came back and were applied in their turn.
+      expect(invocations.some((inv) => inv.failedMessageIds.length > 0)).toBe(true);
+      expect(pipeline.runner.stats.redelivered).toBeGreaterThan(0);
       // Every message was deleted exactly once (acknowledged), none left for the DLQ.
       expect(pipeline.runner.stats.deleted).toBe(writes.length);
     } finally {

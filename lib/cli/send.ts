@@ -21,7 +21,8 @@ Options:
 
 Reads stdin when the file is "-" or absent; the input must be UTF-8. AWS settings follow the SDK: default credential chain,
 AWS_REGION, AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_SQS. RESOURCES (JSON, as the handler's) when set also
-refuses writes to undeclared resources.`;
+refuses writes to undeclared resources. To a .fifo queue, each record's writes share a message group
+(<tenant>/<resource>/<id>), so they stay in order; the deduplication id comes from "key" when given.`;
 
 /** One refused line of the input. */
 export interface LineIssue {

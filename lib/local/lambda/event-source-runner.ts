@@ -189,6 +189,7 @@ export class EventSourceRunner extends EventEmitter<EventSourceRunnerEvents> {
   #source: EventSource | undefined;
   /** FIFO queues: the message groups of running invocations, each released when its invocation ends. */
   readonly #groups = new FifoGroupLocks();
+  #fifo = false;
   #pollers: Promise<void>[] = [];
   #stopping = false;
   #abort = new AbortController();
@@ -221,7 +222,8 @@ export class EventSourceRunner extends EventEmitter<EventSourceRunnerEvents> {
       ),
       this.#client.config.region(),
     ]);
-    if (attributes.Attributes?.FifoQueue === 'true') checkFifoOptions(this.#options);
+    this.#fifo = attributes.Attributes?.FifoQueue === 'true';
+    if (this.#fifo) checkFifoOptions(this.#options);
     this.#source = { eventSourceARN: attributes.Attributes?.QueueArn ?? '', awsRegion: region };
     this.#stopping = false;
     this.#abort = new AbortController();
@@ -376,7 +378,7 @@ export class EventSourceRunner extends EventEmitter<EventSourceRunnerEvents> {
     const event: SQSEvent = { Records: messages.map((m) => toSqsRecord(m, source)) };
     // FIFO: one invocation per message group at a time (SQS locks a group while its messages are in
     // flight; a backend that does not is held to it here). The function's clock starts once it runs.
-    const releaseGroups = await this.#groups.hold(event.Records);
+    const releaseGroups = this.#fifo ? await this.#groups.hold(event.Records) : () => {};
     const started = performance.now();
     const context = createLambdaContext({
       functionName,

@@ -124,6 +124,20 @@ describe('FIFO partial batch responses (AWS: after a failure, the rest of its gr
     expect(summaries[0]?.splits.RecordsRedelivered).toEqual({ 'earlier-write-failed': 2 });
   });
 
+  it('ignores the group id of a standard (fair) queue: it orders nothing there', async () => {
+    const { handler, store } = setup();
+    store.hook = (call) => {
+      if (call.kind === 'put' && call.key === keyOf('acme', 'orders', 'o-1')) throw internalError();
+    };
+    const fair = (id: string, seq: number) => ({
+      ...fifoRecord('g', { id }, seq),
+      eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:ingest',
+    });
+    const response = await handler({ Records: [fair('o-1', 1), fair('o-2', 2)] }, lambdaContext(30_000));
+    expect(failedIds(response)).toEqual(['m-1']);
+    expect(store.keys()).toEqual([keyOf('acme', 'orders', 'o-2')]);
+  });
+
   it('keeps standard-queue records independent (no group: another record is not held back)', async () => {
     const { handler, store } = setup();
     store.hook = (call) => {

@@ -1,10 +1,10 @@
-import { S3ServiceException } from '@aws-sdk/client-s3';
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import {
   body,
   failedIds,
+  internalError,
   keyOf,
   lambdaContext,
   sqsRecord,
@@ -31,15 +31,6 @@ function fifoRecord(group: string, message: TestMessage | string, seq: number): 
     attributes: { ...record.attributes, MessageGroupId: group, SequenceNumber: String(seq) },
     eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo',
   };
-}
-
-function internalError(): S3ServiceException {
-  return new S3ServiceException({
-    name: 'InternalError',
-    $fault: 'server',
-    $metadata: { httpStatusCode: 500 },
-    message: 'We encountered an internal error. Please try again.',
-  });
 }
 
 describe('FIFO partial batch responses (AWS: after a failure, the rest of its group is returned too)', () => {

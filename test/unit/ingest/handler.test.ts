@@ -1,4 +1,3 @@
-import { S3ServiceException } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Database } from '../../../lib/db/database.js';
 import { INVALID_MESSAGE_REASONS } from '../../../lib/ingest/errors.js';
@@ -9,6 +8,7 @@ import { loadBadMessages, loadGoodMessages } from '../../fixtures/messages.js';
 import {
   failedIds,
   ids,
+  internalError,
   keyOf,
   lambdaContext,
   sqsEvent,
@@ -27,15 +27,6 @@ async function setup(env: Record<string, string> = {}, store?: TrackingStore) {
   const t = testHandler(env, store === undefined ? {} : { store });
   handlers.push(t.handler);
   return t;
-}
-
-function internalError(): S3ServiceException {
-  return new S3ServiceException({
-    name: 'InternalError',
-    $fault: 'server',
-    $metadata: { httpStatusCode: 500 },
-    message: 'We encountered an internal error. Please try again.',
-  });
 }
 
 describe('response shapes', () => {

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
+import { S3ServiceException } from '@aws-sdk/client-s3';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { BehaviourModel } from '../../../../lib/db/behaviour-model.js';
 import { MemoryObjectStore } from '../../../../lib/db/memory-object-store.js';
@@ -289,4 +290,14 @@ export function testHandler(env: Record<string, string> = {}, options: TestHandl
 /** The S3 key of a record in the layout. */
 export function keyOf(tenant: string, resource: string, id: string): string {
   return `t=${tenant}/r=${resource}/id=${id}.json`;
+}
+
+/** S3's 500 InternalError as the SDK shows it: transient, retryable. */
+export function internalError(): S3ServiceException {
+  return new S3ServiceException({
+    name: 'InternalError',
+    $fault: 'server',
+    $metadata: { httpStatusCode: 500 },
+    message: 'We encountered an internal error. Please try again.',
+  });
 }

@@ -20,6 +20,17 @@ export {
 } from './emulators/provision.js';
 export { parseServeArgs, SERVE_USAGE, type ServeOptions } from './emulators/serve-args.js';
 export { InvalidLocalOptionError } from './errors.js';
+export { type AwsCall, type AwsService, identifyAwsCall } from './faults/aws-call.js';
+export { type ErrorAnswerKind, errorAnswer, type WireAnswer } from './faults/fault-answers.js';
+export {
+  FAULT_KINDS,
+  type FaultKind,
+  type FaultProxy,
+  type FaultProxyOptions,
+  type FaultRule,
+  type ProxiedCall,
+  startFaultProxy,
+} from './faults/fault-proxy.js';
 export {
   type ChaosProxy,
   type ChaosProxyOptions,

@@ -1,0 +1,385 @@
+// One fault-matrix cell: the real handler (createIngestHandler, its own SDK clients) behind a fault proxy
+// per service, a batch that makes the cell's call happen, the fault on that call, and redelivery of what
+// the handler did not acknowledge until nothing is left. After every invocation the invariants are checked
+// against what really landed in the emulators (read past the proxies).
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { loadConfig } from '../../../lib/ingest/config.js';
+import { createAwsClients } from '../../../lib/ingest/handler/aws-clients.js';
+import { createIngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
+import { type LocalAws, startLocalAws } from '../../../lib/local/emulators/local-aws.js';
+import { provisionLocal } from '../../../lib/local/emulators/provision.js';
+import type { AwsService } from '../../../lib/local/faults/aws-call.js';
+import { type FaultProxy, type FaultRule, startFaultProxy } from '../../../lib/local/faults/fault-proxy.js';
+import { lambdaContext, quietMetrics, silentLogger } from '../../unit/ingest/handler/support.js';
+import {
+  contentKey,
+  MATRIX_RESOURCE,
+  MATRIX_TENANT,
+  type MatrixBatch,
+  matrixBatch,
+  stateAfter,
+} from './matrix-batch.js';
+import { cellName, type FaultSchedule, type MatrixCell } from './matrix-cells.js';
+
+/**
+ * Handler settings of every cell: a 3 s invocation with a 1 s margin (cutoff at 2 s), S3 attempts of
+ * 300 ms retried twice, 4 slots, and a prefix limit of 400 PUT/s x 20 ms = 8 permits, so a lease that
+ * leaks until it expires (a failed release) still leaves the next invocation its 4.
+ */
+export const MATRIX_HANDLER_ENV = {
+  POOL_CONCURRENCY: '4',
+  S3_PREFIX_WRITE_RATE: '400',
+  WRITE_TIMEOUT_MS: '300',
+  WRITE_RETRIES: '2',
+  DEADLINE_MARGIN_MS: '1000',
+  SEMAPHORE_LEASE_MARGIN_MS: '500',
+} as const;
+export const MATRIX_BUDGET_MS = 3_000;
+const PERMIT_LIMIT = 8;
+
+export interface MatrixStack {
+  readonly aws: LocalAws;
+  readonly proxies: Readonly<Record<AwsService, FaultProxy>>;
+  /** Clients straight to the emulators, to see what landed. */
+  readonly direct: { readonly s3: S3Client; readonly sqs: SQSClient; readonly dynamodb: DynamoDBClient };
+  stop(): Promise<void>;
+}
+
+/** The emulators of this test process, a fault proxy in front of each service, and direct clients. */
+export async function startMatrixStack(): Promise<MatrixStack> {
+  const aws = await startLocalAws();
+  const e = aws.emulatorEndpoints;
+  const [s3, dynamodb, sqs] = await Promise.all([
+    startFaultProxy({ service: 's3', target: e.s3 }),
+    startFaultProxy({ service: 'dynamodb', target: e.dynamodb }),
+    startFaultProxy({ service: 'sqs', target: e.sqs }),
+  ]);
+  const direct = {
+    s3: new S3Client(aws.clientConfig.s3),
+    sqs: new SQSClient(aws.clientConfig.sqs),
+    dynamodb: new DynamoDBClient(aws.clientConfig.dynamodb),
+  };
+  // The handler's clients take credentials from the environment, as in Lambda.
+  const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+  process.env.AWS_ACCESS_KEY_ID = 'test';
+  process.env.AWS_SECRET_ACCESS_KEY = 'test';
+  return {
+    aws,
+    proxies: { s3, dynamodb, sqs },
+    direct,
+    stop: async () => {
+      for (const client of Object.values(direct)) client.destroy();
+      await Promise.all([s3.stop(), dynamodb.stop(), sqs.stop()]);
+      await aws.stop();
+      restoreEnv('AWS_ACCESS_KEY_ID', saved.id);
+      restoreEnv('AWS_SECRET_ACCESS_KEY', saved.secret);
+    },
+  };
+}
+
+function restoreEnv(name: string, value: string | undefined): void {
+  if (value === undefined) delete process.env[name];
+  else process.env[name] = value;
+}
+
+export interface CellOptions {
+  readonly seed: number;
+  readonly schedule: FaultSchedule;
+  /** Records (two writes each) in the batch; at least 5. */
+  readonly records: number;
+  /** Bad messages (dead-lettered with a reason). */
+  readonly bad: number;
+  /** Invocations before giving up on settling every message. @default 8 */
+  readonly maxRounds?: number;
+}
+
+/** What one cell run observed: the figures of the README's matrix, and every invariant broken. */
+export interface CellResult {
+  readonly cell: string;
+  readonly call: string;
+  readonly fault: string;
+  readonly schedule: FaultSchedule;
+  readonly seed: number;
+  readonly messages: number;
+  /** Faults the proxy injected into the cell's call over all invocations. */
+  readonly injected: number;
+  /** Outcome of the first invocation. */
+  readonly firstRound: { written: number; deadLettered: number; redelivered: number };
+  /** Invocations until every message was acknowledged (redeliveries included). */
+  readonly invocations: number;
+  readonly slowestInvocationMs: number;
+  readonly budgetMs: number;
+  /** Most permits of the tenant's semaphore held at once (table, polled), and its limit. */
+  readonly permitPeak: number;
+  readonly permitLimit: number;
+  /** Most S3 requests to the tenant's prefix in flight at once (at the proxy). */
+  readonly s3InFlightPeak: number;
+  /** Most copies of one dead letter in the DLQ (SQS is at least once). */
+  readonly letterCopiesMax: number;
+  readonly violations: readonly string[];
+}
+
+function rulesFor(cell: MatrixCell, schedule: FaultSchedule, round: number): FaultRule[] | undefined {
+  const rule: FaultRule = { name: cellName(cell), match: cell.call.match, fault: cell.fault };
+  switch (schedule) {
+    case 'first-round':
+      return round === 1 ? [rule] : round === 2 ? [] : undefined;
+    case 'once':
+      // Set once: the first matching call of the run, whichever invocation makes it.
+      return round === 1 ? [{ ...rule, times: 1 }] : undefined;
+    case 'flaky':
+      return round === 1 ? [{ ...rule, probability: 0.5 }] : round === 4 ? [] : undefined;
+  }
+}
+
+/** Polls the semaphore table while an invocation runs: peak permits held, and any inconsistent item. */
+class PermitMonitor {
+  peak = 0;
+  limit = PERMIT_LIMIT;
+  readonly violations: string[] = [];
+  #running: Promise<void> | undefined;
+  #stop = false;
+
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly table: string,
+  ) {}
+
+  start(): void {
+    this.#stop = false;
+    this.#running = this.#loop();
+  }
+
+  async stop(): Promise<void> {
+    this.#stop = true;
+    await this.#running;
+    await this.sample();
+  }
+
+  async #loop(): Promise<void> {
+    while (!this.#stop) {
+      await this.sample();
+      await new Promise((resolve) => setTimeout(resolve, 15));
+    }
+  }
+
+  async sample(): Promise<void> {
+    const out = await this.client.send(new ScanCommand({ TableName: this.table, ConsistentRead: true }));
+    const bySemaphore = new Map<string, { used: number; limit: number }>();
+    for (const item of out.Items ?? []) {
+      const pk = item.pk?.S ?? '';
+      const used = Number(item.used?.N ?? 0);
+      const capacity = Number(item.capacity?.N ?? 0);
+      const limit = Number(item.limit?.N ?? 0);
+      const held = Object.values(item.holders?.M ?? {}).reduce((sum, h) => sum + Number(h.M?.n?.N ?? 0), 0);
+      if (held !== used) this.violations.push(`${pk} ${item.sk?.S}: used ${used} but holders hold ${held}`);
+      if (used > capacity) this.violations.push(`${pk} ${item.sk?.S}: used ${used} > capacity ${capacity}`);
+      const sum = bySemaphore.get(pk) ?? { used: 0, limit };
+      sum.used += used;
+      bySemaphore.set(pk, sum);
+    }
+    for (const [pk, { used, limit }] of bySemaphore) {
+      if (pk.includes(`/t=${MATRIX_TENANT}/`)) {
+        this.peak = Math.max(this.peak, used);
+        this.limit = limit;
+      }
+      if (used > limit) this.violations.push(`${pk}: ${used} permits held > limit ${limit}`);
+    }
+  }
+}
+
+async function readRecord(
+  s3: S3Client,
+  bucket: string,
+  id: string,
+): Promise<Record<string, unknown> | undefined> {
+  try {
+    const out = await s3.send(
+      new GetObjectCommand({ Bucket: bucket, Key: `t=${MATRIX_TENANT}/r=${MATRIX_RESOURCE}/id=${id}.json` }),
+    );
+    return JSON.parse(await out.Body!.transformToString()) as Record<string, unknown>;
+  } catch (err) {
+    if (err instanceof NoSuchKey || (err as { name?: string }).name === 'NoSuchKey') return undefined;
+    throw err;
+  }
+}
+
+/** Takes every letter out of the DLQ: `sourceMessageId` -> reasons of its copies. */
+async function drainLetters(sqs: SQSClient, dlqUrl: string, into: Map<string, string[]>): Promise<void> {
+  for (;;) {
+    const out = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: dlqUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        VisibilityTimeout: 60,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    const messages = out.Messages ?? [];
+    if (messages.length === 0) return;
+    for (const m of messages) {
+      const source = m.MessageAttributes?.sourceMessageId?.StringValue ?? `(none: ${m.MessageId})`;
+      into.set(source, [...(into.get(source) ?? []), m.MessageAttributes?.reason?.StringValue ?? '']);
+    }
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: dlqUrl,
+        Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
+  }
+}
+
+/** Invariants after an invocation, given every message acknowledged so far. */
+async function checkInvariants(
+  stack: MatrixStack,
+  bucket: string,
+  batch: MatrixBatch,
+  acked: ReadonlySet<string>,
+  letters: ReadonlyMap<string, string[]>,
+  round: number,
+): Promise<string[]> {
+  const violations: string[] = [];
+  for (const [record, chain] of batch.chains) {
+    const ackedFlags = chain.map((w) => acked.has(w.message.messageId));
+    const prefix = ackedFlags.indexOf(false) === -1 ? chain.length : ackedFlags.indexOf(false);
+    if (ackedFlags.slice(prefix).some(Boolean))
+      violations.push(`round ${round}: ${record} acknowledged a write after an unacknowledged earlier one`);
+    // What S3 holds must be the acknowledged prefix's result, or a later state of the same chain (a write
+    // applied whose answer was lost); never an earlier one (a reverted acknowledged write).
+    const allowed = new Set<string>();
+    for (let m = prefix; m <= chain.length; m++) allowed.add(contentKey(stateAfter(chain, m)));
+    const stored = contentKey(await readRecord(stack.direct.s3, bucket, record));
+    if (!allowed.has(stored))
+      violations.push(
+        `round ${round}: ${record} holds ${stored}; ${prefix} acknowledged writes allow only ${[...allowed].join(' | ')}`,
+      );
+    for (const w of chain)
+      if (letters.has(w.message.messageId))
+        violations.push(`round ${round}: good write ${record}#${w.index} (${w.op}) was dead-lettered`);
+  }
+  for (const [id, reason] of batch.bad) {
+    if (!acked.has(id)) continue;
+    const copies = letters.get(id);
+    if (copies === undefined)
+      violations.push(`round ${round}: bad message ${id} acknowledged but not in the DLQ`);
+    else if (!copies.every((r) => r === reason))
+      violations.push(
+        `round ${round}: bad message ${id} dead-lettered as ${copies.join(',')}, expected ${reason}`,
+      );
+  }
+  return violations;
+}
+
+/** Runs one cell with one schedule and seed; never throws on a broken invariant, lists it instead. */
+export async function runCell(
+  stack: MatrixStack,
+  cell: MatrixCell,
+  options: CellOptions,
+): Promise<CellResult> {
+  const name = `m${options.seed}-${Math.random().toString(36).slice(2, 8)}`;
+  const r = await provisionLocal({
+    endpoints: stack.aws.emulatorEndpoints,
+    bucket: name,
+    queueName: `${name}-q`,
+    tableName: `${name}-sem`,
+  });
+  const config = loadConfig({
+    BUCKET_NAME: r.bucket,
+    DLQ_URL: r.dlqUrl,
+    SEMAPHORE_TABLE: r.tableName,
+    RESOURCES: JSON.stringify({ [MATRIX_RESOURCE]: {} }),
+    AWS_REGION: 'us-east-1',
+    AWS_ENDPOINT_URL_S3: stack.proxies.s3.endpoint,
+    AWS_ENDPOINT_URL_SQS: stack.proxies.sqs.endpoint,
+    AWS_ENDPOINT_URL_DYNAMODB: stack.proxies.dynamodb.endpoint,
+    ...MATRIX_HANDLER_ENV,
+  });
+  const clients = createAwsClients(config);
+  const handler = createIngestHandler(config, { clients, logger: silentLogger(), metrics: quietMetrics() });
+  const proxy = stack.proxies[cell.call.service];
+  const batch = matrixBatch({ records: options.records, bad: options.bad, seed: options.seed });
+  const monitor = new PermitMonitor(stack.direct.dynamodb, r.tableName);
+  const acked = new Set<string>();
+  const letters = new Map<string, string[]>();
+  const violations: string[] = [];
+  const maxRounds = options.maxRounds ?? 8;
+  let pending: SQSRecord[] = [...batch.messages];
+  let firstRound = { written: 0, deadLettered: 0, redelivered: 0 };
+  let slowest = 0;
+  let invocations = 0;
+  const injectedBefore = proxy.injected()[cellName(cell)] ?? 0;
+  stack.proxies.s3.resetPeaks();
+  try {
+    for (let round = 1; round <= maxRounds && pending.length > 0; round++) {
+      const rules = rulesFor(cell, options.schedule, round);
+      if (rules !== undefined) proxy.setRules(rules);
+      const event: SQSEvent = {
+        Records: pending.map((m) => ({
+          ...m,
+          attributes: { ...m.attributes, ApproximateReceiveCount: String(round) },
+        })),
+      };
+      monitor.start();
+      const startedAt = Date.now();
+      const response = await handler(event, lambdaContext(MATRIX_BUDGET_MS));
+      const elapsedMs = Date.now() - startedAt;
+      await monitor.stop();
+      invocations += 1;
+      slowest = Math.max(slowest, elapsedMs);
+      if (elapsedMs >= MATRIX_BUDGET_MS)
+        violations.push(`round ${round}: returned after ${elapsedMs} ms of a ${MATRIX_BUDGET_MS} ms budget`);
+      const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+      for (const id of failed)
+        if (!pending.some((m) => m.messageId === id))
+          violations.push(`round ${round}: unknown failure id ${id}`);
+      const settled = pending.filter((m) => !failed.has(m.messageId));
+      for (const m of settled) acked.add(m.messageId);
+      if (round === 1)
+        firstRound = {
+          written: settled.filter((m) => batch.writeOf.has(m.messageId)).length,
+          deadLettered: settled.filter((m) => batch.bad.has(m.messageId)).length,
+          redelivered: failed.size,
+        };
+      await drainLetters(stack.direct.sqs, r.dlqUrl, letters);
+      violations.push(...(await checkInvariants(stack, r.bucket, batch, acked, letters, round)));
+      pending = pending.filter((m) => failed.has(m.messageId));
+    }
+    if (pending.length > 0)
+      violations.push(`${pending.length} messages still unacknowledged after ${maxRounds} invocations`);
+  } finally {
+    proxy.setRules([]);
+    await handler.close();
+    for (const client of Object.values(clients)) client.destroy();
+  }
+  const injected = (proxy.injected()[cellName(cell)] ?? 0) - injectedBefore;
+  violations.push(...monitor.violations);
+  const s3InFlightPeak = stack.proxies.s3.peakInFlight()[`t=${MATRIX_TENANT}/`] ?? 0;
+  if (monitor.peak > monitor.limit) violations.push(`permit peak ${monitor.peak} > limit ${monitor.limit}`);
+  if (s3InFlightPeak > monitor.limit)
+    violations.push(
+      `${s3InFlightPeak} S3 requests in flight on the tenant's prefix > limit ${monitor.limit}`,
+    );
+  return {
+    cell: cellName(cell),
+    call: cell.call.name,
+    fault: cell.fault,
+    schedule: options.schedule,
+    seed: options.seed,
+    messages: batch.messages.length,
+    injected,
+    firstRound,
+    invocations,
+    slowestInvocationMs: slowest,
+    budgetMs: MATRIX_BUDGET_MS,
+    permitPeak: monitor.peak,
+    permitLimit: monitor.limit,
+    s3InFlightPeak,
+    letterCopiesMax: Math.max(0, ...[...letters.values()].map((c) => c.length)),
+    violations,
+  };
+}

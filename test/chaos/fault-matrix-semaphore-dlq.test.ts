@@ -1,0 +1,3 @@
+import { describeMatrixCut } from './support/matrix-cut.js';
+
+describeMatrixCut(['dynamodb', 'sqs']);

@@ -1,0 +1,25 @@
+// The cut of the fault matrix that runs in `npm test`: every cell once (seed 1, the fault on every
+// matching call of the first invocation, then redelivery without faults), split by service over two
+// files so vitest's two workers share it. The full matrix is `npm run test:chaos` (fault-matrix.chaos.ts).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AwsService } from '../../../lib/local/faults/aws-call.js';
+import { cellName, MATRIX_CELLS } from './matrix-cells.js';
+import { type MatrixStack, runCell, startMatrixStack } from './matrix-run.js';
+
+export function describeMatrixCut(services: readonly AwsService[]): void {
+  let stack: MatrixStack;
+  beforeAll(async () => {
+    stack = await startMatrixStack();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+  const cells = MATRIX_CELLS.filter((cell) => services.includes(cell.call.service));
+  describe(`fault matrix (${services.join(', ')}): each call x {error, throttle, stall, unknown outcome}`, () => {
+    it.each(cells.map((cell) => [cellName(cell), cell] as const))('%s', async (_name, cell) => {
+      const result = await runCell(stack, cell, { seed: 1, schedule: 'first-round', records: 6, bad: 2 });
+      expect(result.injected, "the cell's call was faulted").toBeGreaterThan(0);
+      expect(result.violations).toEqual([]);
+    });
+  });
+}

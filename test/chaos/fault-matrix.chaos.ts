@@ -26,11 +26,12 @@ afterAll(async () => {
     durationMs: Date.now() - startedAt,
     runs,
   };
-  publishMatrix(
-    results,
-    fileURLToPath(new URL('./results/fault-matrix.json', import.meta.url)),
-    fileURLToPath(new URL('./README.md', import.meta.url)),
-  );
+  const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+  publishMatrix(results, {
+    json: here('./results/fault-matrix.json'),
+    chaosReadme: here('./README.md'),
+    topReadme: here('../../README.md'),
+  });
   console.log(renderMatrix(results));
 });
 

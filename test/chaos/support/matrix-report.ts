@@ -13,6 +13,9 @@ export interface MatrixResults {
 
 export const README_BEGIN = '<!-- fault-matrix:begin (generated from results/fault-matrix.json) -->';
 export const README_END = '<!-- fault-matrix:end -->';
+export const SUMMARY_BEGIN =
+  '<!-- fault-matrix-summary:begin (generated from test/chaos/results/fault-matrix.json) -->';
+export const SUMMARY_END = '<!-- fault-matrix-summary:end -->';
 
 const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
 const max = (xs: readonly number[]) => Math.max(0, ...xs);
@@ -48,31 +51,63 @@ export function renderMatrix(results: MatrixResults): string {
   }
   lines.push(
     '',
-    '| cell | runs | faults injected | 1st invocation: written / dead-lettered / redelivered | invocations to settle (max) | slowest invocation / budget | permits peak / limit | S3 in flight peak | DLQ copies of one letter (max) | violations |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| cell | runs | faults injected | 1st invocation: written / dead-lettered / redelivered | invocations to settle (max) | slowest invocation / budget | permits peak / limit | permits left held (max) | S3 in flight peak | DLQ copies of one letter (max) | violations |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const call of MATRIX_CALLS) {
     for (const fault of FAULT_KINDS) {
       const cell = runs.filter((r) => r.call === call.name && r.fault === fault);
       if (cell.length === 0) continue;
       lines.push(
-        `| ${call.name} x ${fault} | ${cell.length} | ${sum(cell.map((r) => r.injected))} | ${sum(cell.map((r) => r.firstRound.written))} / ${sum(cell.map((r) => r.firstRound.deadLettered))} / ${sum(cell.map((r) => r.firstRound.redelivered))} | ${max(cell.map((r) => r.invocations))} | ${max(cell.map((r) => r.slowestInvocationMs))} / ${cell[0]!.budgetMs} ms | ${max(cell.map((r) => r.permitPeak))} / ${cell[0]!.permitLimit} | ${max(cell.map((r) => r.s3InFlightPeak))} | ${max(cell.map((r) => r.letterCopiesMax))} | ${sum(cell.map((r) => r.violations.length))} |`,
+        `| ${call.name} x ${fault} | ${cell.length} | ${sum(cell.map((r) => r.injected))} | ${sum(cell.map((r) => r.firstRound.written))} / ${sum(cell.map((r) => r.firstRound.deadLettered))} / ${sum(cell.map((r) => r.firstRound.redelivered))} | ${max(cell.map((r) => r.invocations))} | ${max(cell.map((r) => r.slowestInvocationMs))} / ${cell[0]!.budgetMs} ms | ${max(cell.map((r) => r.permitPeak))} / ${cell[0]!.permitLimit} | ${max(cell.map((r) => r.permitsLeftHeld ?? 0))} | ${max(cell.map((r) => r.s3InFlightPeak))} | ${max(cell.map((r) => r.letterCopiesMax))} | ${sum(cell.map((r) => r.violations.length))} |`,
       );
     }
   }
   return lines.join('\n');
 }
 
-/** Writes the results JSON and replaces the README's generated section with its tables. */
-export function publishMatrix(results: MatrixResults, jsonPath: string, readmePath: string): void {
-  writeFileSync(jsonPath, `${JSON.stringify(results, null, 2)}\n`);
-  const readme = readFileSync(readmePath, 'utf8');
-  const begin = readme.indexOf(README_BEGIN);
-  const end = readme.indexOf(README_END);
-  if (begin === -1 || end < begin)
-    throw new Error(`${readmePath}: markers of the generated matrix not found`);
-  writeFileSync(
-    readmePath,
-    `${readme.slice(0, begin + README_BEGIN.length)}\n${renderMatrix(results)}\n${readme.slice(end)}`,
-  );
+/** The figures of the whole matrix in a few lines (the top-level README's Reliability section). */
+export function renderSummary(results: MatrixResults): string {
+  const runs = results.runs;
+  const cells = new Set(runs.map((r) => r.cell)).size;
+  const messages = sum(runs.map((r) => r.messages));
+  const redelivered = sum(runs.map((r) => r.firstRound.redelivered));
+  const leftHeld = runs.filter((r) => r.permitsLeftHeld > 0);
+  const duplicated = runs.filter((r) => r.letterCopiesMax > 1);
+  const cellsOf = (rs: readonly CellResult[]) => [...new Set(rs.map((r) => r.cell))].join(', ') || 'none';
+  return [
+    '| figure | value |',
+    '|---|---|',
+    `| cells (call x fault) / runs (x schedules x seeds) | ${cells} / ${runs.length} |`,
+    `| messages / redelivered by the first invocations | ${messages} / ${redelivered} |`,
+    `| invariant violations (lost, reverted, late, over the limit, unsettled) | **${sum(runs.map((r) => r.violations.length))}** |`,
+    `| slowest invocation / budget | ${max(runs.map((r) => r.slowestInvocationMs))} / ${runs[0]?.budgetMs ?? 0} ms |`,
+    `| invocations to settle a batch (max) | ${max(runs.map((r) => r.invocations))} |`,
+    `| permits peak / limit | ${max(runs.map((r) => r.permitPeak))} / ${runs[0]?.permitLimit ?? 0} |`,
+    `| runs ending with permits left to expire | ${leftHeld.length} (${cellsOf(leftHeld)}) |`,
+    `| runs with a dead letter stored more than once | ${duplicated.length} (${cellsOf(duplicated)}) |`,
+    '',
+    `From \`${results.command}\` (${results.generatedAt}, ${(results.durationMs / 1000).toFixed(0)} s).`,
+  ].join('\n');
+}
+
+function replaceBetween(path: string, begin: string, end: string, text: string): void {
+  const content = readFileSync(path, 'utf8');
+  const from = content.indexOf(begin);
+  const to = content.indexOf(end);
+  if (from === -1 || to < from) throw new Error(`${path}: markers of the generated fault matrix not found`);
+  writeFileSync(path, `${content.slice(0, from + begin.length)}\n${text}\n${content.slice(to)}`);
+}
+
+/**
+ * Writes the results JSON, the tables into test/chaos/README.md and the summary into the top-level README
+ * (each between its markers).
+ */
+export function publishMatrix(
+  results: MatrixResults,
+  paths: { json: string; chaosReadme: string; topReadme: string },
+): void {
+  writeFileSync(paths.json, `${JSON.stringify(results, null, 2)}\n`);
+  replaceBetween(paths.chaosReadme, README_BEGIN, README_END, renderMatrix(results));
+  replaceBetween(paths.topReadme, SUMMARY_BEGIN, SUMMARY_END, renderSummary(results));
 }

@@ -115,6 +115,8 @@ export interface CellResult {
   /** Most permits of the tenant's semaphore held at once (table, polled), and its limit. */
   readonly permitPeak: number;
   readonly permitLimit: number;
+  /** Permits still held in the table after the last invocation returned (leases left to expire by themselves). */
+  readonly permitsLeftHeld: number;
   /** Most S3 requests to the tenant's prefix in flight at once (at the proxy). */
   readonly s3InFlightPeak: number;
   /** Most copies of one dead letter in the DLQ (SQS is at least once). */
@@ -138,6 +140,8 @@ function rulesFor(cell: MatrixCell, schedule: FaultSchedule, round: number): Fau
 /** Polls the semaphore table while an invocation runs: peak permits held, and any inconsistent item. */
 class PermitMonitor {
   peak = 0;
+  /** The tenant semaphore's permits held at the last sample. */
+  current = 0;
   limit = PERMIT_LIMIT;
   readonly violations: string[] = [];
   #running: Promise<void> | undefined;
@@ -184,6 +188,7 @@ class PermitMonitor {
     for (const [pk, { used, limit }] of bySemaphore) {
       if (pk.includes(`/t=${MATRIX_TENANT}/`)) {
         this.peak = Math.max(this.peak, used);
+        this.current = used;
         this.limit = limit;
       }
       if (used > limit) this.violations.push(`${pk}: ${used} permits held > limit ${limit}`);
@@ -378,6 +383,7 @@ export async function runCell(
     budgetMs: MATRIX_BUDGET_MS,
     permitPeak: monitor.peak,
     permitLimit: monitor.limit,
+    permitsLeftHeld: monitor.current,
     s3InFlightPeak,
     letterCopiesMax: Math.max(0, ...[...letters.values()].map((c) => c.length)),
     violations,

@@ -1,6 +1,6 @@
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { InvalidLocalOptionError } from '../errors.js';
+import { listenOnLoopback } from '../loopback-server.js';
 import { firstSegmentPrefix } from '../s3-behaviour/s3-behaviour-model.js';
 import { seededRandom } from '../s3-behaviour/seeded-random.js';
 import { type AwsCall, type AwsService, identifyAwsCall } from './aws-call.js';
@@ -147,7 +147,6 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const groupOf = options.groupOf ?? defaultGroup;
   const random = seededRandom(options.seed ?? 1);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-  const sockets = new Set<Socket>();
   const held = new Set<ServerResponse>();
   const log: ProxiedCall[] = [];
   const injections: Record<string, number> = {};
@@ -276,33 +275,13 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => handle(req, res, Buffer.concat(chunks)));
   });
-  server.keepAliveTimeout = 5_000;
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+  const listening = await listenOnLoopback(server, options.port ?? 0, () => {
+    held.clear();
+    agent.destroy();
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      for (const socket of sockets) socket.destroy();
-      held.clear();
-      agent.destroy();
-    });
-    return stopping;
-  };
 
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: `http://127.0.0.1:${listening.port}`,
     service,
     setRules,
     calls: () => log.map((entry) => ({ ...entry })),
@@ -312,6 +291,6 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       peaks = Object.fromEntries(inFlight);
     },
     heldRequests: () => held.size,
-    stop,
+    stop: listening.stop,
   };
 }

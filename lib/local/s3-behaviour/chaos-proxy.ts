@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { InvalidLocalOptionError } from '../errors.js';
+import { listenOnLoopback } from '../loopback-server.js';
 import { S3BehaviourModel, type S3BehaviourOptions, type S3RequestKind } from './s3-behaviour-model.js';
 
 export interface ChaosProxyOptions {
@@ -66,7 +66,6 @@ export async function startChaosProxy(options: ChaosProxyOptions): Promise<Chaos
   const model =
     options.model instanceof S3BehaviourModel ? options.model : new S3BehaviourModel(options.model);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-  const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
 
   const after = (ms: number, res: ServerResponse, then: () => void): void => {
@@ -160,31 +159,16 @@ export async function startChaosProxy(options: ChaosProxyOptions): Promise<Chaos
         return;
     }
   });
-  server.keepAliveTimeout = 5_000;
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+  const listening = await listenOnLoopback(server, options.port ?? 0, () => {
+    for (const timer of timers) clearTimeout(timer);
+    timers.clear();
+    agent.destroy();
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
 
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= new Promise<void>((resolve) => {
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
-      server.close(() => resolve());
-      for (const socket of sockets) socket.destroy();
-      agent.destroy();
-    });
-    return stopping;
+  return {
+    endpoint: `http://127.0.0.1:${listening.port}`,
+    model,
+    heldRequests: () => timers.size,
+    stop: listening.stop,
   };
-
-  return { endpoint: `http://127.0.0.1:${port}`, model, heldRequests: () => timers.size, stop };
 }

@@ -1,6 +1,6 @@
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { InvalidLocalOptionError } from '../errors.js';
-import { listenOnLoopback } from '../loopback-server.js';
+import { forwardedRequest, listenOnLoopback, parseHttpTarget } from '../proxy-server.js';
 import { firstSegmentPrefix } from '../s3-behaviour/s3-behaviour-model.js';
 import { seededRandom } from '../s3-behaviour/seeded-random.js';
 import { type AwsCall, type AwsService, identifyAwsCall } from './aws-call.js';
@@ -135,14 +135,7 @@ function checkRule(rule: FaultRule, index: number): void {
  * whose answer was lost.
  */
 export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
-  let target: URL;
-  try {
-    target = new URL(options.target);
-  } catch {
-    throw new InvalidLocalOptionError('target', `not a URL: ${options.target}`);
-  }
-  if (target.protocol !== 'http:')
-    throw new InvalidLocalOptionError('target', 'only http:// targets are supported');
+  const target = parseHttpTarget(options.target);
   const service = options.service;
   const groupOf = options.groupOf ?? defaultGroup;
   const random = seededRandom(options.seed ?? 1);
@@ -182,23 +175,12 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     onAnswer: (status: number, headers: IncomingMessage['headers'], answer: Buffer) => void,
     onError: () => void,
   ): void => {
-    const upstream = request(
-      {
-        protocol: target.protocol,
-        hostname: target.hostname,
-        port: target.port,
-        method: req.method,
-        path: req.url,
-        headers: { ...req.headers, host: target.host },
-        agent,
-      },
-      (answer) => {
-        const chunks: Buffer[] = [];
-        answer.on('data', (c: Buffer) => chunks.push(c));
-        answer.on('end', () => onAnswer(answer.statusCode ?? 502, answer.headers, Buffer.concat(chunks)));
-        answer.on('error', onError);
-      },
-    );
+    const upstream = request(forwardedRequest(target, req, agent), (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on('data', (c: Buffer) => chunks.push(c));
+      answer.on('end', () => onAnswer(answer.statusCode ?? 502, answer.headers, Buffer.concat(chunks)));
+      answer.on('error', onError);
+    });
     upstream.on('error', onError);
     upstream.end(body);
   };

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
-import { InvalidLocalOptionError } from '../errors.js';
-import { listenOnLoopback } from '../loopback-server.js';
+import { forwardedRequest, listenOnLoopback, parseHttpTarget } from '../proxy-server.js';
 import { S3BehaviourModel, type S3BehaviourOptions, type S3RequestKind } from './s3-behaviour-model.js';
 
 export interface ChaosProxyOptions {
@@ -55,14 +54,7 @@ export function classifyS3Request(method: string, url: string): { kind: S3Reques
  * SDK sees what S3 does under load.
  */
 export async function startChaosProxy(options: ChaosProxyOptions): Promise<ChaosProxy> {
-  let target: URL;
-  try {
-    target = new URL(options.target);
-  } catch {
-    throw new InvalidLocalOptionError('target', `not a URL: ${options.target}`);
-  }
-  if (target.protocol !== 'http:')
-    throw new InvalidLocalOptionError('target', 'only http:// targets are supported');
+  const target = parseHttpTarget(options.target);
   const model =
     options.model instanceof S3BehaviourModel ? options.model : new S3BehaviourModel(options.model);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
@@ -108,21 +100,10 @@ export async function startChaosProxy(options: ChaosProxyOptions): Promise<Chaos
   };
 
   const forward = (req: IncomingMessage, res: ServerResponse) => {
-    const upstream = request(
-      {
-        protocol: target.protocol,
-        hostname: target.hostname,
-        port: target.port,
-        method: req.method,
-        path: req.url,
-        headers: { ...req.headers, host: target.host },
-        agent,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
+    const upstream = request(forwardedRequest(target, req, agent), (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
     upstream.on('error', () => {
       if (res.headersSent) res.destroy();
       else answerError(req, res, 502, 'BadGateway', 'The chaos proxy could not reach its target.');

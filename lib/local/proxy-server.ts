@@ -1,5 +1,35 @@
-import type { Server } from 'node:http';
+import type { Agent, IncomingMessage, RequestOptions, Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { InvalidLocalOptionError } from './errors.js';
+
+// Plumbing shared by the local HTTP proxies (the S3 chaos proxy, the fault proxy): their target, the
+// request they forward, and a loopback listener that stops cleanly.
+
+/** The `target` option of a proxy: an http:// URL (the emulators speak plain HTTP). */
+export function parseHttpTarget(raw: string): URL {
+  let target: URL;
+  try {
+    target = new URL(raw);
+  } catch {
+    throw new InvalidLocalOptionError('target', `not a URL: ${raw}`);
+  }
+  if (target.protocol !== 'http:')
+    throw new InvalidLocalOptionError('target', 'only http:// targets are supported');
+  return target;
+}
+
+/** The same request, sent to `target` through `agent` (its Host header rewritten). */
+export function forwardedRequest(target: URL, req: IncomingMessage, agent: Agent): RequestOptions {
+  return {
+    protocol: target.protocol,
+    hostname: target.hostname,
+    port: target.port,
+    method: req.method,
+    path: req.url,
+    headers: { ...req.headers, host: target.host },
+    agent,
+  };
+}
 
 /** A local test server listening on 127.0.0.1 whose `stop` also ends every open connection. */
 export interface LoopbackServer {

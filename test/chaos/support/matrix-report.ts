@@ -1,6 +1,7 @@
 // The fault matrix's results: written as JSON by the full run, and rendered from that JSON into the
 // README's tables (between markers), so the figures there are never typed by hand.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { FAULT_KINDS, MATRIX_CALLS } from './matrix-cells.js';
 import type { CellResult } from './matrix-run.js';
 
@@ -107,6 +108,7 @@ export function publishMatrix(
   results: MatrixResults,
   paths: { json: string; chaosReadme: string; topReadme: string },
 ): void {
+  mkdirSync(dirname(paths.json), { recursive: true });
   writeFileSync(paths.json, `${JSON.stringify(results, null, 2)}\n`);
   replaceBetween(paths.chaosReadme, README_BEGIN, README_END, renderMatrix(results));
   replaceBetween(paths.topReadme, SUMMARY_BEGIN, SUMMARY_END, renderSummary(results));

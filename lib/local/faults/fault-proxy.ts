@@ -89,6 +89,8 @@ export interface ProxiedCall {
   readonly fault: FaultKind | undefined;
   /** Status the service answered, when the request reached it (forwarded, or `unknown-outcome`). */
   upstreamStatus?: number;
+  /** What a rule's `match` threw for this call (the call then went through untouched). */
+  readonly ruleError?: string;
 }
 
 export interface FaultProxy {
@@ -153,15 +155,20 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   };
   setRules(options.rules ?? []);
 
-  const choose = (call: AwsCall): ActiveRule | undefined => {
+  const choose = (call: AwsCall): { active?: ActiveRule; ruleError?: string } => {
     for (const active of rules) {
       if (active.used >= (active.rule.times ?? Number.POSITIVE_INFINITY)) continue;
-      if (!active.rule.match(call)) continue;
+      try {
+        if (!active.rule.match(call)) continue;
+      } catch (err) {
+        // A test's matcher bug must not kill the proxy (and the test process with it): shown in `calls()`.
+        return { ruleError: `${active.name}: ${err instanceof Error ? err.message : String(err)}` };
+      }
       // Every matched call draws once, so the fault sequence depends only on the seed and the calls.
       if (random() >= (active.rule.probability ?? 1)) continue;
-      return active;
+      return { active };
     }
-    return undefined;
+    return {};
   };
 
   const send = (res: ServerResponse, answer: WireAnswer): void => {
@@ -193,8 +200,13 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       target: Array.isArray(target) ? target[0] : target,
       body: body.toString('utf8'),
     });
-    const active = choose(call);
-    const entry: ProxiedCall = { call, rule: active?.name, fault: active?.rule.fault };
+    const { active, ruleError } = choose(call);
+    const entry: ProxiedCall = {
+      call,
+      rule: active?.name,
+      fault: active?.rule.fault,
+      ...(ruleError === undefined ? {} : { ruleError }),
+    };
     log.push(entry);
     if (active !== undefined) {
       active.used += 1;

@@ -52,12 +52,15 @@ async function proxyFor(service: AwsService, rules: FaultRule[]): Promise<FaultP
   return proxy;
 }
 
-/** SDK clients through the proxy, one attempt, a short request timeout (the stall tests). */
-function clientsThrough(proxy: FaultProxy) {
+/**
+ * SDK clients through the proxy, one attempt each; `requestTimeout` ends a stalled request (long by
+ * default: on this shared machine a healthy request can take a second).
+ */
+function clientsThrough(proxy: FaultProxy, requestTimeout = 10_000) {
   const options = {
     endpoint: proxy.endpoint,
     maxAttempts: 1,
-    requestHandler: new NodeHttpHandler({ requestTimeout: 300, throwOnRequestTimeout: true }),
+    requestHandler: new NodeHttpHandler({ requestTimeout, throwOnRequestTimeout: true }),
   };
   const clients = {
     s3: new S3Client({ ...localClientConfig('s3'), ...options }),
@@ -126,7 +129,7 @@ describe('fault proxy: the SDK sees each service answer as the real one', () => 
   it('stall: the request never reaches the service and is held until the client gives up', async () => {
     const proxy = await proxyFor('dynamodb', [{ match: all, fault: 'stall' }]);
     const pk = randomUUID();
-    const error = await rejection(clientsThrough(proxy).dynamodb.send(putItem(pk)));
+    const error = await rejection(clientsThrough(proxy, 300).dynamodb.send(putItem(pk)));
     expect(isTimeout(error)).toBe(true);
     expect(
       (await direct.dynamodb.send(new GetItemCommand({ TableName: name, Key: { pk: { S: pk } } }))).Item,
@@ -171,6 +174,22 @@ describe('fault proxy: the SDK sees each service answer as the real one', () => 
       ['GetQueueAttributes', undefined],
     ]);
     expect(proxy.injected()).toEqual({ attrs: 1 });
+  });
+
+  it('a rule whose matcher throws lets the call through and shows the error in calls()', async () => {
+    const proxy = await proxyFor('dynamodb', [
+      {
+        name: 'buggy',
+        match: () => {
+          throw new Error('matcher bug');
+        },
+        fault: 'error',
+      },
+    ]);
+    await expect(clientsThrough(proxy).dynamodb.send(putItem(randomUUID()))).resolves.toBeDefined();
+    expect(proxy.calls().map((c) => [c.call.operation, c.fault, c.ruleError])).toEqual([
+      ['PutItem', undefined, 'buggy: matcher bug'],
+    ]);
   });
 
   it('probability: seeded dice, the same seed faults the same calls', async () => {

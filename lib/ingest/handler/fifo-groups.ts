@@ -1,5 +1,5 @@
-import type { SQSRecord } from 'aws-lambda';
 import { S3IngestError } from '../../errors/index.js';
+import { messageGroupOf } from './message-group.js';
 import type { OutcomeLedger } from './outcome-ledger.js';
 import type { WriteOutcome } from './write-outcome.js';
 
@@ -34,17 +34,6 @@ export class FifoGroupBlockedError extends S3IngestError {
       `an earlier message (${blockedBy}) of message group ${JSON.stringify(messageGroupId)} is redelivered; this one follows it`,
     );
   }
-}
-
-/**
- * The `MessageGroupId` of a record from a FIFO queue (its ARN ends in `.fifo`); `undefined` otherwise.
- * Standard queues may carry a group id too (fair queues), but promise no order within it: holding their
- * messages back would only slow them, and would let one sender's group stall another's.
- */
-export function messageGroupOf(record: SQSRecord): string | undefined {
-  if (typeof record.eventSourceARN !== 'string' || !record.eventSourceARN.endsWith('.fifo')) return undefined;
-  const group = (record.attributes as { MessageGroupId?: unknown } | undefined)?.MessageGroupId;
-  return typeof group === 'string' && group !== '' ? group : undefined;
 }
 
 type NotWritten = Exclude<WriteOutcome, { kind: 'written' }>;

@@ -2,7 +2,7 @@ import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import type { DeadLetter } from './dead-letter-queue.js';
 import type { DeadLetterReason } from './dead-letter-reason.js';
 import { OutcomeAlreadySettledError, UnknownRecordError } from './errors.js';
-import { messageGroupOf } from './fifo-groups.js';
+import { messageGroupOf } from './message-group.js';
 import type { TransientCause, WriteOutcome } from './write-outcome.js';
 
 /**

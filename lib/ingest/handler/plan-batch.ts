@@ -3,7 +3,8 @@ import type { ResourceSchema } from '../config.js';
 import { InvalidMessageError } from '../errors.js';
 import { parseIngestMessage } from '../message/parse.js';
 import type { IngestWrite } from '../message/types.js';
-import { FifoGroupGate, messageGroupOf } from './fifo-groups.js';
+import { FifoGroupGate } from './fifo-groups.js';
+import { messageGroupOf } from './message-group.js';
 import type { SourceBinding } from './source-binding.js';
 import type { WriteOutcome } from './write-outcome.js';
 

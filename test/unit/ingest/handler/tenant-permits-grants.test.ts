@@ -72,6 +72,21 @@ function recordingFactory(cap = Number.POSITIVE_INFINITY, events: string[] = [])
   return { factory, acquires, limits };
 }
 
+/** Semaphores that grant every request in full, with leases released by `release`. */
+const grantingAll =
+  (release: (options?: LeaseCallOptions) => Promise<void>) =>
+  (name: string, limit: number): Semaphore => ({
+    name,
+    limit,
+    acquire: async (k): Promise<Lease> => ({
+      permits: k,
+      fence: 'f',
+      expiresAt: Date.now() + 1_000,
+      extend: async () => undefined,
+      release,
+    }),
+  });
+
 const SHARED = 'bucket:ignored-by-memory-store/small-tenants';
 const prefixOf = (t: string) => `prefix:ignored-by-memory-store/t=${t}/`;
 
@@ -231,18 +246,8 @@ describe('TenantPermits: the steps of a lease kept apart', () => {
   });
 
   it('a release that fails is reported with its semaphore and leaves the grant in place', async () => {
-    const failingRelease = (name: string, limit: number): Semaphore => ({
-      name,
-      limit,
-      acquire: async (k): Promise<Lease> => ({
-        permits: k,
-        fence: 'f',
-        expiresAt: Date.now() + 1_000,
-        extend: async () => undefined,
-        release: async () => {
-          throw new Error('release lost');
-        },
-      }),
+    const failingRelease = grantingAll(async () => {
+      throw new Error('release lost');
     });
     const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), failingRelease);
     const a = tenant('a', 20);
@@ -256,21 +261,13 @@ describe('TenantPermits: the steps of a lease kept apart', () => {
     expect(releaseTimeoutMs(config)).toBe(100);
     expect(settleMs(config)).toBe(200);
     const signals: (AbortSignal | undefined)[] = [];
-    const stalled = (name: string, limit: number): Semaphore => ({
-      name,
-      limit,
-      acquire: async (k): Promise<Lease> => ({
-        permits: k,
-        fence: 'f',
-        expiresAt: Date.now() + 1_000,
-        extend: async () => undefined,
-        release: (options?: LeaseCallOptions) =>
-          new Promise((_, reject) => {
-            signals.push(options?.signal);
-            options?.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true });
-          }),
-      }),
-    });
+    const stalled = grantingAll(
+      (options) =>
+        new Promise((_, reject) => {
+          signals.push(options?.signal);
+          options?.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true });
+        }),
+    );
     const permits = new TenantPermits(config, stalled);
     const startedAt = Date.now();
     const report = await permits.run([tenant('a', 20)], window(), async () => undefined);

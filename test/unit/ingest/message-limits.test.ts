@@ -95,6 +95,8 @@ describe('firstUnsafeIntegerLiteral', () => {
       firstUnsafeIntegerLiteral('[90071992547409930.5, 1e300, 9007199254740993e0, 1E+300]'),
     ).toBeUndefined();
     expect(firstUnsafeIntegerLiteral('[1.5, 9007199254740993]')).toBe('9007199254740993');
+    // The digits of a fraction or an exponent belong to the float: not a literal of their own.
+    expect(firstUnsafeIntegerLiteral('[2.9007199254740993, 1e9007199254740993]')).toBeUndefined();
   });
 
   it('ignores digits inside strings, after escaped quotes too', () => {

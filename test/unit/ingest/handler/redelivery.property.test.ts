@@ -29,7 +29,7 @@ import type { AcquireOptions, Lease, Semaphore } from '../../../../lib/semaphore
 import { body, lambdaContext, quietMetrics, silentLogger, sqsRecord, testConfig } from './support.js';
 
 /** Runs of the property in `npm test` (each is a few to ~40 invocations); the seed makes a run reproducible. */
-const NUM_RUNS = 100;
+const NUM_RUNS = 60;
 const SEED = 14;
 
 const TENANT = 'acme';

@@ -1,0 +1,285 @@
+// TenantPermits through its public `run`: what each tenant asks for, how a shared small-tenant lease is split
+// over its pools, how acquire and release failures are kept apart, and the give-back bound. Issue 14's
+// mutation testing found `n / pools` vs `n * pools` unobservable with the handler tests' limits.
+import { describe, expect, it } from 'vitest';
+import {
+  releaseTimeoutMs,
+  SMALL_TENANT_WRITES,
+  settleMs,
+  TenantPermits,
+} from '../../../../lib/ingest/handler/tenant-permits.js';
+import { SemaphoreTimeoutError } from '../../../../lib/semaphore/errors.js';
+import { MemorySemaphore } from '../../../../lib/semaphore/memory-semaphore.js';
+import type { AcquireOptions, Lease, LeaseCallOptions, Semaphore } from '../../../../lib/semaphore/types.js';
+import { testConfig } from './support.js';
+
+/** A tenant object as the runner hands it over: a pool stub that records its sizes and drains. */
+function tenant(name: string, writes: number, events: string[] = []) {
+  return {
+    tenant: name,
+    writes,
+    pool: {
+      concurrency: 0,
+      setConcurrency(n: number) {
+        this.concurrency = n;
+        events.push(`size ${name} ${n}`);
+      },
+      async drain() {
+        events.push(`drain ${name}`);
+      },
+    },
+  };
+}
+
+const window = (signal = new AbortController().signal) => ({
+  deadline: Date.now() + 5_000,
+  signal,
+  leaseMs: 10_000,
+});
+
+interface Acquire {
+  readonly name: string;
+  readonly k: number;
+  readonly options: AcquireOptions | undefined;
+}
+
+/** Memory semaphores of at most `cap` permits that record every acquire and release. */
+function recordingFactory(cap = Number.POSITIVE_INFINITY, events: string[] = []) {
+  const acquires: Acquire[] = [];
+  const limits = new Map<string, number>();
+  const factory = (name: string, limit: number): Semaphore => {
+    limits.set(name, limit);
+    const inner = new MemorySemaphore({ name, limit: Math.min(limit, cap) });
+    return {
+      name,
+      limit: inner.limit,
+      acquire: async (k, options) => {
+        acquires.push({ name, k, options });
+        const lease = await inner.acquire(k, options);
+        return {
+          permits: lease.permits,
+          fence: lease.fence,
+          expiresAt: lease.expiresAt,
+          extend: (ms, o) => lease.extend(ms, o),
+          release: async (o) => {
+            events.push(`release ${name}`);
+            await lease.release(o);
+          },
+        };
+      },
+    };
+  };
+  return { factory, acquires, limits };
+}
+
+/** Semaphores that grant every request in full, with leases released by `release`. */
+const grantingAll =
+  (release: (options?: LeaseCallOptions) => Promise<void>) =>
+  (name: string, limit: number): Semaphore => ({
+    name,
+    limit,
+    acquire: async (k): Promise<Lease> => ({
+      permits: k,
+      fence: 'f',
+      expiresAt: Date.now() + 1_000,
+      extend: async () => undefined,
+      release,
+    }),
+  });
+
+const SHARED = 'bucket:ignored-by-memory-store/small-tenants';
+const prefixOf = (t: string) => `prefix:ignored-by-memory-store/t=${t}/`;
+
+describe('TenantPermits: what each tenant asks for', () => {
+  it(`a tenant with ${SMALL_TENANT_WRITES} writes has its own prefix lease; one with fewer shares the bucket's`, async () => {
+    const { factory, acquires, limits } = recordingFactory();
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), factory);
+    const big = tenant('big', SMALL_TENANT_WRITES);
+    const small = tenant('small', SMALL_TENANT_WRITES - 1);
+    const ran: string[] = [];
+    const report = await permits.run([big, small], window(), async (t) => {
+      ran.push(t.tenant);
+    });
+    expect(ran.sort()).toEqual(['big', 'small']);
+    expect(permits.prefixLimit).toBe(70); // 3,500 PUT/s x 20 ms
+    expect(limits).toEqual(
+      new Map([
+        [prefixOf('big'), 70],
+        [SHARED, 280],
+      ]),
+    );
+    // big: min(prefix limit, POOL_CONCURRENCY, writes) = 8, any grant from 1; small: its 9 writes, capped at 8.
+    expect(acquires.map((a) => [a.name, a.k, a.options?.min])).toEqual([
+      [prefixOf('big'), 8, 1],
+      [SHARED, 8, 1],
+    ]);
+    expect(acquires[0]!.options).toMatchObject({ leaseMs: 10_000 });
+    expect(report.results.get(big)).toEqual({ permits: 8 });
+    expect(report.results.get(small)).toEqual({ permits: 8 });
+    expect(big.pool.concurrency).toBe(8);
+    expect(small.pool.concurrency).toBe(8);
+    expect(report.releaseFailures).toEqual([]);
+  });
+
+  it('a large tenant asks for no more than its writes, and its pool is sized to the grant', async () => {
+    const { factory, acquires } = recordingFactory(5);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory);
+    const a = tenant('a', 12);
+    const report = await permits.run([a], window(), async () => undefined);
+    // Asked min(70, 64, 12) = 12, capped by the semaphore's 5.
+    expect(acquires.map((x) => [x.k, x.options?.min])).toEqual([[5, 1]]);
+    expect(report.results.get(a)).toEqual({ permits: 5 });
+    expect(a.pool.concurrency).toBe(5);
+  });
+
+  it('small tenants split the shared lease: each pool gets an equal share, never more than its writes', async () => {
+    const { factory, acquires } = recordingFactory(8);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory);
+    const a = tenant('a', 9);
+    const b = tenant('b', 9);
+    const c = tenant('c', 2);
+    const d = tenant('d', 1);
+    const report = await permits.run([a, b, c, d], window(), async () => undefined);
+    // A group is at most half the semaphore's limit (4 of 8): one group, 21 writes wanted, 8 granted.
+    expect(acquires.map((x) => [x.k, x.options?.min])).toEqual([[8, 4]]);
+    // 8 permits over 4 pools: a share of 2 each, capped by each tenant's writes.
+    expect([a, b, c, d].map((t) => t.pool.concurrency)).toEqual([2, 2, 2, 1]);
+    for (const t of [a, b, c, d]) expect(report.results.get(t)).toEqual({ permits: 8 });
+  });
+
+  it('two small pools on an 8-permit lease get 4 each (not 8 x 2 capped by their writes)', async () => {
+    const { factory } = recordingFactory(8);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory);
+    const a = tenant('a', 9);
+    const b = tenant('b', 9);
+    await permits.run([a, b], window(), async () => undefined);
+    expect([a.pool.concurrency, b.pool.concurrency]).toEqual([4, 4]);
+  });
+
+  it('more small tenants than half the shared limit run in several groups, each asking at least one per tenant', async () => {
+    const { factory, acquires } = recordingFactory(6);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '2' }), factory);
+    const tenants = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => tenant(name, 1));
+    const report = await permits.run(tenants, window(), async () => undefined);
+    // Groups of 3 (half of 6): 3 + 3 + 1. Each wants min(280, POOL_CONCURRENCY 2, its writes), raised to
+    // one permit per tenant, all of them needed.
+    expect(acquires.map((x) => [x.k, x.options?.min])).toEqual([
+      [3, 3],
+      [3, 3],
+      [1, 1],
+    ]);
+    for (const t of tenants) {
+      expect(report.results.get(t)).toEqual({ permits: t.tenant === 'g' ? 1 : 3 });
+      expect(t.pool.concurrency).toBe(1);
+    }
+  });
+
+  it('without a semaphore factory each pool runs at min(POOL_CONCURRENCY, its writes), at least 1', async () => {
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), undefined);
+    const a = tenant('a', 3);
+    const b = tenant('b', 50);
+    const c = tenant('c', 0);
+    const ran: string[] = [];
+    const report = await permits.run([a, b, c], window(), async (t) => {
+      ran.push(t.tenant);
+    });
+    expect(ran.sort()).toEqual(['a', 'b', 'c']);
+    expect([a, b, c].map((t) => t.pool.concurrency)).toEqual([3, 8, 1]);
+    for (const t of [a, b, c]) expect(report.results.get(t)).toEqual({ permits: 0 });
+  });
+});
+
+describe('TenantPermits: the steps of a lease kept apart', () => {
+  it('sizes, runs, drains, then releases, in that order', async () => {
+    const events: string[] = [];
+    const { factory } = recordingFactory(Number.POSITIVE_INFINITY, events);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '4' }), factory);
+    const a = tenant('a', 20, events);
+    await permits.run([a], window(), async () => {
+      events.push('work a');
+    });
+    expect(events).toEqual(['size a 4', 'work a', 'drain a', `release ${prefixOf('a')}`]);
+  });
+
+  it('a failed acquire is the error itself, or a SemaphoreTimeoutError once the window aborted; work never runs', async () => {
+    const failing = (name: string, limit: number): Semaphore => ({
+      name,
+      limit,
+      acquire: async () => {
+        throw new Error(`unreachable ${name}`);
+      },
+    });
+    const permits = new TenantPermits(testConfig(), failing);
+    const a = tenant('a', 20);
+    const ran: string[] = [];
+    const open = await permits.run([a], window(), async (t) => {
+      ran.push(t.tenant);
+    });
+    expect(open.results.get(a)).toEqual({ unavailable: new Error(`unreachable ${prefixOf('a')}`) });
+
+    const aborted = new AbortController();
+    aborted.abort(new Error('cutoff'));
+    const late = await permits.run([a], window(aborted.signal), async (t) => {
+      ran.push(t.tenant);
+    });
+    const result = late.results.get(a);
+    expect(result && 'unavailable' in result && result.unavailable).toBeInstanceOf(SemaphoreTimeoutError);
+    expect(ran).toEqual([]);
+  });
+
+  it('a factory that throws makes only its tenants unavailable', async () => {
+    const inner = recordingFactory();
+    const factory = (name: string, limit: number): Semaphore => {
+      if (name === SHARED) throw new Error('no table');
+      return inner.factory(name, limit);
+    };
+    const permits = new TenantPermits(testConfig(), factory);
+    const big = tenant('big', 20);
+    const small = tenant('small', 1);
+    const ran: string[] = [];
+    const report = await permits.run([big, small], window(), async (t) => {
+      ran.push(t.tenant);
+    });
+    expect(ran).toEqual(['big']);
+    expect(report.results.get(small)).toEqual({ unavailable: new Error('no table') });
+    expect(report.results.get(big)).toMatchObject({ permits: 8 });
+  });
+
+  it('a release that fails is reported with its semaphore and leaves the grant in place', async () => {
+    const failingRelease = grantingAll(async () => {
+      throw new Error('release lost');
+    });
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), failingRelease);
+    const a = tenant('a', 20);
+    const report = await permits.run([a], window(), async () => undefined);
+    expect(report.results.get(a)).toEqual({ permits: 8 });
+    expect(report.releaseFailures).toEqual([{ semaphore: prefixOf('a'), error: new Error('release lost') }]);
+  });
+
+  it('a release that never answers is abandoned after a quarter of DEADLINE_MARGIN_MS', async () => {
+    const config = testConfig({ DEADLINE_MARGIN_MS: '400', WRITE_TIMEOUT_MS: '400' });
+    expect(releaseTimeoutMs(config)).toBe(100);
+    expect(settleMs(config)).toBe(200);
+    const signals: (AbortSignal | undefined)[] = [];
+    const stalled = grantingAll(
+      (options) =>
+        new Promise((_, reject) => {
+          signals.push(options?.signal);
+          options?.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true });
+        }),
+    );
+    const permits = new TenantPermits(config, stalled);
+    const startedAt = Date.now();
+    const report = await permits.run([tenant('a', 20)], window(), async () => undefined);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(90);
+    expect(signals).toHaveLength(1);
+    expect(signals[0]?.aborted).toBe(true);
+    expect(report.releaseFailures).toHaveLength(1);
+  });
+
+  it('give-back bounds never reach 0 ms', () => {
+    const config = testConfig({ DEADLINE_MARGIN_MS: '3', WRITE_TIMEOUT_MS: '3' });
+    expect(releaseTimeoutMs(config)).toBe(1);
+    expect(settleMs(config)).toBe(1);
+  });
+});

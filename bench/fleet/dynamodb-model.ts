@@ -1,0 +1,503 @@
+// DynamoDB, modelled in-process behind the client port the semaphore talks through (`client.send(command,
+// { abortSignal })`), so the semaphore's own condition and update expressions decide every grant.
+//
+// Expressions are parsed and evaluated by dynalite's engine (its PEG parsers, `checkConditional`,
+// `mapPath`, `itemSize`), called synchronously on a plain Map instead of through its LevelDB store and
+// HTTP server; the update application below is a port of dynalite 4.0.0's `applyUpdateExpression`
+// (actions/updateItem.js, MIT). So any expression dynalite accepts works here unchanged, including ones a
+// later semaphore design sends (nothing here knows the semaphore's item shape).
+//
+// What it encodes (AWS figures, from the DynamoDB Developer Guide, retrieved 2026-11):
+// - Write units: one WRU per 1 KB of item size, rounded up, the larger of the item before and after the
+//   write; a write whose condition fails still consumes units for the item's size ("Read/write capacity
+//   mode", "Conditional writes"). Reads: one RRU per 4 KB of the summed item sizes of a strongly
+//   consistent Query, rounded up.
+// - Per-partition throughput: 1,000 write units/s and 3,000 read units/s ("Partitions and data
+//   distribution": "a single partition can support a maximum of 3,000 RCUs or 1,000 WCUs"). Modelled per
+//   partition key value (every shard item of one semaphore shares `pk = sem#<name>`): DynamoDB's split for
+//   heat can later spread one key's sort-key range over partitions, which this model does not do.
+//   Exceeding it answers `ProvisionedThroughputExceededException` (HTTP 400), which the SDK retries.
+// - Latency: single-digit milliseconds, modelled lognormal (median 4 ms, p99 12 ms by default).
+// - The client: SDK v3's standard retry mode (3 attempts; full-jitter backoff with base 100 ms, 500 ms for
+//   throttling, cap 20 s), every wait abortable by the call's `abortSignal`.
+import { createRequire } from 'node:module';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+
+type Item = Record<string, AttributeValue>;
+
+interface DynaliteRequest {
+  TableName?: string;
+  Key?: Item;
+  Item?: Item;
+  UpdateExpression?: string;
+  ConditionExpression?: string;
+  KeyConditionExpression?: string;
+  FilterExpression?: string;
+  ExpressionAttributeNames?: Record<string, string>;
+  ExpressionAttributeValues?: Item;
+  ConsistentRead?: boolean;
+  ExclusiveStartKey?: Item;
+  Limit?: number;
+  ReturnValues?: string;
+  _updates?: { sections: UpdateSection[] };
+  _condition?: { expression: unknown };
+  _keyCondition?: { expression: unknown };
+  _filter?: { expression: unknown };
+}
+
+interface UpdateSection {
+  type: 'set' | 'remove' | 'add' | 'delete';
+  path: Array<string | number>;
+  val: unknown;
+  attrType?: string;
+}
+
+interface DynaliteDb {
+  checkConditional(data: DynaliteRequest, existing: Item | undefined): unknown;
+  matchesExprFilter(item: Item, expression: unknown): boolean;
+  mapPath(path: unknown[], item: Item): AttributeValue | undefined;
+  itemSize(item: Item): number;
+}
+
+const require = createRequire(import.meta.url);
+const dynaliteDb = require('dynalite/db/index.js') as DynaliteDb;
+const dynaliteValidations = require('dynalite/validations/index.js') as {
+  validateExpressions(data: DynaliteRequest): string | undefined;
+};
+
+/** The SDK's shape of a service error: `name`, `$fault`, `$metadata.httpStatusCode`. */
+export function dynamoError(name: string, message: string, status = 400): Error {
+  return Object.assign(new Error(message), {
+    name,
+    $fault: status >= 500 ? 'server' : 'client',
+    $metadata: { httpStatusCode: status },
+  });
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? Object.assign(new Error('Request aborted'), { name: 'AbortError' });
+}
+
+/** Waits `ms` of (simulated) time on the global timers; rejects when `signal` aborts first. */
+export function wait(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(abortError(signal));
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Lognormal sampler from a median and a 99th percentile. */
+export function lognormal(medianMs: number, p99Ms: number, random: () => number): () => number {
+  const mu = Math.log(medianMs);
+  const sigma = (Math.log(p99Ms) - mu) / 2.3263478740408408;
+  return () => {
+    const u1 = 1 - random();
+    const u2 = random();
+    return Math.exp(mu + sigma * Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2));
+  };
+}
+
+export interface DynamoModelOptions {
+  /** Write units per second one partition key accepts. @default 1000 */
+  readonly writeUnitsPerSecond?: number;
+  /** Read units per second one partition key accepts. @default 3000 */
+  readonly readUnitsPerSecond?: number;
+  /** Seconds of unused throughput a partition may bank. @default 1 */
+  readonly burstSeconds?: number;
+  /** Request latency. @default { medianMs: 4, p99Ms: 12 } */
+  readonly latency?: { medianMs: number; p99Ms: number };
+  /** Uniform [0, 1) source. */
+  readonly random: () => number;
+  /** Simulated epoch ms. */
+  readonly now: () => number;
+}
+
+interface PartitionState {
+  writeTokens: number;
+  readTokens: number;
+  updatedAt: number;
+  /** Write units consumed in `second`, and the most in any second so far. */
+  second: number;
+  unitsThisSecond: number;
+  peakUnitsPerSecond: number;
+  writeUnits: number;
+  throttled: number;
+  largestItemBytes: number;
+}
+
+/** What a cell reports about DynamoDB. */
+export interface DynamoStats {
+  requests: number;
+  writeRequests: number;
+  readRequests: number;
+  writeUnits: number;
+  readUnits: number;
+  conditionalFailures: number;
+  throttled: number;
+  hottestPartition: { key: string; peakWriteUnitsPerSecond: number; largestItemBytes: number } | undefined;
+  largestItemBytes: number;
+}
+
+/** The table side: items, partition throughput, consumed units. Synchronous; latency is the client's. */
+export class DynamoTableModel {
+  readonly #items = new Map<string, Map<string, Item>>();
+  readonly #partitions = new Map<string, PartitionState>();
+  readonly #wcu: number;
+  readonly #rcu: number;
+  readonly #burst: number;
+  readonly #now: () => number;
+  readonly stats = {
+    requests: 0,
+    writeRequests: 0,
+    readRequests: 0,
+    writeUnits: 0,
+    readUnits: 0,
+    conditionalFailures: 0,
+    throttled: 0,
+  };
+
+  constructor(options: Pick<DynamoModelOptions, 'writeUnitsPerSecond' | 'readUnitsPerSecond' | 'burstSeconds' | 'now'>) {
+    this.#wcu = options.writeUnitsPerSecond ?? 1000;
+    this.#rcu = options.readUnitsPerSecond ?? 3000;
+    this.#burst = options.burstSeconds ?? 1;
+    this.#now = options.now;
+  }
+
+  /** Runs one request by operation name (`PutItem`, `UpdateItem`, `GetItem`, `DeleteItem`, `Query`). */
+  execute(operation: string, input: DynaliteRequest): Record<string, unknown> {
+    this.stats.requests += 1;
+    const data: DynaliteRequest = cloneAttributes(input);
+    const invalid = dynaliteValidations.validateExpressions(data);
+    if (invalid !== undefined) throw dynamoError('ValidationException', invalid);
+    switch (operation) {
+      case 'PutItem':
+        return this.#write(data, data.Item!, () => cloneAttributes(data.Item!));
+      case 'UpdateItem':
+        return this.#write(data, data.Key!, (old) => applyUpdate(data, old));
+      case 'DeleteItem':
+        return this.#write(data, data.Key!, () => undefined);
+      case 'GetItem':
+        return this.#get(data);
+      case 'Query':
+        return this.#query(data);
+      default:
+        throw dynamoError('UnknownOperationException', `not modelled: ${operation}`);
+    }
+  }
+
+  /** Per-partition figures, for the cell's report. */
+  report(): DynamoStats {
+    let hottest: DynamoStats['hottestPartition'];
+    let largest = 0;
+    for (const [key, p] of this.#partitions) {
+      largest = Math.max(largest, p.largestItemBytes);
+      if (hottest === undefined || p.peakUnitsPerSecond > hottest.peakWriteUnitsPerSecond) {
+        hottest = { key, peakWriteUnitsPerSecond: p.peakUnitsPerSecond, largestItemBytes: p.largestItemBytes };
+      }
+    }
+    return { ...this.stats, hottestPartition: hottest, largestItemBytes: largest };
+  }
+
+  #partition(pk: string): PartitionState {
+    let p = this.#partitions.get(pk);
+    const now = this.#now();
+    if (p === undefined) {
+      p = {
+        writeTokens: this.#wcu * this.#burst,
+        readTokens: this.#rcu * this.#burst,
+        updatedAt: now,
+        second: Math.floor(now / 1000),
+        unitsThisSecond: 0,
+        peakUnitsPerSecond: 0,
+        writeUnits: 0,
+        throttled: 0,
+        largestItemBytes: 0,
+      };
+      this.#partitions.set(pk, p);
+    }
+    const elapsed = (now - p.updatedAt) / 1000;
+    if (elapsed > 0) {
+      p.writeTokens = Math.min(this.#wcu * this.#burst, p.writeTokens + elapsed * this.#wcu);
+      p.readTokens = Math.min(this.#rcu * this.#burst, p.readTokens + elapsed * this.#rcu);
+      p.updatedAt = now;
+    }
+    return p;
+  }
+
+  #throttle(p: PartitionState): never {
+    p.throttled += 1;
+    this.stats.throttled += 1;
+    throw dynamoError(
+      'ProvisionedThroughputExceededException',
+      'The level of configured provisioned throughput for the table was exceeded.',
+    );
+  }
+
+  #write(data: DynaliteRequest, keySource: Item, next: (old: Item | undefined) => Item | undefined) {
+    this.stats.writeRequests += 1;
+    const pk = keyString(keySource.pk);
+    const sk = keyString(keySource.sk);
+    const p = this.#partition(pk);
+    // Throttling is decided before the write (a throttled write changes nothing); at least one unit is needed.
+    if (p.writeTokens < 1) this.#throttle(p);
+    const rows = this.#items.get(pk);
+    const old = rows?.get(sk);
+    const oldSize = old === undefined ? 0 : dynaliteDb.itemSize(old);
+    const failed = dynaliteDb.checkConditional(data, old);
+    let after: Item | undefined;
+    if (failed == null) {
+      after = next(old === undefined ? undefined : cloneAttributes(old));
+      if (after !== undefined && data.Key !== undefined) Object.assign(after, cloneAttributes(data.Key));
+    }
+    const newSize = after === undefined ? 0 : dynaliteDb.itemSize(after);
+    const units = Math.max(1, Math.ceil(oldSize / 1024), Math.ceil(newSize / 1024));
+    this.#consume(p, units, Math.max(oldSize, newSize));
+    if (failed != null) {
+      this.stats.conditionalFailures += 1;
+      throw dynamoError('ConditionalCheckFailedException', 'The conditional request failed');
+    }
+    let target = rows;
+    if (target === undefined) {
+      target = new Map();
+      this.#items.set(pk, target);
+    }
+    if (after === undefined) target.delete(sk);
+    else target.set(sk, after);
+    return data.ReturnValues === 'ALL_NEW' && after !== undefined ? { Attributes: after } : {};
+  }
+
+  #consume(p: PartitionState, units: number, itemBytes: number): void {
+    p.writeTokens -= units;
+    p.writeUnits += units;
+    this.stats.writeUnits += units;
+    const second = Math.floor(this.#now() / 1000);
+    if (second !== p.second) {
+      p.second = second;
+      p.unitsThisSecond = 0;
+    }
+    p.unitsThisSecond += units;
+    p.peakUnitsPerSecond = Math.max(p.peakUnitsPerSecond, p.unitsThisSecond);
+    p.largestItemBytes = Math.max(p.largestItemBytes, itemBytes);
+  }
+
+  #read(pk: string, bytes: number): void {
+    this.stats.readRequests += 1;
+    const p = this.#partition(pk);
+    if (p.readTokens < 1) this.#throttle(p);
+    const units = Math.max(1, Math.ceil(bytes / 4096));
+    p.readTokens -= units;
+    this.stats.readUnits += units;
+  }
+
+  #get(data: DynaliteRequest) {
+    const pk = keyString(data.Key!.pk);
+    const item = this.#items.get(pk)?.get(keyString(data.Key!.sk));
+    this.#read(pk, item === undefined ? 0 : dynaliteDb.itemSize(item));
+    return item === undefined ? {} : { Item: cloneAttributes(item) };
+  }
+
+  #query(data: DynaliteRequest) {
+    const pkValue = data.ExpressionAttributeValues?.[':pk'];
+    // The key condition names the partition: find it by evaluating the condition on a probe of each key.
+    const pk = pkValue !== undefined ? keyString(pkValue) : this.#partitionOf(data);
+    const rows = [...(this.#items.get(pk) ?? new Map<string, Item>())]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, item]) => item)
+      .filter((item) => dynaliteDb.matchesExprFilter(item, data._keyCondition!.expression));
+    const start = data.ExclusiveStartKey?.sk !== undefined ? keyString(data.ExclusiveStartKey.sk) : undefined;
+    const after = start === undefined ? rows : rows.filter((item) => keyString(item.sk) > start);
+    const page = data.Limit !== undefined ? after.slice(0, data.Limit) : after;
+    const filtered =
+      data._filter === undefined
+        ? page
+        : page.filter((item) => dynaliteDb.matchesExprFilter(item, data._filter!.expression));
+    this.#read(
+      pk,
+      page.reduce((sum, item) => sum + dynaliteDb.itemSize(item), 0),
+    );
+    const last = page[page.length - 1];
+    return {
+      Items: filtered.map((item) => cloneAttributes(item)),
+      Count: filtered.length,
+      ...(page.length < after.length && last !== undefined
+        ? { LastEvaluatedKey: { pk: last.pk, sk: last.sk } }
+        : {}),
+    };
+  }
+
+  #partitionOf(data: DynaliteRequest): string {
+    for (const [pk, rows] of this.#items) {
+      const first = rows.values().next().value as Item | undefined;
+      if (first !== undefined && dynaliteDb.matchesExprFilter(first, data._keyCondition!.expression)) return pk;
+    }
+    return '';
+  }
+}
+
+/** Deep copy of attribute values (plain JSON data: faster than structuredClone for these small items). */
+function cloneAttributes<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(cloneAttributes) as T;
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value)) out[key] = cloneAttributes((value as Record<string, unknown>)[key]);
+    return out as T;
+  }
+  return value;
+}
+
+function keyString(value: AttributeValue | undefined): string {
+  if (value === undefined) throw dynamoError('ValidationException', 'The provided key element does not match the schema');
+  return value.S ?? value.N ?? String(value.B);
+}
+
+// Port of dynalite 4.0.0 actions/updateItem.js `applyUpdateExpression` and `resolveValue` (MIT).
+function applyUpdate(data: DynaliteRequest, old: Item | undefined): Item {
+  const item: Item = old ?? {};
+  const sections = data._updates?.sections ?? [];
+  for (const section of sections) {
+    if (section.type === 'set') {
+      const val = resolveValue(section.val, item);
+      if (typeof val === 'string') throw dynamoError('ValidationException', val);
+      section.val = val;
+    }
+  }
+  for (const section of sections) {
+    const parent = dynaliteDb.mapPath(section.path.slice(0, -1), item) as
+      | { M?: Record<string, AttributeValue>; L?: AttributeValue[] }
+      | undefined;
+    const root = section.path.length === 1 ? { M: item } : parent;
+    const attr = section.path[section.path.length - 1]!;
+    const container = typeof attr === 'number' ? root?.L : root?.M;
+    if (container == null) {
+      throw dynamoError(
+        'ValidationException',
+        'The document path provided in the update expression is invalid for update',
+      );
+    }
+    const existing = (container as Record<string | number, AttributeValue | undefined>)[attr];
+    if (section.type === 'remove') {
+      if (Array.isArray(container)) container.splice(attr as number, 1);
+      else delete (container as Record<string, unknown>)[attr];
+    } else if (section.type === 'set') {
+      (container as Record<string | number, unknown>)[attr] = section.val;
+    } else if (section.type === 'add') {
+      const val = section.val as { N?: string };
+      if (section.attrType !== 'N' || val.N === undefined) {
+        throw dynamoError('ValidationException', 'ADD of sets is not modelled');
+      }
+      if (existing !== undefined && existing.N === undefined) {
+        throw dynamoError('ValidationException', 'An operand in the update expression has an incorrect data type');
+      }
+      (container as Record<string | number, unknown>)[attr] = {
+        N: String(Number(existing?.N ?? '0') + Number(val.N)),
+      };
+    } else {
+      throw dynamoError('ValidationException', 'DELETE of set elements is not modelled');
+    }
+  }
+  return item;
+}
+
+function resolveValue(val: unknown, item: Item): AttributeValue | string {
+  if (Array.isArray(val)) {
+    return dynaliteDb.mapPath(val, item) ?? 'The provided expression refers to an attribute that does not exist in the item';
+  }
+  const node = val as { type?: string; name?: string; args?: unknown[] } & AttributeValue;
+  if (node.type === 'add' || node.type === 'subtract') {
+    const a = resolveValue(node.args![0], item);
+    if (typeof a === 'string') return a;
+    const b = resolveValue(node.args![1], item);
+    if (typeof b === 'string') return b;
+    if (a.N === undefined || b.N === undefined) {
+      return 'An operand in the update expression has an incorrect data type';
+    }
+    // Semaphore counts are small integers: plain numbers are exact here (dynalite uses big.js).
+    return { N: String(node.type === 'add' ? Number(a.N) + Number(b.N) : Number(a.N) - Number(b.N)) };
+  }
+  if (node.type === 'function' && node.name === 'if_not_exists') {
+    return dynaliteDb.mapPath(node.args![0] as unknown[], item) ?? resolveValue(node.args![1], item);
+  }
+  if (node.type === 'function' && node.name === 'list_append') {
+    const a = resolveValue(node.args![0], item);
+    if (typeof a === 'string') return a;
+    const b = resolveValue(node.args![1], item);
+    if (typeof b === 'string') return b;
+    if (a.L === undefined || b.L === undefined) {
+      return 'An operand in the update expression has an incorrect data type';
+    }
+    return { L: [...a.L, ...b.L] };
+  }
+  return node;
+}
+
+interface SdkCommand {
+  readonly input: object;
+  readonly constructor: { readonly name: string };
+}
+
+/** Counts what one client sent, attempts included. */
+export interface DynamoClientCounters {
+  calls: number;
+  attempts: number;
+  retries: number;
+}
+
+/**
+ * The client port: `send(command, { abortSignal })` as `DynamoDBClient` has it, with the latency of the
+ * network and DynamoDB, and the SDK's standard retries of throttling and 5xx answers.
+ */
+export class DynamoModelClient {
+  readonly counters: DynamoClientCounters = { calls: 0, attempts: 0, retries: 0 };
+  readonly #table: DynamoTableModel;
+  readonly #latency: () => number;
+  readonly #random: () => number;
+
+  constructor(table: DynamoTableModel, options: Pick<DynamoModelOptions, 'latency' | 'random'>) {
+    this.#table = table;
+    const latency = options.latency ?? { medianMs: 4, p99Ms: 12 };
+    this.#random = options.random;
+    this.#latency = lognormal(latency.medianMs, latency.p99Ms, options.random);
+  }
+
+  async send(command: SdkCommand, options: { abortSignal?: AbortSignal } = {}): Promise<unknown> {
+    const operation = command.constructor.name.replace(/Command$/, '');
+    const signal = options.abortSignal;
+    this.counters.calls += 1;
+    for (let attempt = 1; ; attempt++) {
+      this.counters.attempts += 1;
+      // Half the latency before DynamoDB decides, half after (the answer travels back).
+      const latency = this.#latency();
+      await wait(latency / 2, signal);
+      let result: unknown;
+      let failure: unknown;
+      try {
+        result = this.#table.execute(operation, command.input as DynaliteRequest);
+      } catch (error) {
+        failure = error;
+      }
+      await wait(latency / 2, signal);
+      if (failure === undefined) return result;
+      const name = (failure as { name?: string }).name;
+      const throttled = name === 'ProvisionedThroughputExceededException';
+      const retryable = throttled || (failure as { $fault?: string }).$fault === 'server';
+      if (!retryable || attempt >= 3) throw failure;
+      this.counters.retries += 1;
+      const base = throttled ? 500 : 100;
+      await wait(this.#random() * Math.min(20_000, base * 2 ** attempt), signal);
+    }
+  }
+
+  /** Nothing to close (the SDK client's `destroy()`). */
+  destroy(): void {}
+}

@@ -1,0 +1,390 @@
+// One bench:fleet cell in its own process, on simulated time (bench/throttle/virtual-time.ts): a producer
+// feeds the SQS model at the offered rate; the event source mapping model invokes the REAL handler
+// (createIngestHandler: plan, tenant pools, permit planner, DynamoSemaphore, autotune, dead letters) in
+// simulated Lambda containers, each with its own handler instance and warm state, cold starts included;
+// the handler's ports are the S3 model (MemoryObjectStore + S3BehaviourModel per prefix), the DynamoDB
+// model behind the client port the semaphore uses, and an SQS client model for its dead letters.
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import type { SQSRecord } from 'aws-lambda';
+import { MemoryBucket, MemoryObjectStore } from '../../lib/db/memory-object-store.js';
+import { loadConfig } from '../../lib/ingest/config.js';
+import { createIngestHandler, type IngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
+import { systemClock } from '../../lib/local/s3-behaviour/clock.js';
+import { seededRandom } from '../../lib/local/s3-behaviour/seeded-random.js';
+import { createLambdaContext } from '../../lib/local/lambda/sqs-event.js';
+import { Histogram } from '../../lib/pool/histogram.js';
+import { reportToParent } from '../support/child.js';
+import { VirtualTime } from '../throttle/virtual-time.js';
+import { DynamoModelClient, DynamoTableModel, type DynamoStats, lognormal, wait } from './dynamodb-model.js';
+import { CountingStore, PrefixRoutedModel, peakMean, type S3RequestCounts } from './s3-model.js';
+import { ACKED, chunks, DEAD_LETTERED, type QueueCounters, QueueWithEventSource, REDRIVEN } from './sqs-model.js';
+import { generateWorkload, messageBody, objectKey, type Skew } from './workload.js';
+
+export interface FleetCellConfig {
+  name: string;
+  messages: number;
+  /** The event source's MaximumConcurrency (invocations at once). */
+  concurrency: number;
+  tenants: number;
+  skew: Skew;
+  /** Messages per second the producer sends. */
+  offeredPerSecond: number;
+  /** Tenant 0 gets `share` of the messages sent between `fromS` and `toS` (simulated seconds). */
+  burst?: { fromS: number; toS: number; share: number };
+  /** The hot prefix's (tenant 0's) S3 write limit halves at this simulated second. */
+  halveAtS?: number;
+  batchSize: number;
+  batchingWindowMs: number;
+  functionTimeoutMs: number;
+  memoryMb: number;
+  maxReceiveCount: number;
+  duplicateRate: number;
+  poisonRate: number;
+  /** CPU the handler spends per record, which simulated time does not see (added to each invocation). */
+  cpuMsPerRecord: number;
+  coldStart: { medianMs: number; p99Ms: number };
+  s3: { writesPerSecond: number; latency: { medianMs: number; p99Ms: number }; internalErrorRate: number };
+  dynamo: { writeUnitsPerSecond: number; latency: { medianMs: number; p99Ms: number } };
+  /** Handler settings (environment). */
+  env: Record<string, string>;
+  seed: number;
+}
+
+export interface Quantiles {
+  p50: number;
+  p99: number;
+}
+
+export interface FleetCellResult {
+  name: string;
+  messages: number;
+  simulatedMs: number;
+  wallMs: number;
+  /** CPU time of the child (user + system), what the simulation costs whatever the machine's load. */
+  cpuMs: number;
+  acked: number;
+  deadLettered: number;
+  redriven: number;
+  /** Messages not final at the end, plus acknowledged ones whose object is missing. */
+  lost: number;
+  messagesPerSecond: number;
+  hotPrefix: { beforeHalving: number; afterHalving?: number; limit: number };
+  s3: { requests: number; throttled: number; counts: S3RequestCounts };
+  dynamo: DynamoStats & { calls: number; attempts: number; retries: number };
+  leaseWaitMs: Quantiles;
+  invocationMs: Quantiles;
+  e2eMs: Quantiles;
+  invocations: number;
+  coldStarts: number;
+  timeouts: number;
+  lambdaGbSeconds: number;
+  logBytes: number;
+  sqs: QueueCounters & { requests: number };
+  handler: {
+    retries: number;
+    slowDowns: number;
+    deadlineReached: number;
+    semaphoreThrottles: number;
+    semaphoreErrors: number;
+    permitsUnavailable: number;
+    permitReleaseFailures: number;
+  };
+}
+
+const EPOCH = Date.UTC(2026, 10, 30);
+const config = JSON.parse(process.argv[2] ?? '{}') as FleetCellConfig;
+const hrStart = process.hrtime.bigint();
+const time = new VirtualTime(EPOCH);
+time.install();
+// Every Math.random in the handler (backoff jitter, reservoirs, semaphore start shards) is seeded too.
+Math.random = seededRandom(config.seed);
+const random = seededRandom(config.seed + 1);
+
+// Logs and EMF lines go to stdout in Lambda (CloudWatch bills their bytes): count them, print nothing.
+const realWrite = process.stdout.write.bind(process.stdout);
+let logBytes = 0;
+const counted = ((chunk: string | Uint8Array) => {
+  logBytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+  return true;
+}) as typeof process.stdout.write;
+process.stdout.write = counted;
+process.stderr.write = counted;
+
+const workload = generateWorkload(
+  {
+    messages: config.messages,
+    tenants: config.tenants,
+    skew: config.skew,
+    poisonRate: config.poisonRate,
+    ...(config.burst === undefined
+      ? {}
+      : {
+          burst: {
+            from: Math.floor(config.burst.fromS * config.offeredPerSecond),
+            to: Math.floor(config.burst.toS * config.offeredPerSecond),
+            share: config.burst.share,
+          },
+        }),
+  },
+  random,
+);
+const bodyOf = (i: number) => messageBody(i, workload.tenantOf[i]!, workload.poison[i] === 1);
+const bodyBytes = (i: number) => bodyOf(i).length;
+
+// S3: the shared behaviour model, tenant 0's prefix with its own (its limit may step).
+const hotPrefix = 't=t-0/';
+const s3Model = new PrefixRoutedModel(
+  {
+    writesPerSecond: config.s3.writesPerSecond,
+    latency: config.s3.latency,
+    faults: { internalErrorRate: config.s3.internalErrorRate },
+    clock: systemClock,
+    seed: config.seed + 2,
+  },
+  [hotPrefix],
+);
+const bucket = new MemoryBucket('fleet');
+const store = new CountingStore(new MemoryObjectStore({ bucket, model: s3Model }));
+if (config.halveAtS !== undefined) {
+  setTimeout(() => s3Model.setHotWriteRate(hotPrefix, config.s3.writesPerSecond / 2), config.halveAtS * 1000);
+}
+
+// DynamoDB: one table model, one client port (stateless apart from its counters) shared by the containers.
+const table = new DynamoTableModel({
+  writeUnitsPerSecond: config.dynamo.writeUnitsPerSecond,
+  now: () => Date.now(),
+});
+const dynamodb = new DynamoModelClient(table, { latency: config.dynamo.latency, random });
+
+let queue: QueueWithEventSource;
+const messageIndex = (messageId: string) => Number(messageId.slice(2));
+
+// SQS as the handler sees it: SendMessageBatch to the DLQ (everything is accepted).
+const sqsClient = {
+  async send(command: { input: { Entries?: Array<{ Id?: string; MessageBody?: string; MessageAttributes?: Record<string, { StringValue?: string }> }> } }) {
+    await wait(lognormalSqs());
+    const entries = command.input.Entries ?? [];
+    const bytes = entries.reduce((s, e) => s + (e.MessageBody?.length ?? 0) + 200, 0);
+    queue.counters.dlqSendRequests += chunks(1, bytes);
+    for (const entry of entries) {
+      const source = entry.MessageAttributes?.sourceMessageId?.StringValue;
+      if (source !== undefined) queue.deadLettered.add(messageIndex(source));
+    }
+    return { Successful: entries.map((e) => ({ Id: e.Id, MessageId: `dlq-${e.Id}`, MD5OfMessageBody: '' })), Failed: [] };
+  },
+  destroy() {},
+};
+const lognormalSqs = lognormal(8, 30, random);
+
+const ingestConfig = loadConfig({
+  BUCKET_NAME: 'fleet-bucket',
+  DLQ_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/ingest-dlq',
+  SEMAPHORE_TABLE: 'semaphores',
+  RESOURCES: JSON.stringify({ items: {} }),
+  AWS_REGION: 'us-east-1',
+  S3_PREFIX_WRITE_RATE: String(config.s3.writesPerSecond),
+  ...config.env,
+});
+
+const handlerStats = {
+  retries: 0,
+  slowDowns: 0,
+  deadlineReached: 0,
+  semaphoreThrottles: 0,
+  semaphoreErrors: 0,
+  permitsUnavailable: 0,
+  permitReleaseFailures: 0,
+};
+const leaseWait = new Histogram();
+const invocationMs = new Histogram();
+
+interface Container {
+  handler: IngestHandler;
+}
+const idle: Container[] = [];
+let coldStarts = 0;
+let invocations = 0;
+let timeouts = 0;
+let gbSeconds = 0;
+const coldStartMs = lognormal(config.coldStart.medianMs, config.coldStart.p99Ms, random);
+const gb = config.memoryMb / 1024;
+
+function coldStart(): Container {
+  coldStarts += 1;
+  const handler = createIngestHandler(ingestConfig, {
+    clients: { s3: { destroy() {} } as never, sqs: sqsClient as never, dynamodb: dynamodb as never },
+    store,
+    logger: new Logger({ serviceName: 'ingest' }),
+    metrics: new Metrics({ namespace: 'S3Ingest', serviceName: 'ingest' }),
+    onInvocation: (summary) => {
+      handlerStats.retries += summary.Retries;
+      handlerStats.slowDowns += summary.S3SlowDowns;
+      handlerStats.semaphoreThrottles += summary.SemaphoreThrottles;
+      handlerStats.semaphoreErrors += summary.SemaphoreErrors;
+      handlerStats.permitReleaseFailures += summary.permitReleaseFailures;
+      handlerStats.permitsUnavailable += summary.splits.RecordsRedelivered['permits-unavailable'] ?? 0;
+      if (summary.deadlineReached) handlerStats.deadlineReached += 1;
+      for (const ms of summary.samples.PermitWaitMs) leaseWait.record(ms);
+    },
+  });
+  return { handler };
+}
+
+async function invoke(records: SQSRecord[]): Promise<Set<number>> {
+  invocations += 1;
+  let container = idle.pop();
+  let initMs = 0;
+  if (container === undefined) {
+    container = coldStart();
+    initMs = coldStartMs();
+    await wait(initMs);
+  }
+  const startedAt = Date.now();
+  const deadline = startedAt + config.functionTimeoutMs;
+  const context = createLambdaContext({
+    functionName: 'ingest',
+    memoryLimitInMB: config.memoryMb,
+    region: 'us-east-1',
+    deadline,
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), config.functionTimeoutMs);
+  });
+  try {
+    // The CPU the handler spends is not simulated time: charge it up front, inside the invocation.
+    await wait(config.cpuMsPerRecord * records.length);
+    const answer = await Promise.race([container.handler({ Records: records }, context), timedOut]);
+    if (answer === 'timeout') {
+      // Lambda kills a timed-out environment: this container is not reused (its handler is abandoned).
+      timeouts += 1;
+      container = undefined;
+      throw new Error('Task timed out');
+    }
+    return new Set(answer.batchItemFailures.map((f) => messageIndex(f.itemIdentifier)));
+  } finally {
+    clearTimeout(timer);
+    const durationMs = Date.now() - startedAt;
+    invocationMs.record(durationMs);
+    // Billed per ms; the INIT phase is billed too (on-demand functions, since 2025-08-01).
+    gbSeconds += (Math.ceil(durationMs) + Math.ceil(initMs)) * gb / 1000;
+    if (container !== undefined) idle.push(container);
+  }
+}
+
+function makeRecord(index: number, receive: number, sentAt: number): SQSRecord {
+  return {
+    messageId: `m-${index}`,
+    receiptHandle: `${index}.${receive}`,
+    body: bodyOf(index),
+    attributes: {
+      ApproximateReceiveCount: String(receive),
+      SentTimestamp: String(Math.floor(sentAt)),
+      SenderId: 'AIDAFLEET',
+      ApproximateFirstReceiveTimestamp: String(Math.floor(sentAt)),
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:ingest',
+    awsRegion: 'us-east-1',
+  };
+}
+
+queue = new QueueWithEventSource(
+  config.messages,
+  {
+    batchSize: config.batchSize,
+    batchingWindowMs: config.batchingWindowMs,
+    maximumConcurrency: config.concurrency,
+    visibilityTimeoutMs: 6 * config.functionTimeoutMs + config.batchingWindowMs,
+    maxReceiveCount: config.maxReceiveCount,
+    duplicateRate: config.duplicateRate,
+  },
+  random,
+  makeRecord,
+  (records) => invoke(records),
+  bodyBytes,
+);
+
+// The producer: every 10 ms, the messages the offered rate has accrued.
+const TICK_MS = 10;
+let owed = 0;
+function produce(): void {
+  owed += (config.offeredPerSecond * TICK_MS) / 1000;
+  const n = Math.floor(owed);
+  owed -= n;
+  if (n > 0) queue.send(n);
+  if (queue.sent < config.messages) setTimeout(produce, TICK_MS);
+}
+produce();
+
+let done = false;
+void queue.whenSettled().then(() => {
+  done = true;
+});
+const LIMIT_MS = 6 * 3600_000;
+await time.run(() => done || time.now > LIMIT_MS);
+const simulatedMs = time.now;
+
+// What happened to every message, and whether every acknowledged write is in the bucket.
+let acked = 0;
+let deadLettered = 0;
+let redriven = 0;
+let lost = 0;
+const e2e = new Float64Array(config.messages);
+let e2eCount = 0;
+for (let i = 0; i < config.messages; i++) {
+  const fate = queue.state[i];
+  if (fate === ACKED) {
+    acked += 1;
+    e2e[e2eCount++] = queue.ackedAt[i]! - queue.sentAt[i]!;
+    if (!bucket.objects.has(objectKey(i, workload.tenantOf[i]!))) lost += 1;
+  } else if (fate === DEAD_LETTERED) deadLettered += 1;
+  else if (fate === REDRIVEN) redriven += 1;
+  else lost += 1;
+}
+const sorted = e2e.subarray(0, e2eCount).sort();
+const q = (a: Float64Array, p: number) => (a.length === 0 ? 0 : a[Math.min(a.length - 1, Math.floor(p * a.length))]!);
+
+const hot = s3Model.hot.get(hotPrefix)!.accepted;
+const halveAt = config.halveAtS;
+const before = halveAt === undefined ? hot.counts : hot.counts.slice(0, halveAt);
+const after = halveAt === undefined ? undefined : hot.counts.slice(halveAt);
+const peak = (counts: readonly number[]) => peakMean(counts, 10);
+const s3Totals = s3Model.totals();
+const sqsRequests =
+  queue.counters.sendRequests + queue.counters.receiveRequests + queue.counters.deleteRequests + queue.counters.dlqSendRequests;
+const result: FleetCellResult = {
+  name: config.name,
+  messages: config.messages,
+  simulatedMs,
+  wallMs: Number(process.hrtime.bigint() - hrStart) / 1e6,
+  cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
+  acked,
+  deadLettered,
+  redriven,
+  lost,
+  messagesPerSecond: (acked + deadLettered + redriven) / (simulatedMs / 1000),
+  hotPrefix: {
+    beforeHalving: peak(before),
+    ...(after === undefined ? {} : { afterHalving: peak(after) }),
+    limit: config.s3.writesPerSecond,
+  },
+  s3: { requests: s3Totals.requests, throttled: s3Totals.throttled, counts: store.counts },
+  dynamo: { ...table.report(), ...dynamodb.counters },
+  leaseWaitMs: { p50: leaseWait.quantile(0.5), p99: leaseWait.quantile(0.99) },
+  invocationMs: { p50: invocationMs.quantile(0.5), p99: invocationMs.quantile(0.99) },
+  e2eMs: { p50: q(sorted, 0.5), p99: q(sorted, 0.99) },
+  invocations,
+  coldStarts,
+  timeouts,
+  lambdaGbSeconds: gbSeconds,
+  logBytes,
+  sqs: { ...queue.counters, requests: sqsRequests },
+  handler: handlerStats,
+};
+process.stdout.write = realWrite;
+reportToParent(result);
+process.exit(0);

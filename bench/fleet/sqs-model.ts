@@ -1,0 +1,237 @@
+// SQS (standard queue) and Lambda's SQS event source mapping, modelled on simulated time.
+//
+// What it encodes (AWS Lambda and SQS developer guides, retrieved 2026-11):
+// - The event source mapping invokes with up to `BatchSize` records (<= 10,000), waiting up to
+//   `MaximumBatchingWindowInSeconds` to fill a batch; at most `MaximumConcurrency` (2..1,000) invocations
+//   run at once ("Using Lambda with Amazon SQS"). Scaling up is modelled as already done (the queue has been
+//   busy); AWS adds up to 300 concurrent invocations per minute from cold, a ramp a burst from idle pays.
+// - A received message stays invisible for the visibility timeout; a record the function lists in
+//   `batchItemFailures` (or every record of a failed or timed-out invocation) becomes visible again when it
+//   expires (the project's stack sets it to 6 x the function timeout + the batching window). On the receive
+//   that would exceed `maxReceiveCount`, SQS's redrive policy moves the message to the DLQ instead.
+// - Standard queues deliver at least once: a configurable share of receives leaves a copy visible, which
+//   is delivered again (possibly to another invocation at the same time).
+// - Requests are billed per 64 KB chunk of payload: a ReceiveMessage returns at most 10 messages, a
+//   DeleteMessageBatch and SendMessageBatch take at most 10 entries ("Amazon SQS pricing").
+import type { SQSRecord } from 'aws-lambda';
+
+export interface EventSourceOptions {
+  batchSize: number;
+  batchingWindowMs: number;
+  maximumConcurrency: number;
+  visibilityTimeoutMs: number;
+  maxReceiveCount: number;
+  /** Share (0..1) of receives that also leave a copy visible (at-least-once duplicates). */
+  duplicateRate: number;
+}
+
+/** Final fate of a message: not yet, written (acknowledged), dead-lettered by the handler, or by the redrive policy. */
+export const PENDING = 0;
+export const ACKED = 1;
+export const DEAD_LETTERED = 2;
+export const REDRIVEN = 3;
+
+export interface QueueCounters {
+  sendRequests: number;
+  receiveRequests: number;
+  deleteRequests: number;
+  dlqSendRequests: number;
+  /** Deliveries after the first of a message (failed or timed-out records, and duplicates). */
+  redeliveries: number;
+  duplicates: number;
+  /** Records acknowledged for a message that was already final (a duplicate written twice: harmless). */
+  duplicateAcks: number;
+  payloadBytesSent: number;
+}
+
+/** Builds the SQS record of delivery `receive` of message `index`. */
+export type RecordFactory = (index: number, receive: number, sentAt: number) => SQSRecord;
+
+/**
+ * The queue's state in typed arrays (a million messages cost a few MB), a FIFO of visible copies, and the
+ * event source's dispatch loop. `invoke` is the function; it resolves to the failed message indices, or
+ * rejects for a failed invocation (every record comes back).
+ */
+export class QueueWithEventSource {
+  readonly state: Uint8Array;
+  readonly receives: Uint16Array;
+  readonly sentAt: Float64Array;
+  readonly ackedAt: Float64Array;
+  readonly counters: QueueCounters = {
+    sendRequests: 0,
+    receiveRequests: 0,
+    deleteRequests: 0,
+    dlqSendRequests: 0,
+    redeliveries: 0,
+    duplicates: 0,
+    duplicateAcks: 0,
+    payloadBytesSent: 0,
+  };
+  /** Messages the handler's dead-letter sends took: final as dead-lettered once acknowledged. */
+  readonly deadLettered = new Set<number>();
+  #visible: number[] = [];
+  #head = 0;
+  #sent = 0;
+  #running = 0;
+  #windowTimer: ReturnType<typeof setTimeout> | undefined;
+  #waitingSince: number | undefined;
+  #settled = 0;
+  #onSettled: (() => void) | undefined;
+
+  constructor(
+    readonly messages: number,
+    private readonly options: EventSourceOptions,
+    private readonly random: () => number,
+    private readonly makeRecord: RecordFactory,
+    private readonly invoke: (records: SQSRecord[], indices: number[]) => Promise<Set<number>>,
+    private readonly bodyBytes: (index: number) => number,
+  ) {
+    this.state = new Uint8Array(messages);
+    this.receives = new Uint16Array(messages);
+    this.sentAt = new Float64Array(messages);
+    this.ackedAt = new Float64Array(messages);
+  }
+
+  /** Messages whose fate is final (acknowledged or dead-lettered). */
+  get settled(): number {
+    return this.#settled;
+  }
+
+  get running(): number {
+    return this.#running;
+  }
+
+  get backlog(): number {
+    return this.#visible.length - this.#head;
+  }
+
+  /** Resolves when every message is final. */
+  whenSettled(): Promise<void> {
+    if (this.#settled === this.messages) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#onSettled = resolve;
+    });
+  }
+
+  /** The producer: sends the next `n` messages now (SendMessageBatch of up to 10). */
+  send(n: number): void {
+    const to = Math.min(this.messages, this.#sent + n);
+    const now = Date.now();
+    let bytes = 0;
+    for (let i = this.#sent; i < to; i++) {
+      this.sentAt[i] = now;
+      this.#visible.push(i);
+      bytes += this.bodyBytes(i);
+    }
+    this.counters.sendRequests += chunks(to - this.#sent, bytes);
+    this.counters.payloadBytesSent += bytes;
+    this.#sent = to;
+    this.pump();
+  }
+
+  get sent(): number {
+    return this.#sent;
+  }
+
+  /** Starts as many invocations as the concurrency cap, the backlog and the batching window allow. */
+  pump(): void {
+    while (this.#running < this.options.maximumConcurrency && this.backlog > 0) {
+      if (this.backlog < this.options.batchSize && this.options.batchingWindowMs > 0) {
+        const now = Date.now();
+        this.#waitingSince ??= now;
+        if (now - this.#waitingSince < this.options.batchingWindowMs) {
+          this.#windowTimer ??= setTimeout(() => {
+            this.#windowTimer = undefined;
+            this.pump();
+          }, this.options.batchingWindowMs - (now - this.#waitingSince));
+          return;
+        }
+      }
+      this.#waitingSince = undefined;
+      this.#dispatch();
+    }
+  }
+
+  #takeVisible(): number | undefined {
+    if (this.#head >= this.#visible.length) return undefined;
+    const index = this.#visible[this.#head++]!;
+    if (this.#head > 65_536 && this.#head * 2 > this.#visible.length) {
+      this.#visible = this.#visible.slice(this.#head);
+      this.#head = 0;
+    }
+    return index;
+  }
+
+  #dispatch(): void {
+    const indices: number[] = [];
+    const records: SQSRecord[] = [];
+    let bytes = 0;
+    while (indices.length < this.options.batchSize) {
+      const index = this.#takeVisible();
+      if (index === undefined) break;
+      // A copy of a message already final (a duplicate, or a redelivery raced by its duplicate) is
+      // still delivered by SQS: it counts, and the handler must treat it idempotently.
+      const receive = ++this.receives[index]!;
+      if (receive > this.options.maxReceiveCount && this.state[index] === PENDING) {
+        this.#finish(index, REDRIVEN);
+        continue;
+      }
+      if (receive > 1) this.counters.redeliveries += 1;
+      if (this.random() < this.options.duplicateRate) {
+        this.counters.duplicates += 1;
+        this.#visible.push(index);
+      }
+      indices.push(index);
+      records.push(this.makeRecord(index, receive, this.sentAt[index]!));
+      bytes += this.bodyBytes(index);
+    }
+    if (indices.length === 0) return;
+    // A ReceiveMessage returns at most 10 messages.
+    this.counters.receiveRequests += Math.max(Math.ceil(indices.length / 10), chunks(1, bytes));
+    this.#running += 1;
+    const receivedAt = Date.now();
+    this.invoke(records, indices)
+      .catch(() => new Set(indices))
+      .then((failed) => {
+        let acked = 0;
+        for (const index of indices) {
+          if (failed.has(index)) {
+            if (this.state[index] === PENDING) this.#redeliverAt(index, receivedAt + this.options.visibilityTimeoutMs);
+            continue;
+          }
+          acked += 1;
+          if (this.state[index] === PENDING) {
+            this.#finish(index, this.deadLettered.has(index) ? DEAD_LETTERED : ACKED);
+          }
+          else this.counters.duplicateAcks += 1;
+        }
+        this.counters.deleteRequests += Math.ceil(acked / 10);
+        this.#running -= 1;
+        this.pump();
+      });
+  }
+
+
+  #redeliverAt(index: number, at: number): void {
+    setTimeout(
+      () => {
+        if (this.state[index] !== PENDING) return;
+        this.#visible.push(index);
+        this.pump();
+      },
+      Math.max(0, at - Date.now()),
+    );
+  }
+
+  #finish(index: number, fate: number): void {
+    this.state[index] = fate;
+    this.ackedAt[index] = Date.now();
+    this.#settled += 1;
+    if (this.#settled === this.messages) this.#onSettled?.();
+  }
+}
+
+/** SQS bills each 64 KB chunk of a request's payload as one request. */
+export function chunks(requests: number, bytes: number): number {
+  return Math.max(requests === 0 ? 0 : 1, Math.ceil(requests / 10), Math.ceil(bytes / 65_536));
+}

@@ -1,0 +1,76 @@
+// The messages of one cell, fixed by a seed: which tenant each message writes to (uniform or Zipf over the
+// tenants, plus an optional hot-tenant burst), which operation, and which ones are poison.
+
+export type Skew = 'uniform' | 'zipf';
+
+export interface WorkloadOptions {
+  messages: number;
+  tenants: number;
+  skew: Skew;
+  /** Zipf exponent. @default 1.1 */
+  zipfExponent?: number;
+  /** From message `from` to `to` (send order), `share` of the messages go to tenant 0 on top of the skew. */
+  burst?: { from: number; to: number; share: number };
+  /** Share of messages that are permanent failures (an undeclared resource): they go to the DLQ. */
+  poisonRate: number;
+}
+
+/** Tenant index per message (0 is the most popular under Zipf) and the poison flags. */
+export interface Workload {
+  tenantOf: Int32Array;
+  poison: Uint8Array;
+}
+
+/** Cumulative Zipf(s) weights over ranks 1..n, normalised to end at 1. */
+export function zipfCdf(n: number, s: number): Float64Array {
+  const cdf = new Float64Array(n);
+  let sum = 0;
+  for (let k = 1; k <= n; k++) {
+    sum += 1 / k ** s;
+    cdf[k - 1] = sum;
+  }
+  for (let k = 0; k < n; k++) cdf[k]! /= sum;
+  return cdf;
+}
+
+/** Smallest index whose cumulative weight is >= u. */
+export function sampleCdf(cdf: Float64Array, u: number): number {
+  let lo = 0;
+  let hi = cdf.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (cdf[mid]! < u) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export function generateWorkload(options: WorkloadOptions, random: () => number): Workload {
+  const tenantOf = new Int32Array(options.messages);
+  const poison = new Uint8Array(options.messages);
+  const cdf = options.skew === 'zipf' ? zipfCdf(options.tenants, options.zipfExponent ?? 1.1) : undefined;
+  const burst = options.burst;
+  for (let i = 0; i < options.messages; i++) {
+    const u = random();
+    const b = random();
+    const p = random();
+    if (burst !== undefined && i >= burst.from && i < burst.to && b < burst.share) tenantOf[i] = 0;
+    else tenantOf[i] = cdf === undefined ? Math.floor(u * options.tenants) : sampleCdf(cdf, u);
+    poison[i] = p < options.poisonRate ? 1 : 0;
+  }
+  return { tenantOf, poison };
+}
+
+const PAYLOAD = 'x'.repeat(200);
+
+/** The SQS body of message `index` (contract v1). Inserts and upserts with an explicit id, one record each. */
+export function messageBody(index: number, tenant: number, poison: boolean): string {
+  const op = index % 5 === 0 ? 'upsert' : 'insert';
+  const resource = poison ? 'undeclared' : 'items';
+  return `{"v":1,"tenant":"t-${tenant}","resource":"${resource}","op":"${op}","id":"m-${index}","data":{"n":${index},"payload":"${PAYLOAD}"}}`;
+}
+
+/** The object key message `index` writes (the layout's `t=<tenant>/r=<resource>/id=<id>.json`). */
+export function objectKey(index: number, tenant: number): string {
+  return `t=t-${tenant}/r=items/id=m-${index}.json`;
+}

@@ -113,7 +113,7 @@ export interface DynamoModelOptions {
   readonly writeUnitsPerSecond?: number;
   /** Read units per second one partition key accepts. @default 3000 */
   readonly readUnitsPerSecond?: number;
-  /** Seconds of unused throughput a partition may bank. @default 1 */
+  /** Seconds of unused throughput a partition may bank (small: the per-partition limit is a hard one). @default 0.1 */
   readonly burstSeconds?: number;
   /** Request latency. @default { medianMs: 4, p99Ms: 12 } */
   readonly latency?: { medianMs: number; p99Ms: number };
@@ -170,7 +170,7 @@ export class DynamoTableModel {
   constructor(options: Pick<DynamoModelOptions, 'writeUnitsPerSecond' | 'readUnitsPerSecond' | 'burstSeconds' | 'now'>) {
     this.#wcu = options.writeUnitsPerSecond ?? 1000;
     this.#rcu = options.readUnitsPerSecond ?? 3000;
-    this.#burst = options.burstSeconds ?? 1;
+    this.#burst = options.burstSeconds ?? 0.1;
     this.#now = options.now;
   }
 

@@ -30,6 +30,10 @@ export interface FleetCellConfig {
   skew: Skew;
   /** Messages per second the producer sends. */
   offeredPerSecond: number;
+  /** When set, the producer also keeps at most this many messages sent but not final (bench:load's backpressure). */
+  backlog?: number;
+  /** `two-hot` skew: each hot tenant's share. */
+  hotShare?: number;
   /** Tenant 0 gets `share` of the messages sent between `fromS` and `toS` (simulated seconds). */
   burst?: { fromS: number; toS: number; share: number };
   /** The hot prefix's (tenant 0's) S3 write limit halves at this simulated second. */
@@ -69,6 +73,8 @@ export interface FleetCellResult {
   /** Messages not final at the end, plus acknowledged ones whose object is missing. */
   lost: number;
   messagesPerSecond: number;
+  /** 95% of the messages over the time until 95% were final: the rate without the redelivery tail. */
+  messagesPerSecond95: number;
   hotPrefix: { beforeHalving: number; afterHalving?: number; limit: number };
   s3: { requests: number; throttled: number; counts: S3RequestCounts };
   dynamo: DynamoStats & { calls: number; attempts: number; retries: number };
@@ -117,6 +123,7 @@ const workload = generateWorkload(
     tenants: config.tenants,
     skew: config.skew,
     poisonRate: config.poisonRate,
+    ...(config.hotShare === undefined ? {} : { hotShare: config.hotShare }),
     ...(config.burst === undefined
       ? {}
       : {
@@ -313,8 +320,12 @@ const TICK_MS = 10;
 let owed = 0;
 function produce(): void {
   owed += (config.offeredPerSecond * TICK_MS) / 1000;
-  const n = Math.floor(owed);
+  let n = Math.floor(owed);
   owed -= n;
+  if (config.backlog !== undefined) {
+    const room = config.backlog - (queue.sent - queue.settled);
+    n = Math.max(0, Math.min(n, room));
+  }
   if (n > 0) queue.send(n);
   if (queue.sent < config.messages) setTimeout(produce, TICK_MS);
 }
@@ -346,6 +357,10 @@ for (let i = 0; i < config.messages; i++) {
   else lost += 1;
 }
 const sorted = e2e.subarray(0, e2eCount).sort();
+const finalAt = new Float64Array(config.messages);
+let finals = 0;
+for (let i = 0; i < config.messages; i++) if (queue.state[i] !== 0) finalAt[finals++] = queue.ackedAt[i]! - EPOCH;
+const settled95Ms = finalAt.subarray(0, finals).sort()[Math.max(0, Math.ceil(0.95 * config.messages) - 1)] ?? simulatedMs;
 const q = (a: Float64Array, p: number) => (a.length === 0 ? 0 : a[Math.min(a.length - 1, Math.floor(p * a.length))]!);
 
 const hot = s3Model.hot.get(hotPrefix)!.accepted;
@@ -367,6 +382,7 @@ const result: FleetCellResult = {
   redriven,
   lost,
   messagesPerSecond: (acked + deadLettered + redriven) / (simulatedMs / 1000),
+  messagesPerSecond95: (0.95 * config.messages) / (settled95Ms / 1000),
   hotPrefix: {
     beforeHalving: peak(before),
     ...(after === undefined ? {} : { afterHalving: peak(after) }),

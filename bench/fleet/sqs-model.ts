@@ -177,7 +177,8 @@ export class QueueWithEventSource {
         continue;
       }
       if (receive > 1) this.counters.redeliveries += 1;
-      if (this.random() < this.options.duplicateRate) {
+      // Only a first receive leaves a copy behind (a copy of a copy would make the rate compound).
+      if (receive === 1 && this.random() < this.options.duplicateRate) {
         this.counters.duplicates += 1;
         this.#visible.push(index);
       }

@@ -1,7 +1,11 @@
 // The messages of one cell, fixed by a seed: which tenant each message writes to (uniform or Zipf over the
 // tenants, plus an optional hot-tenant burst), which operation, and which ones are poison.
 
-export type Skew = 'uniform' | 'zipf';
+/**
+ * `uniform` and `zipf` over the tenants; `two-hot`: bench:load's pattern (tenants 0 and 1 get `hotShare` of
+ * the messages each, the rest spread evenly), for the calibration against the local stack.
+ */
+export type Skew = 'uniform' | 'zipf' | 'two-hot';
 
 export interface WorkloadOptions {
   messages: number;
@@ -11,6 +15,8 @@ export interface WorkloadOptions {
   zipfExponent?: number;
   /** From message `from` to `to` (send order), `share` of the messages go to tenant 0 on top of the skew. */
   burst?: { from: number; to: number; share: number };
+  /** `two-hot` only: share of all messages for each of tenants 0 and 1. @default 0.25 */
+  hotShare?: number;
   /** Share of messages that are permanent failures (an undeclared resource): they go to the DLQ. */
   poisonRate: number;
 }
@@ -55,10 +61,17 @@ export function generateWorkload(options: WorkloadOptions, random: () => number)
     const b = random();
     const p = random();
     if (burst !== undefined && i >= burst.from && i < burst.to && b < burst.share) tenantOf[i] = 0;
+    else if (options.skew === 'two-hot') tenantOf[i] = twoHotTenant(i, options.tenants, options.hotShare ?? 0.25);
     else tenantOf[i] = cdf === undefined ? Math.floor(u * options.tenants) : sampleCdf(cdf, u);
     poison[i] = p < options.poisonRate ? 1 : 0;
   }
   return { tenantOf, poison };
+}
+
+/** bench/load/engine.ts's `tenantOf`, by message index. */
+export function twoHotTenant(i: number, tenants: number, hotShare: number): number {
+  const slot = (i % 1000) / 1000;
+  return slot < hotShare ? 0 : slot < 2 * hotShare ? 1 : 2 + (i % Math.max(1, tenants - 2));
 }
 
 const PAYLOAD = 'x'.repeat(200);

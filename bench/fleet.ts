@@ -1,0 +1,277 @@
+// npm run bench:fleet — the fleet at internet scale, in simulated time: the real handler (plan, tenant
+// pools, permit planner, DynamoSemaphore through its DynamoDB port, autotune, dead letters) in many
+// simulated Lambda containers, fed by a model of SQS and its event source mapping, writing to a model of
+// S3, its semaphore items in a model of DynamoDB (bench/fleet/*). One cell per child process, one at a time.
+//
+//   npm run bench:fleet                       the grid (concurrency x tenants x skew, + burst + halving)
+//   npm run bench:fleet -- --calibrate        bench:load's configuration, simulated and on the local stack
+//   BENCH_FLEET_MESSAGES=1000000              messages per cell (default 1,000,000)
+//   BENCH_FLEET_CELLS=c100-t10000-zipf,...    a subset of cells (names as printed)
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { FleetCellConfig, FleetCellResult } from './fleet/engine.js';
+import { costPerMillion, PRICES, PRICES_DATE, PRICES_REGION } from './fleet/prices.js';
+import type { Skew } from './fleet/workload.js';
+import type { LoadRunConfig, LoadRunResult } from './load/engine.js';
+import { runInChild } from './support/child.js';
+import { type Row, writeResults } from './support/report.js';
+import { renderLineChart, type Series } from './support/svg-chart.js';
+
+const engine = fileURLToPath(new URL('./fleet/engine.ts', import.meta.url));
+const loadEngine = fileURLToPath(new URL('./load/engine.ts', import.meta.url));
+const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
+const MESSAGES = Number(process.env.BENCH_FLEET_MESSAGES ?? 1_000_000);
+const only = process.env.BENCH_FLEET_CELLS?.split(',');
+
+/** The project's deployed defaults (cdk.json) and the models' AWS figures; each cell overrides a few. */
+const base: Omit<FleetCellConfig, 'name' | 'concurrency' | 'tenants' | 'skew' | 'offeredPerSecond'> = {
+  messages: MESSAGES,
+  batchSize: 100,
+  batchingWindowMs: 2_000,
+  functionTimeoutMs: 60_000,
+  memoryMb: 1024,
+  maxReceiveCount: 5,
+  duplicateRate: 0.001,
+  poisonRate: 0.0001,
+  cpuMsPerRecord: 0.3,
+  coldStart: { medianMs: 400, p99Ms: 1_200 },
+  s3: { writesPerSecond: 3500, latency: { medianMs: 20, p99Ms: 80 }, internalErrorRate: 0.0001 },
+  dynamo: { writeUnitsPerSecond: 1000, latency: { medianMs: 4, p99Ms: 12 } },
+  env: {},
+  seed: 17,
+};
+
+/** Offered load: 200 messages/s per allowed concurrent invocation (a 100-record batch every 0.5 s). */
+const OFFERED_PER_INVOCATION = 200;
+
+function cell(concurrency: number, tenants: number, skew: Skew, extra: Partial<FleetCellConfig> = {}): FleetCellConfig {
+  return {
+    ...base,
+    name: `c${concurrency}-t${tenants}-${skew}`,
+    concurrency,
+    tenants,
+    skew,
+    offeredPerSecond: concurrency * OFFERED_PER_INVOCATION,
+    ...extra,
+  };
+}
+
+function grid(): FleetCellConfig[] {
+  const cells: FleetCellConfig[] = [];
+  for (const tenants of [100, 10_000, 100_000]) {
+    for (const skew of ['uniform', 'zipf'] as const) {
+      for (const concurrency of [10, 100, 1000]) cells.push(cell(concurrency, tenants, skew));
+    }
+  }
+  // A hot tenant's burst: half of all messages go to tenant 0 for 20 simulated seconds.
+  const burst = cell(100, 10_000, 'uniform', { burst: { fromS: 5, toS: 25, share: 0.5 } });
+  cells.push({ ...burst, name: `${burst.name}-burst` });
+  // The hot prefix's S3 limit halves 10 s in (tenant 0 under Zipf is the hot prefix).
+  const halving = cell(100, 10_000, 'zipf', { halveAtS: 10 });
+  cells.push({ ...halving, name: `${halving.name}-halving` });
+  return only === undefined ? cells : cells.filter((c) => only.includes(c.name));
+}
+
+const round = (n: number, digits = 0) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+function costOf(r: FleetCellResult) {
+  return costPerMillion({
+    messages: r.messages,
+    lambdaGbSeconds: r.lambdaGbSeconds,
+    lambdaRequests: r.invocations,
+    sqsRequests: r.sqs.requests,
+    s3Puts: r.s3.counts.put,
+    s3Gets: r.s3.counts.get,
+    s3Heads: r.s3.counts.head,
+    s3Lists: r.s3.counts.list,
+    s3Deletes: r.s3.counts.delete,
+    dynamoWriteUnits: r.dynamo.writeUnits,
+    dynamoReadUnits: r.dynamo.readUnits,
+    logBytes: r.logBytes,
+  });
+}
+
+function rowOf(c: FleetCellConfig, r: FleetCellResult, peakRssBytes: number): Row {
+  const cost = costOf(r);
+  const hot = r.dynamo.hottestPartition;
+  return {
+    cell: c.name,
+    messages: r.messages,
+    'offered msg/s': c.offeredPerSecond,
+    'msg/s to 95%': round(r.messagesPerSecond95),
+    'msg/s': round(r.messagesPerSecond),
+    'hot prefix % of limit': round((100 * r.hotPrefix.beforeHalving) / r.hotPrefix.limit),
+    ...(r.hotPrefix.afterHalving === undefined
+      ? {}
+      : { 'hot prefix % of halved limit': round((100 * r.hotPrefix.afterHalving) / (r.hotPrefix.limit / 2)) }),
+    '503 %': round((100 * r.s3.throttled) / Math.max(1, r.s3.requests), 2),
+    'DDB hottest WCU/s (of 1,000)': hot?.peakWriteUnitsPerSecond ?? 0,
+    'DDB largest item B': r.dynamo.largestItemBytes,
+    'DDB throttles': r.dynamo.throttled,
+    'lease wait p50/p99 ms': `${round(r.leaseWaitMs.p50)}/${round(r.leaseWaitMs.p99)}`,
+    'invocation p50/p99 ms': `${round(r.invocationMs.p50)}/${round(r.invocationMs.p99)}`,
+    'e2e p50/p99 s': `${round(r.e2eMs.p50 / 1000, 1)}/${round(r.e2eMs.p99 / 1000, 1)}`,
+    redeliveries: r.sqs.redeliveries,
+    'permits unavailable': r.handler.permitsUnavailable,
+    DLQ: r.deadLettered + r.redriven,
+    lost: r.lost,
+    'cold starts': r.coldStarts,
+    '$ per M msgs': round(cost.total, 3),
+    'simulated s': round(r.simulatedMs / 1000, 1),
+    'wall s': round(r.wallMs / 1000, 1),
+    'cpu s': round(r.cpuMs / 1000, 1),
+    'peak RSS MB': Math.round(peakRssBytes / 2 ** 20),
+  };
+}
+
+async function runGrid(): Promise<void> {
+  const rows: Row[] = [];
+  const runs: Record<string, { config: FleetCellConfig; result: FleetCellResult; cost: ReturnType<typeof costOf> }> = {};
+  const started = performance.now();
+  for (const c of grid()) {
+    console.error(`bench:fleet: ${c.name} (${c.messages.toLocaleString('en-US')} messages) ...`);
+    const { result, peakRssBytes } = await runInChild<FleetCellResult>(engine, [JSON.stringify(c)], ['--max-old-space-size=6144']);
+    rows.push(rowOf(c, result, peakRssBytes));
+    runs[c.name] = { config: c, result, cost: costOf(result) };
+    console.error(`  done in ${round(result.wallMs / 1000, 1)} s wall, ${round(result.cpuMs / 1000, 1)} s cpu`);
+    console.error(`  ${JSON.stringify(rows[rows.length - 1])}`);
+    // Kept as the grid goes, so an interrupted grid still has its finished cells.
+    appendFileSync(`${resultsDir}fleet-cells.tmp`, `${JSON.stringify({ config: c, result })}\n`);
+  }
+  const wallS = round((performance.now() - started) / 1000);
+  writeResults(only === undefined ? 'fleet' : 'fleet-subset', rows, {
+    messagesPerCell: MESSAGES,
+    gridWallSeconds: wallS,
+    time: 'simulated (virtual clock in each child process); wall s / cpu s are what the simulation took here',
+    prices: { date: PRICES_DATE, region: PRICES_REGION, ...PRICES },
+    definitions: {
+      'msg/s to 95%': '95% of the messages / the simulated time until 95% were final (the rate without the redelivery tail)',
+      'msg/s': 'messages made final (written or dead-lettered) per simulated second, first send to the last one final (a redelivery waits out the 362 s visibility timeout)',
+      'hot prefix % of limit': "tenant 0's prefix: its best 10 s of accepted S3 writes/s, as % of the 3,500/s limit",
+      '503 %': 'S3 requests answered 503 SlowDown, % of all S3 requests',
+      'DDB hottest WCU/s': 'most write units one DynamoDB partition key consumed in one simulated second',
+      'lease wait': "the handler's PermitWaitMs samples",
+      e2e: 'SentTimestamp to the end of the invocation that acknowledged the message',
+      lost: 'messages never made final, plus acknowledged ones whose object is not in the bucket',
+    },
+    runs,
+  });
+  if (only === undefined) writeCharts(runs);
+}
+
+function writeCharts(runs: Record<string, { config: FleetCellConfig; result: FleetCellResult; cost: { total: number } }>): void {
+  const lines = new Map<string, Array<{ x: number; run: (typeof runs)[string] }>>();
+  for (const run of Object.values(runs)) {
+    if (run.config.burst !== undefined || run.config.halveAtS !== undefined) continue;
+    const key = `${run.config.tenants.toLocaleString('en-US')} tenants, ${run.config.skew}`;
+    const points = lines.get(key) ?? [];
+    points.push({ x: Math.log10(run.config.concurrency), run });
+    lines.set(key, points);
+  }
+  const series = (pick: (r: (typeof runs)[string]) => number): Series[] =>
+    [...lines].map(([name, points]) => ({
+      name,
+      points: points.sort((a, b) => a.x - b.x).map((p) => [p.x, pick(p.run)] as const),
+    }));
+  writeFileSync(
+    `${resultsDir}fleet-throughput.svg`,
+    renderLineChart({
+      title: `bench:fleet — ${MESSAGES.toLocaleString('en-US')} messages per cell, simulated (x: log10 of MaximumConcurrency: 1 = 10, 3 = 1,000)`,
+      xLabel: 'log10(concurrency)',
+      panels: [
+        { title: 'messages/s until 95% were final', yLabel: 'msg/s', series: series((r) => r.result.messagesPerSecond95) },
+        {
+          title: '503 SlowDown, % of S3 requests',
+          yLabel: '%',
+          series: series((r) => (100 * r.result.s3.throttled) / Math.max(1, r.result.s3.requests)),
+        },
+      ],
+    }),
+  );
+  writeFileSync(
+    `${resultsDir}fleet-cost.svg`,
+    renderLineChart({
+      title: `bench:fleet — cost per million messages (USD, ${PRICES_REGION} list prices of ${PRICES_DATE})`,
+      xLabel: 'log10(concurrency)',
+      panels: [{ title: 'USD per million messages', yLabel: 'USD', series: series((r) => r.cost.total) }],
+    }),
+  );
+  console.log('written: bench/results/fleet-throughput.svg, bench/results/fleet-cost.svg');
+}
+
+/**
+ * bench:load's configuration (50 tenants, two hot ones at 25% each, 50 writes/s per prefix, batch 100, 4
+ * invocations, POOL_CONCURRENCY 64, 8 s timeout, backlog 1,000) run twice: simulated here, and on the local
+ * stack by bench:load's own engine (fauxqs, dynalite, the chaos proxy).
+ */
+async function calibrate(): Promise<void> {
+  const messages = Number(process.env.BENCH_FLEET_CALIBRATE_MESSAGES ?? 4_000);
+  const load: LoadRunConfig = {
+    engine: 'real',
+    messages,
+    tenants: 50,
+    hotShare: 0.25,
+    writesPerSecond: 50,
+    latency: { medianMs: 15, p99Ms: 80 },
+    batchSize: 100,
+    invocations: 4,
+    backlog: 1_000,
+    poolConcurrency: 64,
+    functionTimeoutMs: 8_000,
+    maxReceiveCount: 5,
+  };
+  const simulated: FleetCellConfig = {
+    ...base,
+    name: 'calibration',
+    messages,
+    concurrency: load.invocations,
+    tenants: load.tenants,
+    skew: 'two-hot',
+    hotShare: load.hotShare,
+    offeredPerSecond: 1_000_000,
+    backlog: load.backlog,
+    batchSize: load.batchSize,
+    batchingWindowMs: 200,
+    functionTimeoutMs: load.functionTimeoutMs,
+    duplicateRate: 0,
+    poisonRate: 0,
+    coldStart: { medianMs: 50, p99Ms: 100 },
+    s3: { writesPerSecond: load.writesPerSecond, latency: load.latency, internalErrorRate: 0 },
+    env: {
+      POOL_CONCURRENCY: String(load.poolConcurrency),
+      DEADLINE_MARGIN_MS: '2000',
+      WRITE_TIMEOUT_MS: '2000',
+    },
+  };
+  console.error(`bench:fleet --calibrate: ${messages} messages, simulated ...`);
+  const sim = (await runInChild<FleetCellResult>(engine, [JSON.stringify(simulated)])).result;
+  console.error('bench:fleet --calibrate: the same on the local stack (bench:load engine) ...');
+  const real = (await runInChild<LoadRunResult>(loadEngine, [JSON.stringify(load)])).result;
+  const realRate = real.messages / (real.durationMs / 1000);
+  const rows: Row[] = [
+    {
+      run: 'simulated (bench:fleet models)',
+      messages,
+      'msg/s': round(sim.messagesPerSecond, 1),
+      '503 % of S3 requests': round((100 * sim.s3.throttled) / Math.max(1, sim.s3.requests), 1),
+      'e2e p50/p99 s': `${round(sim.e2eMs.p50 / 1000, 1)}/${round(sim.e2eMs.p99 / 1000, 1)}`,
+      redeliveries: sim.sqs.redeliveries,
+      lost: sim.lost,
+    },
+    {
+      run: 'local stack (bench:load engine)',
+      messages,
+      'msg/s': round(realRate, 1),
+      '503 % of S3 requests': round((100 * real.throttled) / Math.max(1, real.s3Requests), 1),
+      'e2e p50/p99 s': `${round(real.e2e.p50 / 1000, 1)}/${round(real.e2e.p99 / 1000, 1)}`,
+      redeliveries: real.redelivered,
+      lost: real.lost,
+    },
+  ];
+  const ratio = sim.messagesPerSecond / realRate;
+  rows.push({ run: 'simulated / local', 'msg/s': round(ratio, 2) });
+  writeResults('fleet-calibration', rows, { load, simulated, sim, real: { ...real, samples: undefined } });
+}
+
+if (process.argv.includes('--calibrate')) await calibrate();
+else await runGrid();

@@ -1,0 +1,218 @@
+import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { DynamoModelClient, DynamoTableModel } from '../../../bench/fleet/dynamodb-model.js';
+import { costPerMillion } from '../../../bench/fleet/prices.js';
+import { peakMean } from '../../../bench/fleet/s3-model.js';
+import { ACKED, QueueWithEventSource, REDRIVEN } from '../../../bench/fleet/sqs-model.js';
+import { generateWorkload, sampleCdf, twoHotTenant, zipfCdf } from '../../../bench/fleet/workload.js';
+import { seededRandom } from '../../../lib/local/s3-behaviour/seeded-random.js';
+import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
+
+const key = { pk: { S: 'sem#a' }, sk: { S: 'shard#0' } };
+
+function table(now = () => 0, writeUnitsPerSecond = 1000) {
+  return new DynamoTableModel({ now, writeUnitsPerSecond, burstSeconds: 1 });
+}
+
+describe('DynamoTableModel', () => {
+  it('charges the larger of before and after, one unit per started KB', () => {
+    const t = table();
+    t.execute('PutItem', { TableName: 't', Item: { ...key, blob: { S: 'x'.repeat(3000) } } });
+    expect(t.stats.writeUnits).toBe(3);
+    // Shrinking the item still costs the 3 KB it was before the write.
+    t.execute('UpdateItem', {
+      TableName: 't',
+      Key: key,
+      UpdateExpression: 'SET #blob = :small',
+      ExpressionAttributeNames: { '#blob': 'blob' },
+      ExpressionAttributeValues: { ':small': { S: 'y' } },
+    });
+    expect(t.stats.writeUnits).toBe(6);
+    expect(t.report().largestItemBytes).toBeGreaterThan(3000);
+  });
+
+  it('evaluates the condition the caller sent: a failed one throws and still consumes units', () => {
+    const t = table();
+    t.execute('PutItem', { TableName: 't', Item: { ...key, used: { N: '5' } } });
+    const take = (max: number) =>
+      t.execute('UpdateItem', {
+        TableName: 't',
+        Key: key,
+        UpdateExpression: 'SET used = used + :n',
+        ConditionExpression: 'used <= :max',
+        ExpressionAttributeValues: { ':n': { N: '1' }, ':max': { N: String(max) } },
+      });
+    expect(() => take(4)).toThrow(expect.objectContaining({ name: 'ConditionalCheckFailedException' }));
+    take(5);
+    expect(t.stats).toMatchObject({ conditionalFailures: 1, writeUnits: 3 });
+    const read = t.execute('GetItem', { TableName: 't', Key: key }) as { Item: { used: { N: string } } };
+    expect(read.Item.used.N).toBe('6');
+  });
+
+  it('throttles a partition key past its write units per second, and refills with time', () => {
+    let now = 0;
+    const t = table(() => now, 10);
+    const put = (i: number) =>
+      t.execute('PutItem', { TableName: 't', Item: { pk: { S: 'hot' }, sk: { S: `s${i}` } } });
+    for (let i = 0; i < 10; i++) put(i);
+    expect(() => put(10)).toThrow(expect.objectContaining({ name: 'ProvisionedThroughputExceededException' }));
+    // Another partition key is not affected.
+    t.execute('PutItem', { TableName: 't', Item: { pk: { S: 'cold' }, sk: { S: 's' } } });
+    // Half a second refills 5 units.
+    now = 500;
+    for (let i = 11; i < 16; i++) put(i);
+    expect(() => put(16)).toThrow(expect.objectContaining({ name: 'ProvisionedThroughputExceededException' }));
+    expect(t.report().hottestPartition).toMatchObject({ key: 'hot', peakWriteUnitsPerSecond: 15 });
+  });
+
+  it('answers through the client port with SDK-shaped errors and retries throttling', async () => {
+    let now = 0;
+    const t = table(() => now, 1);
+    const client = new DynamoModelClient(t, { latency: { medianMs: 0.01, p99Ms: 0.02 }, random: () => 0 });
+    await client.send(new PutItemCommand({ TableName: 't', Item: key }));
+    // Bucket empty: the first attempt is throttled; with random 0 the backoff is 0 and time moves on.
+    now = 2000;
+    await client.send(
+      new UpdateItemCommand({
+        TableName: 't',
+        Key: key,
+        UpdateExpression: 'SET n = :n',
+        ExpressionAttributeValues: { ':n': { N: '1' } },
+      }),
+    );
+    await expect(
+      client.send(
+        new PutItemCommand({ TableName: 't', Item: key, ConditionExpression: 'attribute_not_exists(pk)' }),
+      ),
+    ).rejects.toMatchObject({ name: 'ProvisionedThroughputExceededException' });
+    expect(client.counters.retries).toBe(2);
+  });
+
+  it("lets the real DynamoSemaphore's expressions decide: never more than the limit held", async () => {
+    const t = table(() => Date.now(), 100_000);
+    const client = new DynamoModelClient(t, { latency: { medianMs: 0.01, p99Ms: 0.05 }, random: seededRandom(3) });
+    let held = 0;
+    let peak = 0;
+    const worker = async () => {
+      const semaphore = new DynamoSemaphore({
+        client: client as never,
+        tableName: 't',
+        name: 'prefix:x',
+        limit: 7,
+        shards: 2,
+        backoffBaseMs: 1,
+        backoffCapMs: 2,
+      });
+      for (let i = 0; i < 4; i++) {
+        const lease = await semaphore.acquire(3, { min: 1 });
+        held += lease.permits;
+        peak = Math.max(peak, held);
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        held -= lease.permits;
+        await lease.release();
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    expect(peak).toBeLessThanOrEqual(7);
+    expect(peak).toBeGreaterThan(3);
+    expect(t.stats.conditionalFailures).toBeGreaterThan(0);
+  });
+});
+
+describe('QueueWithEventSource', () => {
+  const options = {
+    batchSize: 2,
+    batchingWindowMs: 0,
+    maximumConcurrency: 1,
+    visibilityTimeoutMs: 5,
+    maxReceiveCount: 3,
+    duplicateRate: 0,
+  };
+
+  it('redelivers failed records after the visibility timeout, and redrives after maxReceiveCount', async () => {
+    const deliveries: number[][] = [];
+    const queue = new QueueWithEventSource(
+      3,
+      options,
+      () => 0.5,
+      (index) => ({ messageId: `m-${index}` }) as never,
+      async (_records, indices) => {
+        deliveries.push(indices);
+        // Message 1 always fails; the others succeed.
+        return new Set(indices.filter((i) => i === 1));
+      },
+      () => 100,
+    );
+    queue.send(3);
+    await queue.whenSettled();
+    expect([...queue.state]).toEqual([ACKED, REDRIVEN, ACKED]);
+    expect(deliveries.flat().filter((i) => i === 1)).toHaveLength(3);
+    expect(queue.counters.redeliveries).toBe(2);
+    expect(queue.counters.deleteRequests).toBeGreaterThanOrEqual(2);
+  });
+
+  it('delivers a duplicate copy at the configured rate; a copy of a final message is counted, not re-settled', async () => {
+    const queue = new QueueWithEventSource(
+      2,
+      { ...options, duplicateRate: 1, maxReceiveCount: 2 },
+      () => 0,
+      (index) => ({ messageId: `m-${index}` }) as never,
+      async () => new Set<number>(),
+      () => 100,
+    );
+    queue.send(2);
+    await queue.whenSettled();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(queue.counters.duplicates).toBeGreaterThanOrEqual(2);
+    expect(queue.counters.duplicateAcks).toBeGreaterThanOrEqual(1);
+    expect([...queue.state]).toEqual([ACKED, ACKED]);
+  });
+});
+
+describe('workload and reports', () => {
+  it('Zipf(1.1) over 100 tenants gives the first about a fifth of the messages', () => {
+    const cdf = zipfCdf(100, 1.1);
+    expect(cdf[99]).toBeCloseTo(1, 12);
+    expect(cdf[0]).toBeGreaterThan(0.18);
+    expect(cdf[0]).toBeLessThan(0.3);
+    expect(sampleCdf(cdf, 0)).toBe(0);
+    expect(sampleCdf(cdf, 1)).toBe(99);
+    const w = generateWorkload({ messages: 20_000, tenants: 100, skew: 'zipf', poisonRate: 0 }, seededRandom(1));
+    const first = w.tenantOf.filter((t) => t === 0).length / 20_000;
+    expect(Math.abs(first - cdf[0]!)).toBeLessThan(0.02);
+  });
+
+  it("matches bench:load's two-hot tenant pattern and puts a burst on tenant 0", () => {
+    expect([0, 249, 250, 499, 500].map((i) => twoHotTenant(i, 50, 0.25))).toEqual([0, 0, 1, 1, 2 + (500 % 48)]);
+    const w = generateWorkload(
+      { messages: 1000, tenants: 1000, skew: 'uniform', poisonRate: 0, burst: { from: 0, to: 500, share: 1 } },
+      seededRandom(2),
+    );
+    expect(w.tenantOf.subarray(0, 500).every((t) => t === 0)).toBe(true);
+    expect(w.tenantOf.subarray(500).filter((t) => t === 0).length).toBeLessThan(10);
+  });
+
+  it('peak mean over a window, and cost per million from counted requests', () => {
+    expect(peakMean([1, 1, 10, 10, 1], 2)).toBe(10);
+    expect(peakMean([4, 6], 10)).toBe(5);
+    const cost = costPerMillion({
+      messages: 2_000_000,
+      lambdaGbSeconds: 0,
+      lambdaRequests: 0,
+      sqsRequests: 0,
+      s3Puts: 2_000_000,
+      s3Gets: 0,
+      s3Heads: 0,
+      s3Lists: 0,
+      s3Deletes: 5,
+      dynamoWriteUnits: 2_000_000,
+      dynamoReadUnits: 0,
+      logBytes: 2 ** 30,
+    });
+    // 1M PUTs at $0.005 per 1,000; 1M WRU at $0.625; 0.5 GB of logs at $0.50.
+    expect(cost.s3).toBeCloseTo(5, 9);
+    expect(cost.dynamodb).toBeCloseTo(0.625, 9);
+    expect(cost.cloudwatch).toBeCloseTo(0.25, 9);
+    expect(cost.total).toBeCloseTo(5.875, 9);
+  });
+});

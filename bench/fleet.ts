@@ -44,7 +44,12 @@ const base: Omit<FleetCellConfig, 'name' | 'concurrency' | 'tenants' | 'skew' | 
 /** Offered load: 200 messages/s per allowed concurrent invocation (a 100-record batch every 0.5 s). */
 const OFFERED_PER_INVOCATION = 200;
 
-function cell(concurrency: number, tenants: number, skew: Skew, extra: Partial<FleetCellConfig> = {}): FleetCellConfig {
+function cell(
+  concurrency: number,
+  tenants: number,
+  skew: Skew,
+  extra: Partial<FleetCellConfig> = {},
+): FleetCellConfig {
   return {
     ...base,
     name: `c${concurrency}-t${tenants}-${skew}`,
@@ -63,12 +68,13 @@ function grid(): FleetCellConfig[] {
       for (const concurrency of [10, 100, 1000]) cells.push(cell(concurrency, tenants, skew));
     }
   }
-  // A hot tenant's burst: half of all messages go to tenant 0 for 20 simulated seconds.
-  const burst = cell(100, 10_000, 'uniform', { burst: { fromS: 5, toS: 25, share: 0.5 } });
+  // A hot tenant's burst: 90% of the messages go to tenant 0 from 1 s to 6 s (over the hot prefix's limit
+  // at any fleet rate above ~3,900 messages/s).
+  const burst = cell(100, 100, 'zipf', { burst: { fromS: 1, toS: 6, share: 0.9 } });
   cells.push({ ...burst, name: `${burst.name}-burst` });
-  // The hot prefix's S3 limit halves 10 s in (tenant 0 under Zipf is the hot prefix).
-  const halving = cell(100, 10_000, 'zipf', { halveAtS: 10 });
-  cells.push({ ...halving, name: `${halving.name}-halving` });
+  // The same burst, and the hot prefix's S3 limit halves 3 s in (in the middle of the burst).
+  const halving = cell(100, 100, 'zipf', { burst: { fromS: 1, toS: 6, share: 0.9 }, halveAtS: 3 });
+  cells.push({ ...halving, name: `${halving.name}-burst-halving` });
   return only === undefined ? cells : cells.filter((c) => only.includes(c.name));
 }
 
@@ -103,7 +109,9 @@ function rowOf(c: FleetCellConfig, r: FleetCellResult, peakRssBytes: number): Ro
     'hot prefix % of limit': round((100 * r.hotPrefix.beforeHalving) / r.hotPrefix.limit),
     ...(r.hotPrefix.afterHalving === undefined
       ? {}
-      : { 'hot prefix % of halved limit': round((100 * r.hotPrefix.afterHalving) / (r.hotPrefix.limit / 2)) }),
+      : {
+          'hot prefix % of halved limit': round((100 * r.hotPrefix.afterHalving) / (r.hotPrefix.limit / 2)),
+        }),
     '503 %': round((100 * r.s3.throttled) / Math.max(1, r.s3.requests), 2),
     'DDB hottest WCU/s (of 1,000)': hot?.peakWriteUnitsPerSecond ?? 0,
     'DDB largest item B': r.dynamo.largestItemBytes,
@@ -126,14 +134,23 @@ function rowOf(c: FleetCellConfig, r: FleetCellResult, peakRssBytes: number): Ro
 
 async function runGrid(): Promise<void> {
   const rows: Row[] = [];
-  const runs: Record<string, { config: FleetCellConfig; result: FleetCellResult; cost: ReturnType<typeof costOf> }> = {};
+  const runs: Record<
+    string,
+    { config: FleetCellConfig; result: FleetCellResult; cost: ReturnType<typeof costOf> }
+  > = {};
   const started = performance.now();
   for (const c of grid()) {
     console.error(`bench:fleet: ${c.name} (${c.messages.toLocaleString('en-US')} messages) ...`);
-    const { result, peakRssBytes } = await runInChild<FleetCellResult>(engine, [JSON.stringify(c)], ['--max-old-space-size=6144']);
+    const { result, peakRssBytes } = await runInChild<FleetCellResult>(
+      engine,
+      [JSON.stringify(c)],
+      ['--max-old-space-size=6144'],
+    );
     rows.push(rowOf(c, result, peakRssBytes));
     runs[c.name] = { config: c, result, cost: costOf(result) };
-    console.error(`  done in ${round(result.wallMs / 1000, 1)} s wall, ${round(result.cpuMs / 1000, 1)} s cpu`);
+    console.error(
+      `  done in ${round(result.wallMs / 1000, 1)} s wall, ${round(result.cpuMs / 1000, 1)} s cpu`,
+    );
     console.error(`  ${JSON.stringify(rows[rows.length - 1])}`);
     // Kept as the grid goes, so an interrupted grid still has its finished cells.
     appendFileSync(`${resultsDir}fleet-cells.tmp`, `${JSON.stringify({ config: c, result })}\n`);
@@ -145,9 +162,12 @@ async function runGrid(): Promise<void> {
     time: 'simulated (virtual clock in each child process); wall s / cpu s are what the simulation took here',
     prices: { date: PRICES_DATE, region: PRICES_REGION, ...PRICES },
     definitions: {
-      'msg/s to 95%': '95% of the messages / the simulated time until 95% were final (the rate without the redelivery tail)',
-      'msg/s': 'messages made final (written or dead-lettered) per simulated second, first send to the last one final (a redelivery waits out the 362 s visibility timeout)',
-      'hot prefix % of limit': "tenant 0's prefix: its best 10 s of accepted S3 writes/s, as % of the 3,500/s limit",
+      'msg/s to 95%':
+        '95% of the messages / the simulated time until 95% were final (the rate without the redelivery tail)',
+      'msg/s':
+        'messages made final (written or dead-lettered) per simulated second, first send to the last one final (a redelivery waits out the 362 s visibility timeout)',
+      'hot prefix % of limit':
+        "tenant 0's prefix: its best 10 s of accepted S3 writes/s, as % of the 3,500/s limit",
       '503 %': 'S3 requests answered 503 SlowDown, % of all S3 requests',
       'DDB hottest WCU/s': 'most write units one DynamoDB partition key consumed in one simulated second',
       'lease wait': "the handler's PermitWaitMs samples",
@@ -159,7 +179,9 @@ async function runGrid(): Promise<void> {
   if (only === undefined) writeCharts(runs);
 }
 
-function writeCharts(runs: Record<string, { config: FleetCellConfig; result: FleetCellResult; cost: { total: number } }>): void {
+function writeCharts(
+  runs: Record<string, { config: FleetCellConfig; result: FleetCellResult; cost: { total: number } }>,
+): void {
   const lines = new Map<string, Array<{ x: number; run: (typeof runs)[string] }>>();
   for (const run of Object.values(runs)) {
     if (run.config.burst !== undefined || run.config.halveAtS !== undefined) continue;
@@ -179,7 +201,11 @@ function writeCharts(runs: Record<string, { config: FleetCellConfig; result: Fle
       title: `bench:fleet — ${MESSAGES.toLocaleString('en-US')} messages per cell, simulated (x: log10 of MaximumConcurrency: 1 = 10, 3 = 1,000)`,
       xLabel: 'log10(concurrency)',
       panels: [
-        { title: 'messages/s until 95% were final', yLabel: 'msg/s', series: series((r) => r.result.messagesPerSecond95) },
+        {
+          title: 'messages/s until 95% were final',
+          yLabel: 'msg/s',
+          series: series((r) => r.result.messagesPerSecond95),
+        },
         {
           title: '503 SlowDown, % of S3 requests',
           yLabel: '%',
@@ -233,6 +259,8 @@ async function calibrate(): Promise<void> {
     batchSize: load.batchSize,
     batchingWindowMs: 200,
     functionTimeoutMs: load.functionTimeoutMs,
+    // bench:load's runner: the function timeout + 2 s.
+    visibilityTimeoutMs: load.functionTimeoutMs + 2_000,
     duplicateRate: 0,
     poisonRate: 0,
     coldStart: { medianMs: 50, p99Ms: 100 },

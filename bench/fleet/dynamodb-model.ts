@@ -22,6 +22,7 @@
 //   throttling, cap 20 s), every wait abortable by the call's `abortSignal`.
 import { createRequire } from 'node:module';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { systemClock } from '../../lib/local/s3-behaviour/clock.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -74,28 +75,8 @@ export function dynamoError(name: string, message: string, status = 400): Error 
   });
 }
 
-function abortError(signal: AbortSignal): unknown {
-  return signal.reason ?? Object.assign(new Error('Request aborted'), { name: 'AbortError' });
-}
-
 /** Waits `ms` of (simulated) time on the global timers; rejects when `signal` aborts first. */
-export function wait(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(abortError(signal));
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortError(signal!));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
+export const wait = (ms: number, signal?: AbortSignal): Promise<void> => systemClock.sleep(ms, signal);
 
 /** Lognormal sampler from a median and a 99th percentile. */
 export function lognormal(medianMs: number, p99Ms: number, random: () => number): () => number {
@@ -167,7 +148,9 @@ export class DynamoTableModel {
     throttled: 0,
   };
 
-  constructor(options: Pick<DynamoModelOptions, 'writeUnitsPerSecond' | 'readUnitsPerSecond' | 'burstSeconds' | 'now'>) {
+  constructor(
+    options: Pick<DynamoModelOptions, 'writeUnitsPerSecond' | 'readUnitsPerSecond' | 'burstSeconds' | 'now'>,
+  ) {
     this.#wcu = options.writeUnitsPerSecond ?? 1000;
     this.#rcu = options.readUnitsPerSecond ?? 3000;
     this.#burst = options.burstSeconds ?? 0.1;
@@ -203,7 +186,11 @@ export class DynamoTableModel {
     for (const [key, p] of this.#partitions) {
       largest = Math.max(largest, p.largestItemBytes);
       if (hottest === undefined || p.peakUnitsPerSecond > hottest.peakWriteUnitsPerSecond) {
-        hottest = { key, peakWriteUnitsPerSecond: p.peakUnitsPerSecond, largestItemBytes: p.largestItemBytes };
+        hottest = {
+          key,
+          peakWriteUnitsPerSecond: p.peakUnitsPerSecond,
+          largestItemBytes: p.largestItemBytes,
+        };
       }
     }
     return { ...this.stats, hottestPartition: hottest, largestItemBytes: largest };
@@ -339,7 +326,8 @@ export class DynamoTableModel {
   #partitionOf(data: DynaliteRequest): string {
     for (const [pk, rows] of this.#items) {
       const first = rows.values().next().value as Item | undefined;
-      if (first !== undefined && dynaliteDb.matchesExprFilter(first, data._keyCondition!.expression)) return pk;
+      if (first !== undefined && dynaliteDb.matchesExprFilter(first, data._keyCondition!.expression))
+        return pk;
     }
     return '';
   }
@@ -357,7 +345,8 @@ function cloneAttributes<T>(value: T): T {
 }
 
 function keyString(value: AttributeValue | undefined): string {
-  if (value === undefined) throw dynamoError('ValidationException', 'The provided key element does not match the schema');
+  if (value === undefined)
+    throw dynamoError('ValidationException', 'The provided key element does not match the schema');
   return value.S ?? value.N ?? String(value.B);
 }
 
@@ -397,7 +386,10 @@ function applyUpdate(data: DynaliteRequest, old: Item | undefined): Item {
         throw dynamoError('ValidationException', 'ADD of sets is not modelled');
       }
       if (existing !== undefined && existing.N === undefined) {
-        throw dynamoError('ValidationException', 'An operand in the update expression has an incorrect data type');
+        throw dynamoError(
+          'ValidationException',
+          'An operand in the update expression has an incorrect data type',
+        );
       }
       (container as Record<string | number, unknown>)[attr] = {
         N: String(Number(existing?.N ?? '0') + Number(val.N)),
@@ -411,7 +403,10 @@ function applyUpdate(data: DynaliteRequest, old: Item | undefined): Item {
 
 function resolveValue(val: unknown, item: Item): AttributeValue | string {
   if (Array.isArray(val)) {
-    return dynaliteDb.mapPath(val, item) ?? 'The provided expression refers to an attribute that does not exist in the item';
+    return (
+      dynaliteDb.mapPath(val, item) ??
+      'The provided expression refers to an attribute that does not exist in the item'
+    );
   }
   const node = val as { type?: string; name?: string; args?: unknown[] } & AttributeValue;
   if (node.type === 'add' || node.type === 'subtract') {

@@ -10,15 +10,22 @@ import type { SQSRecord } from 'aws-lambda';
 import { MemoryBucket, MemoryObjectStore } from '../../lib/db/memory-object-store.js';
 import { loadConfig } from '../../lib/ingest/config.js';
 import { createIngestHandler, type IngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
+import { createLambdaContext } from '../../lib/local/lambda/sqs-event.js';
 import { systemClock } from '../../lib/local/s3-behaviour/clock.js';
 import { seededRandom } from '../../lib/local/s3-behaviour/seeded-random.js';
-import { createLambdaContext } from '../../lib/local/lambda/sqs-event.js';
 import { Histogram } from '../../lib/pool/histogram.js';
 import { reportToParent } from '../support/child.js';
 import { VirtualTime } from '../throttle/virtual-time.js';
-import { DynamoModelClient, DynamoTableModel, type DynamoStats, lognormal, wait } from './dynamodb-model.js';
+import { DynamoModelClient, type DynamoStats, DynamoTableModel, lognormal, wait } from './dynamodb-model.js';
 import { CountingStore, PrefixRoutedModel, peakMean, type S3RequestCounts } from './s3-model.js';
-import { ACKED, chunks, DEAD_LETTERED, type QueueCounters, QueueWithEventSource, REDRIVEN } from './sqs-model.js';
+import {
+  ACKED,
+  chunks,
+  DEAD_LETTERED,
+  type QueueCounters,
+  QueueWithEventSource,
+  REDRIVEN,
+} from './sqs-model.js';
 import { generateWorkload, messageBody, objectKey, type Skew } from './workload.js';
 
 export interface FleetCellConfig {
@@ -41,6 +48,8 @@ export interface FleetCellConfig {
   batchSize: number;
   batchingWindowMs: number;
   functionTimeoutMs: number;
+  /** @default 6 x functionTimeoutMs + batchingWindowMs (the stack's rule) */
+  visibilityTimeoutMs?: number;
   memoryMb: number;
   maxReceiveCount: number;
   duplicateRate: number;
@@ -169,7 +178,15 @@ const messageIndex = (messageId: string) => Number(messageId.slice(2));
 
 // SQS as the handler sees it: SendMessageBatch to the DLQ (everything is accepted).
 const sqsClient = {
-  async send(command: { input: { Entries?: Array<{ Id?: string; MessageBody?: string; MessageAttributes?: Record<string, { StringValue?: string }> }> } }) {
+  async send(command: {
+    input: {
+      Entries?: Array<{
+        Id?: string;
+        MessageBody?: string;
+        MessageAttributes?: Record<string, { StringValue?: string }>;
+      }>;
+    };
+  }) {
     await wait(lognormalSqs());
     const entries = command.input.Entries ?? [];
     const bytes = entries.reduce((s, e) => s + (e.MessageBody?.length ?? 0) + 200, 0);
@@ -178,7 +195,10 @@ const sqsClient = {
       const source = entry.MessageAttributes?.sourceMessageId?.StringValue;
       if (source !== undefined) queue.deadLettered.add(messageIndex(source));
     }
-    return { Successful: entries.map((e) => ({ Id: e.Id, MessageId: `dlq-${e.Id}`, MD5OfMessageBody: '' })), Failed: [] };
+    return {
+      Successful: entries.map((e) => ({ Id: e.Id, MessageId: `dlq-${e.Id}`, MD5OfMessageBody: '' })),
+      Failed: [],
+    };
   },
   destroy() {},
 };
@@ -275,7 +295,7 @@ async function invoke(records: SQSRecord[]): Promise<Set<number>> {
     const durationMs = Date.now() - startedAt;
     invocationMs.record(durationMs);
     // Billed per ms; the INIT phase is billed too (on-demand functions, since 2025-08-01).
-    gbSeconds += (Math.ceil(durationMs) + Math.ceil(initMs)) * gb / 1000;
+    gbSeconds += ((Math.ceil(durationMs) + Math.ceil(initMs)) * gb) / 1000;
     if (container !== undefined) idle.push(container);
   }
 }
@@ -305,7 +325,7 @@ queue = new QueueWithEventSource(
     batchSize: config.batchSize,
     batchingWindowMs: config.batchingWindowMs,
     maximumConcurrency: config.concurrency,
-    visibilityTimeoutMs: 6 * config.functionTimeoutMs + config.batchingWindowMs,
+    visibilityTimeoutMs: config.visibilityTimeoutMs ?? 6 * config.functionTimeoutMs + config.batchingWindowMs,
     maxReceiveCount: config.maxReceiveCount,
     duplicateRate: config.duplicateRate,
   },
@@ -359,9 +379,12 @@ for (let i = 0; i < config.messages; i++) {
 const sorted = e2e.subarray(0, e2eCount).sort();
 const finalAt = new Float64Array(config.messages);
 let finals = 0;
-for (let i = 0; i < config.messages; i++) if (queue.state[i] !== 0) finalAt[finals++] = queue.ackedAt[i]! - EPOCH;
-const settled95Ms = finalAt.subarray(0, finals).sort()[Math.max(0, Math.ceil(0.95 * config.messages) - 1)] ?? simulatedMs;
-const q = (a: Float64Array, p: number) => (a.length === 0 ? 0 : a[Math.min(a.length - 1, Math.floor(p * a.length))]!);
+for (let i = 0; i < config.messages; i++)
+  if (queue.state[i] !== 0) finalAt[finals++] = queue.ackedAt[i]! - EPOCH;
+const settled95Ms =
+  finalAt.subarray(0, finals).sort()[Math.max(0, Math.ceil(0.95 * config.messages) - 1)] ?? simulatedMs;
+const q = (a: Float64Array, p: number) =>
+  a.length === 0 ? 0 : a[Math.min(a.length - 1, Math.floor(p * a.length))]!;
 
 const hot = s3Model.hot.get(hotPrefix)!.accepted;
 const halveAt = config.halveAtS;
@@ -370,7 +393,10 @@ const after = halveAt === undefined ? undefined : hot.counts.slice(halveAt);
 const peak = (counts: readonly number[]) => peakMean(counts, 10);
 const s3Totals = s3Model.totals();
 const sqsRequests =
-  queue.counters.sendRequests + queue.counters.receiveRequests + queue.counters.deleteRequests + queue.counters.dlqSendRequests;
+  queue.counters.sendRequests +
+  queue.counters.receiveRequests +
+  queue.counters.deleteRequests +
+  queue.counters.dlqSendRequests;
 const result: FleetCellResult = {
   name: config.name,
   messages: config.messages,

@@ -14,7 +14,11 @@ import type {
   StoreCallOptions,
   StoredObject,
 } from '../../lib/db/object-store.js';
-import { firstSegmentPrefix, S3BehaviourModel, type S3BehaviourOptions } from '../../lib/local/s3-behaviour/s3-behaviour-model.js';
+import {
+  firstSegmentPrefix,
+  S3BehaviourModel,
+  type S3BehaviourOptions,
+} from '../../lib/local/s3-behaviour/s3-behaviour-model.js';
 
 /** Accepted writes per simulated second on one prefix. */
 export class PerSecond {

@@ -140,10 +140,13 @@ export class QueueWithEventSource {
         const now = Date.now();
         this.#waitingSince ??= now;
         if (now - this.#waitingSince < this.options.batchingWindowMs) {
-          this.#windowTimer ??= setTimeout(() => {
-            this.#windowTimer = undefined;
-            this.pump();
-          }, this.options.batchingWindowMs - (now - this.#waitingSince));
+          this.#windowTimer ??= setTimeout(
+            () => {
+              this.#windowTimer = undefined;
+              this.pump();
+            },
+            this.options.batchingWindowMs - (now - this.#waitingSince),
+          );
           return;
         }
       }
@@ -197,21 +200,20 @@ export class QueueWithEventSource {
         let acked = 0;
         for (const index of indices) {
           if (failed.has(index)) {
-            if (this.state[index] === PENDING) this.#redeliverAt(index, receivedAt + this.options.visibilityTimeoutMs);
+            if (this.state[index] === PENDING)
+              this.#redeliverAt(index, receivedAt + this.options.visibilityTimeoutMs);
             continue;
           }
           acked += 1;
           if (this.state[index] === PENDING) {
             this.#finish(index, this.deadLettered.has(index) ? DEAD_LETTERED : ACKED);
-          }
-          else this.counters.duplicateAcks += 1;
+          } else this.counters.duplicateAcks += 1;
         }
         this.counters.deleteRequests += Math.ceil(acked / 10);
         this.#running -= 1;
         this.pump();
       });
   }
-
 
   #redeliverAt(index: number, at: number): void {
     setTimeout(

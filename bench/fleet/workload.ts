@@ -61,7 +61,8 @@ export function generateWorkload(options: WorkloadOptions, random: () => number)
     const b = random();
     const p = random();
     if (burst !== undefined && i >= burst.from && i < burst.to && b < burst.share) tenantOf[i] = 0;
-    else if (options.skew === 'two-hot') tenantOf[i] = twoHotTenant(i, options.tenants, options.hotShare ?? 0.25);
+    else if (options.skew === 'two-hot')
+      tenantOf[i] = twoHotTenant(i, options.tenants, options.hotShare ?? 0.25);
     else tenantOf[i] = cdf === undefined ? Math.floor(u * options.tenants) : sampleCdf(cdf, u);
     poison[i] = p < options.poisonRate ? 1 : 0;
   }

@@ -55,13 +55,17 @@ describe('DynamoTableModel', () => {
     const put = (i: number) =>
       t.execute('PutItem', { TableName: 't', Item: { pk: { S: 'hot' }, sk: { S: `s${i}` } } });
     for (let i = 0; i < 10; i++) put(i);
-    expect(() => put(10)).toThrow(expect.objectContaining({ name: 'ProvisionedThroughputExceededException' }));
+    expect(() => put(10)).toThrow(
+      expect.objectContaining({ name: 'ProvisionedThroughputExceededException' }),
+    );
     // Another partition key is not affected.
     t.execute('PutItem', { TableName: 't', Item: { pk: { S: 'cold' }, sk: { S: 's' } } });
     // Half a second refills 5 units.
     now = 500;
     for (let i = 11; i < 16; i++) put(i);
-    expect(() => put(16)).toThrow(expect.objectContaining({ name: 'ProvisionedThroughputExceededException' }));
+    expect(() => put(16)).toThrow(
+      expect.objectContaining({ name: 'ProvisionedThroughputExceededException' }),
+    );
     expect(t.report().hottestPartition).toMatchObject({ key: 'hot', peakWriteUnitsPerSecond: 15 });
   });
 
@@ -90,7 +94,10 @@ describe('DynamoTableModel', () => {
 
   it("lets the real DynamoSemaphore's expressions decide: never more than the limit held", async () => {
     const t = table(() => Date.now(), 100_000);
-    const client = new DynamoModelClient(t, { latency: { medianMs: 0.01, p99Ms: 0.05 }, random: seededRandom(3) });
+    const client = new DynamoModelClient(t, {
+      latency: { medianMs: 0.01, p99Ms: 0.05 },
+      random: seededRandom(3),
+    });
     let held = 0;
     let peak = 0;
     const worker = async () => {
@@ -177,15 +184,30 @@ describe('workload and reports', () => {
     expect(cdf[0]).toBeLessThan(0.3);
     expect(sampleCdf(cdf, 0)).toBe(0);
     expect(sampleCdf(cdf, 1)).toBe(99);
-    const w = generateWorkload({ messages: 20_000, tenants: 100, skew: 'zipf', poisonRate: 0 }, seededRandom(1));
+    const w = generateWorkload(
+      { messages: 20_000, tenants: 100, skew: 'zipf', poisonRate: 0 },
+      seededRandom(1),
+    );
     const first = w.tenantOf.filter((t) => t === 0).length / 20_000;
     expect(Math.abs(first - cdf[0]!)).toBeLessThan(0.02);
   });
 
   it("matches bench:load's two-hot tenant pattern and puts a burst on tenant 0", () => {
-    expect([0, 249, 250, 499, 500].map((i) => twoHotTenant(i, 50, 0.25))).toEqual([0, 0, 1, 1, 2 + (500 % 48)]);
+    expect([0, 249, 250, 499, 500].map((i) => twoHotTenant(i, 50, 0.25))).toEqual([
+      0,
+      0,
+      1,
+      1,
+      2 + (500 % 48),
+    ]);
     const w = generateWorkload(
-      { messages: 1000, tenants: 1000, skew: 'uniform', poisonRate: 0, burst: { from: 0, to: 500, share: 1 } },
+      {
+        messages: 1000,
+        tenants: 1000,
+        skew: 'uniform',
+        poisonRate: 0,
+        burst: { from: 0, to: 500, share: 1 },
+      },
       seededRandom(2),
     );
     expect(w.tenantOf.subarray(0, 500).every((t) => t === 0)).toBe(true);

@@ -295,8 +295,9 @@ export class DynamoTableModel {
   }
 
   #query(data: DynaliteRequest) {
-    const pkValue = data.ExpressionAttributeValues?.[':pk'];
-    // The key condition names the partition: find it by evaluating the condition on a probe of each key.
+    // The key condition's `pk = <value>` names the partition (whatever the placeholder is called); failing
+    // that, probe each partition's first item with the condition.
+    const pkValue = partitionValue(data._keyCondition?.expression);
     const pk = pkValue !== undefined ? keyString(pkValue) : this.#partitionOf(data);
     const rows = [...(this.#items.get(pk) ?? new Map<string, Item>())]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -342,6 +343,19 @@ function cloneAttributes<T>(value: T): T {
     return out as T;
   }
   return value;
+}
+
+/** The value `pk` is compared equal to in a parsed key condition (dynalite's AST), if any. */
+function partitionValue(node: unknown): AttributeValue | undefined {
+  const n = node as { type?: string; args?: unknown[] } | undefined;
+  if (n?.args === undefined) return undefined;
+  if (n.type === '=') {
+    const [a, b] = n.args;
+    if (Array.isArray(a) && a.length === 1 && a[0] === 'pk' && !Array.isArray(b)) return b as AttributeValue;
+    if (Array.isArray(b) && b.length === 1 && b[0] === 'pk' && !Array.isArray(a)) return a as AttributeValue;
+  }
+  if (n.type === 'and') return partitionValue(n.args[0]) ?? partitionValue(n.args[1]);
+  return undefined;
 }
 
 function keyString(value: AttributeValue | undefined): string {

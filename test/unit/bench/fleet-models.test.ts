@@ -238,3 +238,20 @@ describe('workload and reports', () => {
     expect(cost.total).toBeCloseTo(5.875, 9);
   });
 });
+
+describe('DynamoTableModel queries', () => {
+  it('finds the partition from the key condition whatever its placeholder, in sort-key order', () => {
+    const t = table();
+    for (const sk of ['shard#1', 'shard#0'])
+      t.execute('PutItem', { TableName: 't', Item: { pk: { S: 'a' }, sk: { S: sk } } });
+    t.execute('PutItem', { TableName: 't', Item: { pk: { S: 'b' }, sk: { S: 'shard#0' } } });
+    const page = t.execute('Query', {
+      TableName: 't',
+      KeyConditionExpression: '#p = :name AND begins_with(sk, :prefix)',
+      ExpressionAttributeNames: { '#p': 'pk' },
+      ExpressionAttributeValues: { ':name': { S: 'a' }, ':prefix': { S: 'shard#' } },
+      ConsistentRead: true,
+    }) as { Items: Array<{ sk: { S: string } }> };
+    expect(page.Items.map((i) => i.sk.S)).toEqual(['shard#0', 'shard#1']);
+  });
+});

@@ -4,8 +4,8 @@ import type { Attempt } from './task-state.js';
 /** The scheduler's handler of a settled attempt: `failed` says whether `error` or `value` is the outcome. */
 export type AttemptSettled = (attempt: Attempt, value: unknown, error: unknown, failed: boolean) => void;
 
-// The built-in `then`, called on a native promise: its reactions run exactly once, whatever a subclass or an
-// own `then` property would do. A settler is reused after its first call, so a second call must not happen.
+// The built-in `then`: its reactions run exactly once, even on a promise given an own `then` property. A
+// settler is reused after its first call, so a second call must never happen.
 const promiseThen = Promise.prototype.then;
 
 /**

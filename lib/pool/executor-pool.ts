@@ -430,7 +430,12 @@ export class ExecutorPool {
       // Settle asynchronously like a rejected promise, so a synchronous thrower cannot recurse through pump.
       result = Promise.reject(error);
     }
-    this.#settlers.watch(attempt, result instanceof Promise ? result : Promise.resolve(result));
+    // A native promise is watched as is; anything else (a value, a thenable, a Promise subclass) is adopted the
+    // way `await` adopts it, so its own `then` runs later, at most once, and a throw from it rejects the attempt.
+    this.#settlers.watch(
+      attempt,
+      result instanceof Promise && result.constructor === Promise ? result : Promise.resolve(result),
+    );
   }
 
   #release(attempt: Attempt, now: number): void {

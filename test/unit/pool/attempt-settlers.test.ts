@@ -70,7 +70,6 @@ describe('attempt settlement', () => {
     const pool = new ExecutorPool({ concurrency: 1, retries: 0 });
     const work = (value: number) => {
       const promise = Promise.resolve(value);
-      // biome-ignore lint/suspicious/noThenProperty: the forged `then` is the point of the test.
       Object.defineProperty(promise, 'then', {
         value: (onFulfilled: (v: number) => void, onRejected: (e: unknown) => void) => {
           onFulfilled(-1);

@@ -85,7 +85,7 @@ const data = (i: number) => ({
 const setups = await Promise.all(
   CLIENT_SETUPS.map(async (setup) => {
     const client = clientFor(setup);
-    const pool = new ExecutorPool({ concurrency: CONCURRENCY, retries: 0, timeout: 10_000 });
+    const pool = new ExecutorPool({ concurrency: CONCURRENCY, retries: 0, timeout: 60_000 });
     const db = new Database({ tenant: 'bench', store: new S3ObjectStore(client, 'bench'), pool });
     const orders = await db.createResource({ name: 'orders' });
     return { setup, client, pool, db, orders, cpuUs: 0, wallMs: 0, written: 0 };

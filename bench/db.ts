@@ -5,7 +5,7 @@
 // `node --cpu-prof --import tsx bench/db/profile.ts` profiles the last one alone.
 // Each round is one process in which the setups alternate chunks of writes; the ratio is taken per round.
 import { fileURLToPath } from 'node:url';
-import { CLIENT_SETUPS, type ClientSetup, type DbSetupResult } from './db/engine.js';
+import { CLIENT_SETUPS, type ClientSetup, type DbSetupResult } from './db/setups.js';
 import { runInChild } from './support/child.js';
 import { type Row, writeResults } from './support/report.js';
 
@@ -33,7 +33,8 @@ const label: Record<ClientSetup, string> = {
   'checksums-when-required': 'step 2: + checksums WHEN_REQUIRED',
   'unused-middlewares-dropped': 'step 3: + unused per-call middlewares dropped',
   'signer-reused': 'step 4: + one SigV4 signer reused',
-  'sha256-key-cache': 'after: createS3Client (step 4 + HMAC keys kept as key objects)',
+  'sha256-key-cache': 'step 5: + HMAC keys kept as key objects',
+  'create-s3-client': 'after: createS3Client (step 5 + the last signing key reused)',
 };
 const rows: Row[] = CLIENT_SETUPS.map((setup) => ({
   setup: label[setup],

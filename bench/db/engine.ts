@@ -8,26 +8,11 @@ import { SignalScopedHttpHandler } from '../../lib/db/request-signal.js';
 import { createS3Client } from '../../lib/db/s3-client.js';
 import { dropUnusedPerCallMiddlewares, reuseRequestSigner } from '../../lib/db/s3-client-trims.js';
 import { S3ObjectStore } from '../../lib/db/s3-object-store.js';
+import { KeyCachingSha256 } from '../../lib/db/sha256-key-cache.js';
 import { ExecutorPool } from '../../lib/pool/index.js';
 import { reportToParent } from '../support/child.js';
 import { startFakeS3 } from './fake-s3.js';
-
-export const CLIENT_SETUPS = [
-  'per-call-signal',
-  'scoped-signal',
-  'checksums-when-required',
-  'unused-middlewares-dropped',
-  'signer-reused',
-  'sha256-key-cache',
-] as const;
-export type ClientSetup = (typeof CLIENT_SETUPS)[number];
-
-export interface DbSetupResult {
-  setup: ClientSetup;
-  writes: number;
-  cpuUsPerWrite: number;
-  writesPerSec: number;
-}
+import { CLIENT_SETUPS, type ClientSetup, type DbSetupResult } from './setups.js';
 
 const writes = Number(process.argv[2] ?? 10_000);
 const CHUNK = 250;
@@ -55,7 +40,8 @@ function clientFor(setup: ClientSetup): S3Client {
     case 'scoped-signal':
     case 'checksums-when-required':
     case 'unused-middlewares-dropped':
-    case 'signer-reused': {
+    case 'signer-reused':
+    case 'sha256-key-cache': {
       // The steps from createS3Client as of 6f08387 to now, each adding one change to the one before.
       const step = CLIENT_SETUPS.indexOf(setup);
       const client = new S3Client({
@@ -66,6 +52,8 @@ function clientFor(setup: ClientSetup): S3Client {
         ...(step >= 2
           ? { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' }
           : {}),
+        // Step 5: HMAC keys kept as key objects.
+        ...(step >= 5 ? { sha256: KeyCachingSha256 } : {}),
         requestHandler: new SignalScopedHttpHandler({
           httpAgent,
           connectionTimeout: 3000,
@@ -74,11 +62,11 @@ function clientFor(setup: ClientSetup): S3Client {
       });
       // Step 3: per-call middlewares S3ObjectStore does not use dropped. Step 4: one SigV4 signer reused.
       if (step >= 3) dropUnusedPerCallMiddlewares(client);
-      if (step >= 4) reuseRequestSigner(client);
+      if (step >= 4) reuseRequestSigner(client, { reuseKey: false });
       return client;
     }
-    case 'sha256-key-cache':
-      // After: what createS3Client builds now (step 4 + HMAC keys kept as key objects).
+    case 'create-s3-client':
+      // After: what createS3Client builds now (step 5 + the signer keeps its last signing key).
       return createS3Client({
         endpoint: server.endpoint,
         region: 'us-east-1',
@@ -97,7 +85,7 @@ const data = (i: number) => ({
 const setups = await Promise.all(
   CLIENT_SETUPS.map(async (setup) => {
     const client = clientFor(setup);
-    const pool = new ExecutorPool({ concurrency: CONCURRENCY, retries: 0, timeout: 10_000 });
+    const pool = new ExecutorPool({ concurrency: CONCURRENCY, retries: 0, timeout: 60_000 });
     const db = new Database({ tenant: 'bench', store: new S3ObjectStore(client, 'bench'), pool });
     const orders = await db.createResource({ name: 'orders' });
     return { setup, client, pool, db, orders, cpuUs: 0, wallMs: 0, written: 0 };

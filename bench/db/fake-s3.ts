@@ -23,7 +23,11 @@ const server = createServer((req, res) => {
     res.end();
   });
 });
-server.keepAliveTimeout = 60000;
+// Never close an idle keep-alive socket mid-run: on a loaded machine a setup's sockets idle while the others
+// write their chunks, and a request racing the server's close fails with ECONNRESET.
+server.keepAliveTimeout = 0;
+server.headersTimeout = 0;
+server.requestTimeout = 0;
 server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));
 parentPort.on('message', (m) => { if (m === 'stop') server.close(() => process.exit(0)); server.closeAllConnections(); });
 `;

@@ -54,11 +54,11 @@ export interface CreateS3ClientOptions {
  * The one factory for S3 clients used behind an ExecutorPool: `maxAttempts: 1` (the pool owns retries,
  * so a throttled write is not retried 3x in the SDK and again by the pool), keep-alive agents sized to
  * the pool, path-style when an endpoint is overridden, and a cached middleware stack with abort signals
- * taken from the call's async context (`SignalScopedHttpHandler`), checksums only where S3 requires them
- * without the per-call middlewares it does not use and with one request signer reused
- * (`s3-client-trims.ts`): about 0.75x the CPU per
- * write of per-call `{ abortSignal }` on the SDK's default stack (bench:db), with the same cancellation and
- * error shapes. Create one per process/container and share it.
+ * taken from the call's async context (`SignalScopedHttpHandler`), checksums only where S3 requires them,
+ * without the per-call middlewares it does not use, with one request signer (and its last signing key)
+ * reused (`s3-client-trims.ts`) and HMAC keys kept as key objects (`sha256-key-cache.ts`): well under 0.6x
+ * the CPU per write of per-call `{ abortSignal }` on the SDK's default stack (bench:db, lib/db/README.md),
+ * with the same cancellation and error shapes. Create one per process/container and share it.
  */
 export function createS3Client(options: CreateS3ClientOptions = {}): S3Client {
   const maxSockets = options.maxSockets ?? 100;

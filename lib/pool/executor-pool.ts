@@ -1,3 +1,4 @@
+import { AttemptSettlers } from './attempt-settlers.js';
 import { Autotuner } from './autotune/autotuner.js';
 import { type Admission, CircuitBreaker, type CircuitState } from './circuit-breaker.js';
 import type { BudgetMember } from './concurrency-budget.js';
@@ -85,6 +86,9 @@ export class ExecutorPool {
   readonly #timeouts = new DeadlineTimer<Attempt>((attempt) => this.#onTimeout(attempt));
   readonly #backoffs = new DeadlineTimer<BackoffEntry>((entry) => this.#onBackoffDone(entry));
   readonly #signals = new SignalGroups<TaskExtras>((extras) => this.#abortTask(extras.task));
+  readonly #settlers = new AttemptSettlers((attempt, value, error, failed) =>
+    this.#onSettled(attempt, value, error, failed),
+  );
   readonly #events = new PoolEventEmitter();
   readonly #metrics = new PoolMetrics();
   readonly #breaker: CircuitBreaker | undefined;
@@ -426,10 +430,11 @@ export class ExecutorPool {
       // Settle asynchronously like a rejected promise, so a synchronous thrower cannot recurse through pump.
       result = Promise.reject(error);
     }
-    const promise = result instanceof Promise ? result : Promise.resolve(result);
-    promise.then(
-      (value: unknown) => this.#onSettled(attempt, value, undefined, false),
-      (error: unknown) => this.#onSettled(attempt, undefined, error, true),
+    // A native promise is watched as is; anything else (a value, a thenable, a Promise subclass) is adopted the
+    // way `await` adopts it, so its own `then` runs later, at most once, and a throw from it rejects the attempt.
+    this.#settlers.watch(
+      attempt,
+      result instanceof Promise && result.constructor === Promise ? result : Promise.resolve(result),
     );
   }
 

@@ -113,3 +113,31 @@ describe('paused and stopped pools', () => {
     await expect(pool.onQueueRoom()).resolves.toBeUndefined();
   });
 });
+
+describe('process() callbacks that throw', () => {
+  it('an onError that throws stops reading and rejects process() with the first callback error', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, retries: 0, timeout: 0 });
+    let read = 0;
+    function* items() {
+      for (let i = 0; i < 100; i++) {
+        read += 1;
+        yield i;
+      }
+    }
+    const run = pool.process(
+      items(),
+      async (i) => {
+        throw new Error(`item ${i} failed`);
+      },
+      {
+        readAhead: 0,
+        onError: (error) => {
+          throw new Error(`sink broke on ${(error as Error).message}`);
+        },
+      },
+    );
+    await expect(run).rejects.toThrow('sink broke on item 0 failed');
+    expect(read).toBeLessThan(5);
+    expect(pool.getStats()).toMatchObject({ activeCount: 0, queueSize: 0 });
+  });
+});

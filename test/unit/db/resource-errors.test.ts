@@ -16,6 +16,7 @@ import {
   type StoreCallOptions,
   ValidationError,
 } from '../../../lib/db/index.js';
+import { S3IngestError } from '../../../lib/index.js';
 import { ExecutorPool } from '../../../lib/pool/index.js';
 
 /** What one scripted PUT does: fail before writing, or write and then lose the response. */
@@ -26,6 +27,9 @@ class ScriptedStore implements ObjectStore {
   readonly inner = new MemoryObjectStore({ bucket: new MemoryBucket('scripted') });
   readonly putFaults: PutFault[] = [];
   getFault: (() => Error) | undefined;
+  /** When set, a GET answers only when its signal aborts (a stalled request); the signals seen are kept. */
+  stallGets = false;
+  readonly getSignals: (AbortSignal | undefined)[] = [];
   afterList: (() => Promise<void>) | undefined;
   readonly puts: PutObjectInput[] = [];
   get bucket() {
@@ -40,7 +44,13 @@ class ScriptedStore implements ObjectStore {
     return out;
   }
   get(key: string, o?: StoreCallOptions) {
+    this.getSignals.push(o?.signal);
     if (this.getFault !== undefined) return Promise.reject(this.getFault());
+    if (this.stallGets) {
+      return new Promise<never>((_, reject) =>
+        o?.signal?.addEventListener('abort', () => reject(o.signal!.reason)),
+      );
+    }
     return this.inner.get(key, o);
   }
   head(key: string, o?: StoreCallOptions) {
@@ -71,12 +81,17 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((db) => db.disconnect()));
 });
 
-async function scripted(retries = 2) {
+async function scripted(retries = 2, timeout?: number) {
   const store = new ScriptedStore();
   const db = new Database({
     tenant: 'acme',
     store,
-    pool: new ExecutorPool({ concurrency: 8, retries, retryDelay: 0 }),
+    pool: new ExecutorPool({
+      concurrency: 8,
+      retries,
+      retryDelay: 0,
+      ...(timeout === undefined ? {} : { timeout }),
+    }),
   });
   open.push(db);
   return { store, db, orders: await db.createResource({ name: 'orders' }) };
@@ -125,6 +140,10 @@ describe('Resource writes under storage errors', () => {
     const err = await orders.update('o1', { total: 2 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConflictError);
     expect(err).toMatchObject({ name: 'ConflictError', expectedEtag: read!.etag });
+    expect((err as ConflictError).cause).toMatchObject({
+      name: 'PreconditionFailedError',
+      condition: 'if-match',
+    });
   });
 
   it('a retried insert whose first response was lost finds its own write and succeeds; a stranger’s write is RecordExistsError', async () => {
@@ -136,7 +155,43 @@ describe('Resource writes under storage errors', () => {
     // The lost first attempt's key is taken by someone else before the retry reads it.
     store.putFaults.push({ fail: reset });
     await store.inner.put({ key: 't=acme/r=orders/id=theirs.json', body: '{"id":"theirs","version":1}' });
-    await expect(orders.insert({ total: 1 }, { id: 'theirs' })).rejects.toBeInstanceOf(RecordExistsError);
+    const err = await orders.insert({ total: 1 }, { id: 'theirs' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RecordExistsError);
+    expect((err as RecordExistsError).cause).toMatchObject({
+      name: 'PreconditionFailedError',
+      condition: 'if-none-match',
+    });
+  });
+
+  it('the follow-up read of a retried write runs under the attempt signal: a stalled read ends with the attempt', async () => {
+    const { store, db, orders } = await scripted(1, 100);
+    store.putFaults.push({ fail: reset });
+    await store.inner.put({ key: 't=acme/r=orders/id=slow.json', body: '{"id":"slow","version":1}' });
+    store.stallGets = true;
+    await expect(orders.insert({ total: 1 }, { id: 'slow' })).rejects.toMatchObject({
+      name: 'TaskTimeoutError',
+    });
+    expect(store.getSignals).toHaveLength(1);
+    await vi.waitFor(() => expect(store.getSignals[0]?.aborted).toBe(true));
+    await db.pool!.drain();
+  });
+
+  it('a retried write whose key vanished before the follow-up read fails with a typed error, not a TypeError', async () => {
+    const { store, orders } = await scripted();
+    store.putFaults.push({ fail: reset });
+    await store.inner.put({ key: 't=acme/r=orders/id=gone.json', body: '{"id":"gone","version":1}' });
+    const originalPut = store.put.bind(store);
+    store.put = async (input, o) => {
+      try {
+        return await originalPut(input, o);
+      } catch (err) {
+        if ((err as Error).name === 'PreconditionFailedError') await store.inner.delete(input.key);
+        throw err;
+      }
+    };
+    const err = await orders.insert({ total: 1 }, { id: 'gone' }).catch((e: unknown) => e);
+    expect(err).not.toBeInstanceOf(TypeError);
+    expect(err).toBeInstanceOf(S3IngestError);
   });
 
   it('a retried update whose first response was lost succeeds once (one version bump)', async () => {
@@ -154,6 +209,20 @@ describe('Resource writes under storage errors', () => {
     const { orders } = await scripted();
     await orders.insert({ total: 1 }, { id: 'same' });
     await expect(orders.insert({ total: 1 }, { id: 'same' })).rejects.toBeInstanceOf(RecordExistsError);
+  });
+
+  it('two identical updates from the same read (not retries): the second is ConflictError, even with the same bytes', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(new Date('2026-01-01T00:00:00Z'));
+    const { orders } = await scripted();
+    await orders.insert({ total: 1 }, { id: 'twin' });
+    const results = await Promise.allSettled([
+      orders.update('twin', { total: 2 }),
+      orders.update('twin', { total: 2 }),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+    expect(lost.reason).toBeInstanceOf(ConflictError);
   });
 
   it('writes carry the record version and update time as metadata, and upsert/update bodies are the record', async () => {
@@ -187,6 +256,8 @@ describe('Resource reads', () => {
       await store.inner.put({ key: `t=acme/r=orders/id=${id}.json`, body });
       await expect(orders.get(id)).rejects.toBeInstanceOf(CorruptRecordError);
     }
+    const err = await orders.get('not-json').catch((e: unknown) => e);
+    expect((err as CorruptRecordError).cause).toBeInstanceOf(SyntaxError);
   });
 
   it('list leaves out records deleted between the listing and their read, and fails on any other read error', async () => {
@@ -208,7 +279,7 @@ describe('Resource reads', () => {
     expect(one.items.map((r) => r.id)).toEqual(['a']);
     const two = await orders.list({ limit: 2.7, cursor: one.cursor! });
     expect(two.items.map((r) => r.id)).toEqual(['b', 'c']);
-    expect(two.cursor).toBeUndefined();
+    expect(Object.keys(two)).toEqual(['items']); // absent on the last page, not present as undefined
     expect((await orders.list({ limit: -5 })).items).toHaveLength(1);
   });
 });
@@ -218,9 +289,19 @@ describe('Resource inputs', () => {
     const { orders } = await scripted();
     const bare = Object.assign(Object.create(null) as Record<string, unknown>, { id: 'bare', total: 3 });
     expect(await orders.insert(bare)).toMatchObject({ id: 'bare', total: 3 });
-    for (const bad of [[1], new Date(), 'text', null]) {
-      await expect(orders.insert(bad as never, { id: 'bad' })).rejects.toBeInstanceOf(ValidationError);
-      await expect(orders.update('bare', bad as never)).rejects.toBeInstanceOf(ValidationError);
+    const notAnObject = {
+      name: 'ValidationError',
+      field: '',
+      instancePath: '',
+      issues: [{ instancePath: '', field: '', message: 'must be an object' }],
+    };
+    for (const bad of [[1], new Date(), 'text', 5, null, undefined]) {
+      const inserted = await orders.insert(bad as never, { id: 'bad' }).catch((e: unknown) => e);
+      expect(inserted).toBeInstanceOf(ValidationError);
+      expect(inserted).toMatchObject(notAnObject);
+      expect((inserted as Error).message).toBe('orders: record must be an object');
+      const updated = await orders.update('bare', bad as never).catch((e: unknown) => e);
+      expect(updated).toMatchObject(notAnObject);
     }
   });
 

@@ -447,8 +447,6 @@ export class ExecutorPool {
     attempt.next = undefined;
     this.#active -= 1;
     this.#metrics.released(now, this.#active);
-    // The budget hands the freed slot to a waiting pool before this pool competes for it again.
-    this.#member?.release();
     if (this.#active === 0 && this.#settledWaiters.length > 0) {
       for (const wake of this.#settledWaiters.splice(0)) wake();
     }
@@ -469,6 +467,9 @@ export class ExecutorPool {
         this.#attemptFailed(attempt, error, durationMs);
       }
     }
+    // The budget hands the freed slot to a waiting pool before this pool competes for it again; only now,
+    // once the breaker has seen this outcome, so a failure that opens it also stops the next queued task.
+    this.#member?.release();
     this.#pump(now);
   }
 

@@ -92,4 +92,25 @@ describe('DynamoSemaphore against a stalled DynamoDB', () => {
     await expect(acquiring).rejects.toThrow('cutoff');
     expect(totalUsed(await storedShards(direct, tableName, sem.name))).toBe(0);
   });
+
+  it('a release without a signal whose request stalls rejects with a TimeoutError after giveBackTimeoutMs', async () => {
+    const stalled = await proxy((body) => body.includes('REMOVE'));
+    const sem = semaphore(clientVia(stalled));
+    const lease = await sem.acquire(2);
+    const started = performance.now();
+    await expect(lease.release()).rejects.toMatchObject({ name: 'TimeoutError' });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+    expect(totalUsed(await storedShards(direct, tableName, sem.name))).toBe(2);
+  });
+
+  it('an extend without a signal whose request stalls rejects after giveBackTimeoutMs and keeps the old expiry', async () => {
+    const stalled = await proxy((body) => body.includes('#until = :until'));
+    const sem = semaphore(clientVia(stalled));
+    const lease = await sem.acquire(2);
+    const expiresAt = lease.expiresAt;
+    const started = performance.now();
+    await expect(lease.extend(120_000)).rejects.toThrow();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+    expect(lease.expiresAt).toBe(expiresAt);
+  });
 });

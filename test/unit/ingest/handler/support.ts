@@ -69,6 +69,16 @@ export function body(m: TestMessage = {}): string {
   });
 }
 
+let lastSentTimestamp = 0;
+/**
+ * Strictly increasing, like distinct sends: a message without `seq` is ordered by its SentTimestamp, so
+ * records built one after the other keep their order (equal timestamps would be ordered by message id).
+ */
+function nextSentTimestamp(): number {
+  lastSentTimestamp = Math.max(Date.now(), lastSentTimestamp + 1);
+  return lastSentTimestamp;
+}
+
 export function sqsRecord(messageBody: string, messageId: string = randomUUID()): SQSRecord {
   return {
     messageId,
@@ -76,7 +86,7 @@ export function sqsRecord(messageBody: string, messageId: string = randomUUID())
     body: messageBody,
     attributes: {
       ApproximateReceiveCount: '1',
-      SentTimestamp: String(Date.now()),
+      SentTimestamp: String(nextSentTimestamp()),
       SenderId: 'test',
       ApproximateFirstReceiveTimestamp: String(Date.now()),
     },

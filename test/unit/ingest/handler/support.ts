@@ -52,6 +52,7 @@ export interface TestMessage {
   data?: Record<string, unknown>;
   priority?: number;
   key?: string;
+  seq?: number;
 }
 
 /** A contract-v1 body (defaults: tenant acme, resource orders, upsert). */
@@ -66,6 +67,7 @@ export function body(m: TestMessage = {}): string {
     ...(op === 'delete' ? {} : { data: m.data ?? { total: 1 } }),
     ...(m.priority === undefined ? {} : { priority: m.priority }),
     ...(m.key === undefined ? {} : { key: m.key }),
+    ...(m.seq === undefined ? {} : { seq: m.seq }),
   });
 }
 

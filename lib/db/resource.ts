@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { isRecordSize, withParity } from './body-parity.js';
 import {
   ConflictError,
   CorruptRecordError,
@@ -6,9 +7,14 @@ import {
   RecordNotFoundError,
   ValidationError,
 } from './errors.js';
-import { isRecordSize, withParity } from './body-parity.js';
 import { idFromKey, recordKey, resourcePrefix } from './keys.js';
-import { type ObjectStore, PreconditionFailedError, type PutObjectInput, type StoredObject } from './object-store.js';
+import { GUESS_THRESHOLD, MovingShare } from './moving-share.js';
+import {
+  type ObjectStore,
+  PreconditionFailedError,
+  type PutObjectInput,
+  type StoredObject,
+} from './object-store.js';
 import { RecordCache } from './record-cache.js';
 import {
   applyToState,
@@ -113,6 +119,10 @@ export class Resource<T extends Document = Document> {
   readonly #ctx: ResourceContext;
   readonly #prefix: string;
   readonly #cache = new RecordCache();
+  /** How often an uncached record turned out absent: when nearly always, new records are not read first. */
+  readonly #absent = new MovingShare();
+  /** How often a cached ETag was still current: when nearly always (one writer), cached records are not read. */
+  readonly #cacheCurrent = new MovingShare();
 
   constructor(ctx: ResourceContext) {
     this.#ctx = ctx;
@@ -152,7 +162,8 @@ export class Resource<T extends Document = Document> {
           options,
         );
       } catch (retryErr) {
-        if (retryErr instanceof PreconditionFailedError) throw new RecordExistsError(this.name, id, { cause: retryErr });
+        if (retryErr instanceof PreconditionFailedError)
+          throw new RecordExistsError(this.name, id, { cause: retryErr });
         throw retryErr;
       }
     }
@@ -264,18 +275,30 @@ export class Resource<T extends Document = Document> {
         key,
         body,
         contentType: 'application/json',
-        metadata: { version: String(state.version), 'updated-at': state.updatedAt, ...(hidden ? HIDDEN_METADATA : {}) },
+        metadata: {
+          version: String(state.version),
+          'updated-at': state.updatedAt,
+          ...(hidden ? HIDDEN_METADATA : {}),
+        },
         ...(current.etag === undefined ? { ifNoneMatch: '*' as const } : { ifMatch: current.etag }),
         ...(hidden ? { tags: HIDDEN_TAGS } : {}),
       };
       try {
-        const { etag } = await this.#ctx.calls.run((signal) => this.#ctx.store.put(input, { signal }), options);
+        const { etag } = await this.#ctx.calls.run(
+          (signal) => this.#ctx.store.put(input, { signal }),
+          options,
+        );
+        if (current.guessed === 'absent') this.#absent.observe(true);
+        if (current.guessed === 'cached') this.#cacheCurrent.observe(true);
         this.#cache.set(key, { etag, state, bytes: body.length });
         return outcomes;
       } catch (err) {
         this.#cache.delete(key);
         if (!(err instanceof PreconditionFailedError)) throw err;
-        if (round >= MAX_SEQUENCED_ROUNDS) throw new ConflictError(this.name, id, current.etag ?? '', { cause: err });
+        if (current.guessed === 'absent') this.#absent.observe(false);
+        if (current.guessed === 'cached') this.#cacheCurrent.observe(false);
+        if (round >= MAX_SEQUENCED_ROUNDS)
+          throw new ConflictError(this.name, id, current.etag ?? '', { cause: err });
       }
     }
   }
@@ -296,21 +319,32 @@ export class Resource<T extends Document = Document> {
   }
 
   /**
-   * The state to decide on: the cached one on the first round, else read. With neither, a group led by an
-   * insert assumes the key is free (`If-None-Match: *`, as a plain insert does): one PUT when it is.
+   * The state to decide on. On the first round, the read may be skipped by a guess that is usually right
+   * (`GUESS_THRESHOLD`): the cached state, when cached ETags have been current; "absent" for an uncached
+   * record, when uncached records have been absent, or when every write is an insert (as a plain insert,
+   * `If-None-Match: *`). A wrong guess fails its precondition and the next round reads. Every read also
+   * tells whether each guess would have been right, so both shares are learnt without paying for misses.
    */
   async #currentState(
     key: string,
     writes: readonly SequencedWrite[],
     options: CallOptions,
     firstRound: boolean,
-  ): Promise<{ etag: string | undefined; state: RecordState }> {
+  ): Promise<{ etag: string | undefined; state: RecordState; guessed?: 'cached' | 'absent' }> {
+    const cached = firstRound ? this.#cache.get(key) : undefined;
     if (firstRound) {
-      const cached = this.#cache.get(key);
-      if (cached !== undefined) return cached;
-      if (writes.every((w) => w.op === 'insert')) return { etag: undefined, state: emptyState() };
+      if (cached !== undefined && this.#cacheCurrent.value > GUESS_THRESHOLD)
+        return { ...cached, guessed: 'cached' };
+      if (
+        cached === undefined &&
+        (writes.every((w) => w.op === 'insert') || this.#absent.value > GUESS_THRESHOLD)
+      ) {
+        return { etag: undefined, state: emptyState(), guessed: 'absent' };
+      }
     }
     const object = await this.#ctx.calls.run((signal) => this.#ctx.store.get(key, { signal }), options);
+    if (cached !== undefined) this.#cacheCurrent.observe(object?.etag === cached.etag);
+    else if (firstRound) this.#absent.observe(object === undefined);
     if (object === undefined) return { etag: undefined, state: emptyState() };
     const state = stateFromJson(this.#parseJson(key, object), userFields);
     if (state === undefined) throw new CorruptRecordError(key);
@@ -336,8 +370,11 @@ export class Resource<T extends Document = Document> {
       const before = cloneState(state);
       const effect = applyToState(state, write, now);
       if (effect === 'exists') {
-        const same = write.op === 'insert' && canonicalJson(state.values) === canonicalJson(userFields(write.data));
-        outcomes[index] = same ? { kind: 'stale' } : { kind: 'rejected', error: new RecordExistsError(this.name, id) };
+        const same =
+          write.op === 'insert' && canonicalJson(state.values) === canonicalJson(userFields(write.data));
+        outcomes[index] = same
+          ? { kind: 'stale' }
+          : { kind: 'rejected', error: new RecordExistsError(this.name, id) };
         continue;
       }
       if (effect === 'stale') {
@@ -428,7 +465,8 @@ export class Resource<T extends Document = Document> {
       const heads = await Promise.all(
         unsure.map((key) => this.#ctx.calls.run((signal) => this.#ctx.store.head(key, { signal }), options)),
       );
-      for (const head of heads) if (head !== undefined && head.metadata.state !== HIDDEN_METADATA.state) total += 1;
+      for (const head of heads)
+        if (head !== undefined && head.metadata.state !== HIDDEN_METADATA.state) total += 1;
       token = page.continuationToken;
     } while (token !== undefined);
     return total;

@@ -1,4 +1,11 @@
-import { UNSEQUENCED, compareStamps, type StampJson, stampFromJson, stampToJson, type WriteStamp } from './write-stamp.js';
+import {
+  compareStamps,
+  type StampJson,
+  stampFromJson,
+  stampToJson,
+  UNSEQUENCED,
+  type WriteStamp,
+} from './write-stamp.js';
 
 /** A record's user data: a JSON object. */
 type Fields = Record<string, unknown>;
@@ -49,7 +56,15 @@ export interface RecordState {
 }
 
 export function emptyState(): RecordState {
-  return { exists: false, base: undefined, values: {}, stamps: new Map(), createdAt: undefined, updatedAt: '', version: 0 };
+  return {
+    exists: false,
+    base: undefined,
+    values: {},
+    stamps: new Map(),
+    createdAt: undefined,
+    updatedAt: '',
+    version: 0,
+  };
 }
 
 export function cloneState(state: RecordState): RecordState {
@@ -74,7 +89,8 @@ function rebase(state: RecordState, stamp: WriteStamp, data: Fields | undefined)
       stamps.set(field, fs);
     }
   }
-  if (data !== undefined) for (const field of Object.keys(data)) if (!stamps.has(field)) values[field] = data[field];
+  if (data !== undefined)
+    for (const field of Object.keys(data)) if (!stamps.has(field)) values[field] = data[field];
   state.values = values;
   state.stamps = stamps;
   state.base = stamp;
@@ -163,7 +179,10 @@ function isPlainObject(value: unknown): value is Fields {
  * The state of a stored object (parsed JSON, system fields included), or `undefined` when its `$seq` is
  * malformed. An object without `$seq` (written by the plain API) is a visible record older than any write.
  */
-export function stateFromJson(stored: Fields, userFields: (record: Fields) => Fields): RecordState | undefined {
+export function stateFromJson(
+  stored: Fields,
+  userFields: (record: Fields) => Fields,
+): RecordState | undefined {
   const raw = stored[SEQ_FIELD];
   const common = {
     updatedAt: typeof stored.updatedAt === 'string' ? stored.updatedAt : '',

@@ -28,6 +28,7 @@ export function stampToJson(stamp: WriteStamp): StampJson {
 export function stampFromJson(value: unknown): WriteStamp | undefined {
   if (!Array.isArray(value) || value.length !== 2) return undefined;
   const [seq, tie] = value as unknown[];
-  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < -1 || typeof tie !== 'string') return undefined;
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < -1 || typeof tie !== 'string')
+    return undefined;
   return { seq, tie };
 }

@@ -174,7 +174,8 @@ export class Producer {
     let encoded: ReturnType<typeof encodeWrite>;
     try {
       // Stamped once here: a retried entry resends the same body, so the handler sees one write, not two.
-      const sequenced = isObject(write) && write.seq === undefined ? { ...write, seq: this.#nextSeq() } : write;
+      const sequenced =
+        isObject(write) && write.seq === undefined ? { ...write, seq: this.#nextSeq() } : write;
       encoded = encodeWrite(sequenced, { resources: this.#resources });
     } catch (err) {
       if (err instanceof InvalidMessageError)

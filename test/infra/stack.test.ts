@@ -396,7 +396,12 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
       const objectStatements = s3.filter((s) => asArray(s.Action).some((a) => a.endsWith('Object')));
       expect(objectStatements).toHaveLength(1);
       const [objects] = objectStatements;
-      expect(asArray(objects!.Action).sort()).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:PutObject', 's3:PutObjectTagging']);
+      expect(asArray(objects!.Action).sort()).toEqual([
+        's3:DeleteObject',
+        's3:GetObject',
+        's3:PutObject',
+        's3:PutObjectTagging',
+      ]);
       expect(objects!.Resource).toEqual({ 'Fn::Join': ['', [bucketArn, `/${TENANT_KEY_PATTERN}`]] });
       const others = s3.filter((s) => s !== objects);
       expect(others).toEqual([expect.objectContaining({ Action: 's3:ListBucket', Resource: bucketArn })]);

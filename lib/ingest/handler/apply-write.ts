@@ -29,7 +29,10 @@ function outcomeOf(write: IngestWrite, result: SequencedOutcome): AppliedWrite {
       return { outcome: WRITTEN, stale: true };
     case 'rejected':
       if (result.error instanceof ValidationError) {
-        return { outcome: { kind: 'permanent', reason: 'schema-violation', error: result.error }, stale: false };
+        return {
+          outcome: { kind: 'permanent', reason: 'schema-violation', error: result.error },
+          stale: false,
+        };
       }
       // An id derived from the message (its key or SQS id) is this message's own record: an earlier
       // delivery created it and later writes changed it.

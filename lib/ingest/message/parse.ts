@@ -36,7 +36,8 @@ export interface MessageMeta {
 
 /** `SentTimestamp` x 1000, the stand-in `seq` of a message without one (0 when there is no usable timestamp). */
 export function seqFromSentTimestamp(sentTimestamp: string | number | undefined): number {
-  const ms = typeof sentTimestamp === 'string' && sentTimestamp !== '' ? Number(sentTimestamp) : sentTimestamp;
+  const ms =
+    typeof sentTimestamp === 'string' && sentTimestamp !== '' ? Number(sentTimestamp) : sentTimestamp;
   if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) return 0;
   const seq = ms * 1000;
   return Number.isSafeInteger(seq) ? seq : 0;

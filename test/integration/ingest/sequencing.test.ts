@@ -2,9 +2,9 @@
 // after newer writes to the same records were acknowledged, and the bucket ends in exactly the state of
 // applying every message once in `seq` order.
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Database } from '../../../lib/db/database.js';
 import { RecordNotFoundError } from '../../../lib/db/errors.js';

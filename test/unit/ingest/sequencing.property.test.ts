@@ -149,7 +149,10 @@ describe('sequenced writes through the handler (fast-check)', () => {
             if (pass === 3) failing = false;
             const rest = history.filter((m) => !acknowledged.has(m.messageId)).reverse();
             const half = Math.ceil(rest.length / 2);
-            await Promise.all([deliver(a.handler, rest.slice(0, half)), deliver(b.handler, rest.slice(half))]);
+            await Promise.all([
+              deliver(a.handler, rest.slice(0, half)),
+              deliver(b.handler, rest.slice(half)),
+            ]);
             expect(pass).toBeLessThan(10);
           }
           expect(a.deadLetters.letters.size + b.deadLetters.letters.size).toBe(0);

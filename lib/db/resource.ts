@@ -106,7 +106,17 @@ function isPlainObject(value: unknown): value is Document {
 
 function userFields(record: Document): Document {
   const out: Document = {};
-  for (const key of Object.keys(record)) if (!SYSTEM_FIELDS.has(key)) out[key] = record[key];
+  for (const key of Object.keys(record)) {
+    // defineProperty, not assignment: a `__proto__` key (JSON.parse makes it an own field) stays a field.
+    if (!SYSTEM_FIELDS.has(key)) {
+      Object.defineProperty(out, key, {
+        value: record[key],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+  }
   return out;
 }
 
@@ -263,11 +273,16 @@ export class Resource<T extends Document = Document> {
       if (refused === undefined) order.push(index);
       else outcomes[index] = { kind: 'rejected', error: refused };
     });
+    // The store's fields (`id`, `version`, `$seq`, ...) in user data are dropped, as the plain API does.
+    const userWrites = writes.map(
+      (w): SequencedWrite =>
+        w.op === 'delete' || !isPlainObject(w.data) ? w : { ...w, data: userFields(w.data) },
+    );
     order.sort((a, b) => compareStamps(writes[a]!.stamp, writes[b]!.stamp));
     for (let round = 1; ; round++) {
       const current = await this.#currentState(key, writes, options, round === 1);
       const state = cloneState(current.state);
-      const changed = this.#decide(id, state, writes, order, outcomes);
+      const changed = this.#decide(id, state, userWrites, order, outcomes);
       if (!changed) return outcomes;
       const hidden = !state.exists;
       const body = withParity(JSON.stringify(stateToJson(id, state)), hidden);

@@ -71,6 +71,11 @@ export function cloneState(state: RecordState): RecordState {
   return { ...state, values: { ...state.values }, stamps: new Map(state.stamps) };
 }
 
+/** Sets a field as an own property, whatever its name (`__proto__` included: no prototype change). */
+function setField(target: Fields, field: string, value: unknown): void {
+  Object.defineProperty(target, field, { value, enumerable: true, writable: true, configurable: true });
+}
+
 function fieldStamp(state: RecordState, field: string): WriteStamp {
   return state.stamps.get(field) ?? state.base ?? NEVER;
 }
@@ -85,12 +90,13 @@ function rebase(state: RecordState, stamp: WriteStamp, data: Fields | undefined)
   const stamps = new Map<string, WriteStamp>();
   for (const [field, fs] of state.stamps) {
     if (compareStamps(fs, stamp) > 0) {
-      values[field] = state.values[field];
+      setField(values, field, state.values[field]);
       stamps.set(field, fs);
     }
   }
-  if (data !== undefined)
-    for (const field of Object.keys(data)) if (!stamps.has(field)) values[field] = data[field];
+  if (data !== undefined) {
+    for (const field of Object.keys(data)) if (!stamps.has(field)) setField(values, field, data[field]);
+  }
   state.values = values;
   state.stamps = stamps;
   state.base = stamp;
@@ -118,7 +124,7 @@ export function applyToState(state: RecordState, write: SequencedWrite, now: str
       let changed = false;
       for (const field of Object.keys(write.data)) {
         if (compareStamps(write.stamp, fieldStamp(state, field)) > 0) {
-          state.values[field] = write.data[field];
+          setField(state.values, field, write.data[field]);
           state.stamps.set(field, write.stamp);
           changed = true;
         }

@@ -210,6 +210,23 @@ describe('Resource.applySequenced', () => {
     for (let i = 0; i < 20; i++) expect(record[`f${i}`]).toBe(i);
   });
 
+  it("drops the store's fields from user data and stores `__proto__` as a plain field", async () => {
+    const orders = await ordersOn(new MemoryObjectStore({ bucket: freshBucket() }));
+    const data = JSON.parse(
+      '{"a":1,"id":"forged","version":99,"$seq":{"h":1},"__proto__":{"polluted":true}}',
+    );
+    await orders.applySequenced('o-1', [
+      upsert(1, data),
+      update(2, JSON.parse('{"__proto__":{"x":1},"version":7}')),
+    ]);
+    const record = await orders.get('o-1');
+    expect(record).toMatchObject({ id: 'o-1', a: 1, version: 2 });
+    expect(record).not.toHaveProperty('$seq');
+    expect(Object.getPrototypeOf(record)).toBe(Object.prototype);
+    expect(Object.hasOwn(record, '__proto__')).toBe(true);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
   it('gives up with ConflictError after MAX_SEQUENCED_ROUNDS lost races', async () => {
     const store = new MemoryObjectStore({ bucket: freshBucket() });
     const always412 = wrap(store, {

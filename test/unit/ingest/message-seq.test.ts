@@ -8,17 +8,11 @@ import {
   parseIngestMessage,
   seqFromSentTimestamp,
 } from '../../../lib/ingest/index.js';
+import { body } from './handler/support.js';
 
+/** A contract-v1 upsert of acme/orders/o-1 with `extra` envelope fields (any value, valid or not). */
 const upsert = (extra: Record<string, unknown>) =>
-  JSON.stringify({
-    v: 1,
-    tenant: 'acme',
-    resource: 'orders',
-    op: 'upsert',
-    id: 'o-1',
-    data: { a: 1 },
-    ...extra,
-  });
+  JSON.stringify({ ...JSON.parse(body({ id: 'o-1' })), ...extra });
 
 describe('seq in contract v1', () => {
   it('keeps an explicit seq, including 0 and 2^53 - 1', () => {

@@ -33,7 +33,9 @@ export async function runTenantWrites(
             outcome: { kind: 'transient', cause: 'deadline', error: deadline.reason },
             stale: false,
           }))
-        : await applyChain(db.resource(chain[0]!.resource), chain, deadline);
+        : isOneRecord(chain)
+          ? await applyChain(db.resource(chain[0]!.resource), chain, deadline)
+          : await applyInMessageOrder(db, chain, deadline);
       chain.forEach((write, index) => {
         const { outcome, stale } = applied[index]!;
         if (stale) onStale?.();
@@ -53,4 +55,38 @@ export async function runTenantWrites(
   );
   const failure = settled.find((result) => result.status === 'rejected');
   if (failure !== undefined) throw failure.reason;
+}
+
+function isOneRecord(chain: readonly IngestWrite[]): boolean {
+  const [first] = chain;
+  return chain.every((w) => w.resource === first?.resource && w.id === first?.id);
+}
+
+/**
+ * A chain spanning several records (a FIFO message group, plan-batch.ts): each write on its own, in
+ * message order; after a transient failure the rest of the chain is redelivered without being applied, as
+ * the FIFO rule requires (redelivering them is harmless: `seq` makes a second application stale).
+ */
+async function applyInMessageOrder(
+  db: Database,
+  chain: readonly IngestWrite[],
+  deadline: AbortSignal,
+): Promise<AppliedWrite[]> {
+  const applied: AppliedWrite[] = [];
+  let blocked = false;
+  for (const write of chain) {
+    if (blocked) {
+      applied.push({
+        outcome: { kind: 'transient', cause: 'earlier-write-failed', error: undefined },
+        stale: false,
+      });
+      continue;
+    }
+    const [result] = deadline.aborted
+      ? [{ outcome: { kind: 'transient', cause: 'deadline', error: deadline.reason } as const, stale: false }]
+      : await applyChain(db.resource(write.resource), [write], deadline);
+    applied.push(result!);
+    if (result!.outcome.kind === 'transient') blocked = true;
+  }
+  return applied;
 }

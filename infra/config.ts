@@ -64,7 +64,22 @@ const retentionSchema = z.strictObject({
   logDays: z.union(LOG_RETENTION_DAYS.map((d) => z.literal(d))),
   accessLogDays: positiveInt,
   noncurrentVersionDays: positiveInt,
+  /**
+   * Days a tombstone or pending partial (lib/db README) is kept before the bucket's lifecycle rule expires
+   * it. Must be longer than `queueDays + dlqDays`: after that no older write to the record can still arrive.
+   * Default: `queueDays + dlqDays + 7` (`tombstoneHorizonDays`).
+   */
+  tombstoneDays: z.int().min(2).max(3650).optional(),
 });
+
+/** The tombstone horizon of an environment: its `retention.tombstoneDays`, else queue + DLQ retention + 7. */
+export function tombstoneHorizonDays(retention: {
+  readonly queueDays: number;
+  readonly dlqDays: number;
+  readonly tombstoneDays?: number | undefined;
+}): number {
+  return retention.tombstoneDays ?? retention.queueDays + retention.dlqDays + 7;
+}
 
 const topicArn = z
   .string()
@@ -190,6 +205,16 @@ const environmentSchema = z
         code: 'custom',
         path: ['alarms', 'expiryWarningHours'],
         message: `must be shorter than retention.dlqDays (${c.retention.dlqDays} days), or the expiry alarms fire at once`,
+      });
+    }
+    if (
+      c.retention.tombstoneDays !== undefined &&
+      c.retention.tombstoneDays <= c.retention.queueDays + c.retention.dlqDays
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['retention', 'tombstoneDays'],
+        message: `must be longer than retention.queueDays + retention.dlqDays (${c.retention.queueDays + c.retention.dlqDays}): an older write arriving after its tombstone expired would resurrect the record`,
       });
     }
     if (c.retention.dlqDays <= c.retention.queueDays) {

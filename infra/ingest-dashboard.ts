@@ -127,7 +127,12 @@ export class IngestDashboard extends Construct {
         width: WIDTH,
         height: HEIGHT,
       }),
-      graph('Records', [own('RecordsProcessed'), own('RecordsFailed'), own('RecordsDeadLettered')]),
+      graph('Records', [
+        own('RecordsProcessed'),
+        own('RecordsFailed'),
+        own('RecordsDeadLettered'),
+        own('StaleWrites'),
+      ]),
     );
     this.dashboard.addWidgets(
       graph('Records redelivered by cause', [byDimension('RecordsRedelivered')]),

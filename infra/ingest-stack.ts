@@ -26,7 +26,8 @@ import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import type { ProducerConfig, ResolvedEnvironment } from './config.js';
+import { HIDDEN_TAGS } from '../lib/db/sequenced-state.js';
+import { type ProducerConfig, type ResolvedEnvironment, tombstoneHorizonDays } from './config.js';
 import { IngestAlarms } from './ingest-alarms.js';
 import { IngestDashboard } from './ingest-dashboard.js';
 import { ingestMetricsScope } from './ingest-metric.js';
@@ -99,6 +100,12 @@ export class IngestStack extends Stack {
       lifecycleRules: [
         // Records are single PUTs, but an SDK upgrade or a manual upload can leave multipart debris.
         { id: 'abort-incomplete-multipart-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        // Tombstones and pending partials (tagged by lib/db) expire once no older write can still arrive.
+        {
+          id: 'expire-tombstones',
+          tagFilters: { ...HIDDEN_TAGS },
+          expiration: Duration.days(tombstoneHorizonDays(retention)),
+        },
         ...(config.versioning
           ? [
               {
@@ -271,7 +278,8 @@ export class IngestStack extends Stack {
     role.addToPrincipalPolicy(
       new PolicyStatement({
         sid: 'TenantObjects',
-        actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'],
+        // PutObjectTagging: a PUT carrying tags (tombstones, for their lifecycle rule) needs it too.
+        actions: ['s3:GetObject', 's3:PutObject', 's3:PutObjectTagging', 's3:DeleteObject'],
         resources: [this.bucket.arnForObjects(TENANT_KEY_PATTERN)],
       }),
     );

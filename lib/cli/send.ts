@@ -11,6 +11,8 @@ import { type CliIo, EXIT } from './io.js';
 export const SEND_HELP = `Usage: s3-ingest send --queue-url URL [--json] [file.ndjson | -]
 
 Sends contract v1 writes (one JSON object per line, "v" optional) to an ingestion queue.
+A line's own "seq" is kept; lines without one get a monotonic seq (milliseconds x 1000 + a counter),
+so later lines are newer for the handler's ordering.
 Every line is validated first, with the handler's own rules; if any line is bad, the bad lines are
 listed (line number and reason) and nothing is sent (exit code 2).
 

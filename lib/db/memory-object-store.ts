@@ -19,6 +19,8 @@ interface Entry {
   metadata: Record<string, string>;
   contentType: string;
   lastModified: Date;
+  /** The object's tags, as a PUT with `tags` set them. */
+  tags?: Record<string, string>;
 }
 
 /**
@@ -130,6 +132,7 @@ export class MemoryObjectStore implements ObjectStore {
       metadata: { ...input.metadata },
       contentType: input.contentType ?? 'application/json',
       lastModified: new Date(),
+      ...(input.tags !== undefined ? { tags: { ...input.tags } } : {}),
     });
     return { etag };
   }
@@ -183,17 +186,19 @@ export class MemoryObjectStore implements ObjectStore {
     }
     const maxKeys = clampMaxKeys(input.maxKeys);
     const keys: string[] = [];
+    const sizes: number[] = [];
     let i = lo;
     for (; i < sorted.length && keys.length < maxKeys; i++) {
       const key = sorted[i]!;
       if (!key.startsWith(input.prefix)) break;
       keys.push(key);
+      sizes.push(Buffer.byteLength(this.objects.objects.get(key)?.body ?? ''));
     }
     const more = i < sorted.length && sorted[i]!.startsWith(input.prefix);
     const last = keys[keys.length - 1];
     return more && last !== undefined
-      ? { keys, continuationToken: Buffer.from(last, 'utf8').toString('base64url') }
-      : { keys };
+      ? { keys, sizes, continuationToken: Buffer.from(last, 'utf8').toString('base64url') }
+      : { keys, sizes };
   }
 
   /** Applies the model's decision for one request: wait its latency, then fail the way S3 would, or pass. */

@@ -17,6 +17,11 @@ export interface PutObjectInput {
   ifNoneMatch?: '*';
   /** Write only if the current object's ETag equals this; `PreconditionFailedError` otherwise (or if absent). */
   ifMatch?: string;
+  /**
+   * Object tags (`x-amz-tagging`), which lifecycle rules can filter on (hidden records expire by one). A
+   * write without tags leaves the new object untagged.
+   */
+  tags?: Record<string, string>;
 }
 
 export interface StoredObject {
@@ -46,6 +51,8 @@ export interface ListObjectsInput {
 export interface ListObjectsPage {
   /** Keys of this page in ascending (UTF-8 binary) order. */
   keys: string[];
+  /** The size in bytes of each key's object (same index), when the store reports it. */
+  sizes?: number[];
   /** Present when there are more keys. */
   continuationToken?: string;
 }

@@ -78,6 +78,7 @@ export class S3ObjectStore implements ObjectStore {
       ...(input.metadata !== undefined ? { Metadata: input.metadata } : {}),
       ...(input.ifNoneMatch !== undefined ? { IfNoneMatch: input.ifNoneMatch } : {}),
       ...(input.ifMatch !== undefined ? { IfMatch: input.ifMatch } : {}),
+      ...(input.tags !== undefined ? { Tagging: new URLSearchParams(input.tags).toString() } : {}),
     });
     try {
       const out = await this.#send(options.signal, (o) => this.client.send(command, o));
@@ -155,8 +156,11 @@ export class S3ObjectStore implements ObjectStore {
       ...(input.continuationToken !== undefined ? { ContinuationToken: input.continuationToken } : {}),
     });
     const out = await this.#send(options.signal, (o) => this.client.send(command, o));
-    const keys = (out.Contents ?? []).flatMap((o) => (o.Key !== undefined ? [o.Key] : []));
+    const contents = (out.Contents ?? []).filter((o) => o.Key !== undefined);
+    const keys = contents.map((o) => o.Key as string);
+    // A size the listing leaves out reads as odd, so `count()` checks that object instead of trusting it.
+    const sizes = contents.map((o) => o.Size ?? 1);
     const token = out.IsTruncated ? out.NextContinuationToken : undefined;
-    return { keys, ...(token !== undefined ? { continuationToken: token } : {}) };
+    return { keys, sizes, ...(token !== undefined ? { continuationToken: token } : {}) };
   }
 }

@@ -27,6 +27,8 @@ export type InvalidMessageReason =
   | 'invalid-key'
   /** `priority` is not an integer in 0..100. */
   | 'invalid-priority'
+  /** `seq` is not a non-negative safe integer (negative, fractional, beyond 2^53 - 1, not a number). */
+  | 'invalid-seq'
   /** The resource is valid but not declared in `RESOURCES`. */
   | 'unknown-resource'
   /** `upsert`, `update` or `delete` without `id`. */
@@ -49,6 +51,7 @@ export const INVALID_MESSAGE_REASONS: readonly InvalidMessageReason[] = [
   'invalid-id',
   'invalid-key',
   'invalid-priority',
+  'invalid-seq',
   'unknown-resource',
   'missing-id',
   'missing-data',

@@ -74,6 +74,12 @@ export const INGEST_METRIC_CATALOGUE = {
     dimension: 'reason',
     description: 'RecordsDeadLettered split by the dead letter `reason` (dimension `reason`).',
   },
+  StaleWrites: {
+    unit: 'Count',
+    kind: 'count',
+    description:
+      'Records acknowledged without changing their record: a newer write (by `seq`) already covered their effect, or a duplicate delivery. Counted in RecordsProcessed too.',
+  },
   Writes: {
     unit: 'Count',
     kind: 'count',

@@ -9,6 +9,7 @@ import {
 import { InvalidBatchError, InvalidMessageError, type InvalidWriteIssue, SendFailedError } from './errors.js';
 import { sha256Hex } from './message/derive-id.js';
 import { encodeWrite } from './message/encode.js';
+import { processSeq } from './message/monotonic-seq.js';
 import type { ProducerWrite, ResourceNames } from './message/types.js';
 
 /** SQS's classic per-message and per-batch payload limit; queues created since 2025 may allow 1 MiB. */
@@ -61,6 +62,13 @@ export interface ProducerOptions {
   readonly retryMaxDelayMs?: number;
   /** SendMessageBatch calls in flight per `sendMany`. Default 4; 1 on FIFO queues (keeps group order). */
   readonly concurrency?: number;
+  /**
+   * The `seq` of a write that has none (a write's own `seq` is always kept). Must never go backwards.
+   * Default: the process-wide `MonotonicSeq` (milliseconds x 1000 + a counter), shared by every Producer.
+   * @default () => processSeq.next()
+   * @example new Producer({ queueUrl, client, nextSeq: () => cdcLogPosition() })
+   */
+  readonly nextSeq?: () => number;
 }
 
 /** What SQS answered for one write. */
@@ -87,6 +95,10 @@ interface Prepared {
   attempts: number;
 }
 
+function isObject(value: unknown): value is ProducerWrite {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /**
  * Sends contract v1 messages to the ingestion queue. Every write is validated with the handler's own
  * parser first, so nothing the handler would dead-letter is ever sent.
@@ -103,6 +115,7 @@ export class Producer {
   readonly #baseDelayMs: number;
   readonly #maxDelayMs: number;
   readonly #concurrency: number;
+  readonly #nextSeq: () => number;
 
   constructor(options: ProducerOptions) {
     this.#queueUrl = options.queueUrl;
@@ -116,6 +129,7 @@ export class Producer {
     this.#baseDelayMs = options.retryBaseDelayMs ?? 50;
     this.#maxDelayMs = options.retryMaxDelayMs ?? 2000;
     this.#concurrency = Math.max(1, options.concurrency ?? (this.#fifo ? 1 : 4));
+    this.#nextSeq = options.nextSeq ?? (() => processSeq.next());
   }
 
   /**
@@ -159,7 +173,10 @@ export class Producer {
   #prepare(write: ProducerWrite, index: number): Prepared | { issue: InvalidWriteIssue } {
     let encoded: ReturnType<typeof encodeWrite>;
     try {
-      encoded = encodeWrite(write, { resources: this.#resources });
+      // Stamped once here: a retried entry resends the same body, so the handler sees one write, not two.
+      const sequenced =
+        isObject(write) && write.seq === undefined ? { ...write, seq: this.#nextSeq() } : write;
+      encoded = encodeWrite(sequenced, { resources: this.#resources });
     } catch (err) {
       if (err instanceof InvalidMessageError)
         return { issue: { index, reason: err.reason, detail: err.detail } };

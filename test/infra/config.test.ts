@@ -5,6 +5,7 @@ import {
   ENVIRONMENTS_CONTEXT_KEY,
   EnvironmentConfigError,
   loadEnvironmentConfig,
+  tombstoneHorizonDays,
 } from '../../infra/config.js';
 import { cdkJsonContext, withAlarmSubscribers } from './cdk-context.js';
 
@@ -114,6 +115,20 @@ describe('loadEnvironmentConfig', () => {
     expect(err.message).toContain(
       'environments.qa.retention.dlqDays: must be longer than retention.queueDays (7)',
     );
+  });
+
+  it('rejects a tombstone horizon not longer than queue + DLQ retention (issue 15)', () => {
+    const err = configError(() =>
+      loadEnvironmentConfig(
+        contextWith('qa', { retention: { queueDays: 4, dlqDays: 14, tombstoneDays: 18 } }),
+        'qa',
+      ),
+    );
+    expect(err.message).toContain(
+      'environments.qa.retention.tombstoneDays: must be longer than retention.queueDays + retention.dlqDays (18)',
+    );
+    expect(tombstoneHorizonDays({ queueDays: 4, dlqDays: 14, tombstoneDays: 19 })).toBe(19);
+    expect(tombstoneHorizonDays({ queueDays: 4, dlqDays: 14 })).toBe(25);
   });
 
   it('rejects resources whose JSON would not fit the Lambda environment', () => {

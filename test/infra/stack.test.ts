@@ -7,6 +7,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { ALARM_IDS, ALARM_SEVERITIES, type AlarmId, runbookAnchor } from '../../infra/alarm-catalogue.js';
 import { type BuiltApp, buildApp } from '../../infra/build-app.js';
+import { tombstoneHorizonDays } from '../../infra/config.js';
 import { TENANT_KEY_PATTERN } from '../../infra/ingest-stack.js';
 import {
   INGEST_CATALOGUE_METRIC_NAMES,
@@ -314,6 +315,18 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
           Status: 'Enabled',
         }),
       );
+      // Tombstones and pending partials (tagged by lib/db) expire after the horizon (issue 15).
+      expect(rules).toContainEqual(
+        expect.objectContaining({
+          Id: 'expire-tombstones',
+          TagFilters: [{ Key: 's3-ingest-state', Value: 'hidden' }],
+          ExpirationInDays: tombstoneHorizonDays(cfg().retention),
+          Status: 'Enabled',
+        }),
+      );
+      expect(tombstoneHorizonDays(cfg().retention)).toBeGreaterThan(
+        cfg().retention.queueDays + cfg().retention.dlqDays,
+      );
       if (cfg().versioning) {
         expect(p.VersioningConfiguration).toEqual({ Status: 'Enabled' });
         expect(rules).toContainEqual(
@@ -383,7 +396,12 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
       const objectStatements = s3.filter((s) => asArray(s.Action).some((a) => a.endsWith('Object')));
       expect(objectStatements).toHaveLength(1);
       const [objects] = objectStatements;
-      expect(asArray(objects!.Action).sort()).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:PutObject']);
+      expect(asArray(objects!.Action).sort()).toEqual([
+        's3:DeleteObject',
+        's3:GetObject',
+        's3:PutObject',
+        's3:PutObjectTagging',
+      ]);
       expect(objects!.Resource).toEqual({ 'Fn::Join': ['', [bucketArn, `/${TENANT_KEY_PATTERN}`]] });
       const others = s3.filter((s) => s !== objects);
       expect(others).toEqual([expect.objectContaining({ Action: 's3:ListBucket', Resource: bucketArn })]);

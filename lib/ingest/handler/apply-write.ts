@@ -1,81 +1,82 @@
 import { ConflictError, RecordExistsError, RecordNotFoundError, ValidationError } from '../../db/errors.js';
-import type { Document, Resource, StoredRecord } from '../../db/resource.js';
+import type { Document, Resource, SequencedOutcome } from '../../db/resource.js';
+import type { SequencedWrite } from '../../db/sequenced-state.js';
 import { isTransient } from '../../errors/index.js';
-import type { IngestWrite, JsonObject } from '../message/types.js';
+import type { IngestWrite } from '../message/types.js';
 import { RecordVanishedError } from './errors.js';
 import { WRITTEN, type WriteOutcome } from './write-outcome.js';
 
-/** Fields the store sets on every record; only these, and only at the top level, are not user content. */
-const SYSTEM_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'version']);
+/** One write's outcome, and whether newer writes already covered its effect (the `StaleWrites` metric). */
+export interface AppliedWrite {
+  readonly outcome: WriteOutcome;
+  /** Acknowledged without changing anything: a duplicate, or older than what is stored. */
+  readonly stale: boolean;
+}
 
-/** Stable JSON (sorted keys), so two deliveries of the same data compare equal whatever their key order. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
+/** The write as the store orders it: its `seq`, ties broken by the SQS message id. */
+export function sequencedWrite(write: IngestWrite): SequencedWrite {
+  const stamp = { seq: write.seq, tie: write.messageId };
+  if (write.op === 'delete') return { op: 'delete', stamp };
+  return { op: write.op, stamp, data: write.data as Document };
+}
+
+function outcomeOf(write: IngestWrite, result: SequencedOutcome): AppliedWrite {
+  switch (result.kind) {
+    case 'applied':
+    case 'pending':
+      return { outcome: WRITTEN, stale: false };
+    case 'stale':
+      return { outcome: WRITTEN, stale: true };
+    case 'rejected':
+      if (result.error instanceof ValidationError) {
+        return {
+          outcome: { kind: 'permanent', reason: 'schema-violation', error: result.error },
+          stale: false,
+        };
+      }
+      // An id derived from the message (its key or SQS id) is this message's own record: an earlier
+      // delivery created it and later writes changed it.
+      if (write.idSource !== 'message') return { outcome: WRITTEN, stale: true };
+      return { outcome: { kind: 'permanent', reason: 'record-exists', error: result.error }, stale: false };
   }
-  return JSON.stringify(value);
-}
-
-/** The user's fields of a record: the top-level system fields dropped, nested `id`s and the like kept. */
-function userContent(record: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const content: Record<string, unknown> = {};
-  for (const key of Object.keys(record)) if (!SYSTEM_FIELDS.has(key)) content[key] = record[key];
-  return content;
-}
-
-function sameContent(stored: StoredRecord<Document>, data: JsonObject): boolean {
-  return canonical(userContent(stored)) === canonical(userContent(data));
 }
 
 /**
- * Applies one write through the tenant's pool and classifies the result. `signal` is the invocation's
- * deadline: aborting it rejects the write whether it is queued or in flight.
+ * Applies the writes of one record (a chain of the batch plan) through the tenant's pool as one
+ * `Resource.applySequenced` call: one conditional S3 PUT of their merged effect (none if nothing changes),
+ * each write keeping its own outcome. `signal` is the invocation's deadline: aborting it rejects the call
+ * whether it is queued or in flight, and every write of the chain is then redelivered.
  *
- * Idempotence under redelivery: an insert whose id was derived from the message (`key` or SQS message id)
- * and that finds the object already there was applied by an earlier delivery, so it counts as written.
- * An explicit-id insert that finds the same content also counts as written; different content is a
- * permanent `record-exists`.
+ * Order comes from each write's `seq` (ties: message id), never from arrival: an older write arriving after
+ * a newer one is acknowledged as stale, an update of a record not created yet is kept pending, and a
+ * redelivered insert is recognised by its stamp. An explicit-id insert finding a record with other content
+ * is a permanent `record-exists`.
  */
+export async function applyChain(
+  resource: Resource<Document>,
+  chain: readonly IngestWrite[],
+  signal: AbortSignal,
+): Promise<AppliedWrite[]> {
+  const first = chain[0];
+  if (first === undefined) return [];
+  const priority = Math.max(...chain.map((w) => w.priority));
+  try {
+    const results = await resource.applySequenced(first.id, chain.map(sequencedWrite), { priority, signal });
+    return chain.map((write, index) => outcomeOf(write, results[index]!));
+  } catch (err) {
+    const outcome = classifyFailure(err, signal);
+    return chain.map(() => ({ outcome, stale: false }));
+  }
+}
+
+/** One write alone: `applyChain` of a chain of one. */
 export async function applyWrite(
   resource: Resource<Document>,
   write: IngestWrite,
   signal: AbortSignal,
 ): Promise<WriteOutcome> {
-  const call = { priority: write.priority, signal };
-  try {
-    switch (write.op) {
-      case 'insert':
-        try {
-          await resource.insert(write.data as Document, { ...call, id: write.id });
-        } catch (err) {
-          if (!(err instanceof RecordExistsError)) throw err;
-          if (write.idSource !== 'message') return WRITTEN;
-          const stored = await resource.get(write.id, call).catch((readError: unknown) => {
-            // Deleted between the 412 and this read: the insert may now succeed, so it is tried again later.
-            if (readError instanceof RecordNotFoundError) throw new RecordVanishedError(write.id, readError);
-            throw readError;
-          });
-          if (sameContent(stored, write.data)) return WRITTEN;
-          return { kind: 'permanent', reason: 'record-exists', error: err };
-        }
-        return WRITTEN;
-      case 'upsert':
-        await resource.upsert(write.id, write.data as Document, call);
-        return WRITTEN;
-      case 'update':
-        await resource.update(write.id, write.data as Partial<Document>, call);
-        return WRITTEN;
-      case 'delete':
-        await resource.delete(write.id, call);
-        return WRITTEN;
-    }
-  } catch (err) {
-    return classifyFailure(err, signal);
-  }
+  const [applied] = await applyChain(resource, [write], signal);
+  return applied!.outcome;
 }
 
 /**
@@ -88,6 +89,7 @@ export function classifyFailure(err: unknown, signal: AbortSignal): WriteOutcome
   if (err instanceof ValidationError) return { kind: 'permanent', reason: 'schema-violation', error: err };
   if (err instanceof RecordNotFoundError)
     return { kind: 'permanent', reason: 'record-not-found', error: err };
+  if (err instanceof RecordExistsError) return { kind: 'permanent', reason: 'record-exists', error: err };
   if (signal.aborted) return { kind: 'transient', cause: 'deadline', error: err };
   if (err instanceof ConflictError || err instanceof RecordVanishedError || isTransient(err))
     return { kind: 'transient', cause: 'storage', error: err };

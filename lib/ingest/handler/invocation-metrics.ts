@@ -49,6 +49,7 @@ export class InvocationMetrics implements SemaphoreObserver {
     RecordsProcessed: 0,
     RecordsFailed: 0,
     RecordsDeadLettered: 0,
+    StaleWrites: 0,
     Writes: 0,
     Retries: 0,
     S3SlowDowns: 0,
@@ -96,6 +97,11 @@ export class InvocationMetrics implements SemaphoreObserver {
 
   detach(): void {
     for (const off of this.#detach.splice(0)) off();
+  }
+
+  /** One record was acknowledged as stale (its effect already covered by newer writes). */
+  countStale(): void {
+    this.counts.StaleWrites++;
   }
 
   /** One S3 write call (PUT or DELETE attempt) was sent. */

@@ -73,7 +73,11 @@ export function parseRecord(
   resources: Readonly<Record<string, ResourceSchema>>,
 ): IngestWrite | Unparsed {
   try {
-    return parseIngestMessage(record.body, { messageId: record.messageId, resources });
+    return parseIngestMessage(record.body, {
+      messageId: record.messageId,
+      resources,
+      sentTimestamp: record.attributes?.SentTimestamp,
+    });
   } catch (error) {
     if (error instanceof InvalidMessageError) {
       return { messageId: record.messageId, outcome: { kind: 'permanent', reason: error.reason, error } };

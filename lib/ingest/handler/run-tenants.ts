@@ -70,7 +70,12 @@ export async function runTenants(
       { deadline: deadline.cutoff, signal: deadline.signal, leaseMs: context.leaseMs },
       async (run) => {
         try {
-          await runTenantWrites(run.db, run.plan.chains, { ledger, deadline: deadline.signal, logger });
+          await runTenantWrites(run.db, run.plan.chains, {
+            ledger,
+            deadline: deadline.signal,
+            logger,
+            onStale: () => metrics.countStale(),
+          });
         } catch (error) {
           // A bug of ours (the ledger refusing a second outcome, say): the tenant's records that have an
           // outcome keep it, the others are redelivered.

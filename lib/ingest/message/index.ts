@@ -10,7 +10,8 @@ export {
   MAX_PRIORITY,
   MIN_PRIORITY,
 } from './limits.js';
-export { type MessageMeta, parseIngestMessage } from './parse.js';
+export { MonotonicSeq, processSeq } from './monotonic-seq.js';
+export { type MessageMeta, parseIngestMessage, seqFromSentTimestamp } from './parse.js';
 export type {
   DeleteWrite,
   IngestWrite,

@@ -26,6 +26,21 @@ export interface MessageMeta {
    * `unknown-resource`. Omitted: any well-formed resource name passes.
    */
   readonly resources?: ResourceNames;
+  /**
+   * SQS's `SentTimestamp` attribute of the record (epoch milliseconds, as SQS sends it: a string). A message
+   * without `seq` is ordered by it, x 1000 (`seqSource: 'sent-timestamp'`). Absent or not a non-negative
+   * safe integer: such a message gets `seq` 0 (older than every sequenced write).
+   */
+  readonly sentTimestamp?: string | number;
+}
+
+/** `SentTimestamp` x 1000, the stand-in `seq` of a message without one (0 when there is no usable timestamp). */
+export function seqFromSentTimestamp(sentTimestamp: string | number | undefined): number {
+  const ms =
+    typeof sentTimestamp === 'string' && sentTimestamp !== '' ? Number(sentTimestamp) : sentTimestamp;
+  if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) return 0;
+  const seq = ms * 1000;
+  return Number.isSafeInteger(seq) ? seq : 0;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -33,7 +48,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** The envelope's fields; anything else in a message is refused (`schema`, "unknown field"). */
-const ENVELOPE_FIELDS = new Set(['v', 'tenant', 'resource', 'op', 'id', 'data', 'priority', 'key']);
+const ENVELOPE_FIELDS = new Set(['v', 'tenant', 'resource', 'op', 'id', 'data', 'priority', 'key', 'seq']);
 const REQUIRED_FIELDS = ['v', 'tenant', 'resource', 'op'] as const;
 const OPS: ReadonlySet<unknown> = new Set(WRITE_OPS);
 
@@ -89,6 +104,14 @@ const FIELD_RULES: readonly FieldRule[] = [
       `must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY}`,
     ),
   },
+  {
+    field: 'seq',
+    reason: 'invalid-seq',
+    problem: mustMatch(
+      (v) => Number.isSafeInteger(v) && (v as number) >= 0,
+      'must be a non-negative integer of at most 2^53 - 1',
+    ),
+  },
   { field: 'data', reason: 'schema', problem: mustMatch(isPlainObject, 'must be a JSON object') },
 ];
 
@@ -101,6 +124,7 @@ interface Envelope {
   readonly data?: JsonObject;
   readonly priority?: number;
   readonly key?: string;
+  readonly seq?: number;
 }
 
 /** Throws the first shape error of `raw` (required fields, then each field's rule, then unknown fields). */
@@ -186,6 +210,9 @@ export function parseIngestMessage(body: string, meta: MessageMeta): IngestWrite
     priority: message.priority ?? DEFAULT_PRIORITY,
     messageId: meta.messageId,
     ...(message.key === undefined ? {} : { key: message.key }),
+    ...(message.seq === undefined
+      ? { seq: seqFromSentTimestamp(meta.sentTimestamp), seqSource: 'sent-timestamp' as const }
+      : { seq: message.seq, seqSource: 'message' as const }),
   };
   const id = message.id ?? deriveInsertId({ key: message.key, messageId: meta.messageId });
   const idSource = message.id !== undefined ? 'message' : message.key !== undefined ? 'key' : 'message-id';

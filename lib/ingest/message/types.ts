@@ -20,6 +20,13 @@ interface IngestWriteBase {
   readonly messageId: string;
   /** Where `id` came from: the message itself, or derived from `key` or from `messageId`. */
   readonly idSource: 'message' | 'key' | 'message-id';
+  /**
+   * Orders writes to one record across batches: higher = newer; equal ones are ordered by `messageId`.
+   * The message's own `seq`, else SQS's `SentTimestamp` x 1000 (see `seqSource`).
+   */
+  readonly seq: number;
+  /** Where `seq` came from: the message, or SQS's `SentTimestamp` (0 when the record has none). */
+  readonly seqSource: 'message' | 'sent-timestamp';
 }
 
 export interface InsertWrite extends IngestWriteBase {
@@ -56,6 +63,12 @@ interface ProducerWriteBase {
    * FIFO deduplication id.
    */
   readonly key?: string;
+  /**
+   * Orders this write against others to the same record: a non-negative safe integer, higher = newer.
+   * Default (the `Producer`): taken from its monotonic source (`MonotonicSeq`), so a later `send` in one
+   * process is always newer. Set it yourself to carry a source's own order (a CDC log position, a version).
+   */
+  readonly seq?: number;
 }
 
 /** A write to send through the queue (message contract v1 without `v`, which the producer adds). */

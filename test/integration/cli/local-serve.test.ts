@@ -112,21 +112,20 @@ describe('s3-ingest local --serve', () => {
     // No demo load: nothing was invoked before we sent anything.
     expect(banner).not.toMatch(/^invocation /m);
 
-    const file = join(tmpdir(), `serve-${process.pid}-${Date.now()}.ndjson`);
-    writeFileSync(
-      file,
-      [
-        JSON.stringify({ tenant: 'acme', resource: 'orders', op: 'upsert', id: 'o-1', data: { total: 3 } }),
-        JSON.stringify({ tenant: 'acme', resource: 'orders', op: 'update', id: 'missing', data: { x: 1 } }),
-      ].join('\n'),
-    );
-    const sendArgs = printedArgs(banner, 'send').map((a) => (a === 'writes.ndjson' ? file : a));
-    const sent = await run(sendArgs, env);
-    expect(sent.code, sent.stderr).toBe(0);
-
-    // One line per invocation, streamed as they happen: wait until both records have an outcome.
+    // Two sends: a record, then an explicit-id insert of other content on it, which the handler dead-letters
+    // (record-exists). (An update of a missing record would be kept pending, not dead-lettered: issue 15.)
+    const sendLine = async (write: object) => {
+      const file = join(tmpdir(), `serve-${process.pid}-${Date.now()}-${Math.random()}.ndjson`);
+      writeFileSync(file, JSON.stringify(write));
+      const sendArgs = printedArgs(banner, 'send').map((a) => (a === 'writes.ndjson' ? file : a));
+      const sent = await run(sendArgs, env);
+      expect(sent.code, sent.stderr).toBe(0);
+    };
+    await sendLine({ tenant: 'acme', resource: 'orders', op: 'upsert', id: 'o-1', data: { total: 3 } });
+    // One line per invocation, streamed as they happen: wait until each record has an outcome.
     await watched.waitFor(/written 1 \|/);
-    await watched.waitFor(/dead-lettered 1 \(record-not-found 1\)/);
+    await sendLine({ tenant: 'acme', resource: 'orders', op: 'insert', id: 'o-1', data: { total: 4 } });
+    await watched.waitFor(/dead-lettered 1 \(record-exists 1\)/);
     expect(watched.output()).toMatch(/^invocation 1: \d+ records, \d+ acknowledged, 0 to redeliver, \d+ ms/m);
 
     const inspected = await run([...printedArgs(banner, 'inspect'), '--json'], env);
@@ -137,7 +136,7 @@ describe('s3-ingest local --serve', () => {
     expect(counts.bucket.byTenant).toEqual({ acme: { orders: 1 } });
     const peeked = await run([...printedArgs(banner, 'dlq'), '--json'], env);
     expect(peeked.code, peeked.stderr).toBe(0);
-    expect(JSON.parse(peeked.stdout)).toMatchObject({ byReason: { 'record-not-found': 1 } });
+    expect(JSON.parse(peeked.stdout)).toMatchObject({ byReason: { 'record-exists': 1 } });
 
     const stopped = watched.waitFor(/stopped: /);
     child.kill('SIGINT');

@@ -135,14 +135,15 @@ async function readRecord(bucket: string, key: string): Promise<Record<string, u
 describe('ingest handler through the event-source runner on the emulators', () => {
   it('writes good records in per-record order, dead-letters the hostile corpus with reasons, stays in t=<tenant>/', async () => {
     const p = await pipeline({ maxConcurrency: 1 });
-    // One SendMessageBatch per record sequence: with batchSize 10 it arrives as one batch, in order.
+    // One SendMessageBatch per record sequence shares one SentTimestamp: `seq` orders its writes, as the
+    // Producer sets it.
     const sequence = (id: string) => [
-      body({ op: 'insert', id, data: { step: 1, first: true } }),
-      body({ op: 'update', id, data: { step: 2 } }),
-      body({ op: 'update', id, data: { step: 3 } }),
-      body({ op: 'delete', id }),
-      body({ op: 'upsert', id, data: { step: 5 } }),
-      body({ op: 'update', id, data: { final: true } }),
+      body({ op: 'insert', id, data: { step: 1, first: true }, seq: 1 }),
+      body({ op: 'update', id, data: { step: 2 }, seq: 2 }),
+      body({ op: 'update', id, data: { step: 3 }, seq: 3 }),
+      body({ op: 'delete', id, seq: 4 }),
+      body({ op: 'upsert', id, data: { step: 5 }, seq: 5 }),
+      body({ op: 'update', id, data: { final: true }, seq: 6 }),
     ];
     const ordered = await send(p.resources.queueUrl, [
       ...sequence('seq-1'),
@@ -179,13 +180,16 @@ describe('ingest handler through the event-source runner on the emulators', () =
     expect(await readRecord(p.resources.bucket, keyOf('acme', 'orders', 'seq-1'))).toMatchObject({
       step: 5,
       final: true,
-      version: 2,
+      version: 6,
     });
     expect(await readRecord(p.resources.bucket, keyOf('acme', 'orders', 'seq-1'))).not.toHaveProperty(
       'first',
     );
     const keys = await listBucket(p.resources.bucket);
-    expect(keys).not.toContain(keyOf('acme', 'orders', 'seq-2')); // insert, update, update, delete
+    // insert, update, update, delete: a tombstone remains (so an older write cannot resurrect the record).
+    expect(await readRecord(p.resources.bucket, keyOf('acme', 'orders', 'seq-2'))).toMatchObject({
+      $seq: { h: 1, b: [4, expect.any(String)] },
+    });
     const tenants = new Set(good.map((b) => (JSON.parse(b) as { tenant: string }).tenant));
     tenants.add('acme');
     expect(keys.length).toBeGreaterThan(3);

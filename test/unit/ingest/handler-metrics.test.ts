@@ -83,7 +83,8 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
     const store = new TrackingStore({ model: new S3BehaviourModel({ writesPerSecond: Infinity }) });
     let throttled = 0;
     store.hook = (call) => {
-      if (call.key === keyOf('globex', 'orders', 'slow') && throttled++ === 0) throw slowDown();
+      if (call.kind === 'put' && call.key === keyOf('globex', 'orders', 'slow') && throttled++ === 0)
+        throw slowDown();
     };
     const { handler } = emittingHandler({ WRITE_RETRIES: '2' }, { store });
     const event = sqsEvent([
@@ -108,11 +109,13 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
     for (const m of directive!.Metrics)
       expect(m.Unit).toBe(INGEST_METRIC_CATALOGUE[m.Name as IngestCatalogueMetricName].unit);
     expect(line).toMatchObject({
-      RecordsProcessed: 2,
+      // The update of a missing record is kept pending (issue 15): processed, not dead-lettered.
+      RecordsProcessed: 3,
       RecordsFailed: 0,
-      RecordsDeadLettered: 2,
-      // S3 write calls, every attempt: acme's PUT, globex/slow's throttled PUT and its retry.
-      Writes: 3,
+      RecordsDeadLettered: 1,
+      StaleWrites: 0,
+      // S3 write calls, every attempt: acme's PUT, globex/slow's throttled PUT and its retry, the pending PUT.
+      Writes: 4,
       Retries: 1,
       S3SlowDowns: 1,
       Timeouts: 0,
@@ -122,10 +125,11 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
       SemaphoreThrottles: 0,
       SemaphoreErrors: 0,
     });
-    expect(store.writes()).toHaveLength(3);
-    // One ExecutionMs sample per attempt (2 PUTs ok, 1 throttled, 1 GET of the missing record).
-    expect(samplesOf(line, 'ExecutionMs')).toHaveLength(4);
-    expect(samplesOf(line, 'QueueWaitMs')).toHaveLength(3);
+    expect(store.writes()).toHaveLength(4);
+    // One ExecutionMs sample per attempt: a GET per record read before its conditional PUT (3), 3 PUTs ok,
+    // 1 throttled; one QueueWaitMs per completed task (3 GETs, 3 PUTs).
+    expect(samplesOf(line, 'ExecutionMs')).toHaveLength(7);
+    expect(samplesOf(line, 'QueueWaitMs')).toHaveLength(6);
     for (const v of samplesOf(line, 'ExecutionMs')) expect(v).toBeGreaterThanOrEqual(0);
     expect(String(line.tenants).split(',').sort()).toEqual(['acme', 'globex']);
     expect(JSON.stringify(line._aws)).not.toContain('tenant');
@@ -135,10 +139,7 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
       splits
         .map(({ metric, value, count }) => ({ metric, value, count }))
         .sort((a, b) => String(a.value).localeCompare(String(b.value))),
-    ).toEqual([
-      { metric: 'RecordsRejected', value: 'invalid-json', count: 1 },
-      { metric: 'RecordsRejected', value: 'record-not-found', count: 1 },
-    ]);
+    ).toEqual([{ metric: 'RecordsRejected', value: 'invalid-json', count: 1 }]);
     for (const s of splits) {
       expect(s.dims).toEqual([['service', 'reason']]);
       expect(s.line._aws.CloudWatchMetrics[0]!.Namespace).toBe('S3IngestTest');
@@ -147,12 +148,12 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
 
     // Structured JSON logs carry the tenant and the message id of what went wrong.
     const deadLettered = out.logs().filter((l) => l.message === 'message dead-lettered');
-    expect(deadLettered).toHaveLength(2);
-    expect(deadLettered.find((l) => l.reason === 'record-not-found')).toMatchObject({
+    expect(deadLettered).toHaveLength(1);
+    expect(deadLettered[0]).toMatchObject({
       level: 'WARN',
       service: 'ingest-test',
-      tenant: 'globex',
-      messageId: event.Records[2]!.messageId,
+      reason: 'invalid-json',
+      messageId: event.Records[3]!.messageId,
     });
   });
 
@@ -174,8 +175,8 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
     const byCause = Object.fromEntries(
       splits.filter((s) => s.metric === 'RecordsRedelivered').map((s) => [s.value, s.count]),
     );
-    // g-1's first write and g-2 failed on storage; g-1's second write waits behind its first.
-    expect(byCause).toEqual({ storage: 2, 'earlier-write-failed': 1 });
+    // g-1's two writes are one coalesced PUT: it and g-2's failed on storage, three records redelivered.
+    expect(byCause).toEqual({ storage: 3 });
     for (const s of splits) expect(s.dims).toEqual([['service', 'cause']]);
     expect((Object.values(byCause) as number[]).reduce((a, b) => a + b, 0)).toBe(main[0]!.RecordsFailed);
   });
@@ -196,9 +197,10 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
     expect(main).toHaveLength(2);
     expect(main[0]).toMatchObject({ RecordsProcessed: 2, Writes: 3, Retries: 1, S3SlowDowns: 1 });
     expect(main[1]).toMatchObject({ RecordsProcessed: 3, Writes: 3, Retries: 0, S3SlowDowns: 0 });
-    expect(samplesOf(main[0]!, 'ExecutionMs')).toHaveLength(3);
-    expect(samplesOf(main[1]!, 'ExecutionMs')).toHaveLength(3);
-    expect(samplesOf(main[1]!, 'QueueWaitMs')).toHaveLength(3);
+    // Each record: a GET (nothing cached yet) and its PUT; the first invocation's throttled PUT adds one.
+    expect(samplesOf(main[0]!, 'ExecutionMs')).toHaveLength(5);
+    expect(samplesOf(main[1]!, 'ExecutionMs')).toHaveLength(6);
+    expect(samplesOf(main[1]!, 'QueueWaitMs')).toHaveLength(6);
   });
 
   it('latency samples are capped below 100 per metric, so an invocation stays one EMF line', async () => {

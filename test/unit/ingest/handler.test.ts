@@ -147,19 +147,25 @@ describe('permanent failures go to the DLQ with their reason, not to batchItemFa
     expect(letters.get(violation!.messageId)?.body).toBe(violation!.body);
     expect(letters.get(patchViolation!.messageId)?.reason).toBe('schema-violation');
     expect(letters.get(patchViolation!.messageId)?.detail).toContain('age');
-    expect(letters.get(missing!.messageId)).toMatchObject({
-      reason: 'record-not-found',
-      errorName: 'RecordNotFoundError',
+    // An update of a record no write created yet may precede an older upsert still on its way: it is kept
+    // as a hidden pending partial (acknowledged), not dead-lettered (issue 15).
+    expect(letters.has(missing!.messageId)).toBe(false);
+    expect(store.record(keyOf('acme', 'orders', 'missing'))).toMatchObject({
+      $seq: { h: 1, p: { status: 'paid' } },
     });
-    expect(letters.size).toBe(3);
-    expect(store.keys()).toEqual([keyOf('acme', 'customers', 'c-2')]);
+    expect(letters.size).toBe(2);
+    expect(store.keys()).toEqual([keyOf('acme', 'customers', 'c-2'), keyOf('acme', 'orders', 'missing')]);
     expect(store.record(keyOf('acme', 'customers', 'c-2'))).toMatchObject({ name: 'Bob', version: 1 });
   });
 
   it('redelivers permanent failures when the DLQ cannot take them (nothing is acknowledged unsaved)', async () => {
     const { handler, deadLetters, summaries } = await setup();
     deadLetters.accept = () => false;
-    const event = sqsEvent(['not json', { id: 'o-1' }, { op: 'update', id: 'missing' }]);
+    const event = sqsEvent([
+      'not json',
+      { id: 'o-1' },
+      { resource: 'customers', id: 'c-9', data: { name: 'Ada', age: -3 } },
+    ]);
     const response = await handler(event, lambdaContext(30_000));
     const [badJson, good, missing] = event.Records;
     expect(failedIds(response)).toEqual([badJson!.messageId, missing!.messageId].sort());
@@ -170,7 +176,11 @@ describe('permanent failures go to the DLQ with their reason, not to batchItemFa
   it('redelivers every permanent failure when the dead-letter sink fails as a whole', async () => {
     const { handler, deadLetters } = await setup();
     deadLetters.send = () => Promise.reject(new Error('sink down'));
-    const event = sqsEvent(['not json', { id: 'o-1' }, { op: 'update', id: 'missing' }]);
+    const event = sqsEvent([
+      'not json',
+      { id: 'o-1' },
+      { resource: 'customers', id: 'c-9', data: { name: 'Ada', age: -3 } },
+    ]);
     const [badJson, , missing] = event.Records;
     const response = await handler(event, lambdaContext(30_000));
     expect(failedIds(response)).toEqual([badJson!.messageId, missing!.messageId].sort());
@@ -178,7 +188,7 @@ describe('permanent failures go to the DLQ with their reason, not to batchItemFa
 });
 
 describe('per-record order, concurrency and priority', () => {
-  it('applies writes to one record in message order', async () => {
+  it('applies writes to one record in seq order, coalesced into one read and one write', async () => {
     const { handler, store } = await setup();
     const event = sqsEvent([
       { op: 'insert', id: 'o-1', data: { step: 1, a: 1 } },
@@ -189,42 +199,29 @@ describe('per-record order, concurrency and priority', () => {
       { op: 'update', id: 'o-1', data: { tail: true } },
     ]);
     expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
-    expect(store.record(keyOf('acme', 'orders', 'o-1'))).toMatchObject({ step: 5, tail: true, version: 2 });
+    // version counts the writes applied: six.
+    expect(store.record(keyOf('acme', 'orders', 'o-1'))).toMatchObject({ step: 5, tail: true, version: 6 });
     expect(store.record(keyOf('acme', 'orders', 'o-1'))).not.toHaveProperty('a');
-    // insert, (get, put) x2, delete, upsert, get, put: strictly one after the other.
-    expect(store.calls.map((c) => c.kind)).toEqual([
-      'put',
-      'get',
-      'put',
-      'get',
-      'put',
-      'delete',
-      'put',
-      'get',
-      'put',
-    ]);
+    expect(store.calls.map((c) => c.kind)).toEqual(['get', 'put']);
   });
 
-  it('a transient failure of one write blocks the later writes to that record, which are redelivered too', async () => {
+  it("a transient failure of a record's coalesced write redelivers every write to that record", async () => {
     const { handler, store } = await setup();
-    let puts = 0;
+    await handler(sqsEvent([{ op: 'insert', id: 'o-1', data: { step: 1 } }]), lambdaContext(30_000));
     store.hook = (call) => {
-      if (call.kind === 'put' && call.key === keyOf('acme', 'orders', 'o-1') && ++puts === 2) {
-        throw internalError();
-      }
+      if (call.kind === 'put' && call.key === keyOf('acme', 'orders', 'o-1')) throw internalError();
     };
     const event = sqsEvent([
-      { op: 'insert', id: 'o-1', data: { step: 1 } },
       { op: 'update', id: 'o-1', data: { step: 2 } },
       { op: 'update', id: 'o-1', data: { step: 3 } },
       { op: 'delete', id: 'o-1' },
       { op: 'upsert', id: 'o-2', data: { other: true } },
     ]);
     const response = await handler(event, lambdaContext(30_000));
-    expect(failedIds(response)).toEqual(ids(event).slice(1, 4).sort());
+    expect(failedIds(response)).toEqual(ids(event).slice(0, 3).sort());
     expect(store.record(keyOf('acme', 'orders', 'o-1'))).toMatchObject({ step: 1, version: 1 });
     expect(store.record(keyOf('acme', 'orders', 'o-2'))).toMatchObject({ other: true });
-    expect(store.writes().filter((c) => c.key === keyOf('acme', 'orders', 'o-1'))).toHaveLength(2);
+    expect(store.writes().filter((c) => c.key === keyOf('acme', 'orders', 'o-1')).length).toBeGreaterThan(1);
   });
 
   it('runs writes to different records concurrently', async () => {
@@ -264,7 +261,8 @@ describe('redelivery', () => {
     ]);
     expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
     const first = new Map(store.keys().map((k) => [k, store.record(k)]));
-    expect(first.size).toBe(5);
+    // Five records and the tombstone of o-gone.
+    expect(first.size).toBe(6);
     expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
     expect(store.keys()).toEqual([...first.keys()]);
     for (const [key, record] of first) {

@@ -134,6 +134,9 @@ describe('parseIngestMessage writes', () => {
       idSource: 'message',
       priority: 3,
       messageId: 'm-1',
+      // No seq and no SentTimestamp in `meta`: ordered as the oldest (issue 15).
+      seq: 0,
+      seqSource: 'sent-timestamp',
     });
     const up = parseIngestMessage(body({ data: { a: 1 } }), meta);
     expect(up).toEqual({
@@ -144,6 +147,8 @@ describe('parseIngestMessage writes', () => {
       idSource: 'message',
       priority: 50,
       messageId: 'm-1',
+      seq: 0,
+      seqSource: 'sent-timestamp',
       data: { a: 1 },
     });
     expect(parseIngestMessage(body({ key: 'k-1' }), meta)).toMatchObject({ key: 'k-1', idSource: 'message' });

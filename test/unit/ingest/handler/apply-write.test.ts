@@ -54,6 +54,8 @@ async function ordersOn(store: ObjectStore) {
 
 const signal = new AbortController().signal;
 
+let sent = 0;
+
 function insert(
   id: string,
   idSource: 'message' | 'key' | 'message-id',
@@ -67,7 +69,10 @@ function insert(
     idSource,
     data,
     priority: 0,
-    messageId: 'm-1',
+    // Distinct messages: each its own message id and seq (one message id would be one message redelivered).
+    messageId: `m-${++sent}`,
+    seq: sent,
+    seqSource: 'message',
   } as IngestWrite;
 }
 

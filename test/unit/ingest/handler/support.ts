@@ -52,6 +52,7 @@ export interface TestMessage {
   data?: Record<string, unknown>;
   priority?: number;
   key?: string;
+  seq?: number;
 }
 
 /** A contract-v1 body (defaults: tenant acme, resource orders, upsert). */
@@ -66,7 +67,18 @@ export function body(m: TestMessage = {}): string {
     ...(op === 'delete' ? {} : { data: m.data ?? { total: 1 } }),
     ...(m.priority === undefined ? {} : { priority: m.priority }),
     ...(m.key === undefined ? {} : { key: m.key }),
+    ...(m.seq === undefined ? {} : { seq: m.seq }),
   });
+}
+
+let lastSentTimestamp = 0;
+/**
+ * Strictly increasing, like distinct sends: a message without `seq` is ordered by its SentTimestamp, so
+ * records built one after the other keep their order (equal timestamps would be ordered by message id).
+ */
+function nextSentTimestamp(): number {
+  lastSentTimestamp = Math.max(Date.now(), lastSentTimestamp + 1);
+  return lastSentTimestamp;
 }
 
 export function sqsRecord(messageBody: string, messageId: string = randomUUID()): SQSRecord {
@@ -76,7 +88,7 @@ export function sqsRecord(messageBody: string, messageId: string = randomUUID())
     body: messageBody,
     attributes: {
       ApproximateReceiveCount: '1',
-      SentTimestamp: String(Date.now()),
+      SentTimestamp: String(nextSentTimestamp()),
       SenderId: 'test',
       ApproximateFirstReceiveTimestamp: String(Date.now()),
     },

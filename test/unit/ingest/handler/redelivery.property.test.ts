@@ -79,8 +79,10 @@ function apply(state: Data | undefined, write: Write): { outcome: Outcome; next:
     case 'upsert':
       return { outcome: WRITTEN, next: write.data };
     case 'update':
+      // No record yet: the update is kept as a hidden pending partial and acknowledged (issue 15: an older
+      // write could still create the record); the record stays invisible until a later write creates it.
       return state === undefined
-        ? { outcome: deadLettered('record-not-found'), next: state }
+        ? { outcome: WRITTEN, next: state }
         : { outcome: WRITTEN, next: { ...state, ...write.data } };
     case 'delete':
       return { outcome: WRITTEN, next: undefined };

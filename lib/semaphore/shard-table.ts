@@ -38,7 +38,11 @@ export interface ShardItem {
   holders: Map<string, HolderEntry>;
 }
 
+/** Placeholders of the item attributes (`limit` is a reserved word, so every name goes through one). */
 const names = {
+  '#free': 'free',
+  '#latency': 'latencyMs',
+  '#decreasedAt': 'decreasedAt',
   '#capacity': 'capacity',
   '#used': 'used',
   '#holders': 'holders',
@@ -46,20 +50,20 @@ const names = {
   '#shards': 'shards',
 } as const;
 
-const num = (n: number): AttributeValue => ({ N: String(n) });
+export const num = (n: number): AttributeValue => ({ N: String(n) });
 
 // Expression attribute names must only be sent when the expression uses them (DynamoDB rejects unused ones).
-function pickNames(expressions: string, extra: Record<string, string> = {}): Record<string, string> {
+export function pickNames(expressions: string, extra: Record<string, string> = {}): Record<string, string> {
   const all: Record<string, string> = { ...names, ...extra };
   return Object.fromEntries(Object.entries(all).filter(([placeholder]) => expressions.includes(placeholder)));
 }
 
-function isConditionalFailure(err: unknown): boolean {
+export function isConditionalFailure(err: unknown): boolean {
   return (err as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
 }
 
 /** Holder entries whose lease ended before `now`: another acquirer may reclaim them. */
-export function expiredHolders(item: ShardItem, now: number): [string, HolderEntry][] {
+export function expiredHolders(item: Pick<ShardItem, 'holders'>, now: number): [string, HolderEntry][] {
   return [...item.holders].filter(([, entry]) => entry.until < now);
 }
 
@@ -291,16 +295,20 @@ export class ShardTable {
     }
   }
 
-  /** Maps a missing table to a typed error; everything else passes through unchanged. */
-  private async guard<T>(request: Promise<T>): Promise<T> {
-    try {
-      return await request;
-    } catch (err) {
-      if ((err as { name?: unknown } | null)?.name === 'ResourceNotFoundException') {
-        throw new SemaphoreTableNotFoundError(this.tableName, { cause: err });
-      }
-      throw err;
+  private guard<T>(request: Promise<T>): Promise<T> {
+    return guardTable(this.tableName, request);
+  }
+}
+
+/** Maps a missing table to a typed error; everything else passes through unchanged. */
+export async function guardTable<T>(tableName: string, request: Promise<T>): Promise<T> {
+  try {
+    return await request;
+  } catch (err) {
+    if ((err as { name?: unknown } | null)?.name === 'ResourceNotFoundException') {
+      throw new SemaphoreTableNotFoundError(tableName, { cause: err });
     }
+    throw err;
   }
 }
 

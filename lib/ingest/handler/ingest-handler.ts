@@ -4,7 +4,6 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { ObjectStore } from '../../db/object-store.js';
 import { S3ObjectStore } from '../../db/s3-object-store.js';
 import { ConcurrencyBudget } from '../../pool/concurrency-budget.js';
-import { DynamoSemaphore } from '../../semaphore/dynamo-semaphore.js';
 import type { IngestConfig } from '../config.js';
 import { type AwsClients, createAwsClients } from './aws-clients.js';
 import { type Clock, systemClock } from './clock.js';
@@ -25,7 +24,7 @@ import { runTenants } from './run-tenants.js';
 import { sendDeadLetters } from './send-dead-letters.js';
 import { SourceBinding } from './source-binding.js';
 import { TenantDatabases } from './tenant-databases.js';
-import { releaseTimeoutMs, type SemaphoreFactory, settleMs, TenantPermits } from './tenant-permits.js';
+import { dynamoSemaphores, type SemaphoreFactory, settleMs, TenantPermits } from './tenant-permits.js';
 import { WriteCountingStore } from './write-counting-store.js';
 
 export interface IngestHandlerOptions {
@@ -61,8 +60,9 @@ export interface IngestHandlerOptions {
    */
   readonly store?: ObjectStore;
   /**
-   * Semaphore port: builds the distributed semaphore of a prefix, `(name, limit) => Semaphore`.
-   * @default DynamoSemaphore on SEMAPHORE_TABLE (none when unset: pools bounded by the invocation only)
+   * Semaphore port: builds the distributed semaphore of a prefix, `(name, limit, ratePerSecond) => Semaphore`.
+   * @default `dynamoSemaphores(config, dynamodb, SEMAPHORE_TABLE)`: adaptive per tenant prefix, static for
+   * the small tenants' stripes (none when SEMAPHORE_TABLE is unset: pools bounded by the invocation only)
    * @example { semaphores: (name, limit) => new MemorySemaphore({ name, limit }) }
    */
   readonly semaphores?: SemaphoreFactory;
@@ -135,17 +135,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
   );
   const table = config.semaphoreTable;
   const semaphoreFactory =
-    options.semaphores ??
-    (table === undefined
-      ? undefined
-      : (name: string, limit: number) =>
-          new DynamoSemaphore({
-            client: clients.dynamodb,
-            tableName: table,
-            name,
-            limit,
-            giveBackTimeoutMs: releaseTimeoutMs(config),
-          }));
+    options.semaphores ?? (table === undefined ? undefined : dynamoSemaphores(config, clients.dynamodb, table));
   const semaphores =
     semaphoreFactory === undefined ? undefined : observeSemaphores(semaphoreFactory, () => running);
   const deadLetters = options.deadLetters ?? new DeadLetterQueue(clients.sqs, config.dlqUrl);

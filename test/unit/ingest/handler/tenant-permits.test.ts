@@ -29,7 +29,7 @@ describe('TenantPermits semaphore cache', () => {
       made.push(name);
       return new MemorySemaphore({ name, limit });
     };
-    const permits = new TenantPermits(testConfig({ TENANT_CACHE_SIZE: '3' }), factory);
+    const permits = new TenantPermits(testConfig({ TENANT_CACHE_SIZE: '3' }), factory, () => 0.5);
     const names = Array.from({ length: 50 }, (_, i) => `tenant-${i}`);
     for (const name of names) await permits.run([tenant(name)], window(), async () => undefined);
     // A shared small-tenant lease too, so both kinds are cached.

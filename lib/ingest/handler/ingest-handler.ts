@@ -20,6 +20,7 @@ import {
 import { observeSemaphores } from './observed-semaphores.js';
 import { OutcomeLedger } from './outcome-ledger.js';
 import { planBatch } from './plan-batch.js';
+import { backOffRedeliveries, SqsVisibility, type VisibilityPort } from './redelivery-backoff.js';
 import { runTenants } from './run-tenants.js';
 import { sendDeadLetters } from './send-dead-letters.js';
 import { SourceBinding } from './source-binding.js';
@@ -72,6 +73,14 @@ export interface IngestHandlerOptions {
    * @example { deadLetters: new MemoryDeadLetterSink() }
    */
   readonly deadLetters?: DeadLetterSink;
+  /**
+   * Redelivery port: where failed records get their backoff visibility timeout
+   * (`min(5 s x 2^(receiveCount - 1), 300 s)`, `redelivery-backoff.ts`); `false` leaves them to the
+   * queue's visibility timeout.
+   * @default new SqsVisibility(clients.sqs) (ChangeMessageVisibilityBatch)
+   * @example { redeliveries: false }
+   */
+  readonly redeliveries?: VisibilityPort | false;
   /**
    * Time port: the invocation's start, duration and cutoff timer.
    * @default systemClock (Date.now and setTimeout)
@@ -139,6 +148,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
   const semaphores =
     semaphoreFactory === undefined ? undefined : observeSemaphores(semaphoreFactory, () => running);
   const deadLetters = options.deadLetters ?? new DeadLetterQueue(clients.sqs, config.dlqUrl);
+  const redeliveries = options.redeliveries ?? new SqsVisibility(clients.sqs);
   const databases = new TenantDatabases({
     config,
     store,
@@ -179,6 +189,12 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
       });
       withholdFifoLetters(ledger);
       await sendDeadLetters(ledger, deadLetters, logger, deadline.settleSignal);
+      if (redeliveries !== false) {
+        await backOffRedeliveries(records, ledger.response().batchItemFailures, redeliveries, {
+          signal: deadline.settleSignal,
+          logger,
+        });
+      }
     } finally {
       // Clean.
       deadline.dispose();

@@ -159,7 +159,8 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
         // A partial grant held while waiting could deadlock two waiters: give it back first.
         await this.giveBack(fence, grants);
         const now = this.now();
-        if (deadline !== undefined && now >= deadline) throw new SemaphoreTimeoutError(this.name, min, deadline);
+        if (deadline !== undefined && now >= deadline)
+          throw new SemaphoreTimeoutError(this.name, min, deadline);
         const delay = backoffDelay(attempt, this.backoffBaseMs, this.backoffCapMs, this.random);
         await sleep(deadline === undefined ? delay : Math.min(delay, deadline - now), signal);
       }
@@ -222,7 +223,8 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
         if (remaining() === 0 || room.free <= 0) break;
         const grant = { shard: room.index, n: Math.min(remaining(), room.free), seen: room.seen };
         attempted.push(grant);
-        if (await this.table.take(room.index, this.#shards, fence, grant.n, until, signal)) grants.push(grant);
+        if (await this.table.take(room.index, this.#shards, fence, grant.n, until, signal))
+          grants.push(grant);
       }
       return grants;
     } catch (err) {
@@ -232,7 +234,9 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
     }
   }
 
-  async #survey(signal: AbortSignal | undefined): Promise<{ index: number; free: number; seen: AdaptiveState }[]> {
+  async #survey(
+    signal: AbortSignal | undefined,
+  ): Promise<{ index: number; free: number; seen: AdaptiveState }[]> {
     const items = await this.table.readAll(signal);
     const stored = items[0]?.shards;
     if (stored !== undefined && stored > 0) this.#shards = stored;
@@ -299,7 +303,9 @@ class AdaptiveLease implements Lease {
     if (this.#releasing !== undefined) throw new LeaseLostError(this.semaphore.name, this.fence);
     const until = this.semaphore.now() + ms;
     const bound = options.signal ?? AbortSignal.timeout(this.semaphore.giveBackTimeoutMs);
-    const kept = await Promise.all(this.grants.map((g) => this.semaphore.table.setUntil(g.shard, this.fence, until, bound)));
+    const kept = await Promise.all(
+      this.grants.map((g) => this.semaphore.table.setUntil(g.shard, this.fence, until, bound)),
+    );
     if (kept.includes(false)) throw new LeaseLostError(this.semaphore.name, this.fence);
     this.#until = until;
   }

@@ -83,7 +83,9 @@ export function resolveAdaptiveLimitOptions(options: AdaptiveLimitOptions): Reso
     headroom: options.headroom ?? 1,
   };
   const fail = (key: string, why: string) =>
-    new InvalidSemaphoreOptionsError(`adaptive.${key} ${why}, got ${String(resolved[key as keyof typeof resolved])}`);
+    new InvalidSemaphoreOptionsError(
+      `adaptive.${key} ${why}, got ${String(resolved[key as keyof typeof resolved])}`,
+    );
   const finitePositive = (v: number) => Number.isFinite(v) && v > 0;
   if (!finitePositive(resolved.ratePerSecond)) throw fail('ratePerSecond', 'must be > 0');
   if (!finitePositive(resolved.initialLatencyMs)) throw fail('initialLatencyMs', 'must be > 0');
@@ -100,7 +102,11 @@ export function resolveAdaptiveLimitOptions(options: AdaptiveLimitOptions): Reso
  * Little's law per shard: the permits one shard may grant so that all `shards` together carry
  * `ratePerSecond` at `latencyMs` per attempt, times the headroom; at least 1 (a prefix always progresses).
  */
-export function ceilingPerShard(latencyMs: number, shards: number, options: ResolvedAdaptiveLimitOptions): number {
+export function ceilingPerShard(
+  latencyMs: number,
+  shards: number,
+  options: ResolvedAdaptiveLimitOptions,
+): number {
   return Math.max(1, (options.ratePerSecond * latencyMs * options.headroom) / 1000 / shards);
 }
 

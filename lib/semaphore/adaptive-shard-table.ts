@@ -150,7 +150,8 @@ export class AdaptiveShardTable {
       ':delta': num(change.delta),
       ':latency': num(change.latencyMs),
     };
-    let update = 'REMOVE #holders.#lease SET #free = #free + :freed, #capacity = #capacity + :delta, #latency = :latency';
+    let update =
+      'REMOVE #holders.#lease SET #free = #free + :freed, #capacity = #capacity + :delta, #latency = :latency';
     let condition = '#holders.#lease.n = :n';
     if (change.decrease !== undefined) {
       update += ', #decreasedAt = :at';

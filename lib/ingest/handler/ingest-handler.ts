@@ -144,7 +144,8 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
   );
   const table = config.semaphoreTable;
   const semaphoreFactory =
-    options.semaphores ?? (table === undefined ? undefined : dynamoSemaphores(config, clients.dynamodb, table));
+    options.semaphores ??
+    (table === undefined ? undefined : dynamoSemaphores(config, clients.dynamodb, table));
   const semaphores =
     semaphoreFactory === undefined ? undefined : observeSemaphores(semaphoreFactory, () => running);
   const deadLetters = options.deadLetters ?? new DeadLetterQueue(clients.sqs, config.dlqUrl);

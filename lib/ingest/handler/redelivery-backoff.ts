@@ -35,7 +35,10 @@ export interface VisibilityChange {
  * accepted; may reject as a whole. Neither changes any record's outcome.
  */
 export interface VisibilityPort {
-  change(changes: readonly VisibilityChange[], options: { signal: AbortSignal }): Promise<ReadonlySet<string>>;
+  change(
+    changes: readonly VisibilityChange[],
+    options: { signal: AbortSignal },
+  ): Promise<ReadonlySet<string>>;
 }
 
 export const DEFAULT_REDELIVERY_BASE_SECONDS = 5;
@@ -148,9 +151,12 @@ export async function backOffRedeliveries(
     const sent = port.change(changes, { signal: context.signal });
     const refused = await Promise.race([sent, rejectOnAbort(context.signal)]);
     if (refused.size > 0) {
-      context.logger.warn('redelivery backoff: some visibility changes refused; those records wait out the queue timeout', {
-        refused: refused.size,
-      });
+      context.logger.warn(
+        'redelivery backoff: some visibility changes refused; those records wait out the queue timeout',
+        {
+          refused: refused.size,
+        },
+      );
     }
     return { requested: changes.length, notChanged: refused.size };
   } catch (error) {

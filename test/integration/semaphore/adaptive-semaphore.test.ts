@@ -77,7 +77,7 @@ async function takeAll(sem: AdaptiveDynamoSemaphore): Promise<Lease[]> {
 }
 
 describe('AdaptiveDynamoSemaphore (dynalite)', () => {
-  it('starts at Little\'s law with the assumed latency and grants no more', async () => {
+  it("starts at Little's law with the assumed latency and grants no more", async () => {
     const name = `start-${randomUUID().slice(0, 8)}`;
     const sem = semaphore(name);
     const lease = await sem.acquire(5, { min: 1 });
@@ -104,7 +104,10 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
   it('a shrink while leases are held grants nothing until the holders are back under the new limit', async () => {
     const name = `shrink-${randomUUID().slice(0, 8)}`;
     let now = 2_000_000;
-    const sem = semaphore(name, { now: () => now, adaptive: { ratePerSecond: 500, initialLatencyMs: 20, latencyWeight: 1 } });
+    const sem = semaphore(name, {
+      now: () => now,
+      adaptive: { ratePerSecond: 500, initialLatencyMs: 20, latencyWeight: 1 },
+    });
     // 500/s x 20 ms = 10 permits, all held by 10 single-permit leases.
     const leases = await takeAll(sem);
     expect(leases).toHaveLength(10);
@@ -136,7 +139,10 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
   it('one decrease per round: holders taken before a decrease do not cut again, and still give back', async () => {
     const name = `round-${randomUUID().slice(0, 8)}`;
     let now = 3_000_000;
-    const sem = semaphore(name, { now: () => now, adaptive: { ratePerSecond: 500, initialLatencyMs: 20, latencyWeight: 1 } });
+    const sem = semaphore(name, {
+      now: () => now,
+      adaptive: { ratePerSecond: 500, initialLatencyMs: 20, latencyWeight: 1 },
+    });
     const [a, b] = [await sem.acquire(2), await sem.acquire(2)];
     now += 20;
     a.report?.({ succeeded: 1, throttled: 1 });

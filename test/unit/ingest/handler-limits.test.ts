@@ -116,7 +116,9 @@ describe('semaphore permits', () => {
     expect(store.keys()).toHaveLength(9);
     expect(store.maxInFlight).toBeLessThanOrEqual(2);
     // One of the striped small-tenant semaphores (a random stripe per invocation).
-    expect([...sem.made.keys()]).toEqual([expect.stringMatching(/^bucket:ignored-by-memory-store\/small-tenants#\d+$/)]);
+    expect([...sem.made.keys()]).toEqual([
+      expect.stringMatching(/^bucket:ignored-by-memory-store\/small-tenants#\d+$/),
+    ]);
     for (const s of sem.made.values()) expect(s.available).toBe(2);
   });
 

@@ -24,7 +24,7 @@ const lease = (over: Partial<LeaseOutcome> & { t: number }): LeaseOutcome => ({
 });
 
 describe('adaptive limit: control law', () => {
-  it('starts at Little\'s law with the assumed latency, split over the shards', () => {
+  it("starts at Little's law with the assumed latency, split over the shards", () => {
     expect(initialState(1, law)).toEqual({ capacity: 2, latencyMs: 20, decreasedAt: 0 });
     const big = resolveAdaptiveLimitOptions({ ratePerSecond: 3500 });
     expect(initialState(2, big).capacity).toBe(35);
@@ -32,7 +32,7 @@ describe('adaptive limit: control law', () => {
     expect(initialState(4, resolveAdaptiveLimitOptions({ ratePerSecond: 1 })).capacity).toBe(1);
   });
 
-  it('measures permit-milliseconds per attempt and sizes the ceiling by it (Little\'s law)', () => {
+  it("measures permit-milliseconds per attempt and sizes the ceiling by it (Little's law)", () => {
     // 2 permits held 100 ms for 4 attempts: 50 permit-ms each; average with 20 at weight 0.5 -> 35.
     const step = adaptLimit(initialState(1, law), lease({ t: 1_000, permits: 2, succeeded: 4 }), 1, law);
     expect(step.latencyMs).toBeCloseTo(35, 9);

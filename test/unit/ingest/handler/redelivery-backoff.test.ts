@@ -16,8 +16,8 @@ import {
   lambdaContext,
   sqsEvent,
   sqsRecord,
-  testHandler,
   TrackingStore,
+  testHandler,
 } from './support.js';
 
 const handlers: IngestHandler[] = [];
@@ -35,7 +35,9 @@ const slowDown = () =>
 /** A port that records what it was asked, answering with `answer`. */
 class RecordingPort implements VisibilityPort {
   readonly calls: VisibilityChange[][] = [];
-  constructor(private readonly answer: (changes: readonly VisibilityChange[]) => Promise<ReadonlySet<string>>) {}
+  constructor(
+    private readonly answer: (changes: readonly VisibilityChange[]) => Promise<ReadonlySet<string>>,
+  ) {}
   change(changes: readonly VisibilityChange[]) {
     this.calls.push([...changes]);
     return this.answer(changes);
@@ -61,7 +63,9 @@ const record = (tenant: string, id: string, receiveCount: number) => {
 
 describe('visibilityTimeoutFor', () => {
   it('is min(5 s x 2^(n-1), 300 s) by default, and follows its options', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 20].map((n) => visibilityTimeoutFor(n))).toEqual([5, 10, 20, 40, 80, 160, 300, 300]);
+    expect([1, 2, 3, 4, 5, 6, 7, 20].map((n) => visibilityTimeoutFor(n))).toEqual([
+      5, 10, 20, 40, 80, 160, 300, 300,
+    ]);
     // A missing or nonsense receive count counts as the first receive.
     expect([0, -3, Number.NaN].map((n) => visibilityTimeoutFor(n))).toEqual([5, 5, 5]);
     expect(visibilityTimeoutFor(3, { baseSeconds: 1, maxSeconds: 3 })).toBe(3);
@@ -77,7 +81,12 @@ describe('queueUrlOf', () => {
     expect(queueUrlOf('arn:aws:sqs:us-east-1:123456789012:orders.fifo')).toBe(
       'https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo',
     );
-    for (const bad of ['', 'arn:aws:sns:us-east-1:123456789012:topic', 'arn:aws:sqs:us-east-1:1:q', 'q/../x']) {
+    for (const bad of [
+      '',
+      'arn:aws:sns:us-east-1:123456789012:topic',
+      'arn:aws:sqs:us-east-1:1:q',
+      'q/../x',
+    ]) {
       expect(queueUrlOf(bad)).toBeUndefined();
     }
   });
@@ -131,7 +140,10 @@ describe('redelivery backoff in the handler', () => {
 
 describe('SqsVisibility', () => {
   it('sends ChangeMessageVisibilityBatch in chunks of 10 per queue and reports refused entries', async () => {
-    const sent: { QueueUrl: string; Entries: { Id: string; ReceiptHandle: string; VisibilityTimeout: number }[] }[] = [];
+    const sent: {
+      QueueUrl: string;
+      Entries: { Id: string; ReceiptHandle: string; VisibilityTimeout: number }[];
+    }[] = [];
     const client = {
       send: async (command: { input: (typeof sent)[number] }, options: { abortSignal?: AbortSignal }) => {
         expect(options.abortSignal).toBeInstanceOf(AbortSignal);
@@ -141,7 +153,12 @@ describe('SqsVisibility', () => {
       },
     } as unknown as SQSClient;
     const changes = [
-      ...Array.from({ length: 12 }, (_, i) => ({ queueUrl: 'q1', messageId: `a${i}`, receiptHandle: `r${i}`, visibilityTimeoutSeconds: 5 })),
+      ...Array.from({ length: 12 }, (_, i) => ({
+        queueUrl: 'q1',
+        messageId: `a${i}`,
+        receiptHandle: `r${i}`,
+        visibilityTimeoutSeconds: 5,
+      })),
       { queueUrl: 'q2', messageId: 'b', receiptHandle: 'rb', visibilityTimeoutSeconds: 10 },
     ];
     const refused = await new SqsVisibility(client).change(changes, { signal: new AbortController().signal });

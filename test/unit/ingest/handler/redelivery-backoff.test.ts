@@ -2,6 +2,7 @@
 // invocation's settle budget; a failing or stalled visibility change changes no outcome.
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { IngestHandler } from '../../../../lib/ingest/handler/ingest-handler.js';
 import {
   queueUrlOf,
   SqsVisibility,
@@ -12,7 +13,6 @@ import {
 import {
   body,
   failedIds,
-  type IngestHandler,
   lambdaContext,
   sqsEvent,
   sqsRecord,

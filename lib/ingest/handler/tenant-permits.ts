@@ -162,13 +162,35 @@ function isUsageEvents(pool: unknown): pool is UsageEvents {
   return typeof p?.on === 'function' && typeof p.off === 'function';
 }
 
-/** Several small tenants' pools sized as one: each gets an equal share (at least 1) of the permits. */
-class PoolGroup implements ConcurrencyTarget {
-  constructor(readonly pools: readonly TenantPermitRequest[]) {}
+/**
+ * The small tenants of a batch under one lease, however few permits it has: at most `permits` tenants run
+ * at a time, each pool at an equal share (at least 1), the next tenant starting when one has drained. So
+ * the whole batch's small tenants cost one acquire and one release, and never have more writes in flight
+ * than the lease granted.
+ */
+class PoolGroup<T extends TenantPermitRequest> implements ConcurrencyTarget {
+  #permits = 1;
+
+  constructor(readonly pools: readonly T[]) {}
 
   setConcurrency(n: number): void {
-    const share = Math.max(1, Math.floor(n / this.pools.length));
-    for (const { pool, writes } of this.pools) pool.setConcurrency(Math.max(1, Math.min(share, writes)));
+    this.#permits = Math.max(1, n);
+  }
+
+  async run(work: (tenant: T) => Promise<void>): Promise<void> {
+    const running = Math.min(this.#permits, this.pools.length);
+    const share = Math.max(1, Math.floor(this.#permits / running));
+    let next = 0;
+    const lane = async () => {
+      while (next < this.pools.length) {
+        const tenant = this.pools[next++]!;
+        tenant.pool.setConcurrency(Math.max(1, Math.min(share, tenant.writes)));
+        await work(tenant);
+        // Its slot is free only once its writes (timed-out ones included) have settled.
+        await tenant.pool.drain?.();
+      }
+    };
+    await Promise.all(Array.from({ length: running }, lane));
   }
 
   async drain(): Promise<void> {
@@ -252,10 +274,9 @@ export class TenantPermits {
       target: ConcurrencyTarget,
       want: number,
       group: readonly T[],
+      body: () => Promise<void>,
     ): Promise<void> =>
-      this.#runUnder(semaphore, target, want, group.length, window, releaseFailures, async () => {
-        await Promise.all(group.map((t) => work(t)));
-      }).then((result) => {
+      this.#runUnder(semaphore, target, want, window, releaseFailures, body).then((result) => {
         for (const t of group) results.set(t, result);
       });
 
@@ -274,18 +295,13 @@ export class TenantPermits {
       );
       if (semaphore === undefined) continue;
       // Up to the semaphore's own limit (an adaptive one may grant more than the 20 ms sizing).
-      jobs.push(
-        runUnder(semaphore, t.pool, Math.min(semaphore.limit, this.config.poolConcurrency, t.writes), [t]),
-      );
+      const want = Math.min(semaphore.limit, this.config.poolConcurrency, t.writes);
+      jobs.push(runUnder(semaphore, t.pool, want, [t], () => work(t)));
     }
 
     const sharedLimit = this.#prefixLimit * SMALL_TENANTS_PREFIX_SHARE;
     const stripe = Math.min(SMALL_TENANT_STRIPES - 1, Math.floor(this.#random() * SMALL_TENANT_STRIPES));
     const sharedName = `bucket:${this.config.bucketName}/small-tenants#${stripe}`;
-    // Each small tenant needs at least one permit of the shared lease, so a group never outnumbers what the
-    // semaphore can grant. Sized from the semaphore's actual limit: a factory may build it smaller than asked
-    // (a table configured with fewer permits), and a group larger than the grant would run one write per
-    // tenant over it.
     const shared =
       small.length === 0
         ? undefined
@@ -297,15 +313,15 @@ export class TenantPermits {
             small,
             results,
           );
-    const groupSize = Math.max(1, Math.floor((shared?.limit ?? sharedLimit) / 2));
-    for (let i = 0; shared !== undefined && i < small.length; i += groupSize) {
-      const group = small.slice(i, i + groupSize);
+    if (shared !== undefined) {
+      // One lease for all of them, whatever it grants (min 1): the group runs within it (`PoolGroup`).
+      const group = new PoolGroup(small);
       const want = Math.min(
-        sharedLimit,
+        shared.limit,
         this.config.poolConcurrency,
-        group.reduce((sum, t) => sum + t.writes, 0),
+        small.reduce((sum, t) => sum + t.writes, 0),
       );
-      jobs.push(runUnder(shared, new PoolGroup(group), Math.max(want, group.length), group));
+      jobs.push(runUnder(shared, group, want, small, () => group.run(work)));
     }
     await Promise.all(jobs);
     return { results, releaseFailures };
@@ -350,7 +366,6 @@ export class TenantPermits {
     semaphore: Semaphore,
     target: ConcurrencyTarget,
     want: number,
-    min: number,
     window: PermitWindow,
     releaseFailures: ReleaseFailure[],
     body: () => Promise<void>,
@@ -359,7 +374,8 @@ export class TenantPermits {
     let lease: Lease;
     try {
       lease = await semaphore.acquire(capped, {
-        min: Math.min(min, capped),
+        // Any permit lets the work progress (a group runs its tenants in turn within the grant).
+        min: 1,
         deadline: window.deadline,
         signal: window.signal,
         leaseMs: window.leaseMs,
@@ -368,7 +384,7 @@ export class TenantPermits {
       // Out of time, aborted, or DynamoDB unreachable: only these tenants' writes are redelivered.
       return {
         unavailable: window.signal.aborted
-          ? new SemaphoreTimeoutError(semaphore.name, min, window.deadline)
+          ? new SemaphoreTimeoutError(semaphore.name, 1, window.deadline)
           : err,
       };
     }

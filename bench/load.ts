@@ -121,6 +121,8 @@ async function limitBound(): Promise<void> {
       'DynamoDB writes': r.dynamoWrites,
       'S3 writes': r.s3Writes,
       'DynamoDB / S3 writes %': r.s3Writes === 0 ? undefined : pct(r.dynamoWrites / r.s3Writes),
+      'hot limit at end (permits, latency ms)':
+        r.hotAdaptive === undefined ? undefined : `${r.hotAdaptive.capacity}, ${r.hotAdaptive.latencyMs}`,
     };
   });
 

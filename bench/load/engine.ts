@@ -3,7 +3,7 @@
 // runner invoking the engine's handler in Lambda-like containers, then a check of what landed in the bucket.
 
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -101,6 +101,8 @@ export interface LoadRunResult {
   halvedAt?: number;
   dynamoWrites: number;
   s3Writes: number;
+  /** The hot prefix's adaptive semaphore at the end (sum over its shard items), when it has one. */
+  hotAdaptive?: { capacity: number; latencyMs: number };
   e2e: { p50: number; p99: number; max: number; count: number };
   throttled: number;
   s3Requests: number;
@@ -170,6 +172,25 @@ function writesFor(config: LoadRunConfig, from: number, to: number, sentAt: numb
     });
   }
   return writes;
+}
+
+/** The adaptive shard items of semaphore `name`: capacity summed, latency averaged. */
+async function adaptiveState(client: DynamoDBClient, tableName: string, name: string) {
+  try {
+    const { Items = [] } = await client.send(
+      new QueryCommand({
+        TableName: tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
+        ExpressionAttributeValues: { ':pk': { S: `sem#${name}` }, ':sk': { S: 'adaptive#' } },
+      }),
+    );
+    if (Items.length === 0) return undefined;
+    const capacity = Items.reduce((sum, i) => sum + Number(i.capacity?.N ?? 0), 0);
+    const latencyMs = Items.reduce((sum, i) => sum + Number(i.latencyMs?.N ?? 0), 0) / Items.length;
+    return { capacity: Math.round(capacity * 100) / 100, latencyMs: Math.round(latencyMs * 10) / 10 };
+  } finally {
+    client.destroy();
+  }
 }
 
 async function countObjects(s3: S3Client, bucket: string): Promise<number> {
@@ -346,6 +367,11 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
     await containers.close();
 
     const written = await countObjects(s3Direct, resources.bucket);
+    const hotAdaptive = await adaptiveState(
+      new DynamoDBClient(admin.dynamodb),
+      resources.tableName,
+      `prefix:${resources.bucket}/${HOT_PREFIX}`,
+    );
     const deadLettered = await queueDepth(sqs, resources.dlqUrl);
     const { total } = model.stats();
     return {
@@ -356,6 +382,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       ...(halvedAt === undefined ? {} : { halvedAt }),
       dynamoWrites,
       s3Writes: inFlight.writeAttempts,
+      ...(hotAdaptive === undefined ? {} : { hotAdaptive }),
       e2e: { p50: e2e.quantile(0.5), p99: e2e.quantile(0.99), max: e2e.max, count: e2e.count },
       throttled: total.throttled,
       s3Requests: total.requests,

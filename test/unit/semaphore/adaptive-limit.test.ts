@@ -112,6 +112,19 @@ describe('adaptive limit: control law', () => {
     expect(permitsAt.slice(50, 60)).toContain(1);
   });
 
+  it('keeps capacities on a 1/1024 grid, so free = capacity - held adds up exactly however often it moves', () => {
+    let state: AdaptiveState = { capacity: 10, latencyMs: 200, decreasedAt: 0 };
+    let free = state.capacity; // what the shard item would hold with nothing held: sums of the deltas
+    for (let round = 1; round <= 40; round++) {
+      const throttled = round % 3 === 0 ? 1 : 0;
+      const step = adaptLimit(state, lease({ t: round * 1_000, permits: 20, succeeded: 10 - throttled, throttled }), 1, law);
+      expect(step.capacity * 1024).toBe(Math.round(step.capacity * 1024));
+      free += step.capacity - state.capacity;
+      state = step;
+    }
+    expect(free).toBe(state.capacity);
+  });
+
   it('refuses nonsense options with a typed error', () => {
     for (const bad of [
       { ratePerSecond: 0 },

@@ -38,7 +38,8 @@ export async function acquireInRounds<G extends { n: number }>(a: AcquireRounds<
       }
       await a.giveBack(grants);
       const now = a.now();
-      if (a.deadline !== undefined && now >= a.deadline) throw new SemaphoreTimeoutError(a.name, a.min, a.deadline);
+      if (a.deadline !== undefined && now >= a.deadline)
+        throw new SemaphoreTimeoutError(a.name, a.min, a.deadline);
       const delay = backoffDelay(attempt, a.backoffBaseMs, a.backoffCapMs, a.random);
       await sleep(a.deadline === undefined ? delay : Math.min(delay, a.deadline - now), a.signal);
     }

@@ -1,19 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { acquireInRounds } from './acquire-rounds.js';
 import {
   type AdaptiveLimitOptions,
   type AdaptiveState,
   adaptLimit,
   initialState,
+  quantize,
   type ResolvedAdaptiveLimitOptions,
   resolveAdaptiveLimitOptions,
 } from './adaptive-limit.js';
 import { AdaptiveShardTable, type CapacityChange } from './adaptive-shard-table.js';
-import { backoffDelay, sleep, throwIfAborted } from './backoff.js';
-import { InvalidSemaphoreOptionsError, LeaseLostError, SemaphoreTimeoutError } from './errors.js';
+import { LeaseLostError } from './errors.js';
 import { expiredHolders } from './shard-table.js';
 import type { AcquireOptions, Lease, LeaseCallOptions, LeaseUsage, Semaphore } from './types.js';
-import { checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
+import { checkDynamoTuning, checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
 
 /**
  * A DynamoDB semaphore whose limit adapts, fleet-wide, to what S3 accepts (README, "Adaptive limits").
@@ -109,25 +110,16 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
     this.law = resolveAdaptiveLimitOptions(options.adaptive);
     const seed = initialState(1, this.law).capacity;
     const shards = options.shards ?? Math.max(1, Math.ceil(Math.min(seed, this.limit) / 64));
-    if (!Number.isInteger(shards) || shards < 1 || shards > this.limit) {
-      throw new InvalidSemaphoreOptionsError(
-        `semaphore "${this.name}": shards must be an integer in 1..limit (${this.limit}), got ${options.shards}`,
-      );
-    }
     this.#shards = shards;
     this.backoffBaseMs = options.backoffBaseMs ?? 20;
     this.backoffCapMs = options.backoffCapMs ?? 500;
-    if (!(this.backoffBaseMs > 0 && this.backoffCapMs >= this.backoffBaseMs)) {
-      throw new InvalidSemaphoreOptionsError(
-        `semaphore "${this.name}": need 0 < backoffBaseMs <= backoffCapMs, got ${this.backoffBaseMs} and ${this.backoffCapMs}`,
-      );
-    }
     this.giveBackTimeoutMs = options.giveBackTimeoutMs ?? 2_000;
-    if (!(this.giveBackTimeoutMs > 0 && Number.isFinite(this.giveBackTimeoutMs))) {
-      throw new InvalidSemaphoreOptionsError(
-        `semaphore "${this.name}": giveBackTimeoutMs must be a positive number, got ${this.giveBackTimeoutMs}`,
-      );
-    }
+    checkDynamoTuning(this.name, this.limit, {
+      shards,
+      backoffBaseMs: this.backoffBaseMs,
+      backoffCapMs: this.backoffCapMs,
+      giveBackTimeoutMs: this.giveBackTimeoutMs,
+    });
     this.now = options.now ?? (() => Date.now());
     this.random = options.random ?? Math.random;
     this.table = new AdaptiveShardTable(options.client, this.tableName, this.name);
@@ -143,31 +135,23 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
     const leaseMs = options.leaseMs ?? this.leaseMs;
     const { deadline, signal } = options;
     const fence = randomUUID();
-    try {
-      for (let attempt = 0; ; attempt++) {
-        throwIfAborted(signal);
-        const until = this.now() + leaseMs;
-        const grants = await this.#takeUpTo(fence, k, min, until, signal);
-        const permits = grants.reduce((sum, g) => sum + g.n, 0);
-        if (permits >= min) {
-          if (signal?.aborted) {
-            await this.giveBack(fence, grants).catch(() => undefined);
-            throw signal.reason;
-          }
-          return new AdaptiveLease(this, fence, grants, k, this.now(), until);
-        }
-        // A partial grant held while waiting could deadlock two waiters: give it back first.
-        await this.giveBack(fence, grants);
-        const now = this.now();
-        if (deadline !== undefined && now >= deadline)
-          throw new SemaphoreTimeoutError(this.name, min, deadline);
-        const delay = backoffDelay(attempt, this.backoffBaseMs, this.backoffCapMs, this.random);
-        await sleep(deadline === undefined ? delay : Math.min(delay, deadline - now), signal);
-      }
-    } catch (err) {
-      if (signal?.aborted) throw signal.reason;
-      throw err;
-    }
+    let until = 0;
+    const grants = await acquireInRounds({
+      name: this.name,
+      min,
+      deadline,
+      signal,
+      now: this.now,
+      random: this.random,
+      backoffBaseMs: this.backoffBaseMs,
+      backoffCapMs: this.backoffCapMs,
+      round: () => {
+        until = this.now() + leaseMs;
+        return this.#takeUpTo(fence, k, min, until, signal);
+      },
+      giveBack: (short) => this.giveBack(fence, short),
+    });
+    return new AdaptiveLease(this, fence, grants, k, this.now(), until);
   }
 
   /**
@@ -254,7 +238,7 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
         const expired = expiredHolders(item, now);
         const freed = expired.length > 0 ? await this.table.reclaim(index, expired, signal) : 0;
         const seen = { capacity: item.capacity, latencyMs: item.latencyMs, decreasedAt: item.decreasedAt };
-        return { index, free: Math.max(0, Math.floor(item.free + freed + 1e-9)), seen };
+        return { index, free: Math.max(0, Math.floor(item.free + freed)), seen };
       }),
     );
   }
@@ -326,7 +310,7 @@ class AdaptiveLease implements Lease {
     };
     for (const g of this.grants) {
       const step = adaptLimit(g.seen, outcome, shards, law);
-      const capacity = Math.min(step.capacity, limit / shards);
+      const capacity = quantize(Math.max(1, Math.min(step.capacity, limit / shards)));
       changes.set(g.shard, {
         delta: capacity - g.seen.capacity,
         latencyMs: step.latencyMs,

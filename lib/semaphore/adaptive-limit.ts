@@ -71,6 +71,17 @@ export interface AdaptiveStep extends AdaptiveState {
 export type ResolvedAdaptiveLimitOptions = Required<AdaptiveLimitOptions>;
 
 const MIN_LATENCY_MS = 0.1;
+/**
+ * Capacities are multiples of 1/1024: binary fractions add and subtract exactly in a double, and print as
+ * exact decimals for DynamoDB, so `free` (sums of permits and deltas) never drifts to 0.9999999 and a
+ * take of 1 permit never fails on rounding noise.
+ */
+export const CAPACITY_QUANTUM = 1 / 1024;
+
+/** Rounds a capacity to the nearest multiple of the quantum. */
+export function quantize(capacity: number): number {
+  return Math.round(capacity / CAPACITY_QUANTUM) * CAPACITY_QUANTUM;
+}
 const MAX_LATENCY_MS = 60_000;
 
 export function resolveAdaptiveLimitOptions(options: AdaptiveLimitOptions): ResolvedAdaptiveLimitOptions {
@@ -152,7 +163,7 @@ export function adaptLimit(
   } else if (outcome.wanted > outcome.permits && outcome.succeeded > 0) {
     capacity = state.capacity + options.increaseStep;
   }
-  capacity = Math.max(1, Math.min(capacity, ceilingPerShard(latencyMs, shards, options)));
+  capacity = quantize(Math.max(1, Math.min(capacity, ceilingPerShard(latencyMs, shards, options))));
   return {
     capacity,
     latencyMs,

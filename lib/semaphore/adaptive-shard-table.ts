@@ -1,12 +1,7 @@
-import {
-  type AttributeValue,
-  type DynamoDBClient,
-  PutItemCommand,
-  QueryCommand,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { AdaptiveState } from './adaptive-limit.js';
-import { guardTable, type HolderEntry, isConditionalFailure, num, pickNames } from './shard-table.js';
+import { num, SemaphoreItems } from './semaphore-items.js';
+import type { HolderEntry } from './shard-table.js';
 
 /*
  * Item shape of an adaptive semaphore (one item per shard, next to the static semaphore's items under the
@@ -50,69 +45,36 @@ const SK_PREFIX = 'adaptive#';
  * the caller's abort signal; mutations are conditional `UpdateItem`s on one item.
  */
 export class AdaptiveShardTable {
-  private readonly pk: string;
+  private readonly items: SemaphoreItems;
 
   constructor(
-    private readonly client: DynamoDBClient,
+    client: DynamoDBClient,
     readonly tableName: string,
     readonly name: string,
   ) {
-    this.pk = `sem#${name}`;
+    this.items = new SemaphoreItems(client, tableName, name);
   }
 
   /** Creates shard `index` with `state` (all permits free) unless it exists; a lost race is harmless. */
-  async create(index: number, shards: number, state: AdaptiveState, signal?: AbortSignal): Promise<void> {
-    try {
-      await guardTable(
-        this.tableName,
-        this.client.send(
-          new PutItemCommand({
-            TableName: this.tableName,
-            Item: {
-              pk: { S: this.pk },
-              sk: { S: `${SK_PREFIX}${index}` },
-              capacity: num(state.capacity),
-              free: num(state.capacity),
-              holders: { M: {} },
-              latencyMs: num(state.latencyMs),
-              decreasedAt: num(state.decreasedAt),
-              shards: num(shards),
-            },
-            ConditionExpression: 'attribute_not_exists(pk)',
-          }),
-          { abortSignal: signal },
-        ),
-      );
-    } catch (err) {
-      if (!isConditionalFailure(err)) throw err;
-    }
+  create(index: number, shards: number, state: AdaptiveState, signal?: AbortSignal): Promise<void> {
+    return this.items.createIfAbsent(
+      `${SK_PREFIX}${index}`,
+      {
+        capacity: num(state.capacity),
+        free: num(state.capacity),
+        holders: { M: {} },
+        latencyMs: num(state.latencyMs),
+        decreasedAt: num(state.decreasedAt),
+        shards: num(shards),
+      },
+      signal,
+    );
   }
 
   /** Every adaptive shard item of this semaphore, one strongly consistent Query. */
   async readAll(signal?: AbortSignal): Promise<AdaptiveShardItem[]> {
-    const items: AdaptiveShardItem[] = [];
-    let startKey: Record<string, AttributeValue> | undefined;
-    do {
-      const page = await guardTable(
-        this.tableName,
-        this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-            ExpressionAttributeValues: { ':pk': { S: this.pk }, ':prefix': { S: SK_PREFIX } },
-            ConsistentRead: true,
-            ExclusiveStartKey: startKey,
-          }),
-          { abortSignal: signal },
-        ),
-      );
-      for (const raw of page.Items ?? []) {
-        const item = parseAdaptiveItem(raw);
-        if (item !== undefined) items.push(item);
-      }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
-    return items;
+    const raw = await this.items.readAll(signal);
+    return raw.map(parseAdaptiveItem).filter((item): item is AdaptiveShardItem => item !== undefined);
   }
 
   /** Takes `n` permits of shard `index` for lease `fence` when `free >= n`; `false` when not. */
@@ -202,7 +164,7 @@ export class AdaptiveShardTable {
     return ok ? freed : 0;
   }
 
-  private async update(
+  private update(
     index: number,
     update: string,
     condition: string,
@@ -210,26 +172,7 @@ export class AdaptiveShardTable {
     values: Record<string, AttributeValue>,
     signal: AbortSignal | undefined,
   ): Promise<boolean> {
-    try {
-      await guardTable(
-        this.tableName,
-        this.client.send(
-          new UpdateItemCommand({
-            TableName: this.tableName,
-            Key: { pk: { S: this.pk }, sk: { S: `${SK_PREFIX}${index}` } },
-            UpdateExpression: update,
-            ConditionExpression: condition,
-            ExpressionAttributeNames: pickNames(`${update} ${condition}`, extraNames),
-            ExpressionAttributeValues: values,
-          }),
-          { abortSignal: signal },
-        ),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionalFailure(err)) return false;
-      throw err;
-    }
+    return this.items.update(`${SK_PREFIX}${index}`, update, condition, extraNames, values, signal);
   }
 }
 

@@ -5,7 +5,43 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { guardTable, isConditionalFailure, pickNames } from './shard-table.js';
+import { SemaphoreTableNotFoundError } from './errors.js';
+
+/** Placeholders of the item attributes (`limit` is a reserved word, so every name goes through one). */
+const names = {
+  '#free': 'free',
+  '#latency': 'latencyMs',
+  '#decreasedAt': 'decreasedAt',
+  '#capacity': 'capacity',
+  '#used': 'used',
+  '#holders': 'holders',
+  '#limit': 'limit',
+  '#shards': 'shards',
+} as const;
+
+export const num = (n: number): AttributeValue => ({ N: String(n) });
+
+// Expression attribute names must only be sent when the expression uses them (DynamoDB rejects unused ones).
+export function pickNames(expressions: string, extra: Record<string, string> = {}): Record<string, string> {
+  const all: Record<string, string> = { ...names, ...extra };
+  return Object.fromEntries(Object.entries(all).filter(([placeholder]) => expressions.includes(placeholder)));
+}
+
+export function isConditionalFailure(err: unknown): boolean {
+  return (err as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
+}
+
+/** Maps a missing table to a typed error; everything else passes through unchanged. */
+export async function guardTable<T>(tableName: string, request: Promise<T>): Promise<T> {
+  try {
+    return await request;
+  } catch (err) {
+    if ((err as { name?: unknown } | null)?.name === 'ResourceNotFoundException') {
+      throw new SemaphoreTableNotFoundError(tableName, { cause: err });
+    }
+    throw err;
+  }
+}
 
 /**
  * The items of one semaphore (`pk = sem#<name>`), whatever their sort keys: the three requests both the

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { acquireInRounds } from './acquire-rounds.js';
 import {
   type AdaptiveLimitOptions,
@@ -11,6 +10,7 @@ import {
   resolveAdaptiveLimitOptions,
 } from './adaptive-limit.js';
 import { AdaptiveShardTable, type CapacityChange } from './adaptive-shard-table.js';
+import type { DynamoSemaphoreOptions } from './dynamo-semaphore.js';
 import { LeaseLostError } from './errors.js';
 import { expiredHolders } from './shard-table.js';
 import type { AcquireOptions, Lease, LeaseCallOptions, LeaseUsage, Semaphore } from './types.js';
@@ -22,13 +22,7 @@ import { checkDynamoTuning, checkLeaseMs, checkPermitRequest, checkSemaphoreOpti
  * new AdaptiveDynamoSemaphore({ client, tableName, name: 'prefix:t=acme', limit: 3500,
  *   adaptive: { ratePerSecond: 3500 } }) // starts at 3500/s x 20 ms = 70 permits, then follows S3
  */
-export interface AdaptiveDynamoSemaphoreOptions {
-  /** The DynamoDB client (one per container, shared). */
-  client: DynamoDBClient;
-  /** Table with string partition key `pk` and sort key `sk` (`DynamoSemaphore.createTable`). */
-  tableName: string;
-  /** Semaphore name, e.g. `prefix:t=acme`; items are keyed `pk = sem#<name>`, `sk = adaptive#<i>`. */
-  name: string;
+export interface AdaptiveDynamoSemaphoreOptions extends Omit<DynamoSemaphoreOptions, 'limit' | 'shards'> {
   /**
    * Hard cap: the most permits one acquire may ask for and the most the adaptive limit may ever reach.
    * The limit itself starts at Little's law with `adaptive.initialLatencyMs` and moves below this cap.
@@ -37,36 +31,11 @@ export interface AdaptiveDynamoSemaphoreOptions {
   /** How the limit moves: the configured rate, AIMD factors, latency averaging (`AdaptiveLimitOptions`). */
   adaptive: AdaptiveLimitOptions;
   /**
-   * Shard items, for a semaphore whose items do not exist yet (an existing one keeps its stored count).
+   * Shard items (`sk = adaptive#<i>`), for a semaphore whose items do not exist yet (an existing one keeps
+   * its stored count).
    * @default ceil(initial limit / 64): 3500/s x 20 ms = 70 permits -> 2 shards
    */
   shards?: number;
-  /**
-   * Lease length in ms when `acquire` gets no `leaseMs`.
-   * @default 60_000
-   */
-  leaseMs?: number;
-  /**
-   * Backoff between rounds when permits are short: full jitter in `[0, min(cap, base x 2^round)]` ms.
-   * @default 20 and 500
-   */
-  backoffBaseMs?: number;
-  backoffCapMs?: number;
-  /**
-   * Bound in ms on give-backs made without a usable signal (a failed acquire, `release()` with no signal).
-   * @default 2_000
-   */
-  giveBackTimeoutMs?: number;
-  /**
-   * Clock in epoch ms (leases and the control law's rounds).
-   * @default Date.now
-   */
-  now?: () => number;
-  /**
-   * Uniform [0, 1) source for the starting shard and the jitter.
-   * @default Math.random
-   */
-  random?: () => number;
 }
 
 interface Grant {

@@ -1,7 +1,7 @@
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { AdaptiveState } from './adaptive-limit.js';
 import { num, SemaphoreItems } from './semaphore-items.js';
-import type { HolderEntry } from './shard-table.js';
+import { type HolderEntry, parseHolders } from './shard-table.js';
 
 /*
  * Item shape of an adaptive semaphore (one item per shard, next to the static semaphore's items under the
@@ -179,10 +179,7 @@ export class AdaptiveShardTable {
 function parseAdaptiveItem(raw: Record<string, AttributeValue>): AdaptiveShardItem | undefined {
   const match = /^adaptive#(\d+)$/.exec(raw.sk?.S ?? '');
   if (match === null) return undefined;
-  const holders = new Map<string, HolderEntry>();
-  for (const [fence, value] of Object.entries(raw.holders?.M ?? {})) {
-    holders.set(fence, { n: Number(value.M?.n?.N ?? 0), until: Number(value.M?.until?.N ?? 0) });
-  }
+  const holders = parseHolders(raw);
   return {
     index: Number(match[1]),
     capacity: Number(raw.capacity?.N ?? 0),

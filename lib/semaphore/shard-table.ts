@@ -217,13 +217,19 @@ export class ShardTable {
   }
 }
 
-function parseShardItem(raw: Record<string, AttributeValue>): ShardItem | undefined {
-  const match = /^shard#(\d+)$/.exec(raw.sk?.S ?? '');
-  if (match === null) return undefined;
+/** The `holders` map of a stored shard item (either kind). */
+export function parseHolders(raw: Record<string, AttributeValue>): Map<string, HolderEntry> {
   const holders = new Map<string, HolderEntry>();
   for (const [fence, value] of Object.entries(raw.holders?.M ?? {})) {
     holders.set(fence, { n: Number(value.M?.n?.N ?? 0), until: Number(value.M?.until?.N ?? 0) });
   }
+  return holders;
+}
+
+function parseShardItem(raw: Record<string, AttributeValue>): ShardItem | undefined {
+  const match = /^shard#(\d+)$/.exec(raw.sk?.S ?? '');
+  if (match === null) return undefined;
+  const holders = parseHolders(raw);
   return {
     index: Number(match[1]),
     capacity: Number(raw.capacity?.N ?? 0),

@@ -1,5 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { ChangeMessageVisibilityBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  GetQueueAttributesCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { SQSBatchItemFailure, SQSRecord } from 'aws-lambda';
 import { rejectOnAbort } from './send-dead-letters.js';
 
@@ -66,16 +70,44 @@ export function queueUrlOf(arn: string): string | undefined {
   return `https://sqs.${region}.${domain}/${account}/${name}`;
 }
 
-/** `ChangeMessageVisibilityBatch` in chunks of 10 per queue, every request carrying the signal. */
+/**
+ * `ChangeMessageVisibilityBatch` in chunks of 10 per queue, every request carrying the signal. A backoff
+ * never makes a record wait longer than the queue itself would: each timeout is capped at the queue's
+ * `VisibilityTimeout`, read once per queue per container (`GetQueueAttributes`; when that fails, uncapped).
+ */
 export class SqsVisibility implements VisibilityPort {
+  readonly #queueTimeouts = new Map<string, number>();
+
   constructor(private readonly sqs: SQSClient) {}
+
+  async #queueTimeout(queueUrl: string, signal: AbortSignal): Promise<number> {
+    const known = this.#queueTimeouts.get(queueUrl);
+    if (known !== undefined) return known;
+    try {
+      const { Attributes } = await this.sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['VisibilityTimeout'] }),
+        { abortSignal: signal },
+      );
+      const seconds = Number(Attributes?.VisibilityTimeout);
+      if (!Number.isFinite(seconds)) return MAX_VISIBILITY_SECONDS;
+      this.#queueTimeouts.set(queueUrl, seconds);
+      return seconds;
+    } catch {
+      return MAX_VISIBILITY_SECONDS;
+    }
+  }
 
   async change(changes: readonly VisibilityChange[], { signal }: { signal: AbortSignal }) {
     const refused = new Set<string>();
     const byQueue = new Map<string, VisibilityChange[]>();
     for (const c of changes) byQueue.set(c.queueUrl, [...(byQueue.get(c.queueUrl) ?? []), c]);
     const requests: Promise<void>[] = [];
-    for (const [queueUrl, entries] of byQueue) {
+    for (const [queueUrl, all] of byQueue) {
+      const cap = await this.#queueTimeout(queueUrl, signal);
+      const entries = all.map((c) => ({
+        ...c,
+        visibilityTimeoutSeconds: Math.min(c.visibilityTimeoutSeconds, cap),
+      }));
       for (let i = 0; i < entries.length; i += MAX_BATCH) {
         const chunk = entries.slice(i, i + MAX_BATCH);
         requests.push(

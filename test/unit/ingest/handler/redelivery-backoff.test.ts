@@ -139,14 +139,24 @@ describe('redelivery backoff in the handler', () => {
 });
 
 describe('SqsVisibility', () => {
-  it('sends ChangeMessageVisibilityBatch in chunks of 10 per queue and reports refused entries', async () => {
+  it('sends ChangeMessageVisibilityBatch in chunks of 10 per queue, capped at the queue timeout, and reports refused entries', async () => {
     const sent: {
       QueueUrl: string;
       Entries: { Id: string; ReceiptHandle: string; VisibilityTimeout: number }[];
     }[] = [];
+    const attributeReads: string[] = [];
     const client = {
-      send: async (command: { input: (typeof sent)[number] }, options: { abortSignal?: AbortSignal }) => {
+      send: async (
+        command: { input: (typeof sent)[number] & { AttributeNames?: string[] } },
+        options: { abortSignal?: AbortSignal },
+      ) => {
         expect(options.abortSignal).toBeInstanceOf(AbortSignal);
+        if (command.input.AttributeNames !== undefined) {
+          // The queue's own timeout: q1 3 s (caps the 5 s backoff), q2 unreadable (no cap).
+          attributeReads.push(command.input.QueueUrl);
+          if (command.input.QueueUrl === 'q2') throw new Error('AccessDenied');
+          return { Attributes: { VisibilityTimeout: '3' } };
+        }
         sent.push(command.input);
         if (command.input.QueueUrl === 'q2') throw new Error('throttled');
         return { Failed: command.input.Entries.length === 10 ? [{ Id: '3' }] : [] };
@@ -161,13 +171,18 @@ describe('SqsVisibility', () => {
       })),
       { queueUrl: 'q2', messageId: 'b', receiptHandle: 'rb', visibilityTimeoutSeconds: 10 },
     ];
-    const refused = await new SqsVisibility(client).change(changes, { signal: new AbortController().signal });
+    const port = new SqsVisibility(client);
+    const refused = await port.change(changes, { signal: new AbortController().signal });
     expect(sent.map((s) => [s.QueueUrl, s.Entries.length])).toEqual([
       ['q1', 10],
       ['q1', 2],
       ['q2', 1],
     ]);
-    expect(sent[1]!.Entries[0]).toEqual({ Id: '0', ReceiptHandle: 'r10', VisibilityTimeout: 5 });
+    expect(sent[1]!.Entries[0]).toEqual({ Id: '0', ReceiptHandle: 'r10', VisibilityTimeout: 3 });
+    expect(sent[2]!.Entries[0]).toEqual({ Id: '0', ReceiptHandle: 'rb', VisibilityTimeout: 10 });
     expect([...refused].sort()).toEqual(['a3', 'b']);
+    // The queue timeout is read once per queue per container (a failed read is tried again next time).
+    await port.change(changes.slice(0, 1), { signal: new AbortController().signal });
+    expect(attributeReads).toEqual(['q1', 'q2']);
   });
 });

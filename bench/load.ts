@@ -27,6 +27,7 @@ const LABEL: Record<LoadEngine, string> = {
   adaptive: 'createIngestHandler (adaptive limits + redelivery backoff)',
   static: 'createIngestHandler, static permits (before)',
   naive: 'naive (Promise.all, SDK retries)',
+  real: 'createIngestHandler (as shipped)',
 };
 
 /** Per-second rate of a cumulative counter between consecutive samples. */

@@ -35,7 +35,7 @@ import { createNaiveHandler } from './naive-handler.js';
  * `static`: the same handler with today's static permits (`S3_PREFIX_WRITE_RATE` x 20 ms) and no
  * redelivery backoff; `naive`: Promise.all over the batch, SDK retries only.
  */
-export type LoadEngine = 'adaptive' | 'static' | 'naive';
+export type LoadEngine = 'adaptive' | 'static' | 'naive' | 'real';
 
 export interface LoadRunConfig {
   engine: LoadEngine;

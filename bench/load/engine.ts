@@ -3,12 +3,15 @@
 // runner invoking the engine's handler in Lambda-like containers, then a check of what landed in the bucket.
 
 import { Logger } from '@aws-lambda-powertools/logger';
+import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { createS3Client } from '../../lib/db/s3-client.js';
 import { loadConfig } from '../../lib/ingest/config.js';
+import { createAwsClients } from '../../lib/ingest/handler/aws-clients.js';
 import { createIngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
+import { dynamoSemaphores } from '../../lib/ingest/handler/tenant-permits.js';
 import type { ProducerWrite } from '../../lib/ingest/message/types.js';
 import { Producer } from '../../lib/ingest/producer.js';
 import {
@@ -21,12 +24,18 @@ import { provisionLocal } from '../../lib/local/emulators/provision.js';
 import { EventSourceRunner } from '../../lib/local/lambda/event-source-runner.js';
 import { type ContainerHandler, LambdaContainers } from '../../lib/local/lambda/lambda-containers.js';
 import { SilentMetrics } from '../../lib/local/lambda/silent-metrics.js';
+import type { S3ModelCounters } from '../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { Histogram } from '../../lib/pool/histogram.js';
 import { reportToParent } from '../support/child.js';
 import { InFlightCounter } from './in-flight.js';
 import { createNaiveHandler } from './naive-handler.js';
 
-export type LoadEngine = 'real' | 'naive';
+/**
+ * `adaptive`: createIngestHandler as shipped (adaptive fleet-wide prefix limits, redelivery backoff);
+ * `static`: the same handler with today's static permits (`S3_PREFIX_WRITE_RATE` x 20 ms) and no
+ * redelivery backoff; `naive`: Promise.all over the batch, SDK retries only.
+ */
+export type LoadEngine = 'adaptive' | 'static' | 'naive' | 'real';
 
 export interface LoadRunConfig {
   engine: LoadEngine;
@@ -38,6 +47,12 @@ export interface LoadRunConfig {
    * machine reaches (an even spread over 50 prefixes stays far under any limit the semaphore can express).
    */
   hotShare: number;
+  /** How many hot tenants (1 or 2) get `hotShare` each. Default 2. */
+  hotTenants?: number;
+  /** Halve the proxy's per-prefix limit once this share (0..1) of the messages has been acknowledged. */
+  halveAt?: number;
+  /** No per-prefix limit at the proxy, and the real handler's rate at S3's 3,500/s: the pipeline's ceiling. */
+  unlimited?: boolean;
   /** The chaos proxy's accepted writes per second per tenant prefix (and the real handler's S3_PREFIX_WRITE_RATE). */
   writesPerSecond: number;
   latency: { medianMs: number; p99Ms: number };
@@ -67,12 +82,27 @@ export interface LoadSample {
   throttled: number;
   /** S3 requests the proxy saw so far. */
   s3Requests: number;
+  /** The hot tenant's prefix (tenant-00) at the proxy so far: requests, accepted, 503s. */
+  hot: { requests: number; ok: number; throttled: number };
+  /** The proxy's per-prefix write limit at the sample instant (writes/s). */
+  limit: number;
+  /** DynamoDB writes (PutItem/UpdateItem/DeleteItem, failed conditional ones included) so far. */
+  dynamoWrites: number;
+  /** S3 PutObject/DeleteObject attempts so far. */
+  s3Writes: number;
 }
 
 export interface LoadRunResult {
   engine: LoadEngine;
   messages: number;
   durationMs: number;
+  unlimited: boolean;
+  /** Seconds since the start when the proxy's limit was halved (undefined: not halved). */
+  halvedAt?: number;
+  dynamoWrites: number;
+  s3Writes: number;
+  /** The hot prefix's adaptive semaphore at the end (sum over its shard items), when it has one. */
+  hotAdaptive?: { capacity: number; latencyMs: number };
   e2e: { p50: number; p99: number; max: number; count: number };
   throttled: number;
   s3Requests: number;
@@ -95,10 +125,38 @@ const RESOURCES = { items: {} };
 const VISIBILITY_SLACK_S = 2;
 
 function tenantOf(config: LoadRunConfig, i: number): string {
+  const hot = config.hotTenants ?? 2;
   const slot = (i % 1000) / 1000;
-  const index =
-    slot < config.hotShare ? 0 : slot < 2 * config.hotShare ? 1 : 2 + (i % Math.max(1, config.tenants - 2));
+  const hotIndex = Math.floor(slot / config.hotShare);
+  const index = hotIndex < hot ? hotIndex : hot + (i % Math.max(1, config.tenants - hot));
   return `tenant-${String(index).padStart(2, '0')}`;
+}
+
+const HOT_PREFIX = 't=tenant-00/';
+const DYNAMO_WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand']);
+
+/** Counts the DynamoDB writes a client sends (attempts, failed conditional writes included). */
+function countDynamoWrites(client: DynamoDBClient, onWrite: () => void): DynamoDBClient {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (DYNAMO_WRITES.has(context.commandName ?? '')) onWrite();
+      return next(args);
+    },
+    { step: 'deserialize', name: 'benchDynamoWriteCounter' },
+  );
+  return client;
+}
+
+/** The hot prefix's counters at the proxy (its key may carry the bucket in front). */
+function hotCounters(byPrefix: Record<string, S3ModelCounters>): LoadSample['hot'] {
+  const sum = { requests: 0, ok: 0, throttled: 0 };
+  for (const [prefix, c] of Object.entries(byPrefix)) {
+    if (!prefix.endsWith(HOT_PREFIX)) continue;
+    sum.requests += c.requests;
+    sum.ok += c.ok;
+    sum.throttled += c.throttled;
+  }
+  return sum;
 }
 
 function writesFor(config: LoadRunConfig, from: number, to: number, sentAt: number): ProducerWrite[] {
@@ -114,6 +172,25 @@ function writesFor(config: LoadRunConfig, from: number, to: number, sentAt: numb
     });
   }
   return writes;
+}
+
+/** The adaptive shard items of semaphore `name`: capacity summed, latency averaged. */
+async function adaptiveState(client: DynamoDBClient, tableName: string, name: string) {
+  try {
+    const { Items = [] } = await client.send(
+      new QueryCommand({
+        TableName: tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
+        ExpressionAttributeValues: { ':pk': { S: `sem#${name}` }, ':sk': { S: 'adaptive#' } },
+      }),
+    );
+    if (Items.length === 0) return undefined;
+    const capacity = Items.reduce((sum, i) => sum + Number(i.capacity?.N ?? 0), 0);
+    const latencyMs = Items.reduce((sum, i) => sum + Number(i.latencyMs?.N ?? 0), 0) / Items.length;
+    return { capacity: Math.round(capacity * 100) / 100, latencyMs: Math.round(latencyMs * 10) / 10 };
+  } finally {
+    client.destroy();
+  }
 }
 
 async function countObjects(s3: S3Client, bucket: string): Promise<number> {
@@ -133,8 +210,13 @@ async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
 
 async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
   const aws = await startLocalAws({
-    chaos: { writesPerSecond: config.writesPerSecond, latency: config.latency, seed: 1 },
+    chaos: {
+      writesPerSecond: config.unlimited === true ? Number.POSITIVE_INFINITY : config.writesPerSecond,
+      latency: config.latency,
+      seed: 1,
+    },
   });
+  let dynamoWrites = 0;
   const model = aws.chaos!.model;
   const admin = clientConfigFor(aws.emulatorEndpoints);
   const sqs = new SQSClient(admin.sqs);
@@ -163,7 +245,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       AWS_ENDPOINT_URL_SQS: aws.endpoints.sqs,
       AWS_ENDPOINT_URL_DYNAMODB: aws.endpoints.dynamodb,
       POOL_CONCURRENCY: String(config.poolConcurrency),
-      S3_PREFIX_WRITE_RATE: String(config.writesPerSecond),
+      S3_PREFIX_WRITE_RATE: String(config.unlimited === true ? 3500 : config.writesPerSecond),
       DEADLINE_MARGIN_MS: '2000',
       WRITE_TIMEOUT_MS: '2000',
     });
@@ -184,8 +266,19 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
           maxSockets: config.poolConcurrency,
         }),
       );
+      const dynamodb = countDynamoWrites(createAwsClients(ingestConfig).dynamodb, () => {
+        dynamoWrites += 1;
+      });
+      const staticPermits = config.engine === 'static';
       return createIngestHandler(ingestConfig, {
-        clients: { s3 },
+        clients: { s3, dynamodb },
+        // Today's handler: static permits, failed records wait out the queue's visibility timeout.
+        ...(staticPermits
+          ? {
+              semaphores: dynamoSemaphores(ingestConfig, dynamodb, resources.tableName, 'static'),
+              redeliveries: false as const,
+            }
+          : {}),
         logger: new Logger({ serviceName: 'bench-load', logLevel: 'ERROR' }),
         // Published (dropped) after every invocation, so samples never pile up into a mid-run flush.
         metrics: new SilentMetrics({ namespace: 'bench-load', serviceName: 'bench-load' }),
@@ -224,19 +317,35 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
 
     const started = performance.now();
     const samples: LoadSample[] = [];
+    let halvedAt: number | undefined;
     const sample = () => {
-      const { total } = model.stats();
+      const { total, byPrefix } = model.stats();
+      const t = Math.round(performance.now() - started) / 1000;
+      const acked = runner.stats.deleted;
+      if (
+        config.halveAt !== undefined &&
+        halvedAt === undefined &&
+        acked >= config.messages * config.halveAt
+      ) {
+        model.setRates({ writesPerSecond: model.rates.writesPerSecond / 2 });
+        halvedAt = t;
+      }
       samples.push({
-        t: Math.round(performance.now() - started) / 1000,
-        acked: runner.stats.deleted,
+        t,
+        acked,
         s3InFlight: inFlight.current,
         invocations: runner.stats.inFlight,
         throttled: total.throttled,
         s3Requests: total.requests,
+        hot: hotCounters(byPrefix),
+        limit: model.rates.writesPerSecond,
+        dynamoWrites,
+        s3Writes: inFlight.writeAttempts,
       });
     };
     sample();
-    const sampler = setInterval(sample, 1000);
+    // Every 250 ms: the re-convergence after the halving is measured in seconds.
+    const sampler = setInterval(sample, 250);
 
     const producer = new Producer({ queueUrl: resources.queueUrl, client: sqs, resources: RESOURCES });
     const chunk = 100;
@@ -258,12 +367,22 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
     await containers.close();
 
     const written = await countObjects(s3Direct, resources.bucket);
+    const hotAdaptive = await adaptiveState(
+      new DynamoDBClient(admin.dynamodb),
+      resources.tableName,
+      `prefix:${resources.bucket}/${HOT_PREFIX}`,
+    );
     const deadLettered = await queueDepth(sqs, resources.dlqUrl);
     const { total } = model.stats();
     return {
       engine: config.engine,
       messages: config.messages,
       durationMs,
+      unlimited: config.unlimited === true,
+      ...(halvedAt === undefined ? {} : { halvedAt }),
+      dynamoWrites,
+      s3Writes: inFlight.writeAttempts,
+      ...(hotAdaptive === undefined ? {} : { hotAdaptive }),
       e2e: { p50: e2e.quantile(0.5), p99: e2e.quantile(0.99), max: e2e.max, count: e2e.count },
       throttled: total.throttled,
       s3Requests: total.requests,
@@ -277,7 +396,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       deadLettered,
       lost: config.messages - written,
       containers: containers.size,
-      ...(config.engine === 'real' ? { pool } : {}),
+      ...(config.engine === 'naive' ? {} : { pool }),
       samples,
     };
   } finally {

@@ -5,6 +5,8 @@ export class InFlightCounter {
   current = 0;
   peak = 0;
   attempts = 0;
+  /** PutObject/DeleteObject attempts (what the per-prefix write limit counts). */
+  writeAttempts = 0;
 
   /**
    * The deserialize step runs once per attempt, inside the SDK's retry loop (finalizeRequest), so a request
@@ -12,9 +14,11 @@ export class InFlightCounter {
    */
   attach(client: S3Client): S3Client {
     client.middlewareStack.add(
-      (next) => async (args) => {
+      (next, context) => async (args) => {
         this.current += 1;
         this.attempts += 1;
+        if (context.commandName === 'PutObjectCommand' || context.commandName === 'DeleteObjectCommand')
+          this.writeAttempts += 1;
         if (this.current > this.peak) this.peak = this.current;
         try {
           return await next(args);

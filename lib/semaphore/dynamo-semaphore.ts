@@ -1,15 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { backoffDelay, sleep, throwIfAborted } from './backoff.js';
-import {
-  InvalidSemaphoreOptionsError,
-  LeaseLostError,
-  SemaphoreConfigMismatchError,
-  SemaphoreTimeoutError,
-} from './errors.js';
+import { acquireInRounds } from './acquire-rounds.js';
+import { sleep } from './backoff.js';
+import { InvalidSemaphoreOptionsError, LeaseLostError, SemaphoreConfigMismatchError } from './errors.js';
 import { expiredHolders, ShardTable } from './shard-table.js';
 import type { AcquireOptions, Lease, LeaseCallOptions, Semaphore } from './types.js';
-import { checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
+import { checkDynamoTuning, checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
 
 export interface DynamoSemaphoreOptions {
   /** The DynamoDB client (create one per container and share it). */
@@ -91,24 +87,15 @@ export class DynamoSemaphore implements Semaphore {
     this.tableName = options.tableName;
     checkSemaphoreOptions(this);
     const shards = options.shards ?? Math.ceil(this.limit / 64);
-    if (!Number.isInteger(shards) || shards < 1 || shards > this.limit) {
-      throw new InvalidSemaphoreOptionsError(
-        `semaphore "${this.name}": shards must be an integer in 1..limit (${this.limit}), got ${options.shards}`,
-      );
-    }
     this.backoffBaseMs = options.backoffBaseMs ?? 20;
     this.backoffCapMs = options.backoffCapMs ?? 500;
-    if (!(this.backoffBaseMs > 0 && this.backoffCapMs >= this.backoffBaseMs)) {
-      throw new InvalidSemaphoreOptionsError(
-        `semaphore "${this.name}": need 0 < backoffBaseMs <= backoffCapMs, got ${this.backoffBaseMs} and ${this.backoffCapMs}`,
-      );
-    }
     this.giveBackTimeoutMs = options.giveBackTimeoutMs ?? 2_000;
-    if (!(this.giveBackTimeoutMs > 0 && Number.isFinite(this.giveBackTimeoutMs))) {
-      throw new InvalidSemaphoreOptionsError(
-        `semaphore "${this.name}": giveBackTimeoutMs must be a positive number, got ${this.giveBackTimeoutMs}`,
-      );
-    }
+    checkDynamoTuning(this.name, this.limit, {
+      shards,
+      backoffBaseMs: this.backoffBaseMs,
+      backoffCapMs: this.backoffCapMs,
+      giveBackTimeoutMs: this.giveBackTimeoutMs,
+    });
     this.now = options.now ?? (() => Date.now());
     this.random = options.random ?? Math.random;
     this.table = new ShardTable(options.client, this.tableName, this.name, this.limit, shards);
@@ -164,34 +151,23 @@ export class DynamoSemaphore implements Semaphore {
     const { deadline, signal } = options;
     // One id per acquire call: it keys the holder entry in every shard the lease spans and fences it.
     const fence = randomUUID();
-    try {
-      for (let attempt = 0; ; attempt++) {
-        throwIfAborted(signal);
-        const until = this.now() + leaseMs;
-        const grants = await this.takeUpTo(fence, k, min, until, attempt === 0, signal);
-        const permits = grants.reduce((sum, g) => sum + g.n, 0);
-        if (permits >= min) {
-          // The signal may have aborted while the round's writes were in flight: keep the promise of
-          // "rejected means nothing held".
-          if (signal?.aborted) {
-            await this.giveBack(fence, grants).catch(() => undefined);
-            throw signal.reason;
-          }
-          return new DynamoLease(this, this.table, fence, grants, until, this.now);
-        }
-        // Holding a partial grant while waiting would let two waiters deadlock each other: give it back.
-        await this.giveBack(fence, grants);
-        const now = this.now();
-        if (deadline !== undefined && now >= deadline)
-          throw new SemaphoreTimeoutError(this.name, min, deadline);
-        const delay = backoffDelay(attempt, this.backoffBaseMs, this.backoffCapMs, this.random);
-        await sleep(deadline === undefined ? delay : Math.min(delay, deadline - now), signal);
-      }
-    } catch (err) {
-      // A request cut short by the signal fails with the SDK's AbortError: report the caller's reason.
-      if (signal?.aborted) throw signal.reason;
-      throw err;
-    }
+    let until = 0;
+    const grants = await acquireInRounds({
+      name: this.name,
+      min,
+      deadline,
+      signal,
+      now: this.now,
+      random: this.random,
+      backoffBaseMs: this.backoffBaseMs,
+      backoffCapMs: this.backoffCapMs,
+      round: (attempt) => {
+        until = this.now() + leaseMs;
+        return this.takeUpTo(fence, k, min, until, attempt === 0, signal);
+      },
+      giveBack: (short) => this.giveBack(fence, short),
+    });
+    return new DynamoLease(this, this.table, fence, grants, until, this.now);
   }
 
   /**

@@ -1,3 +1,13 @@
+export {
+  AdaptiveDynamoSemaphore,
+  type AdaptiveDynamoSemaphoreOptions,
+} from './adaptive-dynamo-semaphore.js';
+export {
+  type AdaptiveLimitOptions,
+  type AdaptiveState,
+  adaptLimit,
+  type LeaseOutcome,
+} from './adaptive-limit.js';
 export { DynamoSemaphore, type DynamoSemaphoreOptions } from './dynamo-semaphore.js';
 export {
   InvalidPermitRequestError,
@@ -10,5 +20,5 @@ export {
 } from './errors.js';
 export { MemorySemaphore, type MemorySemaphoreOptions } from './memory-semaphore.js';
 export { type PermitSizing, permitsFor } from './permits-for.js';
-export type { AcquireOptions, Lease, LeaseCallOptions, Semaphore } from './types.js';
+export type { AcquireOptions, Lease, LeaseCallOptions, LeaseUsage, Semaphore } from './types.js';
 export { type ConcurrencyTarget, type PermitRequest, withPermits } from './with-permits.js';

@@ -1,11 +1,5 @@
-import {
-  type AttributeValue,
-  type DynamoDBClient,
-  PutItemCommand,
-  QueryCommand,
-  UpdateItemCommand,
-} from '@aws-sdk/client-dynamodb';
-import { SemaphoreTableNotFoundError } from './errors.js';
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { num, SemaphoreItems } from './semaphore-items.js';
 
 /*
  * Item shape (one item per shard; the table has partition key `pk` and sort key `sk`, both strings):
@@ -38,28 +32,8 @@ export interface ShardItem {
   holders: Map<string, HolderEntry>;
 }
 
-const names = {
-  '#capacity': 'capacity',
-  '#used': 'used',
-  '#holders': 'holders',
-  '#limit': 'limit',
-  '#shards': 'shards',
-} as const;
-
-const num = (n: number): AttributeValue => ({ N: String(n) });
-
-// Expression attribute names must only be sent when the expression uses them (DynamoDB rejects unused ones).
-function pickNames(expressions: string, extra: Record<string, string> = {}): Record<string, string> {
-  const all: Record<string, string> = { ...names, ...extra };
-  return Object.fromEntries(Object.entries(all).filter(([placeholder]) => expressions.includes(placeholder)));
-}
-
-function isConditionalFailure(err: unknown): boolean {
-  return (err as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
-}
-
 /** Holder entries whose lease ended before `now`: another acquirer may reclaim them. */
-export function expiredHolders(item: ShardItem, now: number): [string, HolderEntry][] {
+export function expiredHolders(item: Pick<ShardItem, 'holders'>, now: number): [string, HolderEntry][] {
   return [...item.holders].filter(([, entry]) => entry.until < now);
 }
 
@@ -72,17 +46,17 @@ const maxReclaimPerWrite = 25;
  * holds the caller past it.
  */
 export class ShardTable {
-  private readonly pk: string;
+  private readonly items: SemaphoreItems;
   #shards: number;
 
   constructor(
-    private readonly client: DynamoDBClient,
+    client: DynamoDBClient,
     readonly tableName: string,
     readonly name: string,
     readonly limit: number,
     shards: number,
   ) {
-    this.pk = `sem#${name}`;
+    this.items = new SemaphoreItems(client, tableName, name);
     this.#shards = shards;
   }
 
@@ -211,58 +185,27 @@ export class ShardTable {
   }
 
   /** Creates shard `index` empty unless it exists (two processes racing to create it is harmless). */
-  async create(index: number, signal?: AbortSignal): Promise<void> {
-    try {
-      await this.guard(
-        this.client.send(
-          new PutItemCommand({
-            TableName: this.tableName,
-            Item: {
-              pk: { S: this.pk },
-              sk: { S: `shard#${index}` },
-              capacity: num(this.capacityOf(index)),
-              used: num(0),
-              holders: { M: {} },
-              limit: num(this.limit),
-              shards: num(this.shards),
-            },
-            ConditionExpression: 'attribute_not_exists(pk)',
-          }),
-          { abortSignal: signal },
-        ),
-      );
-    } catch (err) {
-      if (!isConditionalFailure(err)) throw err;
-    }
+  create(index: number, signal?: AbortSignal): Promise<void> {
+    return this.items.createIfAbsent(
+      `shard#${index}`,
+      {
+        capacity: num(this.capacityOf(index)),
+        used: num(0),
+        holders: { M: {} },
+        limit: num(this.limit),
+        shards: num(this.shards),
+      },
+      signal,
+    );
   }
 
   /** Reads every shard item of this semaphore with one strongly consistent Query. */
   async readAll(signal?: AbortSignal): Promise<ShardItem[]> {
-    const items: ShardItem[] = [];
-    let startKey: Record<string, AttributeValue> | undefined;
-    do {
-      const page = await this.guard(
-        this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: { ':pk': { S: this.pk } },
-            ConsistentRead: true,
-            ExclusiveStartKey: startKey,
-          }),
-          { abortSignal: signal },
-        ),
-      );
-      for (const raw of page.Items ?? []) {
-        const item = parseShardItem(raw);
-        if (item !== undefined) items.push(item);
-      }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
-    return items;
+    const raw = await this.items.readAll(signal);
+    return raw.map(parseShardItem).filter((item): item is ShardItem => item !== undefined);
   }
 
-  private async conditionalUpdate(
+  private conditionalUpdate(
     index: number,
     update: string,
     condition: string,
@@ -270,47 +213,23 @@ export class ShardTable {
     values: Record<string, AttributeValue>,
     signal: AbortSignal | undefined,
   ): Promise<boolean> {
-    try {
-      await this.guard(
-        this.client.send(
-          new UpdateItemCommand({
-            TableName: this.tableName,
-            Key: { pk: { S: this.pk }, sk: { S: `shard#${index}` } },
-            UpdateExpression: update,
-            ConditionExpression: condition,
-            ExpressionAttributeNames: pickNames(`${update} ${condition}`, extraNames),
-            ExpressionAttributeValues: values,
-          }),
-          { abortSignal: signal },
-        ),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionalFailure(err)) return false;
-      throw err;
-    }
+    return this.items.update(`shard#${index}`, update, condition, extraNames, values, signal);
   }
+}
 
-  /** Maps a missing table to a typed error; everything else passes through unchanged. */
-  private async guard<T>(request: Promise<T>): Promise<T> {
-    try {
-      return await request;
-    } catch (err) {
-      if ((err as { name?: unknown } | null)?.name === 'ResourceNotFoundException') {
-        throw new SemaphoreTableNotFoundError(this.tableName, { cause: err });
-      }
-      throw err;
-    }
+/** The `holders` map of a stored shard item (either kind). */
+export function parseHolders(raw: Record<string, AttributeValue>): Map<string, HolderEntry> {
+  const holders = new Map<string, HolderEntry>();
+  for (const [fence, value] of Object.entries(raw.holders?.M ?? {})) {
+    holders.set(fence, { n: Number(value.M?.n?.N ?? 0), until: Number(value.M?.until?.N ?? 0) });
   }
+  return holders;
 }
 
 function parseShardItem(raw: Record<string, AttributeValue>): ShardItem | undefined {
   const match = /^shard#(\d+)$/.exec(raw.sk?.S ?? '');
   if (match === null) return undefined;
-  const holders = new Map<string, HolderEntry>();
-  for (const [fence, value] of Object.entries(raw.holders?.M ?? {})) {
-    holders.set(fence, { n: Number(value.M?.n?.N ?? 0), until: Number(value.M?.until?.N ?? 0) });
-  }
+  const holders = parseHolders(raw);
   return {
     index: Number(match[1]),
     capacity: Number(raw.capacity?.N ?? 0),

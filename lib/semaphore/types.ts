@@ -14,6 +14,22 @@ export interface Lease {
   release(options?: LeaseCallOptions): Promise<void>;
   /** Moves the expiry to `ms` from now. Rejects with `LeaseLostError` when the lease was already reclaimed. */
   extend(ms: number, options?: LeaseCallOptions): Promise<void>;
+  /**
+   * What the work under the lease saw, told before `release()`: an adaptive semaphore moves its limit
+   * with it in the release's own write (`AdaptiveDynamoSemaphore`); the others ignore it (optional).
+   */
+  report?(usage: LeaseUsage): void;
+}
+
+/**
+ * What the work under one lease saw (S3 attempts), reported with `lease.report` before the release.
+ * @example { succeeded: 40, throttled: 1 }
+ */
+export interface LeaseUsage {
+  /** Attempts that succeeded while the lease was held. */
+  readonly succeeded: number;
+  /** Attempts answered with SlowDown / 503 (`isThrottling`) while the lease was held. */
+  readonly throttled: number;
 }
 
 /**

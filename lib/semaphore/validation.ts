@@ -41,3 +41,23 @@ export function checkSemaphoreOptions(options: { name: string; limit: number; le
   if (!isPositiveInteger(options.limit)) throw fail(`limit must be a positive integer, got ${options.limit}`);
   if (!isPositiveDuration(options.leaseMs)) throw fail(`leaseMs must be positive, got ${options.leaseMs}`);
 }
+
+/** The tuning both DynamoDB semaphores share: shard count, backoff and give-back bounds. */
+export interface DynamoTuning {
+  shards: number;
+  backoffBaseMs: number;
+  backoffCapMs: number;
+  giveBackTimeoutMs: number;
+}
+
+/** Checks a DynamoDB semaphore's tuning against its limit; throws `InvalidSemaphoreOptionsError`. */
+export function checkDynamoTuning(name: string, limit: number, tuning: DynamoTuning): void {
+  const fail = (why: string) => new InvalidSemaphoreOptionsError(`semaphore "${name}": ${why}`);
+  const { shards, backoffBaseMs, backoffCapMs, giveBackTimeoutMs } = tuning;
+  if (!Number.isInteger(shards) || shards < 1 || shards > limit)
+    throw fail(`shards must be an integer in 1..limit (${limit}), got ${shards}`);
+  if (!(backoffBaseMs > 0 && backoffCapMs >= backoffBaseMs))
+    throw fail(`need 0 < backoffBaseMs <= backoffCapMs, got ${backoffBaseMs} and ${backoffCapMs}`);
+  if (!(giveBackTimeoutMs > 0 && Number.isFinite(giveBackTimeoutMs)))
+    throw fail(`giveBackTimeoutMs must be a positive number, got ${giveBackTimeoutMs}`);
+}

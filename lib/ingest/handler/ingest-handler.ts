@@ -4,7 +4,6 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { ObjectStore } from '../../db/object-store.js';
 import { S3ObjectStore } from '../../db/s3-object-store.js';
 import { ConcurrencyBudget } from '../../pool/concurrency-budget.js';
-import { DynamoSemaphore } from '../../semaphore/dynamo-semaphore.js';
 import type { IngestConfig } from '../config.js';
 import { type AwsClients, createAwsClients } from './aws-clients.js';
 import { type Clock, systemClock } from './clock.js';
@@ -21,11 +20,12 @@ import {
 import { observeSemaphores } from './observed-semaphores.js';
 import { OutcomeLedger } from './outcome-ledger.js';
 import { planBatch } from './plan-batch.js';
+import { backOffRedeliveries, SqsVisibility, type VisibilityPort } from './redelivery-backoff.js';
 import { runTenants } from './run-tenants.js';
 import { sendDeadLetters } from './send-dead-letters.js';
 import { SourceBinding } from './source-binding.js';
 import { TenantDatabases } from './tenant-databases.js';
-import { releaseTimeoutMs, type SemaphoreFactory, settleMs, TenantPermits } from './tenant-permits.js';
+import { dynamoSemaphores, type SemaphoreFactory, settleMs, TenantPermits } from './tenant-permits.js';
 import { WriteCountingStore } from './write-counting-store.js';
 
 export interface IngestHandlerOptions {
@@ -61,8 +61,9 @@ export interface IngestHandlerOptions {
    */
   readonly store?: ObjectStore;
   /**
-   * Semaphore port: builds the distributed semaphore of a prefix, `(name, limit) => Semaphore`.
-   * @default DynamoSemaphore on SEMAPHORE_TABLE (none when unset: pools bounded by the invocation only)
+   * Semaphore port: builds the distributed semaphore of a prefix, `(name, limit, ratePerSecond) => Semaphore`.
+   * @default `dynamoSemaphores(config, dynamodb, SEMAPHORE_TABLE)`: adaptive per tenant prefix, static for
+   * the small tenants' stripes (none when SEMAPHORE_TABLE is unset: pools bounded by the invocation only)
    * @example { semaphores: (name, limit) => new MemorySemaphore({ name, limit }) }
    */
   readonly semaphores?: SemaphoreFactory;
@@ -72,6 +73,14 @@ export interface IngestHandlerOptions {
    * @example { deadLetters: new MemoryDeadLetterSink() }
    */
   readonly deadLetters?: DeadLetterSink;
+  /**
+   * Redelivery port: where failed records get their backoff visibility timeout
+   * (`min(5 s x 2^(receiveCount - 1), 300 s)`, `redelivery-backoff.ts`); `false` leaves them to the
+   * queue's visibility timeout.
+   * @default new SqsVisibility(clients.sqs) (ChangeMessageVisibilityBatch)
+   * @example { redeliveries: false }
+   */
+  readonly redeliveries?: VisibilityPort | false;
   /**
    * Time port: the invocation's start, duration and cutoff timer.
    * @default systemClock (Date.now and setTimeout)
@@ -136,19 +145,11 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
   const table = config.semaphoreTable;
   const semaphoreFactory =
     options.semaphores ??
-    (table === undefined
-      ? undefined
-      : (name: string, limit: number) =>
-          new DynamoSemaphore({
-            client: clients.dynamodb,
-            tableName: table,
-            name,
-            limit,
-            giveBackTimeoutMs: releaseTimeoutMs(config),
-          }));
+    (table === undefined ? undefined : dynamoSemaphores(config, clients.dynamodb, table));
   const semaphores =
     semaphoreFactory === undefined ? undefined : observeSemaphores(semaphoreFactory, () => running);
   const deadLetters = options.deadLetters ?? new DeadLetterQueue(clients.sqs, config.dlqUrl);
+  const redeliveries = options.redeliveries ?? new SqsVisibility(clients.sqs);
   const databases = new TenantDatabases({
     config,
     store,
@@ -189,6 +190,12 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
       });
       withholdFifoLetters(ledger);
       await sendDeadLetters(ledger, deadLetters, logger, deadline.settleSignal);
+      if (redeliveries !== false) {
+        await backOffRedeliveries(records, ledger.response().batchItemFailures, redeliveries, {
+          signal: deadline.settleSignal,
+          logger,
+        });
+      }
     } finally {
       // Clean.
       deadline.dispose();

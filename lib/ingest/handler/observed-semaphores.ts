@@ -20,7 +20,7 @@ export function observeSemaphores(
   factory: SemaphoreFactory,
   observer: () => SemaphoreObserver | undefined,
 ): SemaphoreFactory {
-  return (name, limit) => new ObservedSemaphore(factory(name, limit), observer);
+  return (name, limit, ratePerSecond) => new ObservedSemaphore(factory(name, limit, ratePerSecond), observer);
 }
 
 class ObservedSemaphore implements Semaphore {
@@ -75,5 +75,7 @@ function observedLease(lease: Lease, observer: SemaphoreObserver | undefined): L
       }
     },
     extend: (ms, options) => lease.extend(ms, options),
+    // What the work saw goes through to an adaptive semaphore's release.
+    report: (usage) => lease.report?.(usage),
   };
 }

@@ -44,7 +44,7 @@ export async function sendDeadLetters(
 }
 
 /** Rejects with the signal's reason once it aborts (at once if it already has). */
-function rejectOnAbort(signal: AbortSignal): Promise<never> {
+export function rejectOnAbort(signal: AbortSignal): Promise<never> {
   return new Promise((_, reject) => {
     if (signal.aborted) reject(signal.reason);
     else signal.addEventListener('abort', () => reject(signal.reason), { once: true });

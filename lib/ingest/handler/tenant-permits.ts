@@ -1,7 +1,12 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LRUCache } from 'lru-cache';
+import { isThrottling } from '../../errors/classify.js';
+import type { PoolEvents } from '../../pool/events.js';
+import { AdaptiveDynamoSemaphore } from '../../semaphore/adaptive-dynamo-semaphore.js';
+import { DynamoSemaphore } from '../../semaphore/dynamo-semaphore.js';
 import { SemaphoreTimeoutError } from '../../semaphore/errors.js';
 import { permitsFor } from '../../semaphore/permits-for.js';
-import type { Lease, Semaphore } from '../../semaphore/types.js';
+import type { Lease, LeaseUsage, Semaphore } from '../../semaphore/types.js';
 import type { ConcurrencyTarget } from '../../semaphore/with-permits.js';
 import type { IngestConfig } from '../config.js';
 
@@ -13,8 +18,14 @@ export const ASSUMED_WRITE_LATENCY_MS = 20;
  * and per-tenant leases would cost as many DynamoDB writes as S3 writes.
  */
 export const SMALL_TENANT_WRITES = 10;
-/** The shared lease of small tenants caps their fleet-wide in-flight writes at this many prefixes' worth. */
+/** One stripe of the small tenants' shared semaphore caps its in-flight writes at this many prefixes' worth. */
 export const SMALL_TENANTS_PREFIX_SHARE = 4;
+/**
+ * Small tenants share one of this many striped semaphores (each its own partition key), picked at random
+ * per invocation: no single lease or partition caps the fleet's small-tenant writes (16 x 280 permits at
+ * the default rate), and a batch's small tenants still cost one acquire and one release, as before.
+ */
+export const SMALL_TENANT_STRIPES = 16;
 
 /**
  * How long giving permits back may take, whether a release after the work or the give-back of an aborted
@@ -29,6 +40,42 @@ export function releaseTimeoutMs(config: IngestConfig): number {
 /** How long after the cutoff the dead letters may still be sent: half of `DEADLINE_MARGIN_MS`. */
 export function settleMs(config: IngestConfig): number {
   return Math.max(1, Math.floor(config.deadlineMarginMs / 2));
+}
+
+/**
+ * How a tenant prefix's fleet-wide limit is kept: `adaptive` follows what S3 accepts (the limit lives in
+ * the shard items, moved by every release; `AdaptiveDynamoSemaphore`), `static` is `S3_PREFIX_WRITE_RATE`
+ * x 20 ms for ever (`DynamoSemaphore`).
+ */
+export type PrefixLimitMode = 'adaptive' | 'static';
+
+/**
+ * The DynamoDB semaphores of the handler. Tenant prefixes (`prefix:` names) get an adaptive semaphore
+ * whose hard cap is the rate x 1 s (it starts at the 20 ms sizing and follows measured latency and
+ * SlowDowns below that); the small tenants' stripes keep a static one: their prefixes see a handful of
+ * writes each, and a group of small tenants needs a permit per tenant, which a shrinking limit could starve.
+ */
+export function dynamoSemaphores(
+  config: IngestConfig,
+  client: DynamoDBClient,
+  tableName: string,
+  mode: PrefixLimitMode = 'adaptive',
+): SemaphoreFactory {
+  const giveBackTimeoutMs = releaseTimeoutMs(config);
+  return (name, limit, ratePerSecond) => {
+    if (mode === 'static' || !name.startsWith('prefix:')) {
+      return new DynamoSemaphore({ client, tableName, name, limit, giveBackTimeoutMs });
+    }
+    const rate = ratePerSecond ?? config.s3PrefixWriteRate;
+    return new AdaptiveDynamoSemaphore({
+      client,
+      tableName,
+      name,
+      limit: Math.max(limit, Math.ceil(rate)),
+      adaptive: { ratePerSecond: rate, initialLatencyMs: ASSUMED_WRITE_LATENCY_MS },
+      giveBackTimeoutMs,
+    });
+  };
 }
 
 /** One tenant's pool and how much work it has in this invocation (the runner's tenant object fits). */
@@ -62,19 +109,88 @@ export interface PermitReport<T> {
 }
 
 /**
- * Builds the semaphore of one name. Called again for a name whose semaphore the cache evicted, so the
+ * Builds the semaphore of one name: `limit` is the static sizing (`S3_PREFIX_WRITE_RATE` x 20 ms),
+ * `ratePerSecond` the rate it stands for (what an adaptive semaphore sizes by, with measured latency). Called again for a name whose semaphore the cache evicted, so the
  * permits must live outside the instance (DynamoDB), or the factory must return the same in-process
  * semaphore per name (as the tests' memoizing factories do).
  */
-export type SemaphoreFactory = (name: string, limit: number) => Semaphore;
+export type SemaphoreFactory = (name: string, limit: number, ratePerSecond?: number) => Semaphore;
 
-/** Several small tenants' pools sized as one: each gets an equal share (at least 1) of the permits. */
-class PoolGroup implements ConcurrencyTarget {
-  constructor(private readonly pools: readonly TenantPermitRequest[]) {}
+/** The pool events a lease's usage is counted from (`ExecutorPool` fits). */
+export interface UsageEvents {
+  on(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
+  on(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
+  off(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
+  off(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
+}
+
+/**
+ * Counts the S3 attempts of some pools while a lease is held, for `lease.report` (what an adaptive
+ * semaphore moves its limit by). Pools without events count nothing.
+ */
+class UsageCounter {
+  #succeeded = 0;
+  #throttled = 0;
+  readonly #stop: (() => void)[] = [];
+
+  constructor(pools: readonly unknown[]) {
+    const completed = () => {
+      this.#succeeded++;
+    };
+    const failed = (e: PoolEvents['pool:taskError']) => {
+      if (isThrottling(e.error)) this.#throttled++;
+    };
+    for (const pool of pools) {
+      if (!isUsageEvents(pool)) continue;
+      pool.on('pool:taskCompleted', completed);
+      pool.on('pool:taskError', failed);
+      this.#stop.push(() => {
+        pool.off('pool:taskCompleted', completed);
+        pool.off('pool:taskError', failed);
+      });
+    }
+  }
+
+  stop(): LeaseUsage {
+    for (const off of this.#stop.splice(0)) off();
+    return { succeeded: this.#succeeded, throttled: this.#throttled };
+  }
+}
+
+function isUsageEvents(pool: unknown): pool is UsageEvents {
+  const p = pool as Partial<UsageEvents> | null;
+  return typeof p?.on === 'function' && typeof p.off === 'function';
+}
+
+/**
+ * The small tenants of a batch under one lease, however few permits it has: at most `permits` tenants run
+ * at a time, each pool at an equal share (at least 1), the next tenant starting when one has drained. So
+ * the whole batch's small tenants cost one acquire and one release, and never have more writes in flight
+ * than the lease granted.
+ */
+class PoolGroup<T extends TenantPermitRequest> implements ConcurrencyTarget {
+  #permits = 1;
+
+  constructor(readonly pools: readonly T[]) {}
 
   setConcurrency(n: number): void {
-    const share = Math.max(1, Math.floor(n / this.pools.length));
-    for (const { pool, writes } of this.pools) pool.setConcurrency(Math.max(1, Math.min(share, writes)));
+    this.#permits = Math.max(1, n);
+  }
+
+  async run(work: (tenant: T) => Promise<void>): Promise<void> {
+    const running = Math.min(this.#permits, this.pools.length);
+    const share = Math.max(1, Math.floor(this.#permits / running));
+    let next = 0;
+    const lane = async () => {
+      while (next < this.pools.length) {
+        const tenant = this.pools[next++]!;
+        tenant.pool.setConcurrency(Math.max(1, Math.min(share, tenant.writes)));
+        await work(tenant);
+        // Its slot is free only once its writes (timed-out ones included) have settled.
+        await tenant.pool.drain?.();
+      }
+    };
+    await Promise.all(Array.from({ length: running }, lane));
   }
 
   async drain(): Promise<void> {
@@ -97,12 +213,18 @@ export class TenantPermits {
   readonly #factory: SemaphoreFactory | undefined;
   readonly #prefixLimit: number;
   readonly #releaseTimeoutMs: number;
+  readonly #random: () => number;
 
-  /** `factory`: the distributed semaphores; without one, pools run bounded only by the invocation. */
+  /**
+   * `factory`: the distributed semaphores; without one, pools run bounded only by the invocation.
+   * `random`: picks the small tenants' stripe (uniform in [0, 1)).
+   */
   constructor(
     private readonly config: IngestConfig,
     factory: SemaphoreFactory | undefined,
+    random: () => number = Math.random,
   ) {
+    this.#random = random;
     this.#prefixLimit = permitsFor({
       ratePerSecond: config.s3PrefixWriteRate,
       latencyMs: ASSUMED_WRITE_LATENCY_MS,
@@ -152,49 +274,54 @@ export class TenantPermits {
       target: ConcurrencyTarget,
       want: number,
       group: readonly T[],
+      body: () => Promise<void>,
     ): Promise<void> =>
-      this.#runUnder(semaphore, target, want, group.length, window, releaseFailures, async () => {
-        await Promise.all(group.map((t) => work(t)));
-      }).then((result) => {
+      this.#runUnder(semaphore, target, want, window, releaseFailures, body).then((result) => {
         for (const t of group) results.set(t, result);
       });
 
     const large = tenants.filter((t) => t.writes >= SMALL_TENANT_WRITES);
     const small = tenants.filter((t) => t.writes < SMALL_TENANT_WRITES);
+    const rate = this.config.s3PrefixWriteRate;
     const jobs: Promise<void>[] = [];
     for (const t of large) {
       const semaphore = this.#semaphoreOrUnavailable(
         factory,
         `prefix:${this.config.bucketName}/t=${t.tenant}/`,
         this.#prefixLimit,
+        rate,
         [t],
         results,
       );
       if (semaphore === undefined) continue;
-      jobs.push(
-        runUnder(semaphore, t.pool, Math.min(this.#prefixLimit, this.config.poolConcurrency, t.writes), [t]),
-      );
+      // Up to the semaphore's own limit (an adaptive one may grant more than the 20 ms sizing).
+      const want = Math.min(semaphore.limit, this.config.poolConcurrency, t.writes);
+      jobs.push(runUnder(semaphore, t.pool, want, [t], () => work(t)));
     }
 
     const sharedLimit = this.#prefixLimit * SMALL_TENANTS_PREFIX_SHARE;
-    const sharedName = `bucket:${this.config.bucketName}/small-tenants`;
-    // Each small tenant needs at least one permit of the shared lease, so a group never outnumbers what the
-    // semaphore can grant. Sized from the semaphore's actual limit: a factory may build it smaller than asked
-    // (a table configured with fewer permits), and a group larger than the grant would run one write per
-    // tenant over it.
+    const stripe = Math.min(SMALL_TENANT_STRIPES - 1, Math.floor(this.#random() * SMALL_TENANT_STRIPES));
+    const sharedName = `bucket:${this.config.bucketName}/small-tenants#${stripe}`;
     const shared =
       small.length === 0
         ? undefined
-        : this.#semaphoreOrUnavailable(factory, sharedName, sharedLimit, small, results);
-    const groupSize = Math.max(1, Math.floor((shared?.limit ?? sharedLimit) / 2));
-    for (let i = 0; shared !== undefined && i < small.length; i += groupSize) {
-      const group = small.slice(i, i + groupSize);
+        : this.#semaphoreOrUnavailable(
+            factory,
+            sharedName,
+            sharedLimit,
+            rate * SMALL_TENANTS_PREFIX_SHARE,
+            small,
+            results,
+          );
+    if (shared !== undefined) {
+      // One lease for all of them, whatever it grants (min 1): the group runs within it (`PoolGroup`).
+      const group = new PoolGroup(small);
       const want = Math.min(
-        sharedLimit,
+        shared.limit,
         this.config.poolConcurrency,
-        group.reduce((sum, t) => sum + t.writes, 0),
+        small.reduce((sum, t) => sum + t.writes, 0),
       );
-      jobs.push(runUnder(shared, new PoolGroup(group), Math.max(want, group.length), group));
+      jobs.push(runUnder(shared, group, want, small, () => group.run(work)));
     }
     await Promise.all(jobs);
     return { results, releaseFailures };
@@ -209,21 +336,22 @@ export class TenantPermits {
     factory: SemaphoreFactory,
     name: string,
     limit: number,
+    ratePerSecond: number,
     group: readonly T[],
     results: Map<T, PermitResult>,
   ): Semaphore | undefined {
     try {
-      return this.#semaphore(factory, name, limit);
+      return this.#semaphore(factory, name, limit, ratePerSecond);
     } catch (unavailable) {
       for (const t of group) results.set(t, { unavailable });
       return undefined;
     }
   }
 
-  #semaphore(factory: SemaphoreFactory, name: string, limit: number): Semaphore {
+  #semaphore(factory: SemaphoreFactory, name: string, limit: number, ratePerSecond: number): Semaphore {
     let semaphore = this.#semaphores.get(name);
     if (semaphore === undefined) {
-      semaphore = factory(name, limit);
+      semaphore = factory(name, limit, ratePerSecond);
       this.#semaphores.set(name, semaphore);
     }
     return semaphore;
@@ -238,7 +366,6 @@ export class TenantPermits {
     semaphore: Semaphore,
     target: ConcurrencyTarget,
     want: number,
-    min: number,
     window: PermitWindow,
     releaseFailures: ReleaseFailure[],
     body: () => Promise<void>,
@@ -247,7 +374,8 @@ export class TenantPermits {
     let lease: Lease;
     try {
       lease = await semaphore.acquire(capped, {
-        min: Math.min(min, capped),
+        // Any permit lets the work progress (a group runs its tenants in turn within the grant).
+        min: 1,
         deadline: window.deadline,
         signal: window.signal,
         leaseMs: window.leaseMs,
@@ -256,16 +384,19 @@ export class TenantPermits {
       // Out of time, aborted, or DynamoDB unreachable: only these tenants' writes are redelivered.
       return {
         unavailable: window.signal.aborted
-          ? new SemaphoreTimeoutError(semaphore.name, min, window.deadline)
+          ? new SemaphoreTimeoutError(semaphore.name, 1, window.deadline)
           : err,
       };
     }
+    const usage = new UsageCounter(target instanceof PoolGroup ? target.pools.map((t) => t.pool) : [target]);
     try {
       target.setConcurrency(lease.permits);
       await body();
       // No write outlives its permit: in-flight (and timed-out, still settling) work ends first.
       await target.drain?.();
     } finally {
+      // What S3 answered under the lease rides on the release (an adaptive semaphore's limit moves with it).
+      lease.report?.(usage.stop());
       try {
         // Released after the cutoff too (the lease is handed back for others), but bounded by a quarter of
         // the margin the cutoff leaves: a stalled semaphore cannot hold the invocation; the lease expires.

@@ -1,5 +1,5 @@
 import type { SemaphoreFactory } from '../../ingest/handler/tenant-permits.js';
-import type { AcquireOptions, Lease, Semaphore } from '../../semaphore/types.js';
+import type { AcquireOptions, Lease, LeaseUsage, Semaphore } from '../../semaphore/types.js';
 import type { EventLog } from './event-log.js';
 
 /** Permits one container holds right now, over every semaphore. */
@@ -18,8 +18,8 @@ export function loggedSemaphores(
   container: number,
   held: HeldPermits,
 ): SemaphoreFactory {
-  return (name, limit) => {
-    const semaphore = base(name, limit);
+  return (name, limit, ratePerSecond) => {
+    const semaphore = base(name, limit, ratePerSecond);
     return {
       name: semaphore.name,
       limit: semaphore.limit,
@@ -51,6 +51,7 @@ export function loggedSemaphores(
             await lease.release();
           },
           extend: (ms: number) => lease.extend(ms),
+          report: (usage: LeaseUsage) => lease.report?.(usage),
         };
       },
     } satisfies Semaphore;

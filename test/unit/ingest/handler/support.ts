@@ -288,6 +288,8 @@ export function testHandler(env: Record<string, string> = {}, options: TestHandl
   const handler = createIngestHandler(config, {
     logger: silentLogger(),
     metrics: quietMetrics(),
+    // No SQS here: a test that checks the redelivery backoff passes its own port.
+    redeliveries: false,
     ...options,
     store,
     deadLetters,

@@ -1,0 +1,291 @@
+import { randomUUID } from 'node:crypto';
+import { acquireInRounds } from './acquire-rounds.js';
+import {
+  type AdaptiveLimitOptions,
+  type AdaptiveState,
+  adaptLimit,
+  initialState,
+  quantize,
+  type ResolvedAdaptiveLimitOptions,
+  resolveAdaptiveLimitOptions,
+} from './adaptive-limit.js';
+import { AdaptiveShardTable, type CapacityChange } from './adaptive-shard-table.js';
+import type { DynamoSemaphoreOptions } from './dynamo-semaphore.js';
+import { LeaseLostError } from './errors.js';
+import { expiredHolders } from './shard-table.js';
+import type { AcquireOptions, Lease, LeaseCallOptions, LeaseUsage, Semaphore } from './types.js';
+import { checkDynamoTuning, checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
+
+/**
+ * A DynamoDB semaphore whose limit adapts, fleet-wide, to what S3 accepts (README, "Adaptive limits").
+ * @example
+ * new AdaptiveDynamoSemaphore({ client, tableName, name: 'prefix:t=acme', limit: 3500,
+ *   adaptive: { ratePerSecond: 3500 } }) // starts at 3500/s x 20 ms = 70 permits, then follows S3
+ */
+export interface AdaptiveDynamoSemaphoreOptions extends Omit<DynamoSemaphoreOptions, 'limit' | 'shards'> {
+  /**
+   * Hard cap: the most permits one acquire may ask for and the most the adaptive limit may ever reach.
+   * The limit itself starts at Little's law with `adaptive.initialLatencyMs` and moves below this cap.
+   */
+  limit: number;
+  /** How the limit moves: the configured rate, AIMD factors, latency averaging (`AdaptiveLimitOptions`). */
+  adaptive: AdaptiveLimitOptions;
+  /**
+   * Shard items (`sk = adaptive#<i>`), for a semaphore whose items do not exist yet (an existing one keeps
+   * its stored count).
+   * @default ceil(initial limit / 64): 3500/s x 20 ms = 70 permits -> 2 shards
+   */
+  shards?: number;
+}
+
+interface Grant {
+  shard: number;
+  n: number;
+  /** The shard's adaptive state as read just before the take: the release's step starts from it. */
+  seen: AdaptiveState;
+}
+
+/**
+ * The fleet-wide, adaptive variant of `DynamoSemaphore`: same contract (`Semaphore`, leases fenced by their
+ * id, no TTL, no heartbeat), but the limit lives in the shard items and moves with what holders report
+ * (`lease.report`) in the release write they make anyway: no extra DynamoDB write per invocation. Every
+ * acquire reads the shards first (a read, not a write) and takes only what is free, so a take fails only
+ * when another holder raced it to the same permits.
+ */
+export class AdaptiveDynamoSemaphore implements Semaphore {
+  readonly name: string;
+  readonly limit: number;
+  readonly leaseMs: number;
+  readonly tableName: string;
+  /** @internal */
+  readonly giveBackTimeoutMs: number;
+  /** @internal */
+  readonly table: AdaptiveShardTable;
+  /** @internal */
+  readonly law: ResolvedAdaptiveLimitOptions;
+  #shards: number;
+  private readonly backoffBaseMs: number;
+  private readonly backoffCapMs: number;
+  /** @internal */
+  readonly now: () => number;
+  private readonly random: () => number;
+
+  constructor(options: AdaptiveDynamoSemaphoreOptions) {
+    this.name = options.name;
+    this.limit = options.limit;
+    this.leaseMs = options.leaseMs ?? 60_000;
+    this.tableName = options.tableName;
+    checkSemaphoreOptions(this);
+    this.law = resolveAdaptiveLimitOptions(options.adaptive);
+    const seed = initialState(1, this.law).capacity;
+    const shards = options.shards ?? Math.max(1, Math.ceil(Math.min(seed, this.limit) / 64));
+    this.#shards = shards;
+    this.backoffBaseMs = options.backoffBaseMs ?? 20;
+    this.backoffCapMs = options.backoffCapMs ?? 500;
+    this.giveBackTimeoutMs = options.giveBackTimeoutMs ?? 2_000;
+    checkDynamoTuning(this.name, this.limit, {
+      shards,
+      backoffBaseMs: this.backoffBaseMs,
+      backoffCapMs: this.backoffCapMs,
+      giveBackTimeoutMs: this.giveBackTimeoutMs,
+    });
+    this.now = options.now ?? (() => Date.now());
+    this.random = options.random ?? Math.random;
+    this.table = new AdaptiveShardTable(options.client, this.tableName, this.name);
+  }
+
+  /** Shard items: the configured count until a survey reads the stored one. */
+  get shards(): number {
+    return this.#shards;
+  }
+
+  async acquire(k: number, options: AcquireOptions = {}): Promise<Lease> {
+    const min = checkPermitRequest(this.name, this.limit, k, options);
+    const leaseMs = options.leaseMs ?? this.leaseMs;
+    const { deadline, signal } = options;
+    const fence = randomUUID();
+    let until = 0;
+    const grants = await acquireInRounds({
+      name: this.name,
+      min,
+      deadline,
+      signal,
+      now: this.now,
+      random: this.random,
+      backoffBaseMs: this.backoffBaseMs,
+      backoffCapMs: this.backoffCapMs,
+      round: () => {
+        until = this.now() + leaseMs;
+        return this.#takeUpTo(fence, k, min, until, signal);
+      },
+      giveBack: (short) => this.giveBack(fence, short),
+    });
+    return new AdaptiveLease(this, fence, grants, k, this.now(), until);
+  }
+
+  /**
+   * @internal Gives back every grant, each with its own step of the control law when `changes` has one; a
+   * change whose condition failed (a decrease since the lease was taken) is dropped and the permits given
+   * back plainly. Bounded by `signal`, else by `giveBackTimeoutMs`.
+   */
+  async giveBack(
+    fence: string,
+    grants: readonly Grant[],
+    signal?: AbortSignal,
+    changes: ReadonlyMap<number, CapacityChange> = new Map(),
+  ): Promise<void> {
+    if (grants.length === 0) return;
+    const bound = signal ?? AbortSignal.timeout(this.giveBackTimeoutMs);
+    try {
+      await Promise.all(
+        grants.map(async (g) => {
+          const change = changes.get(g.shard);
+          const done = await this.table.giveBack(g.shard, fence, g.n, change, bound);
+          if (!done && change !== undefined) await this.table.giveBack(g.shard, fence, g.n, undefined, bound);
+        }),
+      );
+    } catch (err) {
+      if (bound.aborted) throw bound.reason;
+      throw err;
+    }
+  }
+
+  /**
+   * One round: read every shard (create missing ones, reclaim expired holders), then take up to `k` of what
+   * is free: the shard that fits the rest whole, else the roomiest in turn. Writes nothing when fewer than
+   * `min` are free.
+   */
+  async #takeUpTo(
+    fence: string,
+    k: number,
+    min: number,
+    until: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Grant[]> {
+    const grants: Grant[] = [];
+    const attempted: Grant[] = [];
+    try {
+      const rooms = await this.#survey(signal);
+      if (rooms.reduce((sum, r) => sum + r.free, 0) < min) return grants;
+      const start = Math.floor(this.random() * rooms.length);
+      const rotated = rooms.map((_, j) => rooms[(start + j) % rooms.length]!);
+      const remaining = () => k - grants.reduce((sum, g) => sum + g.n, 0);
+      const whole = rotated.find((r) => r.free >= k);
+      const order = whole !== undefined ? [whole] : [...rotated].sort((a, b) => b.free - a.free);
+      for (const room of order) {
+        if (remaining() === 0 || room.free <= 0) break;
+        const grant = { shard: room.index, n: Math.min(remaining(), room.free), seen: room.seen };
+        attempted.push(grant);
+        if (await this.table.take(room.index, this.#shards, fence, grant.n, until, signal))
+          grants.push(grant);
+      }
+      return grants;
+    } catch (err) {
+      // A take whose outcome is unknown is given back too: the conditional give-back is a no-op if it never landed.
+      await this.giveBack(fence, attempted).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async #survey(
+    signal: AbortSignal | undefined,
+  ): Promise<{ index: number; free: number; seen: AdaptiveState }[]> {
+    const items = await this.table.readAll(signal);
+    const stored = items[0]?.shards;
+    if (stored !== undefined && stored > 0) this.#shards = stored;
+    const byIndex = new Map(items.map((item) => [item.index, item]));
+    const now = this.now();
+    return Promise.all(
+      Array.from({ length: this.#shards }, async (_, index) => {
+        const item = byIndex.get(index);
+        if (item === undefined) {
+          const state = initialState(this.#shards, this.law);
+          await this.table.create(index, this.#shards, state, signal);
+          // Created by us or by a racing acquirer; either way the take is conditional on `free >= n`.
+          return { index, free: Math.floor(state.capacity), seen: state };
+        }
+        const expired = expiredHolders(item, now);
+        const freed = expired.length > 0 ? await this.table.reclaim(index, expired, signal) : 0;
+        const seen = { capacity: item.capacity, latencyMs: item.latencyMs, decreasedAt: item.decreasedAt };
+        return { index, free: Math.max(0, Math.floor(item.free + freed)), seen };
+      }),
+    );
+  }
+}
+
+class AdaptiveLease implements Lease {
+  #until: number;
+  #releasing: Promise<void> | undefined;
+  #usage: LeaseUsage | undefined;
+
+  constructor(
+    private readonly semaphore: AdaptiveDynamoSemaphore,
+    readonly fence: string,
+    private readonly grants: readonly Grant[],
+    private readonly wanted: number,
+    private readonly takenAt: number,
+    until: number,
+  ) {
+    this.#until = until;
+  }
+
+  get permits(): number {
+    return this.grants.reduce((sum, g) => sum + g.n, 0);
+  }
+
+  get expiresAt(): number {
+    return this.#until;
+  }
+
+  report(usage: LeaseUsage): void {
+    this.#usage = usage;
+  }
+
+  release(options: LeaseCallOptions = {}): Promise<void> {
+    this.#releasing ??= this.semaphore
+      .giveBack(this.fence, this.grants, options.signal, this.#changes())
+      .catch((err: unknown) => {
+        this.#releasing = undefined;
+        throw err;
+      });
+    return this.#releasing;
+  }
+
+  async extend(ms: number, options: LeaseCallOptions = {}): Promise<void> {
+    checkLeaseMs(this.semaphore.name, ms);
+    if (this.#releasing !== undefined) throw new LeaseLostError(this.semaphore.name, this.fence);
+    const until = this.semaphore.now() + ms;
+    const bound = options.signal ?? AbortSignal.timeout(this.semaphore.giveBackTimeoutMs);
+    const kept = await Promise.all(
+      this.grants.map((g) => this.semaphore.table.setUntil(g.shard, this.fence, until, bound)),
+    );
+    if (kept.includes(false)) throw new LeaseLostError(this.semaphore.name, this.fence);
+    this.#until = until;
+  }
+
+  /** The control law's step for every shard of the lease, from what was reported (none: no change). */
+  #changes(): Map<number, CapacityChange> {
+    const changes = new Map<number, CapacityChange>();
+    const usage = this.#usage;
+    if (usage === undefined) return changes;
+    const { law, limit, shards } = this.semaphore;
+    const outcome = {
+      takenAt: this.takenAt,
+      releasedAt: this.semaphore.now(),
+      permits: this.permits,
+      wanted: this.wanted,
+      succeeded: usage.succeeded,
+      throttled: usage.throttled,
+    };
+    for (const g of this.grants) {
+      const step = adaptLimit(g.seen, outcome, shards, law);
+      const capacity = quantize(Math.max(1, Math.min(step.capacity, limit / shards)));
+      changes.set(g.shard, {
+        delta: capacity - g.seen.capacity,
+        latencyMs: step.latencyMs,
+        ...(step.decreased ? { decrease: { at: outcome.releasedAt, takenAt: this.takenAt } } : {}),
+      });
+    }
+    return changes;
+  }
+}

@@ -1,0 +1,173 @@
+import { InvalidSemaphoreOptionsError } from './errors.js';
+
+/**
+ * How an adaptive semaphore's limit follows what S3 accepts. The limit grows additively while holders
+ * succeed and want more than they got, shrinks multiplicatively on SlowDown (once per round of leases), and
+ * never exceeds Little's law with the fleet's measured latency: `ratePerSecond x latency x headroom`.
+ * @example { ratePerSecond: 3500 } // S3_PREFIX_WRITE_RATE; everything else measured
+ * @example { ratePerSecond: 50, initialLatencyMs: 40, decreaseFactor: 0.7, increaseStep: 1 }
+ */
+export interface AdaptiveLimitOptions {
+  /** Operations per second the prefix may sustain (`S3_PREFIX_WRITE_RATE`): with the latency, the ceiling. */
+  ratePerSecond: number;
+  /**
+   * Latency assumed before any lease has reported one (a brand-new semaphore), in ms.
+   * @default 20
+   */
+  initialLatencyMs?: number;
+  /**
+   * Factor the limit is multiplied by when a lease saw SlowDown answers, in (0, 1).
+   * @default 0.7
+   */
+  decreaseFactor?: number;
+  /**
+   * Permits added per shard when a lease released without SlowDown answers and had wanted more than it got.
+   * @default 1
+   */
+  increaseStep?: number;
+  /**
+   * Weight of one lease's latency sample in the fleet's moving average, in (0, 1].
+   * @default 0.3
+   */
+  latencyWeight?: number;
+  /**
+   * Ceiling over Little's law (`rate x latency`), >= 1. Above 1 the increase probes past the configured
+   * rate and SlowDown answers stop it (more 503s); at 1 the configured rate is the ceiling and SlowDown
+   * answers only bring the limit below it (S3 accepting less than configured).
+   * @default 1
+   */
+  headroom?: number;
+}
+
+/** The adaptive state of one shard item, as stored in it (survives restarts of the whole fleet). */
+export interface AdaptiveState {
+  /** Permits this shard grants now (fractional: grants are whole permits out of `free`). */
+  readonly capacity: number;
+  /** Moving average of permit-milliseconds per S3 attempt, as leases measured it. */
+  readonly latencyMs: number;
+  /** Epoch ms of the last multiplicative decrease (0: none yet). */
+  readonly decreasedAt: number;
+}
+
+/** What one lease saw while it held its permits: reported with its release. */
+export interface LeaseOutcome {
+  /** Epoch ms the permits were granted and given back. */
+  readonly takenAt: number;
+  readonly releasedAt: number;
+  /** Permits the lease held (across all its shards) and permits it asked for. */
+  readonly permits: number;
+  readonly wanted: number;
+  /** Attempts that succeeded under the lease. */
+  readonly succeeded: number;
+  /** Attempts S3 answered with SlowDown (503) under the lease. */
+  readonly throttled: number;
+}
+
+/** The shard's next state and whether this step was a decrease (it then stamps `decreasedAt`). */
+export interface AdaptiveStep extends AdaptiveState {
+  readonly decreased: boolean;
+}
+
+export type ResolvedAdaptiveLimitOptions = Required<AdaptiveLimitOptions>;
+
+const MIN_LATENCY_MS = 0.1;
+/**
+ * Capacities are multiples of 1/1024: binary fractions add and subtract exactly in a double, and print as
+ * exact decimals for DynamoDB, so `free` (sums of permits and deltas) never drifts to 0.9999999 and a
+ * take of 1 permit never fails on rounding noise.
+ */
+export const CAPACITY_QUANTUM = 1 / 1024;
+
+/** Rounds a capacity to the nearest multiple of the quantum. */
+export function quantize(capacity: number): number {
+  return Math.round(capacity / CAPACITY_QUANTUM) * CAPACITY_QUANTUM;
+}
+const MAX_LATENCY_MS = 60_000;
+
+export function resolveAdaptiveLimitOptions(options: AdaptiveLimitOptions): ResolvedAdaptiveLimitOptions {
+  const resolved: ResolvedAdaptiveLimitOptions = {
+    ratePerSecond: options.ratePerSecond,
+    initialLatencyMs: options.initialLatencyMs ?? 20,
+    decreaseFactor: options.decreaseFactor ?? 0.7,
+    increaseStep: options.increaseStep ?? 1,
+    latencyWeight: options.latencyWeight ?? 0.3,
+    headroom: options.headroom ?? 1,
+  };
+  const fail = (key: string, why: string) =>
+    new InvalidSemaphoreOptionsError(
+      `adaptive.${key} ${why}, got ${String(resolved[key as keyof typeof resolved])}`,
+    );
+  const finitePositive = (v: number) => Number.isFinite(v) && v > 0;
+  if (!finitePositive(resolved.ratePerSecond)) throw fail('ratePerSecond', 'must be > 0');
+  if (!finitePositive(resolved.initialLatencyMs)) throw fail('initialLatencyMs', 'must be > 0');
+  if (!(resolved.decreaseFactor > 0 && resolved.decreaseFactor < 1))
+    throw fail('decreaseFactor', 'must be in (0, 1)');
+  if (!finitePositive(resolved.increaseStep)) throw fail('increaseStep', 'must be > 0');
+  if (!(resolved.latencyWeight > 0 && resolved.latencyWeight <= 1))
+    throw fail('latencyWeight', 'must be in (0, 1]');
+  if (!(Number.isFinite(resolved.headroom) && resolved.headroom >= 1)) throw fail('headroom', 'must be >= 1');
+  return resolved;
+}
+
+/**
+ * Little's law per shard: the permits one shard may grant so that all `shards` together carry
+ * `ratePerSecond` at `latencyMs` per attempt, times the headroom; at least 1 (a prefix always progresses).
+ */
+export function ceilingPerShard(
+  latencyMs: number,
+  shards: number,
+  options: ResolvedAdaptiveLimitOptions,
+): number {
+  return Math.max(1, (options.ratePerSecond * latencyMs * options.headroom) / 1000 / shards);
+}
+
+/** The state of a shard nobody has reported to yet: Little's law with the assumed latency, no headroom. */
+export function initialState(shards: number, options: ResolvedAdaptiveLimitOptions): AdaptiveState {
+  const latencyMs = options.initialLatencyMs;
+  const capacity = Math.max(1, Math.floor((options.ratePerSecond * latencyMs) / 1000 / shards));
+  return { capacity, latencyMs, decreasedAt: 0 };
+}
+
+/**
+ * One step of the control law, for one shard the lease held permits on, from the state the releasing
+ * holder last saw and what its lease did:
+ * - latency: the lease's permit-milliseconds per attempt (`permits x held / attempts`, so permits held
+ *   idle count as latency, which is what limits the rate a permit carries) into the moving average;
+ * - SlowDown answers, and no decrease since this lease was granted: capacity x `decreaseFactor` (a
+ *   round of leases that all saw the same overload shrinks the limit once, not once per lease);
+ * - no SlowDown and the lease wanted more than it got (holders wait for permits): + `increaseStep`;
+ * - always within `[1, ceilingPerShard(latency)]`.
+ * Pure and deterministic: the clock is in the outcome.
+ */
+export function adaptLimit(
+  state: AdaptiveState,
+  outcome: LeaseOutcome,
+  shards: number,
+  options: ResolvedAdaptiveLimitOptions,
+): AdaptiveStep {
+  const attempts = outcome.succeeded + outcome.throttled;
+  const heldMs = Math.max(0, outcome.releasedAt - outcome.takenAt);
+  let latencyMs = state.latencyMs;
+  if (attempts > 0 && outcome.permits > 0) {
+    const sample = (outcome.permits * heldMs) / attempts;
+    latencyMs = (1 - options.latencyWeight) * state.latencyMs + options.latencyWeight * sample;
+    latencyMs = Math.min(MAX_LATENCY_MS, Math.max(MIN_LATENCY_MS, latencyMs));
+  }
+  let capacity = state.capacity;
+  let decreased = false;
+  if (outcome.throttled > 0) {
+    if (outcome.takenAt > state.decreasedAt) {
+      capacity = state.capacity * options.decreaseFactor;
+      decreased = true;
+    }
+  } else if (outcome.wanted > outcome.permits && outcome.succeeded > 0) {
+    capacity = state.capacity + options.increaseStep;
+  }
+  capacity = quantize(Math.max(1, Math.min(capacity, ceilingPerShard(latencyMs, shards, options))));
+  return {
+    capacity,
+    latencyMs,
+    decreasedAt: decreased ? outcome.releasedAt : state.decreasedAt,
+    decreased,
+  };
+}

@@ -1,0 +1,139 @@
+import {
+  type AttributeValue,
+  type DynamoDBClient,
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { SemaphoreTableNotFoundError } from './errors.js';
+
+/** Placeholders of the item attributes (`limit` is a reserved word, so every name goes through one). */
+const names = {
+  '#free': 'free',
+  '#latency': 'latencyMs',
+  '#decreasedAt': 'decreasedAt',
+  '#capacity': 'capacity',
+  '#used': 'used',
+  '#holders': 'holders',
+  '#limit': 'limit',
+  '#shards': 'shards',
+} as const;
+
+export const num = (n: number): AttributeValue => ({ N: String(n) });
+
+// Expression attribute names must only be sent when the expression uses them (DynamoDB rejects unused ones).
+export function pickNames(expressions: string, extra: Record<string, string> = {}): Record<string, string> {
+  const all: Record<string, string> = { ...names, ...extra };
+  return Object.fromEntries(Object.entries(all).filter(([placeholder]) => expressions.includes(placeholder)));
+}
+
+export function isConditionalFailure(err: unknown): boolean {
+  return (err as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
+}
+
+/** Maps a missing table to a typed error; everything else passes through unchanged. */
+export async function guardTable<T>(tableName: string, request: Promise<T>): Promise<T> {
+  try {
+    return await request;
+  } catch (err) {
+    if ((err as { name?: unknown } | null)?.name === 'ResourceNotFoundException') {
+      throw new SemaphoreTableNotFoundError(tableName, { cause: err });
+    }
+    throw err;
+  }
+}
+
+/**
+ * The items of one semaphore (`pk = sem#<name>`), whatever their sort keys: the three requests both the
+ * static (`ShardTable`) and the adaptive (`AdaptiveShardTable`) shard tables are made of. Every request
+ * carries the caller's abort signal; a missing table becomes `SemaphoreTableNotFoundError`.
+ */
+export class SemaphoreItems {
+  readonly pk: string;
+
+  constructor(
+    private readonly client: DynamoDBClient,
+    readonly tableName: string,
+    name: string,
+  ) {
+    this.pk = `sem#${name}`;
+  }
+
+  /** A conditional `UpdateItem` on item `sk`: `true` when it applied, `false` when its condition failed. */
+  async update(
+    sk: string,
+    update: string,
+    condition: string,
+    extraNames: Record<string, string>,
+    values: Record<string, AttributeValue>,
+    signal: AbortSignal | undefined,
+  ): Promise<boolean> {
+    try {
+      await guardTable(
+        this.tableName,
+        this.client.send(
+          new UpdateItemCommand({
+            TableName: this.tableName,
+            Key: { pk: { S: this.pk }, sk: { S: sk } },
+            UpdateExpression: update,
+            ConditionExpression: condition,
+            ExpressionAttributeNames: pickNames(`${update} ${condition}`, extraNames),
+            ExpressionAttributeValues: values,
+          }),
+          { abortSignal: signal },
+        ),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionalFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Puts item `sk` with `attributes` unless it exists (a lost creation race is harmless). */
+  async createIfAbsent(
+    sk: string,
+    attributes: Record<string, AttributeValue>,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    try {
+      await guardTable(
+        this.tableName,
+        this.client.send(
+          new PutItemCommand({
+            TableName: this.tableName,
+            Item: { pk: { S: this.pk }, sk: { S: sk }, ...attributes },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+          { abortSignal: signal },
+        ),
+      );
+    } catch (err) {
+      if (!isConditionalFailure(err)) throw err;
+    }
+  }
+
+  /** Every item of the semaphore (callers keep the sort keys they own), strongly consistent, all pages. */
+  async readAll(signal: AbortSignal | undefined): Promise<Record<string, AttributeValue>[]> {
+    const items: Record<string, AttributeValue>[] = [];
+    let startKey: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await guardTable(
+        this.tableName,
+        this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': { S: this.pk } },
+            ConsistentRead: true,
+            ExclusiveStartKey: startKey,
+          }),
+          { abortSignal: signal },
+        ),
+      );
+      items.push(...(page.Items ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return items;
+  }
+}

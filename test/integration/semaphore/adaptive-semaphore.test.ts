@@ -1,0 +1,206 @@
+// The adaptive semaphore's state in its shard items (dynalite): the limit moves on releases, a shrink
+// never over-grants while holders hold more than the new limit, and the state survives a restart of the
+// whole fleet (new processes, new clients, nothing in memory).
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  AdaptiveDynamoSemaphore,
+  type AdaptiveDynamoSemaphoreOptions,
+  type Lease,
+  SemaphoreTimeoutError,
+} from '../../../lib/semaphore/index.js';
+import { localClientConfig } from '../../support/local-aws.js';
+import { semaphoreTable } from './support/dynamo.js';
+
+let client: DynamoDBClient;
+let tableName: string;
+
+beforeAll(async () => {
+  ({ client, tableName } = await semaphoreTable());
+});
+
+interface StoredAdaptiveShard {
+  sk: string;
+  capacity: number;
+  free: number;
+  latencyMs: number;
+  held: number;
+}
+
+async function stored(name: string, on: DynamoDBClient = client): Promise<StoredAdaptiveShard[]> {
+  const { Items = [] } = await on.send(
+    new QueryCommand({
+      TableName: tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': { S: `sem#${name}` } },
+      ConsistentRead: true,
+    }),
+  );
+  return Items.map((item) => ({
+    sk: item.sk!.S!,
+    capacity: Number(item.capacity!.N),
+    free: Number(item.free!.N),
+    latencyMs: Number(item.latencyMs!.N),
+    held: Object.values(item.holders!.M!).reduce((sum, v) => sum + Number(v.M!.n!.N), 0),
+  }));
+}
+
+// 100/s x 20 ms = 2 permits to start with, hard cap 10, one shard.
+const semaphore = (name: string, over: Partial<AdaptiveDynamoSemaphoreOptions> = {}) =>
+  new AdaptiveDynamoSemaphore({
+    client,
+    tableName,
+    name,
+    limit: 10,
+    adaptive: { ratePerSecond: 100, initialLatencyMs: 20, latencyWeight: 1 },
+    backoffBaseMs: 5,
+    backoffCapMs: 20,
+    ...over,
+  });
+
+// Deadlines are on the semaphore's clock (`sem.now`, virtual in some tests): `now` means "try once".
+const refused = (sem: AdaptiveDynamoSemaphore, k = 1) =>
+  expect(sem.acquire(k, { deadline: sem.now() })).rejects.toBeInstanceOf(SemaphoreTimeoutError);
+
+/** Acquires single permits until one is refused at once; resolves the leases. */
+async function takeAll(sem: AdaptiveDynamoSemaphore): Promise<Lease[]> {
+  const leases: Lease[] = [];
+  for (;;) {
+    const lease = await sem.acquire(1, { deadline: sem.now() }).catch((e: unknown) => {
+      if (e instanceof SemaphoreTimeoutError) return undefined;
+      throw e;
+    });
+    if (lease === undefined) return leases;
+    leases.push(lease);
+  }
+}
+
+describe('AdaptiveDynamoSemaphore (dynalite)', () => {
+  it("starts at Little's law with the assumed latency and grants no more", async () => {
+    const name = `start-${randomUUID().slice(0, 8)}`;
+    const sem = semaphore(name);
+    const lease = await sem.acquire(5, { min: 1 });
+    expect(lease.permits).toBe(2);
+    await refused(sem);
+    await lease.release();
+    expect(await stored(name)).toMatchObject([{ sk: 'adaptive#0', capacity: 2, free: 2, held: 0 }]);
+  });
+
+  it('moves the limit in the release write: measured latency and starved holders grow it', async () => {
+    const name = `grow-${randomUUID().slice(0, 8)}`;
+    let now = 1_000_000;
+    const sem = semaphore(name, { now: () => now });
+    const lease = await sem.acquire(8, { min: 1 });
+    expect(lease.permits).toBe(2);
+    // 2 permits for 200 ms, 5 attempts: 80 permit-ms each -> ceiling 100/s x 80 ms = 8; wanted 8, got 2: +1.
+    now += 200;
+    lease.report?.({ succeeded: 5, throttled: 0 });
+    await lease.release();
+    expect(await stored(name)).toMatchObject([{ capacity: 3, free: 3, latencyMs: 80, held: 0 }]);
+    expect((await sem.acquire(8, { min: 1 })).permits).toBe(3);
+  });
+
+  it('a shrink while leases are held grants nothing until the holders are back under the new limit', async () => {
+    const name = `shrink-${randomUUID().slice(0, 8)}`;
+    let now = 2_000_000;
+    const sem = semaphore(name, {
+      now: () => now,
+      adaptive: { ratePerSecond: 500, initialLatencyMs: 20, latencyWeight: 1 },
+    });
+    // 500/s x 20 ms = 10 permits, all held by 10 single-permit leases.
+    const leases = await takeAll(sem);
+    expect(leases).toHaveLength(10);
+    // One holder saw SlowDowns: the limit becomes 10 x 0.7 = 7 with 9 still held.
+    now += 20;
+    const throttled = leases.pop()!;
+    throttled.report?.({ succeeded: 0, throttled: 1 });
+    await throttled.release();
+    const [afterCut] = await stored(name);
+    expect(afterCut).toMatchObject({ held: 9 });
+    expect(afterCut!.capacity).toBeCloseTo(7, 9);
+    expect(afterCut!.free).toBeCloseTo(-2, 9);
+    await refused(sem);
+    // Give back one at a time: a new grant only once held < 7, and held never exceeds max(held, 7).
+    let granted = 0;
+    while (leases.length > 0) {
+      await leases.pop()!.release();
+      const more = await takeAll(sem);
+      granted += more.length;
+      const [shard] = await stored(name);
+      expect(shard!.held).toBeLessThanOrEqual(Math.max(leases.length, 7));
+      if (more.length > 0) expect(shard!.held).toBeLessThanOrEqual(7);
+      for (const lease of more) await lease.release();
+    }
+    expect(granted).toBeGreaterThan(0);
+    expect((await stored(name))[0]).toMatchObject({ held: 0 });
+  });
+
+  it('one decrease per round: holders taken before a decrease do not cut again, and still give back', async () => {
+    const name = `round-${randomUUID().slice(0, 8)}`;
+    let now = 3_000_000;
+    const sem = semaphore(name, {
+      now: () => now,
+      adaptive: { ratePerSecond: 500, initialLatencyMs: 20, latencyWeight: 1 },
+    });
+    const [a, b] = [await sem.acquire(2), await sem.acquire(2)];
+    now += 20;
+    a.report?.({ succeeded: 1, throttled: 1 });
+    b.report?.({ succeeded: 1, throttled: 1 });
+    await a.release();
+    await b.release();
+    const [shard] = await stored(name);
+    expect(shard!.capacity).toBeCloseTo(7, 9);
+    expect(shard!.held).toBe(0);
+    expect(shard!.free).toBeCloseTo(7, 9);
+  });
+
+  it('survives a restart of the whole fleet: new processes read the limit the old ones left', async () => {
+    const name = `restart-${randomUUID().slice(0, 8)}`;
+    let now = 4_000_000;
+    const before = semaphore(name, { now: () => now });
+    for (let i = 0; i < 3; i++) {
+      const lease = await before.acquire(8, { min: 1 });
+      now += 200;
+      lease.report?.({ succeeded: 5, throttled: 0 });
+      await lease.release();
+    }
+    // A holder that never came back (its process died with the fleet).
+    const orphan = await before.acquire(1, { leaseMs: 1_000 });
+    expect(orphan.permits).toBe(1);
+    // The fleet restarts: a new client, a new semaphore instance, nothing carried over in memory.
+    const freshClient = new DynamoDBClient(localClientConfig('dynamodb'));
+    try {
+      now += 5_000; // the orphan's lease has expired
+      const after = new AdaptiveDynamoSemaphore({
+        client: freshClient,
+        tableName,
+        name,
+        limit: 10,
+        adaptive: { ratePerSecond: 100, initialLatencyMs: 20 },
+        now: () => now,
+      });
+      const lease = await after.acquire(10, { min: 1 });
+      // 2 + 3 increases = 5 permits (not the initial 2), the orphan's reclaimed.
+      expect(lease.permits).toBe(5);
+      await lease.release();
+      expect(await stored(name, freshClient)).toMatchObject([{ capacity: 5, held: 0 }]);
+    } finally {
+      freshClient.destroy();
+    }
+  });
+
+  it('a lease released without a report leaves the limit alone; a reclaimed lease frees nothing twice', async () => {
+    const name = `plain-${randomUUID().slice(0, 8)}`;
+    let now = 5_000_000;
+    const sem = semaphore(name, { now: () => now });
+    const lease = await sem.acquire(2, { leaseMs: 100 });
+    now += 1_000;
+    // Expired: another acquirer reclaims it.
+    const taker = await sem.acquire(2);
+    await lease.release();
+    expect(await stored(name)).toMatchObject([{ capacity: 2, free: 0, held: 2 }]);
+    await taker.release();
+    expect(await stored(name)).toMatchObject([{ capacity: 2, free: 2, held: 0 }]);
+  });
+});

@@ -1,0 +1,146 @@
+// The adaptive limit's control law, on a virtual clock: AIMD on what S3 answered, bounded by Little's law
+// with the measured latency. Deterministic: every input, the clock included, is in the arguments.
+import { describe, expect, it } from 'vitest';
+import {
+  type AdaptiveState,
+  adaptLimit,
+  ceilingPerShard,
+  initialState,
+  type LeaseOutcome,
+  resolveAdaptiveLimitOptions,
+} from '../../../lib/semaphore/adaptive-limit.js';
+import { InvalidSemaphoreOptionsError } from '../../../lib/semaphore/errors.js';
+
+const law = resolveAdaptiveLimitOptions({ ratePerSecond: 100, initialLatencyMs: 20, latencyWeight: 0.5 });
+
+/** A lease of `permits` held from `t` for `heldMs`, `succeeded` + `throttled` attempts under it. */
+const lease = (over: Partial<LeaseOutcome> & { t: number }): LeaseOutcome => ({
+  takenAt: over.t,
+  releasedAt: over.t + (over.releasedAt ?? 100),
+  permits: over.permits ?? 2,
+  wanted: over.wanted ?? 10,
+  succeeded: over.succeeded ?? 10,
+  throttled: over.throttled ?? 0,
+});
+
+describe('adaptive limit: control law', () => {
+  it("starts at Little's law with the assumed latency, split over the shards", () => {
+    expect(initialState(1, law)).toEqual({ capacity: 2, latencyMs: 20, decreasedAt: 0 });
+    const big = resolveAdaptiveLimitOptions({ ratePerSecond: 3500 });
+    expect(initialState(2, big).capacity).toBe(35);
+    // Never below one permit per shard, whatever the rate.
+    expect(initialState(4, resolveAdaptiveLimitOptions({ ratePerSecond: 1 })).capacity).toBe(1);
+  });
+
+  it("measures permit-milliseconds per attempt and sizes the ceiling by it (Little's law)", () => {
+    // 2 permits held 100 ms for 4 attempts: 50 permit-ms each; average with 20 at weight 0.5 -> 35.
+    const step = adaptLimit(initialState(1, law), lease({ t: 1_000, permits: 2, succeeded: 4 }), 1, law);
+    expect(step.latencyMs).toBeCloseTo(35, 9);
+    // 100/s x 35 ms = 3.5 permits: the increase (2 -> 3) fits under it.
+    expect(ceilingPerShard(step.latencyMs, 1, law)).toBeCloseTo(3.5, 9);
+    expect(step.capacity).toBe(3);
+  });
+
+  it('grows additively only while holders want more than they got and nothing was throttled', () => {
+    const state: AdaptiveState = { capacity: 2, latencyMs: 100, decreasedAt: 0 };
+    const starved = adaptLimit(state, lease({ t: 1, permits: 2, wanted: 10, succeeded: 2 }), 1, law);
+    expect(starved.capacity).toBe(3);
+    const satisfied = adaptLimit(state, lease({ t: 1, permits: 2, wanted: 2, succeeded: 2 }), 1, law);
+    expect(satisfied.capacity).toBe(2);
+    // A lease that did nothing (no attempts) neither grows the limit nor moves the latency.
+    const idle = adaptLimit(state, lease({ t: 1, permits: 2, wanted: 10, succeeded: 0 }), 1, law);
+    expect(idle).toMatchObject({ capacity: 2, latencyMs: 100, decreased: false });
+  });
+
+  it('never grows past rate x measured latency, whatever the demand', () => {
+    let state: AdaptiveState = { capacity: 1, latencyMs: 40, decreasedAt: 0 };
+    for (let t = 0; t < 50; t++) {
+      // Every lease: 1 attempt per 40 permit-ms, i.e. the latency stays 40 ms.
+      state = adaptLimit(state, lease({ t: t * 100, permits: 4, releasedAt: 100, succeeded: 10 }), 1, law);
+    }
+    expect(state.latencyMs).toBeCloseTo(40, 6);
+    expect(state.capacity).toBeCloseTo(4, 6); // 100/s x 40 ms
+  });
+
+  it('shrinks multiplicatively on SlowDown, once per round of leases taken before the decrease', () => {
+    // Every lease here measures 200 permit-ms per attempt (20 permits x 100 ms / 10 attempts), so the
+    // ceiling (100/s x 200 ms = 20) stays out of the way.
+    const state: AdaptiveState = { capacity: 10, latencyMs: 200, decreasedAt: 0 };
+    const throttledLease = (t: number, throttled: number) =>
+      lease({ t, permits: 20, succeeded: 10 - throttled, throttled });
+    const first = adaptLimit(state, throttledLease(1_000, 3), 1, law);
+    expect(first).toMatchObject({ capacity: 7, decreased: true, decreasedAt: 1_100 });
+    // A lease taken before that decrease saw the same overload: no second cut.
+    const sameRound = adaptLimit(first, throttledLease(1_050, 5), 1, law);
+    expect(sameRound).toMatchObject({ capacity: 7, decreased: false, decreasedAt: 1_100 });
+    // A lease taken after it that is still throttled cuts again.
+    const nextRound = adaptLimit(first, throttledLease(1_200, 1), 1, law);
+    expect(nextRound.capacity).toBeCloseTo(4.9, 3); // on the 1/1024 grid
+    expect(nextRound.decreased).toBe(true);
+  });
+
+  it('never goes below one permit per shard', () => {
+    let state: AdaptiveState = { capacity: 2, latencyMs: 20, decreasedAt: 0 };
+    for (let t = 1; t < 20; t++) state = adaptLimit(state, lease({ t: t * 1_000, throttled: 1 }), 1, law);
+    expect(state.capacity).toBe(1);
+  });
+
+  it('re-converges after the accepted rate halves: from the old level to half of it in a few rounds', () => {
+    // A toy fleet on a virtual clock: each 100 ms round one lease of all permits; S3 accepts `accepted`
+    // attempts per second and throttles the rest; an attempt takes 20 ms of a permit.
+    const fleetLaw = resolveAdaptiveLimitOptions({ ratePerSecond: 100, initialLatencyMs: 20 });
+    let state = initialState(1, fleetLaw);
+    let accepted = 100;
+    const permitsAt: number[] = [];
+    for (let round = 0; round < 100; round++) {
+      const t = round * 100;
+      if (t === 5_000) accepted = 50;
+      const permits = Math.floor(state.capacity);
+      const attempts = permits * 5; // 100 ms / 20 ms per permit
+      const ok = Math.min(attempts, accepted / 10);
+      state = adaptLimit(
+        state,
+        { takenAt: t, releasedAt: t + 100, permits, wanted: 10, succeeded: ok, throttled: attempts - ok },
+        1,
+        fleetLaw,
+      );
+      permitsAt.push(Math.floor(state.capacity));
+    }
+    // Before the halving: 100/s x 20 ms = 2 permits; after: at most 1 (50/s x 20 ms) within 1 s.
+    expect(permitsAt[49]).toBe(2);
+    expect(Math.max(...permitsAt.slice(60))).toBeLessThanOrEqual(2);
+    expect(permitsAt.slice(50, 60)).toContain(1);
+  });
+
+  it('keeps capacities on a 1/1024 grid, so free = capacity - held adds up exactly however often it moves', () => {
+    let state: AdaptiveState = { capacity: 10, latencyMs: 200, decreasedAt: 0 };
+    let free = state.capacity; // what the shard item would hold with nothing held: sums of the deltas
+    for (let round = 1; round <= 40; round++) {
+      const throttled = round % 3 === 0 ? 1 : 0;
+      const step = adaptLimit(
+        state,
+        lease({ t: round * 1_000, permits: 20, succeeded: 10 - throttled, throttled }),
+        1,
+        law,
+      );
+      expect(step.capacity * 1024).toBe(Math.round(step.capacity * 1024));
+      free += step.capacity - state.capacity;
+      state = step;
+    }
+    expect(free).toBe(state.capacity);
+  });
+
+  it('refuses nonsense options with a typed error', () => {
+    for (const bad of [
+      { ratePerSecond: 0 },
+      { ratePerSecond: 10, decreaseFactor: 1 },
+      { ratePerSecond: 10, decreaseFactor: 0 },
+      { ratePerSecond: 10, increaseStep: -1 },
+      { ratePerSecond: 10, latencyWeight: 0 },
+      { ratePerSecond: 10, headroom: 0.5 },
+      { ratePerSecond: 10, initialLatencyMs: Number.NaN },
+    ]) {
+      expect(() => resolveAdaptiveLimitOptions(bad)).toThrow(InvalidSemaphoreOptionsError);
+    }
+  });
+});

@@ -87,13 +87,15 @@ const grantingAll =
     }),
   });
 
-const SHARED = 'bucket:ignored-by-memory-store/small-tenants';
+/** Picks the small tenants' first stripe, so the shared semaphore's name is known. */
+const FIRST_STRIPE = () => 0;
+const SHARED = 'bucket:ignored-by-memory-store/small-tenants#0';
 const prefixOf = (t: string) => `prefix:ignored-by-memory-store/t=${t}/`;
 
 describe('TenantPermits: what each tenant asks for', () => {
   it(`a tenant with ${SMALL_TENANT_WRITES} writes has its own prefix lease; one with fewer shares the bucket's`, async () => {
     const { factory, acquires, limits } = recordingFactory();
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), factory);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), factory, FIRST_STRIPE);
     const big = tenant('big', SMALL_TENANT_WRITES);
     const small = tenant('small', SMALL_TENANT_WRITES - 1);
     const ran: string[] = [];
@@ -123,7 +125,7 @@ describe('TenantPermits: what each tenant asks for', () => {
 
   it('a large tenant asks for no more than its writes, and its pool is sized to the grant', async () => {
     const { factory, acquires } = recordingFactory(5);
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory, FIRST_STRIPE);
     const a = tenant('a', 12);
     const report = await permits.run([a], window(), async () => undefined);
     // Asked min(70, 64, 12) = 12, capped by the semaphore's 5.
@@ -134,14 +136,14 @@ describe('TenantPermits: what each tenant asks for', () => {
 
   it('small tenants split the shared lease: each pool gets an equal share, never more than its writes', async () => {
     const { factory, acquires } = recordingFactory(8);
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory, FIRST_STRIPE);
     const a = tenant('a', 9);
     const b = tenant('b', 9);
     const c = tenant('c', 2);
     const d = tenant('d', 1);
     const report = await permits.run([a, b, c, d], window(), async () => undefined);
-    // A group is at most half the semaphore's limit (4 of 8): one group, 21 writes wanted, 8 granted.
-    expect(acquires.map((x) => [x.k, x.options?.min])).toEqual([[8, 4]]);
+    // One lease for the four, whatever it grants (any grant from 1): 21 writes wanted, 8 granted.
+    expect(acquires.map((x) => [x.k, x.options?.min])).toEqual([[8, 1]]);
     // 8 permits over 4 pools: a share of 2 each, capped by each tenant's writes.
     expect([a, b, c, d].map((t) => t.pool.concurrency)).toEqual([2, 2, 2, 1]);
     for (const t of [a, b, c, d]) expect(report.results.get(t)).toEqual({ permits: 8 });
@@ -149,27 +151,32 @@ describe('TenantPermits: what each tenant asks for', () => {
 
   it('two small pools on an 8-permit lease get 4 each (not 8 x 2 capped by their writes)', async () => {
     const { factory } = recordingFactory(8);
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory, FIRST_STRIPE);
     const a = tenant('a', 9);
     const b = tenant('b', 9);
     await permits.run([a, b], window(), async () => undefined);
     expect([a.pool.concurrency, b.pool.concurrency]).toEqual([4, 4]);
   });
 
-  it('more small tenants than half the shared limit run in several groups, each asking at least one per tenant', async () => {
-    const { factory, acquires } = recordingFactory(6);
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '2' }), factory);
+  it('more small tenants than permits: one lease, at most `permits` tenants at once, each pool at 1', async () => {
+    const events: string[] = [];
+    const { factory, acquires } = recordingFactory(6, events);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '2' }), factory, FIRST_STRIPE);
     const tenants = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => tenant(name, 1));
-    const report = await permits.run(tenants, window(), async () => undefined);
-    // Groups of 3 (half of 6): 3 + 3 + 1. Each wants min(280, POOL_CONCURRENCY 2, its writes), raised to
-    // one permit per tenant, all of them needed.
-    expect(acquires.map((x) => [x.k, x.options?.min])).toEqual([
-      [3, 3],
-      [3, 3],
-      [1, 1],
-    ]);
+    let running = 0;
+    let peak = 0;
+    const report = await permits.run(tenants, window(), async () => {
+      running++;
+      peak = Math.max(peak, running);
+      await Promise.resolve();
+      running--;
+    });
+    // One acquire for all seven (one DynamoDB round trip, not one per group): min(6, POOL_CONCURRENCY 2, 7).
+    expect(acquires.map((x) => [x.name, x.k])).toEqual([[SHARED, 2]]);
+    expect(events.filter((e) => e.startsWith('release'))).toEqual([`release ${SHARED}`]);
+    expect(peak).toBe(2);
     for (const t of tenants) {
-      expect(report.results.get(t)).toEqual({ permits: t.tenant === 'g' ? 1 : 3 });
+      expect(report.results.get(t)).toEqual({ permits: 2 });
       expect(t.pool.concurrency).toBe(1);
     }
   });
@@ -193,7 +200,7 @@ describe('TenantPermits: the steps of a lease kept apart', () => {
   it('sizes, runs, drains, then releases, in that order', async () => {
     const events: string[] = [];
     const { factory } = recordingFactory(Number.POSITIVE_INFINITY, events);
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '4' }), factory);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '4' }), factory, FIRST_STRIPE);
     const a = tenant('a', 20, events);
     await permits.run([a], window(), async () => {
       events.push('work a');
@@ -209,7 +216,7 @@ describe('TenantPermits: the steps of a lease kept apart', () => {
         throw new Error(`unreachable ${name}`);
       },
     });
-    const permits = new TenantPermits(testConfig(), failing);
+    const permits = new TenantPermits(testConfig(), failing, FIRST_STRIPE);
     const a = tenant('a', 20);
     const ran: string[] = [];
     const open = await permits.run([a], window(), async (t) => {
@@ -233,7 +240,7 @@ describe('TenantPermits: the steps of a lease kept apart', () => {
       if (name === SHARED) throw new Error('no table');
       return inner.factory(name, limit);
     };
-    const permits = new TenantPermits(testConfig(), factory);
+    const permits = new TenantPermits(testConfig(), factory, FIRST_STRIPE);
     const big = tenant('big', 20);
     const small = tenant('small', 1);
     const ran: string[] = [];
@@ -249,7 +256,7 @@ describe('TenantPermits: the steps of a lease kept apart', () => {
     const failingRelease = grantingAll(async () => {
       throw new Error('release lost');
     });
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), failingRelease);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), failingRelease, FIRST_STRIPE);
     const a = tenant('a', 20);
     const report = await permits.run([a], window(), async () => undefined);
     expect(report.results.get(a)).toEqual({ permits: 8 });
@@ -268,7 +275,7 @@ describe('TenantPermits: the steps of a lease kept apart', () => {
           options?.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true });
         }),
     );
-    const permits = new TenantPermits(config, stalled);
+    const permits = new TenantPermits(config, stalled, FIRST_STRIPE);
     const startedAt = Date.now();
     const report = await permits.run([tenant('a', 20)], window(), async () => undefined);
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(90);

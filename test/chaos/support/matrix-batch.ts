@@ -3,6 +3,7 @@
 // in a seeded interleaving that keeps each record's own order. It also knows every state a record may be
 // in after a prefix of its chain, which is what the invariants compare S3 against.
 import type { SQSRecord } from 'aws-lambda';
+import { SEQ_FIELD } from '../../../lib/db/sequenced-state.js';
 import { seededRandom } from '../../../lib/local/s3-behaviour/seeded-random.js';
 import { body, sqsRecord } from '../../unit/ingest/handler/support.js';
 
@@ -106,13 +107,14 @@ export function stateAfter(chain: readonly MatrixWrite[], m: number): Record<str
   let state: Record<string, unknown> | undefined;
   for (const write of chain.slice(0, m)) {
     if (write.op === 'delete') state = undefined;
-    else if (write.op === 'update') state = { ...(state ?? {}), ...write.data };
+    // Issue 15: an update of a record that does not exist is kept pending (hidden), so the record stays absent.
+    else if (write.op === 'update') state = state === undefined ? undefined : { ...state, ...write.data };
     else state = { ...write.data };
   }
   return state;
 }
 
-const SYSTEM_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'version']);
+const SYSTEM_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'version', SEQ_FIELD]);
 
 /** Stable text of a record's user fields (top-level system fields left out), or `absent`. */
 export function contentKey(record: Record<string, unknown> | undefined): string {

@@ -1,7 +1,9 @@
 // The rows of the fault matrix: every AWS call the ingestion handler makes, and how to recognise it on the
 // wire. The DynamoDB rows tell the semaphore's calls apart by their update expressions
-// (lib/semaphore/shard-table.ts); a cell also asserts its call was faulted at least once, so a change of
+// (lib/semaphore/shard-table.ts for the static shards, adaptive-shard-table.ts for the adaptive ones of
+// tenant prefixes); a cell also asserts its call was faulted at least once, so a change of
 // those expressions fails the matrix loudly instead of emptying it.
+import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
 import type { AwsCall, AwsService } from '../../../lib/local/faults/aws-call.js';
 import { FAULT_KINDS, type FaultKind } from '../../../lib/local/faults/fault-proxy.js';
 
@@ -10,6 +12,16 @@ export interface MatrixCall {
   readonly name: string;
   readonly service: AwsService;
   readonly match: (call: AwsCall) => boolean;
+}
+
+/** A PUT of a hidden object: since issue 15 a delete writes a tombstone instead of a DeleteObject. */
+function putsHiddenObject(call: AwsCall): boolean {
+  try {
+    const stored: unknown = JSON.parse(call.body);
+    return stored !== null && typeof stored === 'object' && isHiddenJson(stored as Record<string, unknown>);
+  } catch {
+    return false;
+  }
 }
 
 function updateExpression(call: AwsCall): string {
@@ -24,12 +36,18 @@ function updateExpression(call: AwsCall): string {
 export const MATRIX_CALLS: readonly MatrixCall[] = [
   { name: 's3 get', service: 's3', match: (c) => c.operation === 'GetObject' },
   { name: 's3 put', service: 's3', match: (c) => c.operation === 'PutObject' },
-  { name: 's3 delete', service: 's3', match: (c) => c.operation === 'DeleteObject' },
   {
-    // A take: adds the holder entry and its permits to `used`.
+    // A delete's tombstone (the handler makes no DeleteObject: deletes are sequenced, lib/db/sequenced-state.ts).
+    name: 's3 tombstone put',
+    service: 's3',
+    match: (c) => c.operation === 'PutObject' && putsHiddenObject(c),
+  },
+  {
+    // A take: adds the holder entry and its permits to `used` (static shard) or takes them off `free`
+    // (adaptive shard).
     name: 'dynamodb acquire',
     service: 'dynamodb',
-    match: (c) => c.operation === 'UpdateItem' && /#used \+ /.test(updateExpression(c)),
+    match: (c) => c.operation === 'UpdateItem' && /#used \+ |#free = #free - /.test(updateExpression(c)),
   },
   {
     // A give-back: removes the lease's own holder entry (release, or an aborted acquire's give-back).

@@ -4,10 +4,11 @@
 // against what really landed in the emulators (read past the proxies).
 
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
 import { loadConfig } from '../../../lib/ingest/config.js';
 import { createAwsClients } from '../../../lib/ingest/handler/aws-clients.js';
 import { createIngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
@@ -42,7 +43,11 @@ export const MATRIX_HANDLER_ENV = {
   SEMAPHORE_LEASE_MARGIN_MS: '500',
 } as const;
 export const MATRIX_BUDGET_MS = 5_000;
-const PERMIT_LIMIT = 8;
+/**
+ * The hard cap of the tenant prefix's adaptive semaphore: `dynamoSemaphores` gives it max(static limit
+ * 400/s x 20 ms = 8, ceil(rate) = 400); its limit in force (the shards' capacity) moves below that.
+ */
+const ADAPTIVE_PERMIT_CAP = Math.max(8, Number(MATRIX_HANDLER_ENV.S3_PREFIX_WRITE_RATE));
 
 export interface MatrixStack {
   readonly aws: LocalAws;
@@ -154,19 +159,45 @@ function rulesFor(
   }
 }
 
-/** Polls the semaphore table while an invocation runs: peak permits held, and any inconsistent item. */
+/**
+ * Permits held by one item's holders (the `holders` map both the static and the adaptive items keep; see
+ * lib/semaphore/shard-table.ts and adaptive-shard-table.ts).
+ */
+function heldBy(item: Record<string, AttributeValue>): number {
+  return Object.values(item.holders?.M ?? {}).reduce((sum, h) => sum + Number(h.M?.n?.N ?? 0), 0);
+}
+
+/** Adaptive capacities live on a 1/1024 grid (adaptive-dynamo-semaphore.ts): compare with that slack. */
+const GRID = 1 / 1024;
+
+/**
+ * Polls the semaphore table while an invocation runs: peak permits held, and any inconsistent item.
+ *
+ * Two item kinds share the table. A static shard (`sk = shard#<i>`) has `capacity`, `used` (= the holders'
+ * sum) and `limit` (the semaphore's total). An adaptive shard (`sk = adaptive#<i>`, tenant prefixes) has a
+ * moving `capacity`, `free` (= capacity - held; negative only after a shrink while holders exceed it) and
+ * no limit: its limit in force is the sum of its shards' capacities, which a release may shrink below the
+ * permits already held (a shrink takes nothing back, it grants nothing until holders give back). So an
+ * adaptive semaphore's permits held are checked against the highest limit it had in force during the cell,
+ * and each shard's capacity against the hard cap it may never pass.
+ */
 class PermitMonitor {
   peak = 0;
   /** The tenant semaphore's permits held at the last sample. */
   current = 0;
-  limit = PERMIT_LIMIT;
+  /** The tenant semaphore's highest limit in force seen (static: its `limit`; adaptive: its capacity). */
+  limit = 0;
   readonly violations: string[] = [];
+  /** Per adaptive semaphore, the highest capacity sum seen so far in the cell. */
+  readonly #adaptivePeakLimit = new Map<string, number>();
   #running: Promise<void> | undefined;
   #stop = false;
 
   constructor(
     private readonly client: DynamoDBClient,
     private readonly table: string,
+    /** The most permits an adaptive semaphore may ever reach (`dynamoSemaphores`: max(limit, rate)). */
+    private readonly adaptiveCap: number,
   ) {}
 
   start(): void {
@@ -189,26 +220,44 @@ class PermitMonitor {
 
   async sample(): Promise<void> {
     const out = await this.client.send(new ScanCommand({ TableName: this.table, ConsistentRead: true }));
-    const bySemaphore = new Map<string, { used: number; limit: number }>();
+    const bySemaphore = new Map<string, { held: number; limit: number; adaptive: boolean }>();
     for (const item of out.Items ?? []) {
       const pk = item.pk?.S ?? '';
-      const used = Number(item.used?.N ?? 0);
+      const sk = item.sk?.S ?? '';
+      const where = `${pk} ${sk}`;
+      const held = heldBy(item);
       const capacity = Number(item.capacity?.N ?? 0);
-      const limit = Number(item.limit?.N ?? 0);
-      const held = Object.values(item.holders?.M ?? {}).reduce((sum, h) => sum + Number(h.M?.n?.N ?? 0), 0);
-      if (held !== used) this.violations.push(`${pk} ${item.sk?.S}: used ${used} but holders hold ${held}`);
-      if (used > capacity) this.violations.push(`${pk} ${item.sk?.S}: used ${used} > capacity ${capacity}`);
-      const sum = bySemaphore.get(pk) ?? { used: 0, limit };
-      sum.used += used;
+      const adaptive = sk.startsWith('adaptive#');
+      const sum = bySemaphore.get(pk) ?? { held: 0, limit: 0, adaptive };
+      sum.held += held;
+      if (adaptive) {
+        const free = Number(item.free?.N ?? 0);
+        const shards = Number(item.shards?.N ?? 1);
+        if (Math.abs(capacity - free - held) > GRID)
+          this.violations.push(`${where}: capacity ${capacity} - free ${free} but holders hold ${held}`);
+        if (capacity > this.adaptiveCap / shards + GRID)
+          this.violations.push(`${where}: capacity ${capacity} > cap ${this.adaptiveCap} / ${shards} shards`);
+        sum.limit += capacity;
+      } else {
+        const used = Number(item.used?.N ?? 0);
+        if (held !== used) this.violations.push(`${where}: used ${used} but holders hold ${held}`);
+        if (used > capacity) this.violations.push(`${where}: used ${used} > capacity ${capacity}`);
+        sum.limit = Number(item.limit?.N ?? 0);
+      }
       bySemaphore.set(pk, sum);
     }
-    for (const [pk, { used, limit }] of bySemaphore) {
-      if (pk.includes(`/t=${MATRIX_TENANT}/`)) {
-        this.peak = Math.max(this.peak, used);
-        this.current = used;
-        this.limit = limit;
+    for (const [pk, { held, limit, adaptive }] of bySemaphore) {
+      let inForce = limit;
+      if (adaptive) {
+        inForce = Math.max(limit, this.#adaptivePeakLimit.get(pk) ?? 0);
+        this.#adaptivePeakLimit.set(pk, inForce);
       }
-      if (used > limit) this.violations.push(`${pk}: ${used} permits held > limit ${limit}`);
+      if (pk.includes(`/t=${MATRIX_TENANT}/`)) {
+        this.peak = Math.max(this.peak, held);
+        this.current = held;
+        this.limit = Math.max(this.limit, inForce);
+      }
+      if (held > inForce + GRID) this.violations.push(`${pk}: ${held} permits held > limit ${inForce}`);
     }
   }
 }
@@ -222,7 +271,9 @@ async function readRecord(
     const out = await s3.send(
       new GetObjectCommand({ Bucket: bucket, Key: `t=${MATRIX_TENANT}/r=${MATRIX_RESOURCE}/id=${id}.json` }),
     );
-    return JSON.parse(await out.Body!.transformToString()) as Record<string, unknown>;
+    const stored = JSON.parse(await out.Body!.transformToString()) as Record<string, unknown>;
+    // A tombstone or a pending partial (issue 15) is an absent record.
+    return isHiddenJson(stored) ? undefined : stored;
   } catch (err) {
     if (err instanceof NoSuchKey || (err as { name?: string }).name === 'NoSuchKey') return undefined;
     throw err;
@@ -325,7 +376,7 @@ export async function runCell(
   const handler = createIngestHandler(config, { clients, logger: silentLogger(), metrics: quietMetrics() });
   const proxy = stack.proxies[cell.call.service];
   const batch = matrixBatch({ records: options.records, bad: options.bad, seed: options.seed });
-  const monitor = new PermitMonitor(stack.direct.dynamodb, r.tableName);
+  const monitor = new PermitMonitor(stack.direct.dynamodb, r.tableName, ADAPTIVE_PERMIT_CAP);
   const acked = new Set<string>();
   const letters = new Map<string, string[]>();
   const violations: string[] = [];

@@ -1,5 +1,5 @@
 // The batch a fault-matrix cell sends: per record a chain of two writes that makes every S3 call the
-// handler has happen (PUT, GET of an update's read, DELETE), plus bad messages for the dead-letter send,
+// handler has happen (PUT, GET of an update's read, a delete's tombstone PUT), plus bad messages for the dead-letter send,
 // in a seeded interleaving that keeps each record's own order. It also knows every state a record may be
 // in after a prefix of its chain, which is what the invariants compare S3 against.
 import type { SQSRecord } from 'aws-lambda';
@@ -39,7 +39,7 @@ const CHAINS: readonly ((n: number) => { op: Op; data?: Record<string, unknown> 
     { op: 'insert', data: { step: 1, total: n, status: 'created' } },
     { op: 'update', data: { step: 2, status: 'shipped' } },
   ],
-  // PUT, then DELETE
+  // PUT, then the delete's tombstone PUT
   (n) => [{ op: 'upsert', data: { step: 1, total: n } }, { op: 'delete' }],
   // PUT, then GET + PUT
   (n) => [

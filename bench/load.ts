@@ -12,6 +12,8 @@
 // against the naive one. Results: bench/results/load.{json,svg}.
 // BENCH_LOAD_MESSAGES overrides the message count (e.g. 2000 for a quick look).
 import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LoadEngine, LoadRunConfig, LoadRunResult, LoadSample } from './load/engine.js';
 import { hotPrefixFigures } from './load/limit-bound.js';
@@ -89,15 +91,22 @@ async function limitBound(): Promise<void> {
       config: { ...base, engine: 'adaptive', unlimited: true, halveAt: undefined } as LoadRunConfig,
     },
   ];
+  // BENCH_LOAD_ENGINES=adaptive,ceiling (say) runs a subset while iterating: printed, not written to
+  // bench/results (the committed figures always come from one run of every row).
+  const only = (process.env.BENCH_LOAD_ENGINES ?? '').split(',').filter(Boolean);
+  const keyOf = (c: LoadRunConfig) => (c.unlimited === true ? 'ceiling' : c.engine);
+  const selected = only.length === 0 ? plan : plan.filter(({ config }) => only.includes(keyOf(config)));
   const runs: Array<{ label: string; result: LoadRunResult; peakRssBytes: number }> = [];
-  for (const { label, config } of plan) {
+  for (const { label, config } of selected) {
     console.error(`bench:load limit-bound: ${label}, ${config.messages} messages ...`);
     const { result, peakRssBytes } = await runInChild<LoadRunResult>(script, [JSON.stringify(config)]);
     runs.push({ label, result, peakRssBytes });
   }
-  const ceiling = runs.at(-1)!.result;
-  const ceilingHot = hotPrefixFigures(ceiling).acceptedBefore;
-  const naive = runs.find((r) => r.result.engine === 'naive' && !r.result.unlimited)!.result;
+  const ceiling = runs.find((r) => r.result.unlimited)?.result;
+  // Without a ceiling run in this subset, the bound is the limit itself.
+  const ceilingHot = ceiling === undefined ? base.writesPerSecond : hotPrefixFigures(ceiling).acceptedBefore;
+  const naive =
+    runs.find((r) => r.result.engine === 'naive' && !r.result.unlimited)?.result ?? runs[0]!.result;
   const rows: Row[] = runs.map(({ label, result: r }) => {
     const hot = hotPrefixFigures(r);
     const limited = !r.unlimited;
@@ -155,6 +164,13 @@ async function limitBound(): Promise<void> {
       },
     ],
   });
+  if (only.length > 0) {
+    console.log(JSON.stringify(rows, null, 1));
+    const file = join(tmpdir(), 'bench-load-subset.json');
+    writeFileSync(file, JSON.stringify({ settings: base, runs }, null, 1));
+    console.error(`subset: rows printed, runs in ${file}`);
+    return;
+  }
   writeFileSync(`${resultsDir}load-limit-bound.svg`, svg);
   writeResults('load-limit-bound', rows, {
     messages: base.messages,

@@ -35,7 +35,7 @@ import {
   Task,
   TaskExtras,
 } from './task-state.js';
-import { assertConcurrency } from './validation.js';
+import { assertConcurrency, assertFractionalConcurrency } from './validation.js';
 
 let capturedResolve: (value: unknown) => void = noop;
 // One shared executor: `new Promise(capture)` allocates no closure per task.
@@ -95,7 +95,12 @@ export class ExecutorPool {
   readonly #member: BudgetMember | undefined;
   readonly #dedup: SingleFlight | undefined;
   #cap: number;
+  /** What `setConcurrency` was given: `#cap` slots, each busy at most `#duty` of the time (see `#rest`). */
+  #concurrency: number;
+  #duty = 1;
   #active = 0;
+  /** Slots resting after an attempt (fractional concurrency): they start nothing until their rest ends. */
+  #resting = 0;
   #delayed = 0;
   #seq = 0;
   #paused: boolean;
@@ -119,6 +124,7 @@ export class ExecutorPool {
         : (options.concurrency ?? POOL_DEFAULTS.concurrency);
     assertConcurrency(concurrency);
     this.#cap = concurrency;
+    this.#concurrency = concurrency;
     this.#options = resolvePoolOptions(options);
     this.#paused = options.paused ?? false;
     if (options.circuitBreaker?.enabled) {
@@ -137,9 +143,9 @@ export class ExecutorPool {
     return this.#autotuner;
   }
 
-  /** The current cap on in-flight attempts. */
+  /** The current cap on in-flight attempts, as last set (fractional: an average, see `setConcurrency`). */
   get concurrency(): number {
-    return this.#cap;
+    return this.#concurrency;
   }
 
   /** Queued tasks beyond this make `enqueue` reject with QueueFullError. */
@@ -168,10 +174,17 @@ export class ExecutorPool {
   /**
    * Changes the cap live. Growing starts queued work at once; shrinking aborts nothing, it starts nothing
    * until in-flight work drops below the new cap. Cheap enough to call per completed sample.
+   * A fractional `n` (> 0) caps the *average* in flight: `ceil(n)` slots, each resting after an attempt for
+   * the attempt's duration x (`ceil(n) / n` - 1), so each slot is busy `n / ceil(n)` of the time. By Little's
+   * law that caps the rate at `n / latency` whatever the latency is, which is how a fleet-wide grant of less
+   * than one permit (a prefix whose limit x latency < 1) is kept without knowing the latency.
+   * @example pool.setConcurrency(0.75) // one attempt at a time, each followed by a third of its duration idle
    */
   setConcurrency(n: number): void {
-    assertConcurrency(n);
-    this.#cap = n;
+    assertFractionalConcurrency(n);
+    this.#concurrency = n;
+    this.#cap = Math.ceil(n);
+    this.#duty = n / this.#cap;
     this.#pump();
   }
 
@@ -234,7 +247,7 @@ export class ExecutorPool {
     if (
       this.#queue.size === 0 &&
       !this.#paused &&
-      this.#active < this.#cap &&
+      this.#active + this.#resting < this.#cap &&
       this.#breaker === undefined &&
       this.#member === undefined
     ) {
@@ -340,7 +353,7 @@ export class ExecutorPool {
   #canStartNow(): boolean {
     return (
       !this.#paused &&
-      this.#active < this.#cap &&
+      this.#active + this.#resting < this.#cap &&
       this.#queue.size === 0 &&
       (this.#member === undefined || this.#member.budget.available > 0)
     );
@@ -367,7 +380,7 @@ export class ExecutorPool {
   /** Starts queued tasks while slots are free. `now`, when the caller just read the clock, dates the first start. */
   #pump(now = -1): void {
     const queue = this.#queue;
-    while (!this.#paused && this.#active < this.#cap && queue.size > 0) {
+    while (!this.#paused && this.#active + this.#resting < this.#cap && queue.size > 0) {
       const admission = this.#admitHead();
       if (admission === HOLD) break;
       if (this.#member !== undefined && !this.#member.tryAcquire()) {
@@ -387,7 +400,7 @@ export class ExecutorPool {
 
   /** The budget offers this pool a slot (already counted as held); returns whether it was used. */
   #onSlotGranted(): boolean {
-    if (this.#paused || this.#active >= this.#cap || this.#queue.size === 0) return false;
+    if (this.#paused || this.#active + this.#resting >= this.#cap || this.#queue.size === 0) return false;
     const admission = this.#admitHead();
     if (admission === HOLD) {
       // Refused tasks may have emptied the queue: settle the pool's idle state outside the budget's dispatch.
@@ -396,7 +409,8 @@ export class ExecutorPool {
     }
     this.#start(this.#queue.pop()!, admission === START_PROBE, performance.now());
     // Still busy: get back in line (at the back) for the next slot.
-    if (!this.#paused && this.#active < this.#cap && this.#queue.size > 0) this.#member!.waitForSlot();
+    if (!this.#paused && this.#active + this.#resting < this.#cap && this.#queue.size > 0)
+      this.#member!.waitForSlot();
     return true;
   }
 
@@ -470,7 +484,21 @@ export class ExecutorPool {
     // The budget hands the freed slot to a waiting pool before this pool competes for it again; only now,
     // once the breaker has seen this outcome, so a failure that opens it also stops the next queued task.
     this.#member?.release();
+    if (this.#duty < 1) this.#rest(now - attempt.startedAt);
     this.#pump(now);
+  }
+
+  /** Fractional concurrency: the slot an attempt of `durationMs` used stays taken for its share of idle time. */
+  #rest(durationMs: number): void {
+    // Rounded up (timers fire on whole milliseconds; a rest cut short by rounding would oversend).
+    const restMs = Math.ceil(durationMs * (1 / this.#duty - 1) - 1e-6);
+    if (!(restMs > 0)) return;
+    this.#resting += 1;
+    // Not unref'd: queued work waiting for this slot must keep the process alive, as a retry's backoff does.
+    setTimeout(() => {
+      this.#resting -= 1;
+      this.#pump();
+    }, restMs);
   }
 
   #onTimeout(attempt: Attempt): void {

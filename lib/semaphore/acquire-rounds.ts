@@ -5,6 +5,9 @@ import { SemaphoreTimeoutError } from './errors.js';
 export interface AcquireRounds<G extends { n: number }> {
   readonly name: string;
   readonly min: number;
+  /** The least a round's grants may add up to, read after each round (default `min`): an adaptive
+   * semaphore whose whole limit is under `min` is had whole. */
+  readonly enough?: () => number;
   readonly deadline: number | undefined;
   readonly signal: AbortSignal | undefined;
   readonly backoffBaseMs: number;
@@ -28,7 +31,7 @@ export async function acquireInRounds<G extends { n: number }>(a: AcquireRounds<
     for (let attempt = 0; ; attempt++) {
       throwIfAborted(a.signal);
       const grants = await a.round(attempt);
-      if (grants.reduce((sum, g) => sum + g.n, 0) >= a.min) {
+      if (grants.reduce((sum, g) => sum + g.n, 0) >= (a.enough?.() ?? a.min)) {
         // The signal may have aborted while the round's writes were in flight.
         if (a.signal?.aborted) {
           await a.giveBack(grants).catch(() => undefined);

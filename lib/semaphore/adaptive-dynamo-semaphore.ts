@@ -4,7 +4,9 @@ import {
   type AdaptiveLimitOptions,
   type AdaptiveState,
   adaptLimit,
+  CAPACITY_QUANTUM,
   initialState,
+  MIN_CAPACITY,
   quantize,
   type ResolvedAdaptiveLimitOptions,
   resolveAdaptiveLimitOptions,
@@ -38,6 +40,11 @@ export interface AdaptiveDynamoSemaphoreOptions extends Omit<DynamoSemaphoreOpti
   shards?: number;
 }
 
+/** Rounds down to the capacity grid: grants never exceed what is free, even by rounding noise. */
+function floorToQuantum(permits: number): number {
+  return Math.floor(permits / CAPACITY_QUANTUM + 1e-9) * CAPACITY_QUANTUM;
+}
+
 interface Grant {
   shard: number;
   n: number;
@@ -51,6 +58,11 @@ interface Grant {
  * (`lease.report`) in the release write they make anyway: no extra DynamoDB write per invocation. Every
  * acquire reads the shards first (a read, not a write) and takes only what is free, so a take fails only
  * when another holder raced it to the same permits.
+ *
+ * Grants are fractional (multiples of 1/1024 permit): a prefix whose rate x latency is under one permit
+ * grants a share of one slot's time, which the holder keeps by resting between attempts
+ * (`ExecutorPool.setConcurrency(0.75)`). When the whole semaphore grants less than the request's `min`,
+ * all of it is enough: `lease.permits` may then be below `min`.
  */
 export class AdaptiveDynamoSemaphore implements Semaphore {
   readonly name: string;
@@ -105,9 +117,11 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
     const { deadline, signal } = options;
     const fence = randomUUID();
     let until = 0;
+    let enough = min;
     const grants = await acquireInRounds({
       name: this.name,
       min,
+      enough: () => enough,
       deadline,
       signal,
       now: this.now,
@@ -116,7 +130,9 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       backoffCapMs: this.backoffCapMs,
       round: () => {
         until = this.now() + leaseMs;
-        return this.#takeUpTo(fence, k, min, until, signal);
+        return this.#takeUpTo(fence, k, min, until, signal, (least) => {
+          enough = least;
+        });
       },
       giveBack: (short) => this.giveBack(fence, short),
     });
@@ -161,12 +177,17 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
     min: number,
     until: number,
     signal: AbortSignal | undefined,
+    setEnough: (least: number) => void,
   ): Promise<Grant[]> {
     const grants: Grant[] = [];
     const attempted: Grant[] = [];
     try {
       const rooms = await this.#survey(signal);
-      if (rooms.reduce((sum, r) => sum + r.free, 0) < min) return grants;
+      // A semaphore that grants less than `min` in all (a limit under one permit) is had whole.
+      const capacity = rooms.reduce((sum, r) => sum + r.seen.capacity, 0);
+      const enough = Math.min(min, floorToQuantum(capacity));
+      setEnough(enough);
+      if (rooms.reduce((sum, r) => sum + r.free, 0) < enough) return grants;
       const start = Math.floor(this.random() * rooms.length);
       const rotated = rooms.map((_, j) => rooms[(start + j) % rooms.length]!);
       const remaining = () => k - grants.reduce((sum, g) => sum + g.n, 0);
@@ -174,7 +195,11 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       const order = whole !== undefined ? [whole] : [...rotated].sort((a, b) => b.free - a.free);
       for (const room of order) {
         if (remaining() === 0 || room.free <= 0) break;
-        const grant = { shard: room.index, n: Math.min(remaining(), room.free), seen: room.seen };
+        const grant = {
+          shard: room.index,
+          n: floorToQuantum(Math.min(remaining(), room.free)),
+          seen: room.seen,
+        };
         attempted.push(grant);
         if (await this.table.take(room.index, this.#shards, fence, grant.n, until, signal))
           grants.push(grant);
@@ -202,12 +227,12 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
           const state = initialState(this.#shards, this.law);
           await this.table.create(index, this.#shards, state, signal);
           // Created by us or by a racing acquirer; either way the take is conditional on `free >= n`.
-          return { index, free: Math.floor(state.capacity), seen: state };
+          return { index, free: floorToQuantum(state.capacity), seen: state };
         }
         const expired = expiredHolders(item, now);
         const freed = expired.length > 0 ? await this.table.reclaim(index, expired, signal) : 0;
         const seen = { capacity: item.capacity, latencyMs: item.latencyMs, decreasedAt: item.decreasedAt };
-        return { index, free: Math.max(0, Math.floor(item.free + freed)), seen };
+        return { index, free: Math.max(0, floorToQuantum(item.free + freed)), seen };
       }),
     );
   }
@@ -279,7 +304,7 @@ class AdaptiveLease implements Lease {
     };
     for (const g of this.grants) {
       const step = adaptLimit(g.seen, outcome, shards, law);
-      const capacity = quantize(Math.max(1, Math.min(step.capacity, limit / shards)));
+      const capacity = quantize(Math.max(MIN_CAPACITY, Math.min(step.capacity, limit / shards)));
       changes.set(g.shard, {
         delta: capacity - g.seen.capacity,
         latencyMs: step.latencyMs,

@@ -21,7 +21,8 @@ export interface AdaptiveLimitOptions {
    */
   decreaseFactor?: number;
   /**
-   * Permits added per shard when a lease released without SlowDown answers and had wanted more than it got.
+   * Permits added per shard when a lease released without SlowDown answers and had wanted more than it got,
+   * never more than an eighth of the current capacity (so a limit under one permit moves in fine steps).
    * @default 1
    */
   increaseStep?: number;
@@ -41,7 +42,7 @@ export interface AdaptiveLimitOptions {
 
 /** The adaptive state of one shard item, as stored in it (survives restarts of the whole fleet). */
 export interface AdaptiveState {
-  /** Permits this shard grants now (fractional: grants are whole permits out of `free`). */
+  /** Permits this shard grants now (fractional, >= `MIN_CAPACITY`: grants are multiples of 1/1024). */
   readonly capacity: number;
   /** Moving average of permit-milliseconds per S3 attempt, as leases measured it. */
   readonly latencyMs: number;
@@ -71,6 +72,19 @@ export interface AdaptiveStep extends AdaptiveState {
 export type ResolvedAdaptiveLimitOptions = Required<AdaptiveLimitOptions>;
 
 const MIN_LATENCY_MS = 0.1;
+/**
+ * The least a shard grants: 1/64 of a permit. Below one permit a grant is a share of one slot's time (the
+ * holder's pool rests between attempts: `ExecutorPool.setConcurrency` with a fraction), so a prefix whose
+ * rate x latency is under 1 (50 writes/s at 15 ms: 0.75) is kept at its rate instead of at one whole
+ * request in flight (66 writes/s, a quarter of them refused). Never 0: a prefix always progresses.
+ */
+export const MIN_CAPACITY = 1 / 64;
+/**
+ * The additive increase never exceeds this share of the current capacity, so a limit of a few permits or
+ * less than one grows by at most 1/8 of itself per step (a whole permit would overshoot a 0.75-permit
+ * prefix by 130%); from 8 permits up it is `increaseStep`.
+ */
+const MAX_INCREASE_SHARE = 1 / 8;
 /**
  * Capacities are multiples of 1/1024: binary fractions add and subtract exactly in a double, and print as
  * exact decimals for DynamoDB, so `free` (sums of permits and deltas) never drifts to 0.9999999 and a
@@ -111,20 +125,23 @@ export function resolveAdaptiveLimitOptions(options: AdaptiveLimitOptions): Reso
 
 /**
  * Little's law per shard: the permits one shard may grant so that all `shards` together carry
- * `ratePerSecond` at `latencyMs` per attempt, times the headroom; at least 1 (a prefix always progresses).
+ * `ratePerSecond` at `latencyMs` per attempt, times the headroom; at least `MIN_CAPACITY` (a prefix always
+ * progresses), possibly less than one permit.
  */
 export function ceilingPerShard(
   latencyMs: number,
   shards: number,
   options: ResolvedAdaptiveLimitOptions,
 ): number {
-  return Math.max(1, (options.ratePerSecond * latencyMs * options.headroom) / 1000 / shards);
+  return Math.max(MIN_CAPACITY, (options.ratePerSecond * latencyMs * options.headroom) / 1000 / shards);
 }
 
 /** The state of a shard nobody has reported to yet: Little's law with the assumed latency, no headroom. */
 export function initialState(shards: number, options: ResolvedAdaptiveLimitOptions): AdaptiveState {
   const latencyMs = options.initialLatencyMs;
-  const capacity = Math.max(1, Math.floor((options.ratePerSecond * latencyMs) / 1000 / shards));
+  const exact = (options.ratePerSecond * latencyMs) / 1000 / shards;
+  // Whole permits when there are some; a share of one when Little's law gives less than one.
+  const capacity = exact >= 1 ? Math.floor(exact) : quantize(Math.max(MIN_CAPACITY, exact));
   return { capacity, latencyMs, decreasedAt: 0 };
 }
 
@@ -135,8 +152,9 @@ export function initialState(shards: number, options: ResolvedAdaptiveLimitOptio
  *   idle count as latency, which is what limits the rate a permit carries) into the moving average;
  * - SlowDown answers, and no decrease since this lease was granted: capacity x `decreaseFactor` (a
  *   round of leases that all saw the same overload shrinks the limit once, not once per lease);
- * - no SlowDown and the lease wanted more than it got (holders wait for permits): + `increaseStep`;
- * - always within `[1, ceilingPerShard(latency)]`.
+ * - no SlowDown, the lease wanted more than it got (holders wait for permits) and began after the last
+ *   decrease: + `increaseStep` (at most 1/8 of the capacity);
+ * - always within `[MIN_CAPACITY, ceilingPerShard(latency)]`.
  * Pure and deterministic: the clock is in the outcome.
  */
 export function adaptLimit(
@@ -160,10 +178,17 @@ export function adaptLimit(
       capacity = state.capacity * options.decreaseFactor;
       decreased = true;
     }
-  } else if (outcome.wanted > outcome.permits && outcome.succeeded > 0) {
-    capacity = state.capacity + options.increaseStep;
+  } else if (
+    outcome.wanted > outcome.permits &&
+    outcome.succeeded > 0 &&
+    // A lease that began before the last decrease measured the old regime: it is no evidence of room now.
+    outcome.takenAt > state.decreasedAt
+  ) {
+    capacity = state.capacity + Math.min(options.increaseStep, MAX_INCREASE_SHARE * state.capacity);
   }
-  capacity = quantize(Math.max(1, Math.min(capacity, ceilingPerShard(latencyMs, shards, options))));
+  capacity = quantize(
+    Math.max(MIN_CAPACITY, Math.min(capacity, ceilingPerShard(latencyMs, shards, options))),
+  );
   return {
     capacity,
     latencyMs,

@@ -194,6 +194,10 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
         await backOffRedeliveries(records, ledger.response().batchItemFailures, redeliveries, {
           signal: deadline.settleSignal,
           logger,
+          causeOf: (messageId) => {
+            const fate = ledger.fateOf(messageId);
+            return fate?.state === 'redeliver' ? fate.cause : undefined;
+          },
         });
       }
     } finally {

@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchItemFailure, SQSRecord } from 'aws-lambda';
 import { rejectOnAbort } from './send-dead-letters.js';
+import type { TransientCause } from './write-outcome.js';
 
 /**
  * How long a failed record stays invisible before SQS redelivers it, from how often it was received:
@@ -24,6 +25,14 @@ export interface RedeliveryBackoffOptions {
    * @default 300
    */
   readonly maxSeconds?: number;
+  /**
+   * Invisibility after the first receive for a record that never reached S3 because its prefix's permits
+   * were all held until the invocation's cutoff (`permits-unavailable`): it waited for its turn, S3 did not
+   * refuse it, so it comes back sooner (doubling from this, up to `maxSeconds`) and the hot prefix is not
+   * left idle while its records sit out a backoff meant for an overloaded S3.
+   * @default 1
+   */
+  readonly turnSeconds?: number;
 }
 
 /** One record's new visibility timeout. */
@@ -47,12 +56,22 @@ export interface VisibilityPort {
 
 export const DEFAULT_REDELIVERY_BASE_SECONDS = 5;
 export const DEFAULT_REDELIVERY_MAX_SECONDS = 300;
+export const DEFAULT_REDELIVERY_TURN_SECONDS = 1;
 const MAX_VISIBILITY_SECONDS = 43_200;
 const MAX_BATCH = 10;
 
-/** `min(base x 2^(n-1), max)` in whole seconds for the `n`th receive (n < 1 counts as 1). */
-export function visibilityTimeoutFor(receiveCount: number, options: RedeliveryBackoffOptions = {}): number {
-  const base = options.baseSeconds ?? DEFAULT_REDELIVERY_BASE_SECONDS;
+/**
+ * `min(base x 2^(n-1), max)` in whole seconds for the `n`th receive (n < 1 counts as 1); `base` is
+ * `turnSeconds` for a record that only waited for its turn (`waitedForTurn`), else `baseSeconds`.
+ */
+export function visibilityTimeoutFor(
+  receiveCount: number,
+  options: RedeliveryBackoffOptions = {},
+  waitedForTurn = false,
+): number {
+  const base = waitedForTurn
+    ? (options.turnSeconds ?? DEFAULT_REDELIVERY_TURN_SECONDS)
+    : (options.baseSeconds ?? DEFAULT_REDELIVERY_BASE_SECONDS);
   const max = Math.min(options.maxSeconds ?? DEFAULT_REDELIVERY_MAX_SECONDS, MAX_VISIBILITY_SECONDS);
   const n = Number.isFinite(receiveCount) && receiveCount >= 1 ? Math.floor(receiveCount) : 1;
   return Math.max(0, Math.floor(Math.min(base * 2 ** Math.min(n - 1, 30), max)));
@@ -160,7 +179,13 @@ export async function backOffRedeliveries(
   records: readonly SQSRecord[],
   failures: readonly SQSBatchItemFailure[],
   port: VisibilityPort,
-  context: { signal: AbortSignal; logger: Logger; backoff?: RedeliveryBackoffOptions },
+  context: {
+    signal: AbortSignal;
+    logger: Logger;
+    backoff?: RedeliveryBackoffOptions;
+    /** Why a record is redelivered (the ledger's fate); `permits-unavailable` gets the short backoff. */
+    causeOf?: (messageId: string) => TransientCause | undefined;
+  },
 ): Promise<RedeliveryBackoffReport> {
   const failed = new Set(failures.map((f) => f.itemIdentifier));
   const changes: VisibilityChange[] = [];
@@ -175,6 +200,7 @@ export async function backOffRedeliveries(
       visibilityTimeoutSeconds: visibilityTimeoutFor(
         Number(record.attributes.ApproximateReceiveCount),
         context.backoff,
+        context.causeOf?.(record.messageId) === 'permits-unavailable',
       ),
     });
   }

@@ -87,18 +87,47 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
     expect(await stored(name)).toMatchObject([{ sk: 'adaptive#0', capacity: 2, free: 2, held: 0 }]);
   });
 
+  it('grants a share of one permit when rate x latency is under one, whole, to one holder at a time', async () => {
+    const name = `fraction-${randomUUID().slice(0, 8)}`;
+    let now = 500_000;
+    // 50/s x 15 ms = 0.75 of a permit: a whole permit would send 66/s.
+    const sem = semaphore(name, {
+      now: () => now,
+      adaptive: { ratePerSecond: 50, initialLatencyMs: 15, latencyWeight: 1 },
+    });
+    const first = await sem.acquire(8, { min: 1 });
+    expect(first.permits).toBe(0.75);
+    await refused(sem);
+    // The holder saw 15 ms per attempt (0.75 permits x 300 ms / 15 attempts): the limit stays 0.75.
+    now += 300;
+    first.report?.({ succeeded: 15, throttled: 0 });
+    await first.release();
+    expect(await stored(name)).toMatchObject([{ capacity: 0.75, free: 0.75, held: 0 }]);
+    const second = await sem.acquire(8, { min: 1 });
+    expect(second.permits).toBe(0.75);
+    // A SlowDown shrinks it below that, still a share of one slot.
+    now += 300;
+    second.report?.({ succeeded: 10, throttled: 2 });
+    await second.release();
+    const [shrunk] = await stored(name);
+    expect(shrunk!.capacity).toBeCloseTo(0.525, 2);
+    expect(shrunk!.free).toBe(shrunk!.capacity);
+    expect((await sem.acquire(8, { min: 1 })).permits).toBe(shrunk!.capacity);
+  });
+
   it('moves the limit in the release write: measured latency and starved holders grow it', async () => {
     const name = `grow-${randomUUID().slice(0, 8)}`;
     let now = 1_000_000;
     const sem = semaphore(name, { now: () => now });
     const lease = await sem.acquire(8, { min: 1 });
     expect(lease.permits).toBe(2);
-    // 2 permits for 200 ms, 5 attempts: 80 permit-ms each -> ceiling 100/s x 80 ms = 8; wanted 8, got 2: +1.
+    // 2 permits for 200 ms, 5 attempts: 80 permit-ms each -> ceiling 100/s x 80 ms = 8; wanted 8, got 2:
+    // + min(1, 2 / 8) = a quarter of a permit.
     now += 200;
     lease.report?.({ succeeded: 5, throttled: 0 });
     await lease.release();
-    expect(await stored(name)).toMatchObject([{ capacity: 3, free: 3, latencyMs: 80, held: 0 }]);
-    expect((await sem.acquire(8, { min: 1 })).permits).toBe(3);
+    expect(await stored(name)).toMatchObject([{ capacity: 2.25, free: 2.25, latencyMs: 80, held: 0 }]);
+    expect((await sem.acquire(8, { min: 1 })).permits).toBe(2.25);
   });
 
   it('a shrink while leases are held grants nothing until the holders are back under the new limit', async () => {
@@ -181,10 +210,11 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
         now: () => now,
       });
       const lease = await after.acquire(10, { min: 1 });
-      // 2 + 3 increases = 5 permits (not the initial 2), the orphan's reclaimed.
-      expect(lease.permits).toBe(5);
+      // 2 x 1.125^3 (three increases of an eighth) = 2.84765625 permits (not the initial 2), the orphan's
+      // permit reclaimed.
+      expect(lease.permits).toBe(2.84765625);
       await lease.release();
-      expect(await stored(name, freshClient)).toMatchObject([{ capacity: 5, held: 0 }]);
+      expect(await stored(name, freshClient)).toMatchObject([{ capacity: 2.84765625, held: 0 }]);
     } finally {
       freshClient.destroy();
     }

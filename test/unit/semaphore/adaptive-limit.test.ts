@@ -7,6 +7,7 @@ import {
   ceilingPerShard,
   initialState,
   type LeaseOutcome,
+  MIN_CAPACITY,
   resolveAdaptiveLimitOptions,
 } from '../../../lib/semaphore/adaptive-limit.js';
 import { InvalidSemaphoreOptionsError } from '../../../lib/semaphore/errors.js';
@@ -28,23 +29,27 @@ describe('adaptive limit: control law', () => {
     expect(initialState(1, law)).toEqual({ capacity: 2, latencyMs: 20, decreasedAt: 0 });
     const big = resolveAdaptiveLimitOptions({ ratePerSecond: 3500 });
     expect(initialState(2, big).capacity).toBe(35);
-    // Never below one permit per shard, whatever the rate.
-    expect(initialState(4, resolveAdaptiveLimitOptions({ ratePerSecond: 1 })).capacity).toBe(1);
+    // Under one permit: a share of one slot's time (50/s x 15 ms = 0.75), on the 1/1024 grid.
+    const small = resolveAdaptiveLimitOptions({ ratePerSecond: 50, initialLatencyMs: 15 });
+    expect(initialState(1, small).capacity).toBe(0.75);
+    // Never below MIN_CAPACITY, whatever the rate: a prefix always progresses.
+    expect(initialState(4, resolveAdaptiveLimitOptions({ ratePerSecond: 1 })).capacity).toBe(MIN_CAPACITY);
   });
 
   it("measures permit-milliseconds per attempt and sizes the ceiling by it (Little's law)", () => {
     // 2 permits held 100 ms for 4 attempts: 50 permit-ms each; average with 20 at weight 0.5 -> 35.
     const step = adaptLimit(initialState(1, law), lease({ t: 1_000, permits: 2, succeeded: 4 }), 1, law);
     expect(step.latencyMs).toBeCloseTo(35, 9);
-    // 100/s x 35 ms = 3.5 permits: the increase (2 -> 3) fits under it.
+    // 100/s x 35 ms = 3.5 permits; the increase is at most an eighth of the capacity: 2 -> 2.25.
     expect(ceilingPerShard(step.latencyMs, 1, law)).toBeCloseTo(3.5, 9);
-    expect(step.capacity).toBe(3);
+    expect(step.capacity).toBe(2.25);
   });
 
   it('grows additively only while holders want more than they got and nothing was throttled', () => {
     const state: AdaptiveState = { capacity: 2, latencyMs: 100, decreasedAt: 0 };
     const starved = adaptLimit(state, lease({ t: 1, permits: 2, wanted: 10, succeeded: 2 }), 1, law);
-    expect(starved.capacity).toBe(3);
+    // + min(increaseStep, capacity / 8): a quarter of a permit at 2.
+    expect(starved.capacity).toBe(2.25);
     const satisfied = adaptLimit(state, lease({ t: 1, permits: 2, wanted: 2, succeeded: 2 }), 1, law);
     expect(satisfied.capacity).toBe(2);
     // A lease that did nothing (no attempts) neither grows the limit nor moves the latency.
@@ -79,10 +84,35 @@ describe('adaptive limit: control law', () => {
     expect(nextRound.decreased).toBe(true);
   });
 
-  it('never goes below one permit per shard', () => {
+  it('never goes below MIN_CAPACITY (1/64 permit) per shard, and goes below one permit when S3 says so', () => {
     let state: AdaptiveState = { capacity: 2, latencyMs: 20, decreasedAt: 0 };
-    for (let t = 1; t < 20; t++) state = adaptLimit(state, lease({ t: t * 1_000, throttled: 1 }), 1, law);
-    expect(state.capacity).toBe(1);
+    const seen: number[] = [];
+    for (let t = 1; t < 20; t++) {
+      state = adaptLimit(state, lease({ t: t * 1_000, throttled: 1 }), 1, law);
+      seen.push(state.capacity);
+    }
+    expect(seen.some((c) => c > MIN_CAPACITY && c < 1)).toBe(true);
+    expect(state.capacity).toBe(MIN_CAPACITY);
+  });
+
+  it('grows a limit under one permit in steps of an eighth of itself, not by a whole permit', () => {
+    const small = resolveAdaptiveLimitOptions({
+      ratePerSecond: 50,
+      initialLatencyMs: 15,
+      latencyWeight: 0.5,
+    });
+    // 0.5 permits held 150 ms for 5 attempts: 15 permit-ms each, the latency stays 15 ms; ceiling 0.75.
+    const state: AdaptiveState = { capacity: 0.5, latencyMs: 15, decreasedAt: 0 };
+    const step = adaptLimit(state, lease({ t: 1, permits: 0.5, releasedAt: 150, succeeded: 5 }), 1, small);
+    expect(step.capacity).toBe(0.5625);
+  });
+
+  it('a lease that began before the last decrease does not grow the limit back', () => {
+    const state: AdaptiveState = { capacity: 4, latencyMs: 100, decreasedAt: 5_000 };
+    const before = adaptLimit(state, lease({ t: 4_900, permits: 2, wanted: 10, succeeded: 5 }), 1, law);
+    expect(before.capacity).toBe(4);
+    const after = adaptLimit(state, lease({ t: 5_100, permits: 2, wanted: 10, succeeded: 5 }), 1, law);
+    expect(after.capacity).toBe(4.5);
   });
 
   it('re-converges after the accepted rate halves: from the old level to half of it in a few rounds', () => {

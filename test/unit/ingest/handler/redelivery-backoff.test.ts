@@ -10,6 +10,7 @@ import {
   type VisibilityPort,
   visibilityTimeoutFor,
 } from '../../../../lib/ingest/handler/redelivery-backoff.js';
+import { MemorySemaphore, type Semaphore } from '../../../../lib/semaphore/index.js';
 import {
   body,
   failedIds,
@@ -21,6 +22,19 @@ import {
 } from './support.js';
 
 const handlers: IngestHandler[] = [];
+
+/** One semaphore per name, as the DynamoDB-backed factory behaves (the permits live outside the instance). */
+function memoize(make: (name: string, limit: number) => Semaphore) {
+  const made = new Map<string, Semaphore>();
+  return (name: string, limit: number) => {
+    let semaphore = made.get(name);
+    if (semaphore === undefined) {
+      semaphore = make(name, limit);
+      made.set(name, semaphore);
+    }
+    return semaphore;
+  };
+}
 afterEach(async () => {
   await Promise.all(handlers.splice(0).map((h) => h.close()));
 });
@@ -71,6 +85,12 @@ describe('visibilityTimeoutFor', () => {
     expect(visibilityTimeoutFor(3, { baseSeconds: 1, maxSeconds: 3 })).toBe(3);
     expect(visibilityTimeoutFor(1_000, { maxSeconds: 100_000 })).toBe(43_200);
   });
+
+  it('starts at turnSeconds (default 1 s) for a record that only waited for its turn', () => {
+    expect([1, 2, 3, 4].map((n) => visibilityTimeoutFor(n, {}, true))).toEqual([1, 2, 4, 8]);
+    expect(visibilityTimeoutFor(2, { turnSeconds: 3 }, true)).toBe(6);
+    expect(visibilityTimeoutFor(20, { maxSeconds: 30 }, true)).toBe(30);
+  });
 });
 
 describe('queueUrlOf', () => {
@@ -106,6 +126,34 @@ describe('redelivery backoff in the handler', () => {
       ['m-a', 'rh-m-a', 5, 'https://sqs.us-east-1.amazonaws.com/000000000000/ingest'],
       ['m-b', 'rh-m-b', 20, 'https://sqs.us-east-1.amazonaws.com/000000000000/ingest'],
     ]);
+  });
+
+  it('a record whose prefix had no permit to spare before the cutoff comes back after 1 s, not 5 s', async () => {
+    const port = new RecordingPort(async () => new Set());
+    const store = new TrackingStore();
+    store.hook = (call) => {
+      if (call.key.startsWith('t=hot/')) throw slowDown();
+    };
+    const busy = (name: string, limit: number) => {
+      const semaphore = new MemorySemaphore({ name, limit });
+      // The `busy` tenant's prefix: every permit is held elsewhere until the cutoff.
+      if (name.includes('t=busy/')) void semaphore.acquire(limit);
+      return semaphore;
+    };
+    const t = testHandler(
+      { WRITE_RETRIES: '0', SEMAPHORE_TABLE: 'unused' },
+      { store, redeliveries: port, semaphores: memoize(busy) },
+    );
+    handlers.push(t.handler);
+    // 10 writes each: per-prefix leases for both tenants.
+    const busyRecords = Array.from({ length: 10 }, (_, i) => record('busy', `b${i}`, 2));
+    const hotRecords = Array.from({ length: 10 }, (_, i) => record('hot', `h${i}`, 2));
+    const response = await t.handler(sqsEvent([...busyRecords, ...hotRecords]), lambdaContext(4_000));
+    expect(failedIds(response)).toHaveLength(20);
+    const timeouts = new Map(port.calls.flat().map((c) => [c.messageId, c.visibilityTimeoutSeconds]));
+    // Second receive: 1 s x 2 for the records that waited for permits, 5 s x 2 for the ones S3 refused.
+    for (const r of busyRecords) expect(timeouts.get(r.messageId)).toBe(2);
+    for (const r of hotRecords) expect(timeouts.get(r.messageId)).toBe(10);
   });
 
   it('is not called when every record succeeded', async () => {

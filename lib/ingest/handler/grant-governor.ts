@@ -1,0 +1,65 @@
+import { isThrottling } from '../../errors/classify.js';
+import type { PoolEvents } from '../../pool/events.js';
+import { MIN_CAPACITY } from '../../semaphore/adaptive-limit.js';
+import type { ConcurrencyTarget } from '../../semaphore/with-permits.js';
+
+/** The pool events the governor listens to (`ExecutorPool` fits). */
+export interface ThrottleEvents {
+  on(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
+  off(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
+}
+
+/**
+ * Share of its concurrency a pool keeps after S3 answered SlowDown under its lease: the fleet's own factor
+ * (`AdaptiveLimitOptions.decreaseFactor`'s default), applied here at once instead of at the release.
+ */
+export const GRANT_DECREASE_FACTOR = 0.7;
+
+/**
+ * The fast loop inside one lease. The fleet-wide limit moves only when leases are released, and a lease
+ * lasts as long as its tenant's writes (seconds): when S3's limit drops meanwhile (a re-partition, another
+ * workload on the prefix), the holder would keep sending at its grant and collect 503s until it gives the
+ * permits back. So on SlowDown the holder cuts its own pool to 0.7 x what it ran at, once per round trip
+ * (only a throttled attempt that started after the last cut cuts again: the others were sent at the old
+ * rate), never below `MIN_CAPACITY`. It never grows past the grant: only the fleet's limit, moved by the
+ * release that reports these throttles, grows.
+ */
+export class GrantGovernor {
+  #concurrency: number;
+  #lastCutAt = Number.NEGATIVE_INFINITY;
+  #cuts = 0;
+  readonly #listener = (e: PoolEvents['pool:taskError']): void => {
+    if (!isThrottling(e.error)) return;
+    const now = this.now();
+    if (now - e.durationMs < this.#lastCutAt) return;
+    this.#lastCutAt = now;
+    this.#cuts += 1;
+    this.#concurrency = Math.max(MIN_CAPACITY, this.#concurrency * GRANT_DECREASE_FACTOR);
+    this.target.setConcurrency(this.#concurrency);
+  };
+
+  /** Starts at `grant` (the target is expected to run at it already) and listens to `events`. */
+  constructor(
+    private readonly target: ConcurrencyTarget,
+    private readonly events: ThrottleEvents,
+    grant: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.#concurrency = grant;
+    events.on('pool:taskError', this.#listener);
+  }
+
+  /** What the target runs at now. */
+  get concurrency(): number {
+    return this.#concurrency;
+  }
+
+  /** Cuts made under this lease. */
+  get cuts(): number {
+    return this.#cuts;
+  }
+
+  stop(): void {
+    this.events.off('pool:taskError', this.#listener);
+  }
+}

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { GrantGovernor, type ThrottleEvents } from '../../../../lib/ingest/handler/grant-governor.js';
+import type { PoolEvents } from '../../../../lib/pool/events.js';
+import { ExecutorPool } from '../../../../lib/pool/index.js';
+import { MIN_CAPACITY } from '../../../../lib/semaphore/adaptive-limit.js';
+
+type Listener = (e: PoolEvents['pool:taskError']) => void;
+
+function slowDown(): Error {
+  const error = new Error('Please reduce your request rate.') as Error & {
+    $metadata: { httpStatusCode: number };
+  };
+  error.name = 'SlowDown';
+  error.$metadata = { httpStatusCode: 503 };
+  return error;
+}
+
+/** A pool's taskError events and its concurrency, as the governor sees them. */
+function fakePool(concurrency: number) {
+  const listeners = new Set<Listener>();
+  const pool = {
+    concurrency,
+    setConcurrency(n: number) {
+      pool.concurrency = n;
+    },
+    on: (_: 'pool:taskError', l: Listener) => void listeners.add(l),
+    off: (_: 'pool:taskError', l: Listener) => void listeners.delete(l),
+    fail(error: unknown, durationMs: number) {
+      for (const l of listeners) l({ id: 't', attempt: 1, error, willRetry: true, durationMs });
+    },
+    get listeners() {
+      return listeners.size;
+    },
+  };
+  return pool satisfies ThrottleEvents;
+}
+
+describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown', () => {
+  it('cuts to 0.7 x once per round trip, ignores the rest of that round trip, and never grows', () => {
+    const pool = fakePool(4);
+    let now = 1_000;
+    const governor = new GrantGovernor(pool, pool, 4, () => now);
+    pool.fail(slowDown(), 20);
+    expect(pool.concurrency).toBeCloseTo(2.8, 9);
+    // A refusal of an attempt sent before that cut (it started 20 ms ago): same round trip, no cut.
+    now += 5;
+    pool.fail(slowDown(), 20);
+    expect(pool.concurrency).toBeCloseTo(2.8, 9);
+    // An attempt started after the cut and refused: the next round trip cuts again.
+    now += 50;
+    pool.fail(slowDown(), 20);
+    expect(pool.concurrency).toBeCloseTo(1.96, 9);
+    expect(governor.cuts).toBe(2);
+    // Errors that are not throttling change nothing.
+    now += 50;
+    pool.fail(new Error('boom'), 20);
+    expect(pool.concurrency).toBeCloseTo(1.96, 9);
+    // Stopped: no listener left, no more cuts.
+    governor.stop();
+    expect(pool.listeners).toBe(0);
+    now += 50;
+    pool.fail(slowDown(), 20);
+    expect(pool.concurrency).toBeCloseTo(1.96, 9);
+  });
+
+  it('never goes below MIN_CAPACITY (the prefix always progresses)', () => {
+    const pool = fakePool(0.05);
+    let now = 0;
+    const governor = new GrantGovernor(pool, pool, 0.05, () => now);
+    for (let i = 0; i < 20; i++) {
+      now += 1_000;
+      pool.fail(slowDown(), 10);
+    }
+    expect(pool.concurrency).toBe(MIN_CAPACITY);
+    expect(governor.concurrency).toBe(MIN_CAPACITY);
+  });
+
+  it('steers a real ExecutorPool from the events it emits', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, timeout: 0, retries: 0 });
+    const governor = new GrantGovernor(pool, pool, 2);
+    await expect(
+      pool.enqueue(async () => {
+        throw slowDown();
+      }),
+    ).rejects.toThrow(/reduce your request rate/);
+    expect(pool.concurrency).toBeCloseTo(1.4, 9);
+    expect(governor.cuts).toBe(1);
+    governor.stop();
+  });
+});

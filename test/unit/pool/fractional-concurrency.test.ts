@@ -1,0 +1,103 @@
+import { describe, expect, it, vi } from 'vitest';
+import { ExecutorPool } from '../../../lib/pool/index.js';
+import { useFakeTimersInEachTest } from './helpers.js';
+
+/** Runs `count` tasks of `latencyMs` each (timers) and records when each one started. */
+async function runTimed(pool: ExecutorPool, count: number, latencyMs: (i: number) => number) {
+  const starts: number[] = [];
+  let inFlight = 0;
+  let peak = 0;
+  const tasks = Array.from({ length: count }, (_, i) =>
+    pool.enqueue(async () => {
+      starts.push(Date.now());
+      inFlight += 1;
+      peak = Math.max(peak, inFlight);
+      await new Promise((resolve) => setTimeout(resolve, latencyMs(i)));
+      inFlight -= 1;
+    }),
+  );
+  const all = Promise.all(tasks);
+  await vi.runAllTimersAsync();
+  await all;
+  return { starts, peak, endedAt: Date.now() };
+}
+
+describe('ExecutorPool fractional concurrency (an average in flight)', () => {
+  useFakeTimersInEachTest();
+
+  it('runs one attempt at a time and idles a third of each duration at 0.75: rate = 0.75 / latency', async () => {
+    const pool = new ExecutorPool({ concurrency: 4, timeout: 0 });
+    pool.setConcurrency(0.75);
+    expect(pool.concurrency).toBe(0.75);
+    const started = Date.now();
+    const { starts, peak, endedAt } = await runTimed(pool, 30, () => 15);
+    expect(peak).toBe(1);
+    // Each start follows the previous one by 15 ms of work + 5 ms of rest: 50 per second, not 66.
+    const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
+    for (const gap of gaps) expect(gap).toBeCloseTo(20, 5);
+    const rate = 30 / ((endedAt - started) / 1000);
+    expect(rate).toBeGreaterThan(48);
+    expect(rate).toBeLessThanOrEqual(50.5);
+  });
+
+  it('follows the latency it sees: the rest is proportional to each attempt, so the rate stays n / latency', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    pool.setConcurrency(0.5);
+    const latencies = [10, 40, 10, 40, 10, 40];
+    const { starts } = await runTimed(pool, latencies.length, (i) => latencies[i]!);
+    const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
+    // Busy half the time: each gap is twice the attempt before it.
+    expect(gaps).toEqual(latencies.slice(0, -1).map((ms) => 2 * ms));
+  });
+
+  it('uses ceil(n) slots, each busy n / ceil(n) of the time (2.5: three slots, peak 3, average <= 2.5)', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    pool.setConcurrency(2.5);
+    expect(pool.concurrency).toBe(2.5);
+    const started = Date.now();
+    const { peak, endedAt } = await runTimed(pool, 60, () => 10);
+    expect(peak).toBe(3);
+    // 2.5 in flight on average at 10 ms: 250 per second (20 rounds of 12 ms, less the last rest: 238 ms).
+    const rate = 60 / ((endedAt - started) / 1000);
+    expect(rate).toBeLessThanOrEqual(253);
+    expect(rate).toBeGreaterThan(230);
+  });
+
+  it('an integer concurrency never rests (no timer between attempts)', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    pool.setConcurrency(1);
+    const { starts } = await runTimed(pool, 5, () => 10);
+    expect(starts.slice(1).map((t, i) => t - starts[i]!)).toEqual([10, 10, 10, 10]);
+  });
+
+  it('growing back to an integer ends the rests for later attempts', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    pool.setConcurrency(0.5);
+    const first = await runTimed(pool, 3, () => 10);
+    expect(first.starts.slice(1).map((t, i) => t - first.starts[i]!)).toEqual([20, 20]);
+    pool.setConcurrency(1);
+    const second = await runTimed(pool, 3, () => 10);
+    expect(second.starts.slice(1).map((t, i) => t - second.starts[i]!)).toEqual([10, 10]);
+  });
+
+  it('refuses 0, negatives, NaN and Infinity with a RangeError naming the value', () => {
+    const pool = new ExecutorPool({ concurrency: 1 });
+    for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => pool.setConcurrency(bad)).toThrow(RangeError);
+    }
+    expect(() => pool.setConcurrency(0)).toThrow(/finite number > 0, got 0/);
+    expect(pool.concurrency).toBe(1);
+  });
+
+  it('drain does not wait for a resting slot: the work is done when the last attempt settles', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    pool.setConcurrency(0.1);
+    const done = pool.enqueue(() => new Promise((resolve) => setTimeout(resolve, 10)));
+    await vi.advanceTimersByTimeAsync(10);
+    await done;
+    const drained = pool.drain().then(() => Date.now());
+    await vi.advanceTimersByTimeAsync(0);
+    const at = Date.now();
+    expect(await drained).toBe(at);
+  });
+});

@@ -301,6 +301,7 @@ class AdaptiveLease implements Lease {
       wanted: this.wanted,
       succeeded: usage.succeeded,
       throttled: usage.throttled,
+      ...(usage.attemptMs === undefined ? {} : { attemptMs: usage.attemptMs }),
     };
     for (const g of this.grants) {
       const step = adaptLimit(g.seen, outcome, shards, law);

@@ -62,6 +62,8 @@ export interface LeaseOutcome {
   readonly succeeded: number;
   /** Attempts S3 answered with SlowDown (503) under the lease. */
   readonly throttled: number;
+  /** Sum of the attempts' durations, ms, when the holder measured them (`LeaseUsage.attemptMs`). */
+  readonly attemptMs?: number;
 }
 
 /** The shard's next state and whether this step was a decrease (it then stamps `decreasedAt`). */
@@ -167,7 +169,9 @@ export function adaptLimit(
   const heldMs = Math.max(0, outcome.releasedAt - outcome.takenAt);
   let latencyMs = state.latencyMs;
   if (attempts > 0 && outcome.permits > 0) {
-    const sample = (outcome.permits * heldMs) / attempts;
+    // Measured attempt latency when reported; else permit-ms per attempt (permits held idle count).
+    const sample =
+      outcome.attemptMs !== undefined ? outcome.attemptMs / attempts : (outcome.permits * heldMs) / attempts;
     latencyMs = (1 - options.latencyWeight) * state.latencyMs + options.latencyWeight * sample;
     latencyMs = Math.min(MAX_LATENCY_MS, Math.max(MIN_LATENCY_MS, latencyMs));
   }

@@ -1,7 +1,11 @@
 /** Permits held from a semaphore until `release()` or until `expiresAt`, whichever comes first. */
 export interface Lease {
-  /** How many permits were granted: between the request's `min` and `k`. */
+  /**
+   * How many permits were granted: between the request's `min` and `k` (an adaptive semaphore whose whole
+   * limit is below `min` grants all of it, possibly a fraction of one permit).
+   */
   readonly permits: number;
+
   /** Unique lease id. It fences the holder: once reclaimed, nothing done under this id frees anyone's permits. */
   readonly fence: string;
   /** Epoch ms after which other acquirers may reclaim the permits. Stop using them before this instant. */
@@ -30,6 +34,12 @@ export interface LeaseUsage {
   readonly succeeded: number;
   /** Attempts answered with SlowDown / 503 (`isThrottling`) while the lease was held. */
   readonly throttled: number;
+  /**
+   * Sum of those attempts' durations, ms: the latency the fleet's limit is sized by. Without it the
+   * semaphore takes permit-milliseconds per attempt, which also counts permits held idle (hand-overs, a
+   * tenant's other work) as latency and so sizes the ceiling above what S3's rate allows.
+   */
+  readonly attemptMs?: number;
 }
 
 /**

@@ -9,7 +9,7 @@ import { permitsFor } from '../../semaphore/permits-for.js';
 import type { Lease, LeaseUsage, Semaphore } from '../../semaphore/types.js';
 import type { ConcurrencyTarget } from '../../semaphore/with-permits.js';
 import type { IngestConfig } from '../config.js';
-import { GrantGovernor, type ThrottleEvents } from './grant-governor.js';
+import { GRANT_DECREASE_FACTOR, GrantGovernor, type ThrottleEvents } from './grant-governor.js';
 
 /** The S3 write latency the permits are sized for (Little's law: 3,500 PUT/s x 20 ms = 70 in flight). */
 export const ASSUMED_WRITE_LATENCY_MS = 20;
@@ -81,7 +81,11 @@ export function dynamoSemaphores(
       tableName,
       name,
       limit: Math.max(limit, Math.ceil(rate)),
-      adaptive: { ratePerSecond: rate, initialLatencyMs: ASSUMED_WRITE_LATENCY_MS },
+      adaptive: {
+        ratePerSecond: rate,
+        initialLatencyMs: ASSUMED_WRITE_LATENCY_MS,
+        decreaseFactor: GRANT_DECREASE_FACTOR,
+      },
       giveBackTimeoutMs,
       backoffCapMs: PREFIX_ACQUIRE_BACKOFF_CAP_MS,
     });
@@ -141,14 +145,18 @@ export interface UsageEvents {
 class UsageCounter {
   #succeeded = 0;
   #throttled = 0;
+  #attemptMs = 0;
   readonly #stop: (() => void)[] = [];
 
   constructor(pools: readonly unknown[]) {
-    const completed = () => {
+    const completed = (e: PoolEvents['pool:taskCompleted']) => {
       this.#succeeded++;
+      this.#attemptMs += e.durationMs;
     };
     const failed = (e: PoolEvents['pool:taskError']) => {
-      if (isThrottling(e.error)) this.#throttled++;
+      if (!isThrottling(e.error)) return;
+      this.#throttled++;
+      this.#attemptMs += e.durationMs;
     };
     for (const pool of pools) {
       if (!isUsageEvents(pool)) continue;
@@ -163,7 +171,7 @@ class UsageCounter {
 
   stop(): LeaseUsage {
     for (const off of this.#stop.splice(0)) off();
-    return { succeeded: this.#succeeded, throttled: this.#throttled };
+    return { succeeded: this.#succeeded, throttled: this.#throttled, attemptMs: this.#attemptMs };
   }
 }
 
@@ -294,14 +302,19 @@ export class TenantPermits {
         for (const t of group) results.set(t, result);
       });
 
-    const large = tenants.filter((t) => t.writes >= SMALL_TENANT_WRITES);
-    const small = tenants.filter((t) => t.writes < SMALL_TENANT_WRITES);
+    // A tenant that had its own prefix lease recently (its semaphore is still cached) keeps it when a batch
+    // brings it few writes: a hot prefix whose records come back spread over many redelivered batches would
+    // otherwise escape its prefix's limit through the small tenants' stripes.
+    const isLarge = (t: T) =>
+      t.writes >= SMALL_TENANT_WRITES || this.#semaphores.has(this.#prefixName(t.tenant));
+    const large = tenants.filter(isLarge);
+    const small = tenants.filter((t) => !isLarge(t));
     const rate = this.config.s3PrefixWriteRate;
     const jobs: Promise<void>[] = [];
     for (const t of large) {
       const semaphore = this.#semaphoreOrUnavailable(
         factory,
-        `prefix:${this.config.bucketName}/t=${t.tenant}/`,
+        this.#prefixName(t.tenant),
         this.#prefixLimit,
         rate,
         [t],
@@ -339,6 +352,10 @@ export class TenantPermits {
     }
     await Promise.all(jobs);
     return { results, releaseFailures };
+  }
+
+  #prefixName(tenant: string): string {
+    return `prefix:${this.config.bucketName}/t=${tenant}/`;
   }
 
   /**

@@ -36,31 +36,31 @@ function fakePool(concurrency: number) {
 }
 
 describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown', () => {
-  it('cuts to 0.7 x once per round trip, ignores the rest of that round trip, and never grows', () => {
+  it('cuts to 0.85 x once per round trip, ignores the rest of that round trip, and never grows', () => {
     const pool = fakePool(4);
     let now = 1_000;
     const governor = new GrantGovernor(pool, pool, 4, () => now);
     pool.fail(slowDown(), 20);
-    expect(pool.concurrency).toBeCloseTo(2.8, 9);
+    expect(pool.concurrency).toBeCloseTo(3.4, 9);
     // A refusal of an attempt sent before that cut (it started 20 ms ago): same round trip, no cut.
     now += 5;
     pool.fail(slowDown(), 20);
-    expect(pool.concurrency).toBeCloseTo(2.8, 9);
+    expect(pool.concurrency).toBeCloseTo(3.4, 9);
     // An attempt started after the cut and refused: the next round trip cuts again.
     now += 50;
     pool.fail(slowDown(), 20);
-    expect(pool.concurrency).toBeCloseTo(1.96, 9);
+    expect(pool.concurrency).toBeCloseTo(2.89, 9);
     expect(governor.cuts).toBe(2);
     // Errors that are not throttling change nothing.
     now += 50;
     pool.fail(new Error('boom'), 20);
-    expect(pool.concurrency).toBeCloseTo(1.96, 9);
+    expect(pool.concurrency).toBeCloseTo(2.89, 9);
     // Stopped: no listener left, no more cuts.
     governor.stop();
     expect(pool.listeners).toBe(0);
     now += 50;
     pool.fail(slowDown(), 20);
-    expect(pool.concurrency).toBeCloseTo(1.96, 9);
+    expect(pool.concurrency).toBeCloseTo(2.89, 9);
   });
 
   it('never goes below MIN_CAPACITY (the prefix always progresses)', () => {
@@ -83,7 +83,7 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
         throw slowDown();
       }),
     ).rejects.toThrow(/reduce your request rate/);
-    expect(pool.concurrency).toBeCloseTo(1.4, 9);
+    expect(pool.concurrency).toBeCloseTo(1.7, 9);
     expect(governor.cuts).toBe(1);
     governor.stop();
   });

@@ -123,6 +123,19 @@ describe('TenantPermits: what each tenant asks for', () => {
     expect(report.releaseFailures).toEqual([]);
   });
 
+  it('a tenant that had its own prefix lease keeps it when a later batch brings it few writes', async () => {
+    const { factory, acquires } = recordingFactory();
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory, FIRST_STRIPE);
+    await permits.run([tenant('hot', 40)], window(), async () => undefined);
+    // Later: 3 of its records come back in a mixed batch, next to a tenant never seen large.
+    await permits.run([tenant('hot', 3), tenant('cold', 3)], window(), async () => undefined);
+    expect(acquires.map((a) => [a.name, a.k])).toEqual([
+      [prefixOf('hot'), 40],
+      [prefixOf('hot'), 3],
+      [SHARED, 3],
+    ]);
+  });
+
   it('a large tenant asks for no more than its writes, and its pool is sized to the grant', async () => {
     const { factory, acquires } = recordingFactory(5);
     const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory, FIRST_STRIPE);

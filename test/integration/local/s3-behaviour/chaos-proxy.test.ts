@@ -255,3 +255,55 @@ describe('classifyS3Request', () => {
     expect(classifyS3Request('POST', '/bkt?delete')).toEqual({ kind: 'write', key: '' });
   });
 });
+
+describe('chaos proxy: S3 conditional writes, enforced in front of an emulator that ignores them', () => {
+  it('answers If-None-Match: * on an existing key and a stale If-Match with 412, If-Match on no object with 404', async () => {
+    const proxy = await proxyWith({});
+    const client = clientFor(proxy, 1);
+    const key = `t=acme/r=o/id=cond-${randomUUID().slice(0, 8)}.json`;
+    const created = await client.send(
+      new PutObjectCommand({ Bucket: bucket, Key: key, Body: '{"v":1}', IfNoneMatch: '*' }),
+    );
+    const again = await rejection(
+      client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: '{"v":2}', IfNoneMatch: '*' })),
+    );
+    expect([again.name, again.$metadata.httpStatusCode]).toEqual(['PreconditionFailed', 412]);
+    const updated = await client.send(
+      new PutObjectCommand({ Bucket: bucket, Key: key, Body: '{"v":3}', IfMatch: created.ETag }),
+    );
+    expect(updated.ETag).not.toBe(created.ETag);
+    // A writer holding the first ETag lost the race: it cannot overwrite the newer object.
+    const stale = await rejection(
+      client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: '{"v":4}', IfMatch: created.ETag })),
+    );
+    expect([stale.name, stale.$metadata.httpStatusCode]).toEqual(['PreconditionFailed', 412]);
+    const body = await (
+      await direct.send(new GetObjectCommand({ Bucket: bucket, Key: key }))
+    ).Body!.transformToString();
+    expect(body).toBe('{"v":3}');
+    const missing = await rejection(
+      client.send(
+        new PutObjectCommand({ Bucket: bucket, Key: `${key}.none`, Body: '{}', IfMatch: created.ETag }),
+      ),
+    );
+    expect(missing.$metadata.httpStatusCode).toBe(404);
+  });
+
+  it('two writers racing with the same If-Match: exactly one wins', async () => {
+    const proxy = await proxyWith({});
+    const client = clientFor(proxy, 1);
+    const key = `t=acme/r=o/id=race-${randomUUID().slice(0, 8)}.json`;
+    const { ETag } = await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: '0' }));
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) =>
+        client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: String(i + 1), IfMatch: ETag })),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(
+      results
+        .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+        .map((r) => (r.reason as S3ServiceException).$metadata.httpStatusCode),
+    ).toEqual(Array(7).fill(412));
+  });
+});

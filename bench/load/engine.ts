@@ -86,6 +86,8 @@ export interface LoadSample {
   hot: { requests: number; ok: number; throttled: number };
   /** The proxy's per-prefix write limit at the sample instant (writes/s). */
   limit: number;
+  /** The hot prefix's adaptive limit as last read (once a second; absent before the first read). */
+  hotCapacity?: { capacity: number; latencyMs: number };
   /** DynamoDB writes (PutItem/UpdateItem/DeleteItem, failed conditional ones included) so far. */
   dynamoWrites: number;
   /** S3 PutObject/DeleteObject attempts so far. */
@@ -175,7 +177,7 @@ function writesFor(config: LoadRunConfig, from: number, to: number, sentAt: numb
 }
 
 /** The adaptive shard items of semaphore `name`: capacity summed, latency averaged. */
-async function adaptiveState(client: DynamoDBClient, tableName: string, name: string) {
+async function adaptiveState(client: DynamoDBClient, tableName: string, name: string, keep = false) {
   try {
     const { Items = [] } = await client.send(
       new QueryCommand({
@@ -189,7 +191,7 @@ async function adaptiveState(client: DynamoDBClient, tableName: string, name: st
     const latencyMs = Items.reduce((sum, i) => sum + Number(i.latencyMs?.N ?? 0), 0) / Items.length;
     return { capacity: Math.round(capacity * 100) / 100, latencyMs: Math.round(latencyMs * 10) / 10 };
   } finally {
-    client.destroy();
+    if (!keep) client.destroy();
   }
 }
 
@@ -318,7 +320,20 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
     const started = performance.now();
     const samples: LoadSample[] = [];
     let halvedAt: number | undefined;
+    // The hot prefix's adaptive limit, read once a second (a read of the table, not counted as a write).
+    const stateClient = new DynamoDBClient(admin.dynamodb);
+    let hotCapacity: LoadSample['hotCapacity'];
+    let reads = 0;
+    const readHotCapacity = () => {
+      if (config.engine === 'naive' || reads++ % 4 !== 0) return;
+      void adaptiveState(stateClient, resources.tableName, `prefix:${resources.bucket}/${HOT_PREFIX}`, true)
+        .then((state) => {
+          if (state !== undefined) hotCapacity = state;
+        })
+        .catch(() => undefined);
+    };
     const sample = () => {
+      readHotCapacity();
       const { total, byPrefix } = model.stats();
       const t = Math.round(performance.now() - started) / 1000;
       const acked = runner.stats.deleted;
@@ -341,6 +356,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
         limit: model.rates.writesPerSecond,
         dynamoWrites,
         s3Writes: inFlight.writeAttempts,
+        ...(hotCapacity === undefined ? {} : { hotCapacity }),
       });
     };
     sample();
@@ -363,6 +379,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
     const durationMs = performance.now() - started;
     clearInterval(sampler);
     sample();
+    stateClient.destroy();
     const stats = await runner.stop();
     await containers.close();
 

@@ -57,42 +57,39 @@ export class ConditionalWrites {
 
   async #writeNow(req: IncomingMessage, res: ServerResponse, forward: () => void): Promise<void> {
     if (res.destroyed) return;
-    const ifNoneMatch = header(req, 'if-none-match');
-    const ifMatch = header(req, 'if-match');
-    if (req.method === 'PUT' && (ifNoneMatch !== undefined || ifMatch !== undefined)) {
-      const current = await this.#currentEtag(req);
-      if (ifNoneMatch?.trim() === '*' && current !== undefined) {
-        this.answerError(
-          req,
-          res,
-          412,
-          'PreconditionFailed',
-          'At least one of the pre-conditions you specified did not hold',
-        );
-        return;
-      }
-      if (ifMatch !== undefined) {
-        if (current === undefined) {
-          this.answerError(req, res, 404, 'NoSuchKey', 'The specified key does not exist.');
-          return;
-        }
-        if (bareEtag(ifMatch) !== '*' && bareEtag(ifMatch) !== bareEtag(current)) {
-          this.answerError(
-            req,
-            res,
-            412,
-            'PreconditionFailed',
-            'At least one of the pre-conditions you specified did not hold',
-          );
-          return;
-        }
-      }
+    const refusal = req.method === 'PUT' ? await this.#refusal(req) : undefined;
+    if (refusal === 'precondition') {
+      this.answerError(
+        req,
+        res,
+        412,
+        'PreconditionFailed',
+        'At least one of the pre-conditions you specified did not hold',
+      );
+      return;
+    }
+    if (refusal === 'missing') {
+      this.answerError(req, res, 404, 'NoSuchKey', 'The specified key does not exist.');
+      return;
     }
     await new Promise<void>((resolve) => {
       // The key is free again once the target has answered (or the client went away).
       res.once('close', () => resolve());
       forward();
     });
+  }
+
+  /** Why S3 would refuse this PUT's condition now (`undefined`: it holds, or there is none). */
+  async #refusal(req: IncomingMessage): Promise<'precondition' | 'missing' | undefined> {
+    const ifNoneMatch = header(req, 'if-none-match');
+    const ifMatch = header(req, 'if-match');
+    if (ifNoneMatch === undefined && ifMatch === undefined) return undefined;
+    const current = await this.#currentEtag(req);
+    if (ifNoneMatch?.trim() === '*' && current !== undefined) return 'precondition';
+    if (ifMatch === undefined) return undefined;
+    if (current === undefined) return 'missing';
+    const wanted = bareEtag(ifMatch);
+    return wanted !== '*' && wanted !== bareEtag(current) ? 'precondition' : undefined;
   }
 
   /** The object's ETag at the target now (`undefined`: no such object). */

@@ -2,6 +2,13 @@
 // `npm run test:mutation -- semaphore` (or pool, db, handler, message) runs one. Stryker writes its JSON
 // report to reports/mutation/mutation.json and an HTML one beside it.
 //
+// One file at a time, against only the tests that exercise it (minutes instead of hours), e.g.:
+//   MUTATION_ISOLATE=false MUTATION_TESTS='test/unit/pool/**/*.test.ts' \
+//     npx stryker run stryker.config.mjs --mutate lib/pool/executor-pool.ts --concurrency 1 --timeoutMS 5000
+//   npx tsx scripts/mutation/scores.ts
+// (MUTATION_TESTS and MUTATION_ISOLATE are read by vitest.mutation.config.mts; a narrowed run is a lower
+// bound of the full configuration's score.)
+//
 // Equivalent mutants are excluded in the source with `// Stryker disable next-line <mutator>: <reason>`,
 // one line, one reason each, never by lowering a threshold.
 

@@ -44,6 +44,7 @@ interface Frame {
 
 function pathOf(frame: Frame): string {
   const parts: string[] = [];
+  // Stryker disable next-line OptionalChaining: `f` is never undefined; the loop stops at the root, whose parent is.
   for (let f: Frame | undefined = frame; f?.parent !== undefined; f = f.parent) parts.push(f.key);
   return parts.reverse().join('.');
 }
@@ -56,6 +57,7 @@ function pathOf(frame: Frame): string {
 export function scanJson(root: unknown): JsonScan {
   let nonFinitePath: string | undefined;
   let largeIntegerPaths: Map<number, string> | undefined;
+  // Stryker disable next-line StringLiteral: the root's key is never read; pathOf stops at the root.
   const stack: Frame[] = [{ value: root, parent: undefined, key: '' }];
   for (let frame = stack.pop(); frame !== undefined; frame = stack.pop()) {
     const { value } = frame;
@@ -68,7 +70,9 @@ export function scanJson(root: unknown): JsonScan {
       continue;
     }
     if (typeof value !== 'object' || value === null) continue;
+    // Stryker disable next-line ConditionalExpression,BlockStatement: walked as an object, an array's Object.keys are its indices in order.
     if (Array.isArray(value)) {
+      // Stryker disable next-line ArithmeticOperator: indices past the end hold undefined, which the walk skips.
       for (let i = value.length - 1; i >= 0; i--) {
         stack.push({ value: value[i], parent: frame, key: String(i) });
       }
@@ -82,6 +86,7 @@ export function scanJson(root: unknown): JsonScan {
       const forbiddenKeyPath = pathOf({ value: undefined, parent: frame, key: refused });
       return { forbiddenKeyPath, nonFinitePath, largeIntegerPaths };
     }
+    // Stryker disable next-line ArithmeticOperator: keys past the end read `record[undefined]` again, after the real key's findings.
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i]!;
       stack.push({ value: record[key], parent: frame, key });
@@ -99,6 +104,7 @@ const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
  * integer-valued number, so ordinary bodies never pay for it.
  */
 export function firstUnsafeIntegerLiteral(text: string): string | undefined {
+  // Stryker disable next-line EqualityOperator: at text.length charCodeAt is NaN, which starts no token.
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
@@ -107,12 +113,15 @@ export function firstUnsafeIntegerLiteral(text: string): string | undefined {
     }
     if (c !== 0x2d && !isDigit(c)) continue;
     let end = i + 1;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: past the end charCodeAt is NaN, no digit.
     while (end < text.length && isDigit(text.charCodeAt(end))) end++;
     let isInteger = true;
     // A fraction or an exponent makes it a float, whose rounding is JSON's documented behaviour.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: past the end text[end] is undefined, which is none of these.
     while (end < text.length && '.eE+-'.includes(text[end]!)) {
       isInteger = false;
       end++;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: past the end charCodeAt is NaN, no digit.
       while (end < text.length && isDigit(text.charCodeAt(end))) end++;
     }
     const token = text.slice(i, end);
@@ -127,6 +136,7 @@ const BACKSLASH = 0x5c;
 
 /** Index of the quote closing the JSON string opened at `open` (`text.length` if it never closes). */
 function closingQuoteOf(text: string, open: number): number {
+  // Stryker disable next-line EqualityOperator: at text.length charCodeAt is NaN, neither quote nor backslash.
   for (let i = open + 1; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === BACKSLASH)
@@ -142,6 +152,7 @@ function closingQuoteOf(text: string, open: number): number {
  */
 export function nestsDeeperThan(text: string, maxLevels: number): boolean {
   let level = 0;
+  // Stryker disable next-line EqualityOperator: at text.length charCodeAt is NaN, no bracket or quote.
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {

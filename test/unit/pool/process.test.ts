@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExecutorPool, PoolStoppedError } from '../../../lib/pool/index.js';
+import { ExecutorPool, PoolStoppedError, TaskAbortedError } from '../../../lib/pool/index.js';
 import { type ProcessTarget, processWithPool } from '../../../lib/pool/process.js';
 import type { EnqueueOptions, TaskFn } from '../../../lib/pool/task.js';
 import { type Deferred, deferred, flush } from './helpers.js';
@@ -113,5 +113,170 @@ describe('processWithPool (lib/pool/process.ts) over the ProcessTarget seam', ()
     expect(pool.isQueueFull).toBe(false);
     expect(await queued).toBe('queued');
     await running;
+  });
+});
+
+/** An iterator over 0..n-1 that counts `return()` calls (what `for...of` and `process()` use to close it). */
+function countingIterable(n: number) {
+  const seen = { read: 0, returned: 0 };
+  const iterable: Iterable<number> = {
+    [Symbol.iterator]: () => ({
+      next: () => (seen.read < n ? { value: seen.read++, done: false } : { value: undefined, done: true }),
+      return: () => {
+        seen.returned += 1;
+        return { value: undefined, done: true };
+      },
+    }),
+  };
+  return { iterable, seen };
+}
+
+describe('processWithPool: how a call ends', () => {
+  it('on a stopped pool rejects with PoolStoppedError and leaves the input unread and open', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    pool.stop();
+    function* items() {
+      yield 'a';
+      yield 'b';
+    }
+    const input = items();
+    await expect(pool.process(input, async (x) => x)).rejects.toBeInstanceOf(PoolStoppedError);
+    // The caller can still hand the same input to another pool.
+    expect(input.next()).toEqual({ value: 'a', done: false });
+  });
+
+  it('waits for items that settle on a timer, without spinning (back-pressure and the final wait)', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    const done: number[] = [];
+    const summary = await pool.process(
+      [1, 2, 3],
+      (x) => new Promise<number>((resolve) => setTimeout(() => resolve(x), 1)),
+      { readAhead: 0, onResult: (x) => done.push(x) },
+    );
+    expect(summary).toEqual({ processed: 3, failed: 0, errors: [] });
+    expect(done).toEqual([1, 2, 3]);
+  });
+
+  it('closes an input it stops reading early, and never closes one it read to the end', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, retries: 0, timeout: 0 });
+    const whole = countingIterable(3);
+    expect(await pool.process(whole.iterable, async (x) => x)).toMatchObject({ processed: 3 });
+    expect(whole.seen).toEqual({ read: 3, returned: 0 });
+
+    const early = countingIterable(10);
+    const summary = await pool.process(
+      early.iterable,
+      async (x) => {
+        throw new Error(`item ${x}`);
+      },
+      { stopOnError: true, readAhead: 0 },
+    );
+    expect(summary.failed).toBe(1);
+    expect(early.seen).toEqual({ read: 1, returned: 1 });
+  });
+
+  it('stops early on an input without return() (an array) without failing', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, retries: 0, timeout: 0 });
+    const items = [1, 2, 3, 4, 5];
+    expect(items[Symbol.iterator]().return).toBeUndefined();
+    const summary = await pool.process(
+      items,
+      async () => {
+        throw new Error('no');
+      },
+      { stopOnError: true, readAhead: 0 },
+    );
+    expect(summary).toMatchObject({ processed: 0, failed: 1 });
+  });
+
+  it('a stop or an abort after the input was read to the end resolves with the summary: nothing was left unread', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, retries: 0, timeout: 0 });
+    const gate = deferred();
+    const run = pool.process([1, 2], () => gate.promise);
+    await flush();
+    pool.stop();
+    const summary = await run;
+    expect(summary).toMatchObject({ processed: 0, failed: 2 });
+    expect(summary.errors.map((e) => e.error)).toEqual([
+      expect.any(PoolStoppedError),
+      expect.any(PoolStoppedError),
+    ]);
+
+    const other = new ExecutorPool({ concurrency: 2, retries: 0, timeout: 0 });
+    const controller = new AbortController();
+    const aborted = other.process([1, 2], () => new Promise(() => {}), { signal: controller.signal });
+    await flush();
+    controller.abort(new Error('deadline'));
+    expect(await aborted).toMatchObject({ processed: 0, failed: 2 });
+  });
+
+  it('an abort before the input ends rejects with TaskAbortedError carrying the signal reason', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    const controller = new AbortController();
+    const reason = new Error('invocation deadline');
+    const run = pool.process(
+      [1, 2, 3],
+      async (x) => {
+        if (x === 1) controller.abort(reason);
+        return x;
+      },
+      { signal: controller.signal, readAhead: 0 },
+    );
+    const error = await run.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TaskAbortedError);
+    expect(error).toMatchObject({ message: 'process() aborted', cause: reason });
+  });
+
+  it('with stopOnError, a failure then a stop resolves with the summary holding the failure', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, retries: 0, timeout: 0 });
+    const failure = new Error('first item failed');
+    const gate = deferred();
+    const summary = await pool.process(
+      (function* () {
+        for (let i = 0; ; i++) yield i;
+      })(),
+      (x) => (x === 0 ? Promise.reject(failure) : gate.promise),
+      { stopOnError: true, onError: () => pool.stop() },
+    );
+    expect(summary.errors[0]).toEqual({ index: 0, error: failure });
+    expect(summary.processed).toBe(0);
+  });
+
+  it('with stopOnError but no failure, a stop before the input ends is still PoolStoppedError', async () => {
+    const target = new ManualTarget();
+    const run = processWithPool(target, [1, 2, 3, 4, 5, 6, 7, 8], async (x: number) => x, {
+      stopOnError: true,
+      readAhead: 0,
+    });
+    await flush();
+    expect(target.pending).toHaveLength(2);
+    target.isStopped = true;
+    target.runAll();
+    await expect(run).rejects.toBeInstanceOf(PoolStoppedError);
+  });
+
+  it('rejects with the very error a callback threw (onResult or onError), the first one only', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, retries: 0, timeout: 0 });
+    const broke = new Error('consumer broke');
+    const onResult = pool.process([1, 2, 3], async (x) => x, {
+      onResult: (x) => {
+        throw x === 1 ? broke : new Error('later');
+      },
+    });
+    expect(await onResult.catch((e: unknown) => e)).toBe(broke);
+
+    const sink = new Error('sink broke');
+    const onError = pool.process(
+      [1, 2],
+      async () => {
+        throw new Error('item');
+      },
+      {
+        onError: (_e, x) => {
+          throw x === 1 ? sink : new Error('later');
+        },
+      },
+    );
+    expect(await onError.catch((e: unknown) => e)).toBe(sink);
   });
 });

@@ -1,6 +1,14 @@
 import { defineConfig } from 'vitest/config';
 
 /**
+ * `MUTATION_TESTS` (comma-separated globs) narrows the run to the tests that exercise the file being
+ * mutated, e.g. `MUTATION_TESTS='test/unit/ingest/handler/invocation-metrics.test.ts'`; a mutant one of
+ * them does not kill counts as survived, so a narrow list gives a lower bound of the full config's score.
+ * Unset: the full list below.
+ */
+const narrowed = (process.env.MUTATION_TESTS ?? '').split(',').filter(Boolean);
+
+/**
  * The tests Stryker runs against each mutant (`npm run test:mutation`): unit tests plus the integration
  * tests of the semaphore, the database and the handler, which need the embedded stack (fauxqs + dynalite)
  * started once by the global setup. The CLI, package, chaos and multi-process suites are left out: they
@@ -8,12 +16,15 @@ import { defineConfig } from 'vitest/config';
  */
 export default defineConfig({
   test: {
-    include: [
-      'test/unit/**/*.test.ts',
-      'test/integration/semaphore/*.test.ts',
-      'test/integration/db/*.test.ts',
-      'test/integration/ingest/*.test.ts',
-    ],
+    include:
+      narrowed.length > 0
+        ? narrowed
+        : [
+            'test/unit/**/*.test.ts',
+            'test/integration/semaphore/*.test.ts',
+            'test/integration/db/*.test.ts',
+            'test/integration/ingest/*.test.ts',
+          ],
     exclude: ['test/integration/semaphore/processes.test.ts', 'test/unit/architecture/**'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,

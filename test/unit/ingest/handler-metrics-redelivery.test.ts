@@ -26,9 +26,44 @@ describe('PoolErrors counts failures, not expected answers', () => {
     }
     const lines = out.emf().filter((l) => 'RecordsProcessed' in l);
     expect(lines).toHaveLength(2);
-    const second = lines[1]!;
+    const [first, second] = [lines[0]!, lines[1]!];
+    // The first delivery wrote every record; the second found its own objects: stale, no new write.
+    expect(first).toMatchObject({ RecordsProcessed: 20, StaleWrites: 0, Writes: 20 });
+    expect(second.Writes).toBe(0);
+    expect(second.StaleWrites).toBe(20);
     expect(second.RecordsProcessed).toBe(20);
     expect(second.RecordsFailed).toBe(0);
     expect(second.PoolErrors).toBe(0);
+  });
+});
+
+describe('StaleWrites counts the records acknowledged without a change', () => {
+  it('a write older than the stored state and a duplicate are stale; a newer one is not', async () => {
+    vi.stubEnv('POWERTOOLS_DEV', 'false');
+    vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
+    const metrics = new Metrics({ namespace: 'S3IngestTest', serviceName: 'ingest-test' });
+    const { handler } = testHandler({}, { metrics });
+    const newer = sqsEvent([{ id: 'o-1', seq: 20, data: { total: 20 } }]);
+    const older = sqsEvent([
+      { id: 'o-1', seq: 10, data: { total: 10 } },
+      { id: 'o-2', seq: 5, data: { total: 5 } },
+    ]);
+    const out = captureStdout();
+    try {
+      expect(await handler(newer, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+      expect(await handler(older, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+      expect(await handler(newer, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
+    } finally {
+      out.restore();
+      await handler.close();
+    }
+    const lines = out.emf().filter((l) => 'RecordsProcessed' in l);
+    expect(lines.map((l) => [l.RecordsProcessed, l.StaleWrites, l.Writes])).toEqual([
+      [1, 0, 1],
+      // o-1 at seq 10 is older than the stored seq 20: acknowledged, not written; o-2 is new.
+      [2, 1, 1],
+      // The same message again: a duplicate of what is stored.
+      [1, 1, 0],
+    ]);
   });
 });

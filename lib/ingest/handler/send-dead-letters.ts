@@ -46,8 +46,9 @@ export async function sendDeadLetters(
 /** Rejects with the signal's reason once it aborts (at once if it already has). */
 export function rejectOnAbort(signal: AbortSignal): Promise<never> {
   return new Promise((_, reject) => {
+    // An aborted signal dispatches no more events: the listener below then never runs.
     if (signal.aborted) reject(signal.reason);
     // Stryker disable next-line ObjectLiteral,BooleanLiteral: equivalent, a signal dispatches 'abort' only once
-    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
   });
 }

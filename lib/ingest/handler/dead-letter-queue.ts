@@ -86,20 +86,31 @@ function truncatedDetail(detail: string): string {
 
 // Every string attribute is escaped: SQS refuses a whole SendMessageBatch entry that carries U+FFFE, U+FFFF,
 // a control character or a lone surrogate, and `detail` quotes whatever the refused message contained.
-const attribute = (value: string) => ({ DataType: 'String', StringValue: escapeForSqs(value) });
+const attribute = (value: string): Attribute => ({ DataType: 'String', StringValue: escapeForSqs(value) });
+
+/** A message attribute as this queue sends it: always a type and a value. */
+interface Attribute {
+  readonly DataType: string;
+  readonly StringValue: string;
+}
+
+/** One letter's entry without its `Id` (its position in its batch, set when batches are formed). */
+type Entry = Omit<SendMessageBatchRequestEntry, 'Id' | 'MessageBody' | 'MessageAttributes'> & {
+  readonly MessageBody: string;
+  readonly MessageAttributes: Readonly<Record<string, Attribute>>;
+};
 
 /** What SQS counts against its size limits: the body plus each attribute's name, type and value. */
-function entryBytes(entry: Omit<SendMessageBatchRequestEntry, 'Id'>): number {
-  let bytes = Buffer.byteLength(entry.MessageBody ?? '');
-  for (const [name, value] of Object.entries(entry.MessageAttributes ?? {})) {
-    bytes += Buffer.byteLength(name) + Buffer.byteLength(value.DataType ?? '');
-    bytes += Buffer.byteLength(value.StringValue ?? '');
+function entryBytes(entry: Entry): number {
+  let bytes = Buffer.byteLength(entry.MessageBody);
+  for (const [name, value] of Object.entries(entry.MessageAttributes)) {
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(value.DataType);
+    bytes += Buffer.byteLength(value.StringValue);
   }
   return bytes;
 }
 
-/** One letter's entry; its `Id` (position in its batch) is set when batches are formed. */
-function entryOf(letter: DeadLetter, fifo: boolean): Omit<SendMessageBatchRequestEntry, 'Id'> {
+function entryOf(letter: DeadLetter, fifo: boolean): Entry {
   const { body, truncatedFrom } = bodyOf(letter);
   return {
     MessageBody: body,
@@ -138,7 +149,7 @@ export class DeadLetterQueue {
 
   async send(letters: readonly DeadLetter[], options: DeadLetterSendOptions = {}): Promise<Set<string>> {
     const failed = new Set<string>();
-    const batches: Array<Array<{ letter: DeadLetter; entry: Omit<SendMessageBatchRequestEntry, 'Id'> }>> = [];
+    const batches: Array<Array<{ letter: DeadLetter; entry: Entry }>> = [];
     let current: (typeof batches)[number] = [];
     let bytes = 0;
     for (const letter of letters) {
@@ -167,7 +178,7 @@ export class DeadLetterQueue {
           );
           // Only what SQS lists as Successful is dead-lettered: an entry it lists in Failed, or not at all,
           // is redelivered rather than acknowledged with no letter anywhere.
-          const sent = new Set((out.Successful ?? []).map((entry) => entry.Id));
+          const sent = new Set(out.Successful?.map((entry) => entry.Id));
           batch.forEach(({ letter }, i) => {
             if (!sent.has(String(i))) failed.add(letter.messageId);
           });

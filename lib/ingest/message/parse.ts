@@ -36,9 +36,10 @@ export interface MessageMeta {
 
 /** `SentTimestamp` x 1000, the stand-in `seq` of a message without one (0 when there is no usable timestamp). */
 export function seqFromSentTimestamp(sentTimestamp: string | number | undefined): number {
-  const ms =
-    typeof sentTimestamp === 'string' && sentTimestamp !== '' ? Number(sentTimestamp) : sentTimestamp;
-  if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) return 0;
+  // Number(undefined) and Number('x') are NaN, Number('') is 0: each ends as seq 0, like a missing timestamp.
+  const ms = Number(sentTimestamp);
+  // Stryker disable next-line EqualityOperator: equivalent, a timestamp of 0 gives seq 0 either way
+  if (!Number.isSafeInteger(ms) || ms < 0) return 0;
   const seq = ms * 1000;
   return Number.isSafeInteger(seq) ? seq : 0;
 }

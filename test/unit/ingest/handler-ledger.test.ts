@@ -89,6 +89,88 @@ describe('OutcomeLedger', () => {
     expect(ledger.fateOf('m-1')).toMatchObject({ state: 'dead-lettered' });
   });
 
+  it('a refused transition names both states, so the bug it reveals is readable in the log', () => {
+    const { ledger } = ledgerOf(4);
+    ledger.settle('m-0', written);
+    ledger.settle('m-1', transient);
+    const refusal = (fn: () => void) => {
+      try {
+        fn();
+      } catch (err) {
+        const e = err as OutcomeAlreadySettledError;
+        return [e.settled, e.attempted];
+      }
+      return undefined;
+    };
+    expect(refusal(() => ledger.deadLettered('m-0'))).toEqual(['written', 'dead-lettered']);
+    expect(refusal(() => ledger.deadLetterFailed('m-1'))).toEqual(['redeliver', 'redeliver']);
+    expect(refusal(() => ledger.withholdLetter('m-2', 'earlier-write-failed'))).toEqual([
+      'unsettled',
+      'redeliver',
+    ]);
+    expect(() => ledger.deadLettered('m-3')).toThrow(
+      'record m-3 is already unsettled; refusing to make it dead-lettered',
+    );
+  });
+
+  it('a withheld letter is a final redelivery with its cause, never sent', () => {
+    const { ledger } = ledgerOf(2);
+    ledger.settle('m-0', permanent());
+    ledger.settle('m-1', permanent());
+    const cause = new Error('earlier message of the group redelivered');
+    ledger.withholdLetter('m-0', 'earlier-write-failed', cause);
+    expect(ledger.fateOf('m-0')).toEqual({ state: 'redeliver', cause: 'earlier-write-failed', error: cause });
+    expect(ledger.pendingLetters().map((l) => l.messageId)).toEqual(['m-1']);
+    expect(ledger.counts().redeliveredByCause).toEqual(
+      new Map([
+        ['earlier-write-failed', 1],
+        ['dead-letter-failed', 1],
+      ]),
+    );
+  });
+
+  it('a letter carries the tenant and the message group only when there are some', () => {
+    const plain = sqsRecord('not json', 'm-plain');
+    const grouped = {
+      ...sqsRecord('not json', 'm-grouped'),
+      eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo',
+      attributes: { ...sqsRecord('x').attributes, MessageGroupId: 'g-1' },
+    };
+    const ledger = new OutcomeLedger([plain, grouped]);
+    ledger.settle('m-plain', permanent());
+    ledger.settle('m-grouped', permanent(), 'acme');
+    expect(ledger.pendingLetters()).toStrictEqual([
+      {
+        messageId: 'm-plain',
+        body: 'not json',
+        reason: 'invalid-json',
+        errorName: 'InvalidMessageError',
+        detail: 'invalid message (invalid-json): body is not JSON',
+      },
+      {
+        messageId: 'm-grouped',
+        body: 'not json',
+        reason: 'invalid-json',
+        errorName: 'InvalidMessageError',
+        detail: 'invalid message (invalid-json): body is not JSON',
+        tenant: 'acme',
+        messageGroupId: 'g-1',
+      },
+    ]);
+  });
+
+  it('a message id repeated in the batch is one record: one fate, listed once', () => {
+    const first = sqsRecord('a', 'm-dup');
+    const ledger = new OutcomeLedger([first, sqsRecord('b', 'm-other'), sqsRecord('a again', 'm-dup')]);
+    expect(ledger.response().batchItemFailures).toEqual([
+      { itemIdentifier: 'm-dup' },
+      { itemIdentifier: 'm-other' },
+    ]);
+    ledger.settle('m-dup', permanent());
+    expect(ledger.pendingLetters().map((l) => [l.messageId, l.body])).toEqual([['m-dup', 'a']]);
+    expect(ledger.counts()).toMatchObject({ written: 0, redelivered: 2 });
+  });
+
   it('names a record that is not in the batch', () => {
     const { ledger } = ledgerOf(1);
     expect(() => ledger.settle('other', written)).toThrow(UnknownRecordError);

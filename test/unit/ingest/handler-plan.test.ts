@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planBatch } from '../../../lib/ingest/handler/plan-batch.js';
+import { parseRecord, planBatch } from '../../../lib/ingest/handler/plan-batch.js';
 import { body, sqsRecord } from './handler/support.js';
 
 const resources = { orders: {}, customers: {} };
@@ -37,6 +37,67 @@ describe('planBatch (pure)', () => {
       ['bad', 'permanent'],
       ['undeclared', 'permanent'],
     ]);
+  });
+
+  it('an exception that is not a contract violation is a bug of ours: redelivered, never dead-lettered', () => {
+    // A record without a message id makes the parser throw a TypeError (a programming error).
+    const unparsed = parseRecord(sqsRecord(body({ id: 'a' }), ''), resources);
+    expect(unparsed).toEqual({
+      messageId: '',
+      outcome: { kind: 'transient', cause: 'unexpected', error: expect.any(TypeError) },
+    });
+  });
+
+  it('a record without attributes parses, ordered as the oldest write', () => {
+    const { attributes: _attributes, ...bare } = sqsRecord(body({ id: 'a' }), 'm-0');
+    expect(parseRecord(bare as never, resources)).toMatchObject({
+      id: 'a',
+      seq: 0,
+      seqSource: 'sent-timestamp',
+    });
+  });
+
+  it('a message delivered twice in one batch (same message id) is planned once', () => {
+    const record = sqsRecord(body({ id: 'a' }), 'm-0');
+    const plan = planBatch(
+      [record, sqsRecord(body({ id: 'b' }), 'm-1'), { ...record, receiptHandle: 'rh-2' }],
+      resources,
+    );
+    expect(plan.tenants[0]!.writes).toBe(2);
+    expect(plan.tenants[0]!.chains.flat().map((w) => w.messageId)).toEqual(['m-0', 'm-1']);
+  });
+
+  it('FIFO: a message redelivered at plan time holds back the later messages of its group, not of others', () => {
+    const fifo = (messageBody: string, messageId: string, group: string) => {
+      const r = sqsRecord(messageBody, messageId);
+      return {
+        ...r,
+        eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo',
+        attributes: { ...r.attributes, MessageGroupId: group },
+      };
+    };
+    const plan = planBatch(
+      [
+        fifo(body({ id: 'a' }), '', 'g-1'), // a parse bug of ours: redelivered
+        fifo(body({ id: 'b' }), 'm-1', 'g-1'),
+        fifo(body({ id: 'c' }), 'm-2', 'g-2'),
+        fifo('not json', 'm-3', 'g-2'), // permanent: dead-lettered, blocks nothing
+        fifo(body({ id: 'd' }), 'm-4', 'g-2'),
+      ],
+      resources,
+    );
+    expect(
+      plan.unparsed.map((u) => [
+        u.messageId,
+        u.outcome.kind,
+        'cause' in u.outcome ? u.outcome.cause : u.outcome.reason,
+      ]),
+    ).toEqual([
+      ['', 'transient', 'unexpected'],
+      ['m-1', 'transient', 'earlier-write-failed'],
+      ['m-3', 'permanent', 'invalid-json'],
+    ]);
+    expect(plan.tenants[0]!.chains.flat().map((w) => w.messageId)).toEqual(['m-2', 'm-4']);
   });
 
   it('gives the same plan for the same records (no hidden state)', () => {

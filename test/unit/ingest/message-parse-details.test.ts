@@ -22,6 +22,25 @@ function refusal(text: unknown, m: Parameters<typeof parseIngestMessage>[1] = me
 }
 
 describe('parseIngestMessage refusals: reason and detail', () => {
+  it('invalid JSON keeps the parser error as its cause', () => {
+    const error = (() => {
+      try {
+        parseIngestMessage('{"v":1,', meta);
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(error).toBeInstanceOf(InvalidMessageError);
+    expect((error as InvalidMessageError).cause).toBeInstanceOf(SyntaxError);
+  });
+
+  it('a meta without a message id is a programming error, not a refused message', () => {
+    for (const messageId of [undefined, '', 42])
+      expect(() => parseIngestMessage(body({}), { messageId } as never)).toThrow(
+        new TypeError('parseIngestMessage: meta.messageId must be a non-empty string'),
+      );
+  });
+
   it('the body as a whole', () => {
     expect(refusal(42)).toBe('schema: body: expected a string');
     expect(refusal('{"v":1,')).toMatch(/^invalid-json: body: /);
@@ -109,6 +128,11 @@ describe('parseIngestMessage refusals: reason and detail', () => {
     expect(refusal(body({ data: { a: 1 } }).replace('"a":1', '"a":9007199254740993'))).toBe(
       'schema: data.a: integer 9007199254740993 is beyond ±(2^53-1) and would change in JSON; send it as a string',
     );
+    // A long literal is quoted by its first 40 characters only (the detail goes into a dead letter).
+    const long = '9'.repeat(60);
+    expect(refusal(body({ data: { a: 1 } }).replace('"a":1', `"a":${long}`))).toBe(
+      `schema: data.a: integer ${'9'.repeat(40)} is beyond ±(2^53-1) and would change in JSON; send it as a string`,
+    );
     // A float that is large and integer-valued is not a literal to report: accepted.
     expect(parseIngestMessage(body({ data: { a: 1e300 } }), meta).data).toEqual({ a: 1e300 });
   });
@@ -126,7 +150,8 @@ describe('parseIngestMessage refusals: reason and detail', () => {
 describe('parseIngestMessage writes', () => {
   it('a delete carries no data; a write without key carries no key', () => {
     const del = parseIngestMessage(body({ op: 'delete', data: undefined, priority: 3 }), meta);
-    expect(del).toEqual({
+    // Strict: a field the write does not have is absent, not present as undefined.
+    expect(del).toStrictEqual({
       tenant: 'acme',
       resource: 'orders',
       op: 'delete',
@@ -139,7 +164,7 @@ describe('parseIngestMessage writes', () => {
       seqSource: 'sent-timestamp',
     });
     const up = parseIngestMessage(body({ data: { a: 1 } }), meta);
-    expect(up).toEqual({
+    expect(up).toStrictEqual({
       tenant: 'acme',
       resource: 'orders',
       op: 'upsert',

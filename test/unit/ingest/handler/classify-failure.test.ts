@@ -2,7 +2,12 @@
 // never help, a deadline when the invocation's signal aborted, a storage failure for what the error taxonomy
 // calls transient (and the store's own "try again" errors), anything else redelivered as unexpected.
 import { describe, expect, it } from 'vitest';
-import { ConflictError, RecordNotFoundError, ValidationError } from '../../../../lib/db/errors.js';
+import {
+  ConflictError,
+  RecordExistsError,
+  RecordNotFoundError,
+  ValidationError,
+} from '../../../../lib/db/errors.js';
 import { classifyFailure } from '../../../../lib/ingest/handler/apply-write.js';
 import { RecordVanishedError } from '../../../../lib/ingest/handler/errors.js';
 
@@ -26,12 +31,14 @@ const forbidden = () =>
   Object.assign(new Error('Access Denied'), { name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
 
 describe('classifyFailure', () => {
-  it('a schema violation and a missing record are permanent, even after the deadline', () => {
+  it('a schema violation, a missing record and an existing one are permanent, even after the deadline', () => {
     for (const signal of [open, aborted]) {
       const v = validation();
       expect(classifyFailure(v, signal)).toEqual({ kind: 'permanent', reason: 'schema-violation', error: v });
       const n = notFound();
       expect(classifyFailure(n, signal)).toEqual({ kind: 'permanent', reason: 'record-not-found', error: n });
+      const e = new RecordExistsError('orders', 'o-1');
+      expect(classifyFailure(e, signal)).toEqual({ kind: 'permanent', reason: 'record-exists', error: e });
     }
   });
 

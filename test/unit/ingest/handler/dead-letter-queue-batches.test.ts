@@ -118,6 +118,41 @@ describe('DeadLetterQueue packs letters into batches', () => {
     expect(calls.map((c) => c.entries.length)).toEqual([1, 2]);
   });
 
+  it('a batch of exactly 256,000 bytes as SQS counts them (attribute names and types too) is one call; one byte more is two', async () => {
+    /** The bytes SQS counts for `l` sent alone. */
+    const sizeOf = async (l: DeadLetter) => {
+      const { client, calls } = recordingClient();
+      await new DeadLetterQueue(client, QUEUE).send([l]);
+      return batchBytes(calls[0]!.entries);
+    };
+    const first = letter({ messageId: 'first', body: 'f'.repeat(130_000) });
+    // The second letter's body fills the batch to the byte: its overhead is its size less its 1-byte body.
+    const secondOverhead = (await sizeOf(letter({ messageId: 'second', body: 's' }))) - 1;
+    const fill = 250 * 1024 - (await sizeOf(first)) - secondOverhead;
+    for (const [extra, calls] of [
+      [0, [2]],
+      [1, [1, 1]],
+    ] as const) {
+      const second = letter({ messageId: 'second', body: 's'.repeat(fill + extra) });
+      const recorded = recordingClient();
+      await new DeadLetterQueue(recorded.client, QUEUE).send([first, second]);
+      expect(recorded.calls.map((c) => c.entries.length)).toEqual(calls);
+      expect(batchBytes(recorded.calls.flatMap((c) => c.entries))).toBe(250 * 1024 + extra);
+    }
+  });
+
+  it('a letter larger than a whole batch is sent alone, never after an empty call (SQS refuses an empty batch)', async () => {
+    const { client, calls } = recordingClient();
+    // The body is capped at 240 KiB, but the other fields are the caller's: an oversized error name.
+    const huge = letter({ errorName: 'E'.repeat(260_000) });
+    const small = letter();
+    await new DeadLetterQueue(client, QUEUE).send([huge, small]);
+    expect(calls.map((c) => c.entries.map((e) => attr(e, 'sourceMessageId')))).toEqual([
+      [huge.messageId],
+      [small.messageId],
+    ]);
+  });
+
   it('sends nothing for no letters', async () => {
     const { client, calls } = recordingClient();
     expect([...(await new DeadLetterQueue(client, QUEUE).send([]))]).toEqual([]);
@@ -204,6 +239,12 @@ describe('DeadLetterQueue entries', () => {
     // 499 characters, then an emoji whose high surrogate is the 500th unit: it is dropped whole.
     const cut = attr(await entryOf(letter({ detail: `${'d'.repeat(499)}😀tail` })), 'detail');
     expect(cut).toBe('d'.repeat(499));
+    // A detail within the limit is kept whole, even one ending in a lone high surrogate (sent escaped).
+    const lone = attr(await entryOf(letter({ detail: `${'d'.repeat(499)}\ud800` })), 'detail');
+    expect(lone).toBe(`${'d'.repeat(499)}\\ud800`);
+    // A pair well inside the cut does not shorten it.
+    const early = attr(await entryOf(letter({ detail: `😀${'d'.repeat(600)}` })), 'detail');
+    expect(early).toBe(`😀${'d'.repeat(498)}`);
   });
 
   it('cuts a body over 240 KiB to 240 KiB, with its full size and SHA-256 as attributes', async () => {

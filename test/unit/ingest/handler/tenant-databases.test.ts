@@ -94,6 +94,19 @@ describe('TenantDatabases', () => {
     d.release(globex);
   });
 
+  it('after close() it works as new: a tenant the LRU evicts later is disconnected', async () => {
+    const d = databases({ TENANT_CACHE_SIZE: '1' });
+    d.release(await d.get('acme'));
+    await d.close();
+    const acme = await d.get('acme');
+    d.release(acme);
+    expect(acme.db.isConnected).toBe(true);
+    d.release(await d.get('globex')); // evicts acme
+    await retired(acme);
+    expect(acme.db.isConnected).toBe(false);
+    expect(acme.pool.isStopped).toBe(true);
+  });
+
   it('a tenant whose Database cannot be opened rejects and leaves nothing cached', async () => {
     const d = databases({ RESOURCES: JSON.stringify({ orders: {} }) });
     // An invalid tenant name is refused by the Database.

@@ -1,0 +1,207 @@
+// What TenantPermits tells the semaphores and builds them with (issue 16's adaptive limits): the S3
+// attempts that succeeded and were throttled under each lease, reported with its release (an adaptive
+// semaphore moves its limit by them), counted from the tenants' real pools and only while the lease is
+// held; the semaphore kinds `dynamoSemaphores` builds; a tenant whose semaphore cannot be built. Issue 14's
+// mutation testing found these never asserted.
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  dynamoSemaphores,
+  SMALL_TENANT_WRITES,
+  TenantPermits,
+} from '../../../../lib/ingest/handler/tenant-permits.js';
+import { ExecutorPool } from '../../../../lib/pool/executor-pool.js';
+import { AdaptiveDynamoSemaphore } from '../../../../lib/semaphore/adaptive-dynamo-semaphore.js';
+import { DynamoSemaphore } from '../../../../lib/semaphore/dynamo-semaphore.js';
+import { MemorySemaphore } from '../../../../lib/semaphore/memory-semaphore.js';
+import type { LeaseUsage, Semaphore } from '../../../../lib/semaphore/types.js';
+import { testConfig } from './support.js';
+
+const pools: ExecutorPool[] = [];
+afterEach(() => {
+  for (const p of pools.splice(0)) p.stop();
+});
+
+function pool(): ExecutorPool {
+  const p = new ExecutorPool({ concurrency: 4, retries: 2, retryDelay: 1, maxRetryDelay: 1 });
+  pools.push(p);
+  return p;
+}
+
+const window = () => ({
+  deadline: Date.now() + 5_000,
+  signal: new AbortController().signal,
+  leaseMs: 10_000,
+});
+
+const slowDown = () =>
+  Object.assign(new Error('slow down'), {
+    name: 'SlowDown',
+    $fault: 'server',
+    $metadata: { httpStatusCode: 503 },
+  });
+
+/** A report of `succeeded` and `throttled` attempts, whatever time they took. */
+const usage = (succeeded: number, throttled: number) => ({
+  succeeded,
+  throttled,
+  attemptMs: expect.any(Number),
+});
+
+/** Memory semaphores whose leases record what is reported to them, in order with the release. */
+function reportingFactory() {
+  const events: { name: string; usage?: LeaseUsage; released?: true }[] = [];
+  const rates = new Map<string, number | undefined>();
+  const factory = (name: string, limit: number, ratePerSecond?: number): Semaphore => {
+    rates.set(name, ratePerSecond);
+    const inner = new MemorySemaphore({ name, limit });
+    return {
+      name,
+      limit,
+      acquire: async (k, options) => {
+        const lease = await inner.acquire(k, options);
+        return {
+          ...lease,
+          report: (usage) => events.push({ name, usage }),
+          release: async (o) => {
+            events.push({ name, released: true });
+            await lease.release(o);
+          },
+        };
+      },
+    };
+  };
+  return { factory, events, rates };
+}
+
+/** One task that succeeds, and one throttled twice before its third attempt succeeds: 2 successes, 2 throttled. */
+async function someWork(p: ExecutorPool): Promise<void> {
+  let throttles = 0;
+  await Promise.all([
+    p.enqueue(async () => 'ok'),
+    p.enqueue(async () => {
+      if (throttles++ < 2) throw slowDown();
+      return 'ok';
+    }),
+  ]);
+}
+
+describe('TenantPermits reports what S3 answered under each lease', () => {
+  it("a large tenant's lease is told its pool's successes and throttles, before its release", async () => {
+    const { factory, events } = reportingFactory();
+    const permits = new TenantPermits(testConfig(), factory, () => 0);
+    const big = { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: pool() };
+    await permits.run([big], window(), async (t) => someWork(t.pool));
+    expect(events).toEqual([
+      { name: 'prefix:ignored-by-memory-store/t=big/', usage: usage(2, 2) },
+      { name: 'prefix:ignored-by-memory-store/t=big/', released: true },
+    ]);
+  });
+
+  it("the small tenants' shared lease is told the sum over their pools", async () => {
+    const { factory, events } = reportingFactory();
+    const permits = new TenantPermits(testConfig(), factory, () => 0);
+    const a = { tenant: 'a', writes: 2, pool: pool() };
+    const b = { tenant: 'b', writes: 2, pool: pool() };
+    await permits.run([a, b], window(), async (t) => someWork(t.pool));
+    expect(events[0]).toEqual({
+      name: 'bucket:ignored-by-memory-store/small-tenants#0',
+      usage: usage(4, 4),
+    });
+  });
+
+  it('counts only while the lease is held: work after it, or in a later lease, is not added', async () => {
+    const { factory, events } = reportingFactory();
+    const permits = new TenantPermits(testConfig(), factory, () => 0);
+    const big = { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: pool() };
+    await permits.run([big], window(), async (t) => someWork(t.pool));
+    // Between invocations: not under any lease.
+    await someWork(big.pool);
+    await permits.run([big], window(), async (t) => {
+      await t.pool.enqueue(async () => 'ok');
+    });
+    expect(events.filter((e) => e.usage !== undefined).map((e) => e.usage)).toEqual([
+      usage(2, 2),
+      usage(1, 0),
+    ]);
+  });
+
+  it('a pool without events is reported as no attempts', async () => {
+    const { factory, events } = reportingFactory();
+    const permits = new TenantPermits(testConfig(), factory, () => 0);
+    const stub = {
+      tenant: 'stub',
+      writes: SMALL_TENANT_WRITES,
+      pool: { concurrency: 0, setConcurrency() {} },
+    };
+    await permits.run([stub], window(), async () => undefined);
+    expect(events[0]!.usage).toEqual({ succeeded: 0, throttled: 0, attemptMs: 0 });
+  });
+
+  it("the small tenants' stripe stands for four prefixes' rate; a tenant prefix for one", async () => {
+    const { factory, rates } = reportingFactory();
+    const config = testConfig({ S3_PREFIX_WRITE_RATE: '1000' });
+    const permits = new TenantPermits(config, factory, () => 0);
+    await permits.run(
+      [
+        { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: pool() },
+        { tenant: 'small', writes: 1, pool: pool() },
+      ],
+      window(),
+      async () => undefined,
+    );
+    expect(Object.fromEntries(rates)).toEqual({
+      'prefix:ignored-by-memory-store/t=big/': 1000,
+      'bucket:ignored-by-memory-store/small-tenants#0': 4000,
+    });
+  });
+
+  it('a large tenant whose semaphore cannot be built is unavailable; the others run', async () => {
+    const { factory } = reportingFactory();
+    const broken = new Error('no table');
+    const permits = new TenantPermits(
+      testConfig(),
+      (name, limit, rate) => {
+        if (name.includes('t=broken/')) throw broken;
+        return factory(name, limit, rate);
+      },
+      () => 0,
+    );
+    const ran: string[] = [];
+    const brokenTenant = { tenant: 'broken', writes: SMALL_TENANT_WRITES, pool: pool() };
+    const fine = { tenant: 'fine', writes: SMALL_TENANT_WRITES, pool: pool() };
+    const report = await permits.run([brokenTenant, fine], window(), async (t) => {
+      ran.push(t.tenant);
+    });
+    expect(ran).toEqual(['fine']);
+    expect(report.results.get(brokenTenant)).toEqual({ unavailable: broken });
+    expect(report.results.get(fine)).toMatchObject({ permits: expect.any(Number) });
+  });
+});
+
+describe('dynamoSemaphores', () => {
+  const client = { config: {}, send: async () => ({}) } as unknown as DynamoDBClient;
+
+  it('adaptive per tenant prefix (never under the configured rate), static for the shared stripes', () => {
+    const config = testConfig({ S3_PREFIX_WRITE_RATE: '3500' });
+    const make = dynamoSemaphores(config, client, 'permits');
+    const prefix = make('prefix:b/t=acme/', 70, 3500);
+    expect(prefix).toBeInstanceOf(AdaptiveDynamoSemaphore);
+    expect(prefix.name).toBe('prefix:b/t=acme/');
+    expect(prefix.limit).toBe(3500);
+    // Without a rate: the configured one.
+    expect(make('prefix:b/t=globex/', 70).limit).toBe(3500);
+    // A limit above the rate is kept.
+    expect(make('prefix:b/t=initech/', 5000, 3500).limit).toBe(5000);
+    const stripe = make('bucket:b/small-tenants#3', 280, 14000);
+    expect(stripe).toBeInstanceOf(DynamoSemaphore);
+    expect(stripe.limit).toBe(280);
+  });
+
+  it("'static' mode builds a static semaphore for a prefix too", () => {
+    const make = dynamoSemaphores(testConfig(), client, 'permits', 'static');
+    const prefix = make('prefix:b/t=acme/', 70, 3500);
+    expect(prefix).toBeInstanceOf(DynamoSemaphore);
+    expect(prefix.limit).toBe(70);
+  });
+});

@@ -4,6 +4,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { ObjectStore } from '../../db/object-store.js';
 import { S3ObjectStore } from '../../db/s3-object-store.js';
 import { ConcurrencyBudget } from '../../pool/concurrency-budget.js';
+import { SemaphoreTimeoutError } from '../../semaphore/errors.js';
 import type { IngestConfig } from '../config.js';
 import { type AwsClients, createAwsClients } from './aws-clients.js';
 import { type Clock, systemClock } from './clock.js';
@@ -194,9 +195,13 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
         await backOffRedeliveries(records, ledger.response().batchItemFailures, redeliveries, {
           signal: deadline.settleSignal,
           logger,
-          causeOf: (messageId) => {
+          waitedForTurn: (messageId) => {
             const fate = ledger.fateOf(messageId);
-            return fate?.state === 'redeliver' ? fate.cause : undefined;
+            return (
+              fate?.state === 'redeliver' &&
+              fate.cause === 'permits-unavailable' &&
+              fate.error instanceof SemaphoreTimeoutError
+            );
           },
         });
       }

@@ -6,7 +6,6 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchItemFailure, SQSRecord } from 'aws-lambda';
 import { rejectOnAbort } from './send-dead-letters.js';
-import type { TransientCause } from './write-outcome.js';
 
 /**
  * How long a failed record stays invisible before SQS redelivers it, from how often it was received:
@@ -183,8 +182,11 @@ export async function backOffRedeliveries(
     signal: AbortSignal;
     logger: Logger;
     backoff?: RedeliveryBackoffOptions;
-    /** Why a record is redelivered (the ledger's fate); `permits-unavailable` gets the short backoff. */
-    causeOf?: (messageId: string) => TransientCause | undefined;
+    /**
+     * Whether a record is redelivered only because its prefix's permits were all held until the cutoff
+     * (it gets the short `turnSeconds` backoff); an unreachable DynamoDB is not waiting for a turn.
+     */
+    waitedForTurn?: (messageId: string) => boolean;
   },
 ): Promise<RedeliveryBackoffReport> {
   const failed = new Set(failures.map((f) => f.itemIdentifier));
@@ -200,7 +202,7 @@ export async function backOffRedeliveries(
       visibilityTimeoutSeconds: visibilityTimeoutFor(
         Number(record.attributes.ApproximateReceiveCount),
         context.backoff,
-        context.causeOf?.(record.messageId) === 'permits-unavailable',
+        context.waitedForTurn?.(record.messageId) === true,
       ),
     });
   }

@@ -156,6 +156,27 @@ describe('redelivery backoff in the handler', () => {
     for (const r of hotRecords) expect(timeouts.get(r.messageId)).toBe(10);
   });
 
+  it('a record whose semaphore is unreachable keeps the normal backoff: DynamoDB down is not a turn', async () => {
+    const port = new RecordingPort(async () => new Set());
+    const unreachable = (name: string, limit: number): Semaphore => ({
+      name,
+      limit,
+      acquire: async () => {
+        throw Object.assign(new Error('connect ECONNREFUSED'), { name: 'TimeoutError' });
+      },
+    });
+    const t = testHandler(
+      { WRITE_RETRIES: '0', SEMAPHORE_TABLE: 'unused' },
+      { redeliveries: port, semaphores: unreachable },
+    );
+    handlers.push(t.handler);
+    const records = Array.from({ length: 10 }, (_, i) => record('acme', `a${i}`, 2));
+    const response = await t.handler(sqsEvent(records), lambdaContext(4_000));
+    expect(failedIds(response)).toHaveLength(10);
+    for (const c of port.calls.flat()) expect(c.visibilityTimeoutSeconds).toBe(10);
+    expect(port.calls.flat()).toHaveLength(10);
+  });
+
   it('is not called when every record succeeded', async () => {
     const port = new RecordingPort(async () => new Set());
     const { handler } = throttlingHandler(port);

@@ -50,6 +50,14 @@ function decode(part: string): string {
 }
 
 /** The path as written: after `scheme://authority`, before `?` or `#` (`''` when there is none). */
+/** The host as written (after any `user:pass@`, before the path, query or fragment). */
+function rawHostOf(connectionString: string): string {
+  const afterScheme = connectionString.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '');
+  const authorityEnd = afterScheme.search(/[/?#]/);
+  const authority = authorityEnd === -1 ? afterScheme : afterScheme.slice(0, authorityEnd);
+  return authority.slice(authority.lastIndexOf('@') + 1);
+}
+
 function rawPathOf(connectionString: string): string {
   const afterScheme = connectionString.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '');
   const authorityEnd = afterScheme.search(/[/?#]/);
@@ -121,6 +129,10 @@ export function parseConnectionString(connectionString: string): ConnectionTarge
   switch (url.protocol) {
     case 's3:':
     case 'memory:': {
+      // The bucket is the host exactly as written: `bucket:` or `bucket:443` would lose its port silently.
+      if (rawHostOf(connectionString) !== url.hostname) {
+        throw new ConnectionStringError('the bucket must be the whole host: no port, no other characters');
+      }
       const bucket = checkBucket(url.hostname);
       const prefix = checkPrefix(path);
       if (url.protocol === 'memory:') return { kind: 'memory', bucket, prefix };

@@ -87,6 +87,10 @@ describe('runTenantWrites', () => {
     await runTenantWrites(db, chains, { ledger: again, deadline, logger, onStale });
     expect(onStale).toHaveBeenCalledTimes(2);
     expect(lines).toEqual([]);
+    // Without a listener, stale writes are simply acknowledged.
+    const third = ledgerFor(chains);
+    await runTenantWrites(db, chains, { ledger: third, deadline, logger });
+    expect(third.response().batchItemFailures).toEqual([]);
   });
 
   it('a storage failure is logged as a warning, an unexpected one as an error, each naming the write', async () => {
@@ -149,15 +153,16 @@ describe('runTenantWrites', () => {
     const single = write('a');
     const group = [write('b'), write('c')];
     const ledger = ledgerFor([[single], group]);
-    await runTenantWrites(db, [[single], group], {
-      ledger,
-      deadline: controller.signal,
-      logger: recordingLogger().logger,
-    });
+    const { logger, lines } = recordingLogger();
+    const onStale = vi.fn();
+    await runTenantWrites(db, [[single], group], { ledger, deadline: controller.signal, logger, onStale });
     for (const w of [single, ...group])
       expect(ledger.fateOf(w.messageId)).toEqual({ state: 'redeliver', cause: 'deadline', error: reason });
     expect(get).not.toHaveBeenCalled();
     expect(put).not.toHaveBeenCalled();
+    // Not stale (nothing was applied), and not logged one by one: the summary counts the deadline.
+    expect(onStale).not.toHaveBeenCalled();
+    expect(lines).toEqual([]);
   });
 
   it('a chain spanning records (a FIFO group) runs in message order and stops at its first transient failure', async () => {

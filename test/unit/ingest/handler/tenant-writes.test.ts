@@ -176,11 +176,14 @@ describe('runTenantWrites', () => {
     });
     const chain = [write('a'), write('b'), write('c')];
     const ledger = ledgerFor([chain]);
+    const onStale = vi.fn();
     await runTenantWrites(db, [chain], {
       ledger,
       deadline: new AbortController().signal,
       logger: recordingLogger().logger,
+      onStale,
     });
+    expect(onStale).not.toHaveBeenCalled();
     expect(order).toEqual(['t=acme/r=orders/id=a.json', 't=acme/r=orders/id=b.json']);
     expect(ledger.fateOf(chain[0]!.messageId)).toEqual({ state: 'written' });
     expect(ledger.fateOf(chain[1]!.messageId)).toMatchObject({ state: 'redeliver', cause: 'storage' });
@@ -203,17 +206,38 @@ describe('runTenantWrites', () => {
     const put = vi.spyOn(store, 'put');
     const chain = [write('a'), write('b'), write('c')];
     const ledger = ledgerFor([chain]);
+    const onStale = vi.fn();
     await runTenantWrites(db, [chain], {
       ledger,
       deadline: controller.signal,
       logger: recordingLogger().logger,
+      onStale,
     });
+    expect(onStale).not.toHaveBeenCalled();
     expect(chain.map((w) => ledger.fateOf(w.messageId))).toEqual([
       { state: 'written' },
       { state: 'redeliver', cause: 'deadline', error: reason },
       { state: 'redeliver', cause: 'earlier-write-failed', error: undefined },
     ]);
     expect(put.mock.calls.map(([input]) => input.key)).toEqual(['t=acme/r=orders/id=a.json']);
+  });
+
+  it('a FIFO chain over two resources with the same id writes each record, one after the other', async () => {
+    const { db, store } = await tenantDb();
+    await db.createResource({ name: 'customers' });
+    const put = vi.spyOn(store, 'put');
+    const chain = [write('x'), write('x', { resource: 'customers' })];
+    const ledger = ledgerFor([chain]);
+    await runTenantWrites(db, [chain], {
+      ledger,
+      deadline: new AbortController().signal,
+      logger: recordingLogger().logger,
+    });
+    expect(ledger.response().batchItemFailures).toEqual([]);
+    expect(put.mock.calls.map(([input]) => input.key)).toEqual([
+      't=acme/r=orders/id=x.json',
+      't=acme/r=customers/id=x.json',
+    ]);
   });
 
   it('one chain that throws (a bug) lets the others finish, then rethrows', async () => {

@@ -2,7 +2,8 @@
 // had, its run hits a bug of ours) is redelivered with the right cause and logged with its name, while the
 // other tenants are written. Issue 14's mutation testing of run-tenants.ts found these paths untested.
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Database } from '../../../../lib/db/database.js';
 import { MemoryBucket, MemoryObjectStore } from '../../../../lib/db/memory-object-store.js';
 import { systemClock } from '../../../../lib/ingest/handler/clock.js';
 import { InvocationDeadline } from '../../../../lib/ingest/handler/invocation-deadline.js';
@@ -18,6 +19,7 @@ import { body, sqsRecord, testConfig } from './support.js';
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
+  vi.restoreAllMocks();
   for (const fn of cleanup.splice(0)) await fn();
 });
 
@@ -34,9 +36,13 @@ function recordingLogger() {
 /** The run stage over a batch of one write per `(tenant, id)`, on the in-memory store. */
 async function runStage(
   writes: readonly { tenant: string; id: string }[],
-  options: { semaphores?: SemaphoreFactory; databases?: (real: TenantDatabases) => TenantDatabases } = {},
+  options: {
+    semaphores?: SemaphoreFactory;
+    databases?: (real: TenantDatabases) => TenantDatabases;
+    env?: Record<string, string>;
+  } = {},
 ) {
-  const config = testConfig();
+  const config = testConfig(options.env);
   const real = new TenantDatabases({
     config,
     store: new MemoryObjectStore({ bucket: new MemoryBucket(`run-tenants-${Math.random()}`) }),
@@ -63,10 +69,27 @@ async function runStage(
       logger,
     },
   );
-  return { ledger, lines, metrics };
+  return { ledger, lines, metrics, databases: real };
 }
 
 describe('runTenants', () => {
+  it('unpins its tenants when it ends: one the cache evicted meanwhile is then disconnected', async () => {
+    const disconnect = vi.spyOn(Database.prototype, 'disconnect');
+    const { ledger, databases } = await runStage(
+      [
+        { tenant: 'acme', id: 'a-1' },
+        { tenant: 'globex', id: 'g-1' },
+      ],
+      { env: { TENANT_CACHE_SIZE: '1' } },
+    );
+    expect(ledger.response().batchItemFailures).toEqual([]);
+    expect(databases.size).toBe(1);
+    // The evicted tenant is retired in the background once released.
+    for (let i = 0; i < 100 && disconnect.mock.calls.length === 0; i++)
+      await new Promise((r) => setImmediate(r));
+    expect(disconnect).toHaveBeenCalledTimes(1);
+  });
+
   it('a tenant whose Database cannot be opened is redelivered as a storage failure and logged; others are written', async () => {
     const unavailable = new Error('cannot open');
     const { ledger, lines } = await runStage(

@@ -4,7 +4,7 @@
 // held; the semaphore kinds `dynamoSemaphores` builds; a tenant whose semaphore cannot be built. Issue 14's
 // mutation testing found these never asserted.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   dynamoSemaphores,
   SMALL_TENANT_WRITES,
@@ -19,6 +19,7 @@ import { testConfig } from './support.js';
 
 const pools: ExecutorPool[] = [];
 afterEach(() => {
+  vi.restoreAllMocks();
   for (const p of pools.splice(0)) p.stop();
 });
 
@@ -124,6 +125,20 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
       usage(2, 2),
       usage(1, 0),
     ]);
+  });
+
+  it('lets go of every pool listener it added once the lease is released (warm pools are reused)', async () => {
+    const { factory } = reportingFactory();
+    const permits = new TenantPermits(testConfig(), factory, () => 0);
+    const big = { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: pool() };
+    const small = { tenant: 'small', writes: 1, pool: pool() };
+    const on = vi.spyOn(ExecutorPool.prototype, 'on');
+    const off = vi.spyOn(ExecutorPool.prototype, 'off');
+    for (let i = 0; i < 2; i++) await permits.run([big, small], window(), async (t) => someWork(t.pool));
+    expect(on).toHaveBeenCalled();
+    expect(off.mock.calls.map(([event]) => event).sort()).toEqual(
+      on.mock.calls.map(([event]) => event).sort(),
+    );
   });
 
   it('a pool without events is reported as no attempts', async () => {

@@ -64,6 +64,21 @@ export interface FleetCellConfig {
   seed: number;
 }
 
+/** One simulated second of a cell. */
+export interface TimelinePoint {
+  s: number;
+  /** Messages made final in this second. */
+  final: number;
+  running: number;
+  backlog: number;
+  /** The hot prefix's adaptive semaphore, summed over its shard items. */
+  hotCapacity: number;
+  hotFree: number;
+  hotHolders: number;
+  /** Records redelivered for want of permits so far. */
+  permitsUnavailable: number;
+}
+
 export interface Quantiles {
   p50: number;
   p99: number;
@@ -96,6 +111,7 @@ export interface FleetCellResult {
   lambdaGbSeconds: number;
   logBytes: number;
   sqs: QueueCounters & { requests: number };
+  timeline: TimelinePoint[];
   handler: {
     retries: number;
     slowDowns: number;
@@ -174,31 +190,57 @@ const table = new DynamoTableModel({
 const dynamodb = new DynamoModelClient(table, { latency: config.dynamo.latency, random });
 
 let queue: QueueWithEventSource;
+const visibilityTimeoutMs =
+  config.visibilityTimeoutMs ?? 6 * config.functionTimeoutMs + config.batchingWindowMs;
 const messageIndex = (messageId: string) => Number(messageId.slice(2));
 
-// SQS as the handler sees it: SendMessageBatch to the DLQ (everything is accepted).
+// SQS as the handler sees it: SendMessageBatch to the DLQ (everything is accepted), and the redelivery
+// backoff's GetQueueAttributes (the queue's visibility timeout) and ChangeMessageVisibilityBatch.
+interface SqsCommand {
+  readonly constructor: { readonly name: string };
+  readonly input: {
+    Entries?: Array<{
+      Id?: string;
+      MessageBody?: string;
+      ReceiptHandle?: string;
+      VisibilityTimeout?: number;
+      MessageAttributes?: Record<string, { StringValue?: string }>;
+    }>;
+  };
+}
 const sqsClient = {
-  async send(command: {
-    input: {
-      Entries?: Array<{
-        Id?: string;
-        MessageBody?: string;
-        MessageAttributes?: Record<string, { StringValue?: string }>;
-      }>;
-    };
-  }) {
+  async send(command: SqsCommand) {
     await wait(lognormalSqs());
     const entries = command.input.Entries ?? [];
-    const bytes = entries.reduce((s, e) => s + (e.MessageBody?.length ?? 0) + 200, 0);
-    queue.counters.dlqSendRequests += chunks(1, bytes);
-    for (const entry of entries) {
-      const source = entry.MessageAttributes?.sourceMessageId?.StringValue;
-      if (source !== undefined) queue.deadLettered.add(messageIndex(source));
+    switch (command.constructor.name) {
+      case 'GetQueueAttributesCommand':
+        queue.counters.visibilityRequests += 1;
+        return { Attributes: { VisibilityTimeout: String(Math.floor(visibilityTimeoutMs / 1000)) } };
+      case 'ChangeMessageVisibilityBatchCommand': {
+        queue.counters.visibilityRequests += 1;
+        const failed = entries.filter(
+          (e) => !queue.changeVisibility(e.ReceiptHandle ?? '', e.VisibilityTimeout ?? 0),
+        );
+        return {
+          Successful: entries.filter((e) => !failed.includes(e)).map((e) => ({ Id: e.Id })),
+          Failed: failed.map((e) => ({ Id: e.Id, Code: 'ReceiptHandleIsInvalid', SenderFault: true })),
+        };
+      }
+      case 'SendMessageBatchCommand': {
+        const bytes = entries.reduce((s, e) => s + (e.MessageBody?.length ?? 0) + 200, 0);
+        queue.counters.dlqSendRequests += chunks(1, bytes);
+        for (const entry of entries) {
+          const source = entry.MessageAttributes?.sourceMessageId?.StringValue;
+          if (source !== undefined) queue.deadLettered.add(messageIndex(source));
+        }
+        return {
+          Successful: entries.map((e) => ({ Id: e.Id, MessageId: `dlq-${e.Id}`, MD5OfMessageBody: '' })),
+          Failed: [],
+        };
+      }
+      default:
+        throw new Error(`SQS model: ${command.constructor.name} is not modelled`);
     }
-    return {
-      Successful: entries.map((e) => ({ Id: e.Id, MessageId: `dlq-${e.Id}`, MD5OfMessageBody: '' })),
-      Failed: [],
-    };
   },
   destroy() {},
 };
@@ -325,7 +367,7 @@ queue = new QueueWithEventSource(
     batchSize: config.batchSize,
     batchingWindowMs: config.batchingWindowMs,
     maximumConcurrency: config.concurrency,
-    visibilityTimeoutMs: config.visibilityTimeoutMs ?? 6 * config.functionTimeoutMs + config.batchingWindowMs,
+    visibilityTimeoutMs,
     maxReceiveCount: config.maxReceiveCount,
     duplicateRate: config.duplicateRate,
   },
@@ -351,7 +393,35 @@ function produce(): void {
 }
 produce();
 
+// Once a simulated second: what the hot prefix's semaphore holds, for the cell's timeline.
+const timeline: TimelinePoint[] = [];
+const hotSemaphore = `sem#prefix:fleet-bucket/${hotPrefix}`;
+let lastFinal = 0;
+function sample(): void {
+  let capacity = 0;
+  let free = 0;
+  let holders = 0;
+  for (const item of table.itemsOf(hotSemaphore)) {
+    if (!item.sk?.S?.startsWith('adaptive#')) continue;
+    capacity += Number(item.capacity?.N ?? 0);
+    free += Number(item.free?.N ?? 0);
+    holders += Object.keys(item.holders?.M ?? {}).length;
+  }
+  timeline.push({
+    s: timeline.length,
+    final: queue.settled - lastFinal,
+    running: queue.running,
+    backlog: queue.backlog,
+    hotCapacity: Math.round(capacity * 10) / 10,
+    hotFree: Math.round(free * 10) / 10,
+    hotHolders: holders,
+    permitsUnavailable: handlerStats.permitsUnavailable,
+  });
+  lastFinal = queue.settled;
+  if (!done) setTimeout(sample, 1000);
+}
 let done = false;
+setTimeout(sample, 1000);
 void queue.whenSettled().then(() => {
   done = true;
 });
@@ -396,7 +466,8 @@ const sqsRequests =
   queue.counters.sendRequests +
   queue.counters.receiveRequests +
   queue.counters.deleteRequests +
-  queue.counters.dlqSendRequests;
+  queue.counters.dlqSendRequests +
+  queue.counters.visibilityRequests;
 const result: FleetCellResult = {
   name: config.name,
   messages: config.messages,
@@ -426,6 +497,7 @@ const result: FleetCellResult = {
   logBytes,
   sqs: { ...queue.counters, requests: sqsRequests },
   handler: handlerStats,
+  timeline,
 };
 process.stdout.write = realWrite;
 reportToParent(result);

@@ -67,6 +67,9 @@ export interface FleetCellConfig {
 /** One simulated second of a cell. */
 export interface TimelinePoint {
   s: number;
+  /** The hot prefix's accepted S3 writes, and its 503 SlowDown answers, in this second. */
+  hotWrites: number;
+  hot503s: number;
   /** Messages made final in this second. */
   final: number;
   running: number;
@@ -407,8 +410,12 @@ function sample(): void {
     free += Number(item.free?.N ?? 0);
     holders += Object.keys(item.holders?.M ?? {}).length;
   }
+  const second = timeline.length;
+  const hotModel = s3Model.hot.get(hotPrefix)!;
   timeline.push({
-    s: timeline.length,
+    s: second,
+    hotWrites: hotModel.accepted.counts[second] ?? 0,
+    hot503s: hotModel.throttled.counts[second] ?? 0,
     final: queue.settled - lastFinal,
     running: queue.running,
     backlog: queue.backlog,

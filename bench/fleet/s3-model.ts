@@ -47,7 +47,7 @@ export function peakMean(counts: readonly number[], window: number): number {
 export class PrefixRoutedModel implements BehaviourModel {
   readonly clock: S3BehaviourModel['clock'];
   readonly shared: S3BehaviourModel;
-  readonly hot = new Map<string, { model: S3BehaviourModel; accepted: PerSecond }>();
+  readonly hot = new Map<string, { model: S3BehaviourModel; accepted: PerSecond; throttled: PerSecond }>();
   readonly #origin: number;
 
   constructor(options: S3BehaviourOptions, hotPrefixes: readonly string[]) {
@@ -58,6 +58,7 @@ export class PrefixRoutedModel implements BehaviourModel {
       this.hot.set(prefix, {
         model: new S3BehaviourModel({ ...options, seed: (options.seed ?? 1) + 1000 + i }),
         accepted: new PerSecond(),
+        throttled: new PerSecond(),
       });
     });
   }
@@ -68,6 +69,7 @@ export class PrefixRoutedModel implements BehaviourModel {
     const decision = hot.model.decide(kind, key);
     // Accepted = a token was taken; the write lands when the answer comes back, close enough per second.
     if (kind === 'write' && decision.outcome === 'ok') hot.accepted.add(this.clock.now() - this.#origin);
+    else if (decision.outcome === 'slowdown') hot.throttled.add(this.clock.now() - this.#origin);
     return decision;
   }
 

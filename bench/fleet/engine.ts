@@ -17,7 +17,13 @@ import { Histogram } from '../../lib/pool/histogram.js';
 import { reportToParent } from '../support/child.js';
 import { VirtualTime } from '../throttle/virtual-time.js';
 import { DynamoModelClient, type DynamoStats, DynamoTableModel, lognormal, wait } from './dynamodb-model.js';
-import { CountingStore, PrefixRoutedModel, peakMean, type S3RequestCounts } from './s3-model.js';
+import {
+  ContainerCpuStore,
+  CountingStore,
+  PrefixRoutedModel,
+  peakMean,
+  type S3RequestCounts,
+} from './s3-model.js';
 import {
   ACKED,
   chunks,
@@ -39,6 +45,8 @@ export interface FleetCellConfig {
   offeredPerSecond: number;
   /** When set, the producer also keeps at most this many messages sent but not final (bench:load's backpressure). */
   backlog?: number;
+  /** Every message an upsert (bench:load's workload) instead of one in five. @default false */
+  allUpserts?: boolean;
   /** `two-hot` skew: each hot tenant's share. */
   hotShare?: number;
   /** Tenant 0 gets `share` of the messages sent between `fromS` and `toS` (simulated seconds). */
@@ -57,7 +65,15 @@ export interface FleetCellConfig {
   /** CPU the handler spends per record, which simulated time does not see (added to each invocation). */
   cpuMsPerRecord: number;
   coldStart: { medianMs: number; p99Ms: number };
-  s3: { writesPerSecond: number; latency: { medianMs: number; p99Ms: number }; internalErrorRate: number };
+  s3: {
+    writesPerSecond: number;
+    latency: { medianMs: number; p99Ms: number };
+    internalErrorRate: number;
+    /** CPU each S3 call costs its container before it leaves, one call at a time (0: none). @default 0 */
+    clientCpuMsPerCall?: number;
+    /** That CPU is one for all containers (the local stack's single process), not one per container. @default false */
+    clientCpuShared?: boolean;
+  };
   dynamo: { writeUnitsPerSecond: number; latency: { medianMs: number; p99Ms: number } };
   /** Handler settings (environment). */
   env: Record<string, string>;
@@ -164,7 +180,8 @@ const workload = generateWorkload(
   },
   random,
 );
-const bodyOf = (i: number) => messageBody(i, workload.tenantOf[i]!, workload.poison[i] === 1);
+const bodyOf = (i: number) =>
+  messageBody(i, workload.tenantOf[i]!, workload.poison[i] === 1, config.allUpserts === true);
 const bodyBytes = (i: number) => bodyOf(i).length;
 
 // S3: the shared behaviour model, tenant 0's prefix with its own (its limit may step).
@@ -282,11 +299,21 @@ let gbSeconds = 0;
 const coldStartMs = lognormal(config.coldStart.medianMs, config.coldStart.p99Ms, random);
 const gb = config.memoryMb / 1024;
 
+// One CPU for every container (the local stack runs them all in one process), when configured so.
+const cpuStore =
+  config.s3.clientCpuShared === true && (config.s3.clientCpuMsPerCall ?? 0) > 0
+    ? new ContainerCpuStore(store, config.s3.clientCpuMsPerCall!, (ms) => wait(ms))
+    : undefined;
+
 function coldStart(): Container {
   coldStarts += 1;
   const handler = createIngestHandler(ingestConfig, {
     clients: { s3: { destroy() {} } as never, sqs: sqsClient as never, dynamodb: dynamodb as never },
-    store,
+    store:
+      cpuStore ??
+      ((config.s3.clientCpuMsPerCall ?? 0) > 0
+        ? new ContainerCpuStore(store, config.s3.clientCpuMsPerCall!, (ms) => wait(ms))
+        : store),
     logger: new Logger({ serviceName: 'ingest' }),
     metrics: new Metrics({ namespace: 'S3Ingest', serviceName: 'ingest' }),
     onInvocation: (summary) => {

@@ -125,3 +125,52 @@ export class CountingStore implements ObjectStore {
     return this.inner.list(input, options);
   }
 }
+
+/**
+ * One container's S3 client CPU: every call first spends `cpuMsPerCall` of the container's single CPU
+ * (signing, serialising, the SDK's middleware: ~1 ms per call measured here, design.md), one call after
+ * the other, so a container's requests leave spaced out instead of all at the same simulated instant.
+ * 0 passes calls straight through.
+ */
+export class ContainerCpuStore implements ObjectStore {
+  #freeAt = 0;
+
+  constructor(
+    private readonly inner: ObjectStore,
+    private readonly cpuMsPerCall: number,
+    private readonly sleep: (ms: number) => Promise<void>,
+  ) {}
+
+  get bucket(): string {
+    return this.inner.bucket;
+  }
+
+  async #cpu(): Promise<void> {
+    if (this.cpuMsPerCall <= 0) return;
+    const now = Date.now();
+    const start = Math.max(now, this.#freeAt);
+    this.#freeAt = start + this.cpuMsPerCall;
+    await this.sleep(this.#freeAt - now);
+  }
+
+  async put(input: PutObjectInput, options?: StoreCallOptions): Promise<{ etag: string }> {
+    await this.#cpu();
+    return this.inner.put(input, options);
+  }
+  async get(key: string, options?: StoreCallOptions): Promise<StoredObject | undefined> {
+    await this.#cpu();
+    return this.inner.get(key, options);
+  }
+  async head(key: string, options?: StoreCallOptions): Promise<ObjectHead | undefined> {
+    await this.#cpu();
+    return this.inner.head(key, options);
+  }
+  async delete(key: string, options?: StoreCallOptions): Promise<void> {
+    await this.#cpu();
+    return this.inner.delete(key, options);
+  }
+  async list(input: ListObjectsInput, options?: StoreCallOptions): Promise<ListObjectsPage> {
+    await this.#cpu();
+    return this.inner.list(input, options);
+  }
+}

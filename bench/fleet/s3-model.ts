@@ -139,6 +139,7 @@ export class ContainerCpuStore implements ObjectStore {
     private readonly inner: ObjectStore,
     private readonly cpuMsPerCall: number,
     private readonly sleep: (ms: number) => Promise<void>,
+    private readonly now: () => number = () => Date.now(),
   ) {}
 
   get bucket(): string {
@@ -147,7 +148,7 @@ export class ContainerCpuStore implements ObjectStore {
 
   async #cpu(): Promise<void> {
     if (this.cpuMsPerCall <= 0) return;
-    const now = Date.now();
+    const now = this.now();
     const start = Math.max(now, this.#freeAt);
     this.#freeAt = start + this.cpuMsPerCall;
     await this.sleep(this.#freeAt - now);

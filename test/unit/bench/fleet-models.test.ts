@@ -3,9 +3,10 @@ import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { DynamoModelClient, DynamoTableModel, ExpressionCache } from '../../../bench/fleet/dynamodb-model.js';
 import { costPerMillion } from '../../../bench/fleet/prices.js';
-import { peakMean } from '../../../bench/fleet/s3-model.js';
+import { ContainerCpuStore, peakMean } from '../../../bench/fleet/s3-model.js';
 import { ACKED, QueueWithEventSource, REDRIVEN } from '../../../bench/fleet/sqs-model.js';
 import { generateWorkload, sampleCdf, twoHotTenant, zipfCdf } from '../../../bench/fleet/workload.js';
+import { MemoryObjectStore } from '../../../lib/db/memory-object-store.js';
 import { seededRandom } from '../../../lib/local/s3-behaviour/seeded-random.js';
 import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
 
@@ -333,5 +334,28 @@ describe('ExpressionCache', () => {
     const overlap = dynalite.validateExpressions(two('one'));
     expect(overlap).toMatch(/overlap/);
     expect(cache.parse(two('one'))).toBe(overlap);
+  });
+});
+
+describe('ContainerCpuStore', () => {
+  it("spends a container's CPU per S3 call one call after the other, so calls started together leave spaced out", async () => {
+    const waits: number[] = [];
+    const now = 1_000;
+    const store = new ContainerCpuStore(
+      new MemoryObjectStore({ bucket: 'cpu' }),
+      1.5,
+      async (ms) => {
+        waits.push(ms);
+      },
+      () => now,
+    );
+    await Promise.all([store.put({ key: 'a', body: '{}' }), store.get('a'), store.head('a')]);
+    expect(waits).toEqual([1.5, 3, 4.5]);
+    // 0 ms per call passes calls straight through (no wait at all).
+    const later = new ContainerCpuStore(new MemoryObjectStore({ bucket: 'cpu' }), 0, async (ms) => {
+      waits.push(ms);
+    });
+    await later.put({ key: 'b', body: '{}' });
+    expect(waits).toHaveLength(3);
   });
 });

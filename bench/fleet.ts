@@ -83,20 +83,30 @@ function grid(): FleetCellConfig[] {
         for (const concurrency of [10, 100, 1000]) cells.push(cell(concurrency, tenants, skew));
       }
     }
-  } else {
-    for (const tenants of [10_000, 100_000]) {
-      for (const concurrency of [100, 1000]) cells.push(cell(concurrency, tenants, 'zipf'));
-    }
-    cells.push(cell(1000, 100_000, 'uniform'));
   }
-  // A hot tenant's burst: from 10 s to 30 s half the messages go to tenant 0 (10,000 writes/s at 20,000
-  // messages/s offered: no cap can fit that into its prefix's 3,500/s).
-  const burst = cell(100, 10_000, 'zipf', { burst: { fromS: 10, toS: 30, share: 0.5 } });
-  cells.push({ ...burst, name: `${burst.name}-burst` });
   // The hot prefix's S3 limit halves 20 s in, under a load it carried before (Zipf over 10,000 tenants at
   // 20,000 messages/s gives tenant 0 ~11%: ~2,200 writes/s, between the halved 1,750 and the full 3,500).
   const halving = cell(100, 10_000, 'zipf', { halveAtS: 20 });
-  cells.push({ ...halving, name: `${halving.name}-halving` });
+  // A hot tenant's burst: from 10 s to 30 s half the messages go to tenant 0 (10,000 writes/s at 20,000
+  // messages/s offered: no cap can fit that into its prefix's 3,500/s).
+  const burst = cell(100, 10_000, 'zipf', { burst: { fromS: 10, toS: 30, share: 0.5 } });
+  const events = [
+    { ...halving, name: `${halving.name}-halving` },
+    { ...burst, name: `${burst.name}-burst` },
+  ];
+  if (process.env.BENCH_FLEET_GRID === 'full') cells.push(...events);
+  else {
+    // In the order they run (the most informative first, so a grid cut short by time still has them).
+    cells.push(
+      events[0]!,
+      cell(1000, 100_000, 'uniform'),
+      cell(100, 10_000, 'zipf'),
+      events[1]!,
+      cell(1000, 10_000, 'zipf'),
+      cell(100, 100_000, 'zipf'),
+      cell(1000, 100_000, 'zipf'),
+    );
+  }
   return only === undefined ? cells : cells.filter((c) => only.includes(c.name));
 }
 
@@ -162,6 +172,16 @@ async function runGrid(): Promise<void> {
   > = {};
   const started = performance.now();
   const cells = grid();
+  // --from-cells: no run; the table, JSON and charts from the cells a grid kept so far (fleet-cells.tmp).
+  const kept = process.argv.includes('--from-cells')
+    ? readFileSync(`${resultsDir}fleet-cells.tmp`, 'utf8')
+        .split('\n')
+        .filter((line) => line.trim() !== '')
+        .map(
+          (line) =>
+            JSON.parse(line) as { config: FleetCellConfig; result: FleetCellResult; peakRssBytes?: number },
+        )
+    : undefined;
   // Cells in parallel child processes (BENCH_FLEET_PARALLEL, default 1): each is single-threaded and
   // deterministic, so running two at once on two idle cores changes nothing but the wall time.
   const parallel = Math.max(1, Number(process.env.BENCH_FLEET_PARALLEL ?? 1));
@@ -182,11 +202,16 @@ async function runGrid(): Promise<void> {
         `  ${c.name} done in ${round(r.wallMs / 1000, 1)} s wall, ${round(r.cpuMs / 1000, 1)} s cpu: ${JSON.stringify(rowOf(c, r, report.peakRssBytes))}`,
       );
       // Kept as the grid goes, so an interrupted grid still has its finished cells.
-      appendFileSync(`${resultsDir}fleet-cells.tmp`, `${JSON.stringify({ config: c, result: r })}\n`);
+      appendFileSync(
+        `${resultsDir}fleet-cells.tmp`,
+        `${JSON.stringify({ config: c, result: r, peakRssBytes: report.peakRssBytes })}\n`,
+      );
     }
   };
-  await Promise.all(Array.from({ length: Math.min(parallel, cells.length) }, worker));
-  for (const c of cells) {
+  if (kept === undefined) await Promise.all(Array.from({ length: Math.min(parallel, cells.length) }, worker));
+  else
+    for (const k of kept) results.set(k.config.name, { result: k.result, peakRssBytes: k.peakRssBytes ?? 0 });
+  for (const c of kept?.map((k) => k.config) ?? cells) {
     const { result, peakRssBytes } = results.get(c.name)!;
     rows.push(rowOf(c, result, peakRssBytes));
     runs[c.name] = { config: c, result, cost: costOf(result) };

@@ -310,7 +310,8 @@ export class DynamoTableModel {
     const pk = pkValue !== undefined ? keyString(pkValue) : this.#partitionOf(data);
     // `pk = :v` alone matches every item of the partition: no need to evaluate it per item.
     const onlyPartition =
-      pkValue !== undefined && (data._keyCondition?.expression as { type?: string } | undefined)?.type === '=';
+      pkValue !== undefined &&
+      (data._keyCondition?.expression as { type?: string } | undefined)?.type === '=';
     const rows = [...(this.#items.get(pk) ?? new Map<string, Item>())]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, item]) => item)

@@ -85,7 +85,7 @@ function grid(): FleetCellConfig[] {
     }
   }
   // The hot prefix's S3 limit halves 20 s in, under a load it carried before (Zipf over 10,000 tenants at
-  // 20,000 messages/s gives tenant 0 ~11%: ~2,200 writes/s, between the halved 1,750 and the full 3,500).
+  // 20,000 messages/s gives tenant 0 15%: ~3,000 writes/s, between the halved 1,750 and the full 3,500).
   const halving = cell(100, 10_000, 'zipf', { halveAtS: 20 });
   // A hot tenant's burst: from 10 s to 30 s half the messages go to tenant 0 (10,000 writes/s at 20,000
   // messages/s offered: no cap can fit that into its prefix's 3,500/s).

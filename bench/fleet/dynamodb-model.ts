@@ -133,11 +133,14 @@ export interface DynamoStats {
 /** The table side: items, partition throughput, consumed units. Synchronous; latency is the client's. */
 export class DynamoTableModel {
   readonly #items = new Map<string, Map<string, Item>>();
+  /** Stored items are never changed in place (a write stores a new object): their size is computed once. */
+  readonly #sizes = new WeakMap<Item, number>();
   readonly #partitions = new Map<string, PartitionState>();
   readonly #wcu: number;
   readonly #rcu: number;
   readonly #burst: number;
   readonly #now: () => number;
+  readonly #expressions = new ExpressionCache();
   readonly stats = {
     requests: 0,
     writeRequests: 0,
@@ -161,7 +164,7 @@ export class DynamoTableModel {
   execute(operation: string, input: DynaliteRequest): Record<string, unknown> {
     this.stats.requests += 1;
     const data: DynaliteRequest = cloneAttributes(input);
-    const invalid = dynaliteValidations.validateExpressions(data);
+    const invalid = this.#expressions.parse(data);
     if (invalid !== undefined) throw dynamoError('ValidationException', invalid);
     switch (operation) {
       case 'PutItem':
@@ -177,6 +180,11 @@ export class DynamoTableModel {
       default:
         throw dynamoError('UnknownOperationException', `not modelled: ${operation}`);
     }
+  }
+
+  /** The items of one partition key (a copy), for a cell's timeline. */
+  itemsOf(pk: string): Item[] {
+    return [...(this.#items.get(pk)?.values() ?? [])].map((item) => cloneAttributes(item));
   }
 
   /** Per-partition figures, for the cell's report. */
@@ -240,7 +248,7 @@ export class DynamoTableModel {
     if (p.writeTokens < 1) this.#throttle(p);
     const rows = this.#items.get(pk);
     const old = rows?.get(sk);
-    const oldSize = old === undefined ? 0 : dynaliteDb.itemSize(old);
+    const oldSize = old === undefined ? 0 : this.#sizeOf(old);
     const failed = dynaliteDb.checkConditional(data, old);
     let after: Item | undefined;
     if (failed == null) {
@@ -248,6 +256,7 @@ export class DynamoTableModel {
       if (after !== undefined && data.Key !== undefined) Object.assign(after, cloneAttributes(data.Key));
     }
     const newSize = after === undefined ? 0 : dynaliteDb.itemSize(after);
+    if (after !== undefined) this.#sizes.set(after, newSize);
     const units = Math.max(1, Math.ceil(oldSize / 1024), Math.ceil(newSize / 1024));
     this.#consume(p, units, Math.max(oldSize, newSize));
     if (failed != null) {
@@ -290,7 +299,7 @@ export class DynamoTableModel {
   #get(data: DynaliteRequest) {
     const pk = keyString(data.Key!.pk);
     const item = this.#items.get(pk)?.get(keyString(data.Key!.sk));
-    this.#read(pk, item === undefined ? 0 : dynaliteDb.itemSize(item));
+    this.#read(pk, item === undefined ? 0 : this.#sizeOf(item));
     return item === undefined ? {} : { Item: cloneAttributes(item) };
   }
 
@@ -299,10 +308,14 @@ export class DynamoTableModel {
     // that, probe each partition's first item with the condition.
     const pkValue = partitionValue(data._keyCondition?.expression);
     const pk = pkValue !== undefined ? keyString(pkValue) : this.#partitionOf(data);
+    // `pk = :v` alone matches every item of the partition: no need to evaluate it per item.
+    const onlyPartition =
+      pkValue !== undefined &&
+      (data._keyCondition?.expression as { type?: string } | undefined)?.type === '=';
     const rows = [...(this.#items.get(pk) ?? new Map<string, Item>())]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, item]) => item)
-      .filter((item) => dynaliteDb.matchesExprFilter(item, data._keyCondition!.expression));
+      .filter((item) => onlyPartition || dynaliteDb.matchesExprFilter(item, data._keyCondition!.expression));
     const start = data.ExclusiveStartKey?.sk !== undefined ? keyString(data.ExclusiveStartKey.sk) : undefined;
     const after = start === undefined ? rows : rows.filter((item) => keyString(item.sk) > start);
     const page = data.Limit !== undefined ? after.slice(0, data.Limit) : after;
@@ -312,7 +325,7 @@ export class DynamoTableModel {
         : page.filter((item) => dynaliteDb.matchesExprFilter(item, data._filter!.expression));
     this.#read(
       pk,
-      page.reduce((sum, item) => sum + dynaliteDb.itemSize(item), 0),
+      page.reduce((sum, item) => sum + this.#sizeOf(item), 0),
     );
     const last = page[page.length - 1];
     return {
@@ -324,6 +337,15 @@ export class DynamoTableModel {
     };
   }
 
+  #sizeOf(item: Item): number {
+    let size = this.#sizes.get(item);
+    if (size === undefined) {
+      size = dynaliteDb.itemSize(item);
+      this.#sizes.set(item, size);
+    }
+    return size;
+  }
+
   #partitionOf(data: DynaliteRequest): string {
     for (const [pk, rows] of this.#items) {
       const first = rows.values().next().value as Item | undefined;
@@ -332,6 +354,146 @@ export class DynamoTableModel {
     }
     return '';
   }
+}
+
+/** Parsed-expression fields dynalite's `validateExpressions` sets on a request. */
+type ParsedFields = Pick<DynaliteRequest, '_updates' | '_condition' | '_keyCondition' | '_filter'>;
+
+interface ParsedTemplate {
+  /** dynalite's answer for this shape: an error message, or the parsed fields with placeholders in them. */
+  readonly error: string | undefined;
+  readonly fields: ParsedFields;
+  /** The stand-in value objects the template holds, by the placeholder they stand for. */
+  readonly values: Map<object, string>;
+}
+
+/** Prefix of the stand-in strings a template holds where a resolved attribute name goes. */
+const NAME_MARK = '\u0000';
+
+/**
+ * dynalite's expression parsing, once per expression shape instead of once per request (its PEG parsers
+ * were most of the model's CPU). A shape is the expression strings, the placeholders each request defines,
+ * the type of each value and which names share a value; within a shape dynalite's parse differs only in
+ * the names and values it substitutes. So the first request of a shape is validated by dynalite exactly
+ * (its answer, error or not, is the shape's), and parsed a second time with stand-ins: a unique string per
+ * name placeholder, a copy per value; later requests of the shape get that template with their own names
+ * and values put back in. Expressions whose parse depends on a value's content (BETWEEN's bounds,
+ * attribute_type's type name) bypass the cache.
+ */
+export class ExpressionCache {
+  readonly #templates = new Map<string, ParsedTemplate>();
+  hits = 0;
+  misses = 0;
+
+  /** Sets the parsed fields on `data` (as `validateExpressions` does); returns dynalite's error, if any. */
+  parse(data: DynaliteRequest): string | undefined {
+    const key = shapeOf(data);
+    if (key === undefined) return dynaliteValidations.validateExpressions(data);
+    let template = this.#templates.get(key);
+    if (template === undefined) {
+      this.misses += 1;
+      template = buildTemplate(data);
+      this.#templates.set(key, template);
+      // The first request of a shape carries dynalite's own parse.
+      return template.error;
+    }
+    this.hits += 1;
+    if (template.error !== undefined) return template.error;
+    const names = data.ExpressionAttributeNames ?? {};
+    const values = data.ExpressionAttributeValues ?? {};
+    const fill = (node: unknown): unknown => {
+      if (typeof node === 'string') return node.startsWith(NAME_MARK) ? names[node.slice(1)] : node;
+      if (node === null || typeof node !== 'object') return node;
+      const placeholder = template.values.get(node);
+      if (placeholder !== undefined) return values[placeholder];
+      if (Array.isArray(node)) return node.map(fill);
+      const out: Record<string, unknown> = {};
+      // Object keys hold resolved names too (dynalite's `nestedPaths`, `pathHeads`).
+      for (const k of Object.keys(node)) out[fill(k) as string] = fill((node as Record<string, unknown>)[k]);
+      return out;
+    };
+    for (const field of ['_updates', '_condition', '_keyCondition', '_filter'] as const) {
+      const parsed = template.fields[field];
+      if (parsed !== undefined) (data as Record<string, unknown>)[field] = fill(parsed);
+    }
+    return undefined;
+  }
+}
+
+function shapeOf(data: DynaliteRequest): string | undefined {
+  const expressions = [
+    data.UpdateExpression,
+    data.ConditionExpression,
+    data.KeyConditionExpression,
+    data.FilterExpression,
+  ];
+  const text = expressions.join('\u0001');
+  if (/between|attribute_type/i.test(text)) return undefined;
+  const names = data.ExpressionAttributeNames;
+  const values = data.ExpressionAttributeValues;
+  const nameKeys = names === undefined ? '-' : Object.keys(names).sort();
+  // Which placeholders share a resolved name (dynalite checks overlapping paths on resolved names).
+  const nameShape =
+    names === undefined
+      ? '-'
+      : (nameKeys as string[])
+          .map((k) => (nameKeys as string[]).findIndex((j) => names[j] === names[k]))
+          .join(',');
+  const valueShape =
+    values === undefined
+      ? '-'
+      : Object.keys(values)
+          .sort()
+          .map((k) => `${k}:${Object.keys(values[k] ?? {}).join('')}`)
+          .join(',');
+  return `${text}\u0002${String(nameKeys)}\u0002${nameShape}\u0002${valueShape}`;
+}
+
+function buildTemplate(data: DynaliteRequest): ParsedTemplate {
+  const error = dynaliteValidations.validateExpressions(data);
+  if (error !== undefined) return { error, fields: {}, values: new Map() };
+  const names = data.ExpressionAttributeNames;
+  const values = data.ExpressionAttributeValues;
+  const standIns = new Map<object, string>();
+  const probe: DynaliteRequest = {
+    ...(data.UpdateExpression === undefined ? {} : { UpdateExpression: data.UpdateExpression }),
+    ...(data.ConditionExpression === undefined ? {} : { ConditionExpression: data.ConditionExpression }),
+    ...(data.KeyConditionExpression === undefined
+      ? {}
+      : { KeyConditionExpression: data.KeyConditionExpression }),
+    ...(data.FilterExpression === undefined ? {} : { FilterExpression: data.FilterExpression }),
+    ...(names === undefined
+      ? {}
+      : {
+          ExpressionAttributeNames: Object.fromEntries(
+            Object.keys(names).map((k) => [k, `${NAME_MARK}${k}`]),
+          ),
+        }),
+    ...(values === undefined
+      ? {}
+      : {
+          ExpressionAttributeValues: Object.fromEntries(
+            Object.keys(values).map((k) => {
+              const standIn = { ...values[k] } as AttributeValue;
+              standIns.set(standIn, k);
+              return [k, standIn];
+            }),
+          ),
+        }),
+  };
+  const probeError = dynaliteValidations.validateExpressions(probe);
+  if (probeError !== undefined)
+    throw new Error(`expression template failed where the request parsed: ${probeError}`);
+  return {
+    error: undefined,
+    fields: {
+      _updates: probe._updates,
+      _condition: probe._condition,
+      _keyCondition: probe._keyCondition,
+      _filter: probe._filter,
+    },
+    values: standIns,
+  };
 }
 
 /** Deep copy of attribute values (plain JSON data: faster than structuredClone for these small items). */

@@ -17,7 +17,13 @@ import { Histogram } from '../../lib/pool/histogram.js';
 import { reportToParent } from '../support/child.js';
 import { VirtualTime } from '../throttle/virtual-time.js';
 import { DynamoModelClient, type DynamoStats, DynamoTableModel, lognormal, wait } from './dynamodb-model.js';
-import { CountingStore, PrefixRoutedModel, peakMean, type S3RequestCounts } from './s3-model.js';
+import {
+  ContainerCpuStore,
+  CountingStore,
+  PrefixRoutedModel,
+  peakMean,
+  type S3RequestCounts,
+} from './s3-model.js';
 import {
   ACKED,
   chunks,
@@ -39,6 +45,8 @@ export interface FleetCellConfig {
   offeredPerSecond: number;
   /** When set, the producer also keeps at most this many messages sent but not final (bench:load's backpressure). */
   backlog?: number;
+  /** Every message an upsert (bench:load's workload) instead of one in five. @default false */
+  allUpserts?: boolean;
   /** `two-hot` skew: each hot tenant's share. */
   hotShare?: number;
   /** Tenant 0 gets `share` of the messages sent between `fromS` and `toS` (simulated seconds). */
@@ -57,11 +65,37 @@ export interface FleetCellConfig {
   /** CPU the handler spends per record, which simulated time does not see (added to each invocation). */
   cpuMsPerRecord: number;
   coldStart: { medianMs: number; p99Ms: number };
-  s3: { writesPerSecond: number; latency: { medianMs: number; p99Ms: number }; internalErrorRate: number };
+  s3: {
+    writesPerSecond: number;
+    latency: { medianMs: number; p99Ms: number };
+    internalErrorRate: number;
+    /** CPU each S3 call costs its container before it leaves, one call at a time (0: none). @default 0 */
+    clientCpuMsPerCall?: number;
+    /** That CPU is one for all containers (the local stack's single process), not one per container. @default false */
+    clientCpuShared?: boolean;
+  };
   dynamo: { writeUnitsPerSecond: number; latency: { medianMs: number; p99Ms: number } };
   /** Handler settings (environment). */
   env: Record<string, string>;
   seed: number;
+}
+
+/** One simulated second of a cell. */
+export interface TimelinePoint {
+  s: number;
+  /** The hot prefix's accepted S3 writes, and its 503 SlowDown answers, in this second. */
+  hotWrites: number;
+  hot503s: number;
+  /** Messages made final in this second. */
+  final: number;
+  running: number;
+  backlog: number;
+  /** The hot prefix's adaptive semaphore, summed over its shard items. */
+  hotCapacity: number;
+  hotFree: number;
+  hotHolders: number;
+  /** Records redelivered for want of permits so far. */
+  permitsUnavailable: number;
 }
 
 export interface Quantiles {
@@ -96,6 +130,7 @@ export interface FleetCellResult {
   lambdaGbSeconds: number;
   logBytes: number;
   sqs: QueueCounters & { requests: number };
+  timeline: TimelinePoint[];
   handler: {
     retries: number;
     slowDowns: number;
@@ -145,7 +180,8 @@ const workload = generateWorkload(
   },
   random,
 );
-const bodyOf = (i: number) => messageBody(i, workload.tenantOf[i]!, workload.poison[i] === 1);
+const bodyOf = (i: number) =>
+  messageBody(i, workload.tenantOf[i]!, workload.poison[i] === 1, config.allUpserts === true);
 const bodyBytes = (i: number) => bodyOf(i).length;
 
 // S3: the shared behaviour model, tenant 0's prefix with its own (its limit may step).
@@ -174,31 +210,57 @@ const table = new DynamoTableModel({
 const dynamodb = new DynamoModelClient(table, { latency: config.dynamo.latency, random });
 
 let queue: QueueWithEventSource;
+const visibilityTimeoutMs =
+  config.visibilityTimeoutMs ?? 6 * config.functionTimeoutMs + config.batchingWindowMs;
 const messageIndex = (messageId: string) => Number(messageId.slice(2));
 
-// SQS as the handler sees it: SendMessageBatch to the DLQ (everything is accepted).
+// SQS as the handler sees it: SendMessageBatch to the DLQ (everything is accepted), and the redelivery
+// backoff's GetQueueAttributes (the queue's visibility timeout) and ChangeMessageVisibilityBatch.
+interface SqsCommand {
+  readonly constructor: { readonly name: string };
+  readonly input: {
+    Entries?: Array<{
+      Id?: string;
+      MessageBody?: string;
+      ReceiptHandle?: string;
+      VisibilityTimeout?: number;
+      MessageAttributes?: Record<string, { StringValue?: string }>;
+    }>;
+  };
+}
 const sqsClient = {
-  async send(command: {
-    input: {
-      Entries?: Array<{
-        Id?: string;
-        MessageBody?: string;
-        MessageAttributes?: Record<string, { StringValue?: string }>;
-      }>;
-    };
-  }) {
+  async send(command: SqsCommand) {
     await wait(lognormalSqs());
     const entries = command.input.Entries ?? [];
-    const bytes = entries.reduce((s, e) => s + (e.MessageBody?.length ?? 0) + 200, 0);
-    queue.counters.dlqSendRequests += chunks(1, bytes);
-    for (const entry of entries) {
-      const source = entry.MessageAttributes?.sourceMessageId?.StringValue;
-      if (source !== undefined) queue.deadLettered.add(messageIndex(source));
+    switch (command.constructor.name) {
+      case 'GetQueueAttributesCommand':
+        queue.counters.visibilityRequests += 1;
+        return { Attributes: { VisibilityTimeout: String(Math.floor(visibilityTimeoutMs / 1000)) } };
+      case 'ChangeMessageVisibilityBatchCommand': {
+        queue.counters.visibilityRequests += 1;
+        const failed = entries.filter(
+          (e) => !queue.changeVisibility(e.ReceiptHandle ?? '', e.VisibilityTimeout ?? 0),
+        );
+        return {
+          Successful: entries.filter((e) => !failed.includes(e)).map((e) => ({ Id: e.Id })),
+          Failed: failed.map((e) => ({ Id: e.Id, Code: 'ReceiptHandleIsInvalid', SenderFault: true })),
+        };
+      }
+      case 'SendMessageBatchCommand': {
+        const bytes = entries.reduce((s, e) => s + (e.MessageBody?.length ?? 0) + 200, 0);
+        queue.counters.dlqSendRequests += chunks(1, bytes);
+        for (const entry of entries) {
+          const source = entry.MessageAttributes?.sourceMessageId?.StringValue;
+          if (source !== undefined) queue.deadLettered.add(messageIndex(source));
+        }
+        return {
+          Successful: entries.map((e) => ({ Id: e.Id, MessageId: `dlq-${e.Id}`, MD5OfMessageBody: '' })),
+          Failed: [],
+        };
+      }
+      default:
+        throw new Error(`SQS model: ${command.constructor.name} is not modelled`);
     }
-    return {
-      Successful: entries.map((e) => ({ Id: e.Id, MessageId: `dlq-${e.Id}`, MD5OfMessageBody: '' })),
-      Failed: [],
-    };
   },
   destroy() {},
 };
@@ -237,11 +299,21 @@ let gbSeconds = 0;
 const coldStartMs = lognormal(config.coldStart.medianMs, config.coldStart.p99Ms, random);
 const gb = config.memoryMb / 1024;
 
+// One CPU for every container (the local stack runs them all in one process), when configured so.
+const cpuStore =
+  config.s3.clientCpuShared === true && (config.s3.clientCpuMsPerCall ?? 0) > 0
+    ? new ContainerCpuStore(store, config.s3.clientCpuMsPerCall!, (ms) => wait(ms))
+    : undefined;
+
 function coldStart(): Container {
   coldStarts += 1;
   const handler = createIngestHandler(ingestConfig, {
     clients: { s3: { destroy() {} } as never, sqs: sqsClient as never, dynamodb: dynamodb as never },
-    store,
+    store:
+      cpuStore ??
+      ((config.s3.clientCpuMsPerCall ?? 0) > 0
+        ? new ContainerCpuStore(store, config.s3.clientCpuMsPerCall!, (ms) => wait(ms))
+        : store),
     logger: new Logger({ serviceName: 'ingest' }),
     metrics: new Metrics({ namespace: 'S3Ingest', serviceName: 'ingest' }),
     onInvocation: (summary) => {
@@ -325,7 +397,7 @@ queue = new QueueWithEventSource(
     batchSize: config.batchSize,
     batchingWindowMs: config.batchingWindowMs,
     maximumConcurrency: config.concurrency,
-    visibilityTimeoutMs: config.visibilityTimeoutMs ?? 6 * config.functionTimeoutMs + config.batchingWindowMs,
+    visibilityTimeoutMs,
     maxReceiveCount: config.maxReceiveCount,
     duplicateRate: config.duplicateRate,
   },
@@ -351,7 +423,39 @@ function produce(): void {
 }
 produce();
 
+// Once a simulated second: what the hot prefix's semaphore holds, for the cell's timeline.
+const timeline: TimelinePoint[] = [];
+const hotSemaphore = `sem#prefix:fleet-bucket/${hotPrefix}`;
+let lastFinal = 0;
+function sample(): void {
+  let capacity = 0;
+  let free = 0;
+  let holders = 0;
+  for (const item of table.itemsOf(hotSemaphore)) {
+    if (!item.sk?.S?.startsWith('adaptive#')) continue;
+    capacity += Number(item.capacity?.N ?? 0);
+    free += Number(item.free?.N ?? 0);
+    holders += Object.keys(item.holders?.M ?? {}).length;
+  }
+  const second = timeline.length;
+  const hotModel = s3Model.hot.get(hotPrefix)!;
+  timeline.push({
+    s: second,
+    hotWrites: hotModel.accepted.counts[second] ?? 0,
+    hot503s: hotModel.throttled.counts[second] ?? 0,
+    final: queue.settled - lastFinal,
+    running: queue.running,
+    backlog: queue.backlog,
+    hotCapacity: Math.round(capacity * 10) / 10,
+    hotFree: Math.round(free * 10) / 10,
+    hotHolders: holders,
+    permitsUnavailable: handlerStats.permitsUnavailable,
+  });
+  lastFinal = queue.settled;
+  if (!done) setTimeout(sample, 1000);
+}
 let done = false;
+setTimeout(sample, 1000);
 void queue.whenSettled().then(() => {
   done = true;
 });
@@ -396,7 +500,8 @@ const sqsRequests =
   queue.counters.sendRequests +
   queue.counters.receiveRequests +
   queue.counters.deleteRequests +
-  queue.counters.dlqSendRequests;
+  queue.counters.dlqSendRequests +
+  queue.counters.visibilityRequests;
 const result: FleetCellResult = {
   name: config.name,
   messages: config.messages,
@@ -426,6 +531,7 @@ const result: FleetCellResult = {
   logBytes,
   sqs: { ...queue.counters, requests: sqsRequests },
   handler: handlerStats,
+  timeline,
 };
 process.stdout.write = realWrite;
 reportToParent(result);

@@ -47,7 +47,7 @@ export function peakMean(counts: readonly number[], window: number): number {
 export class PrefixRoutedModel implements BehaviourModel {
   readonly clock: S3BehaviourModel['clock'];
   readonly shared: S3BehaviourModel;
-  readonly hot = new Map<string, { model: S3BehaviourModel; accepted: PerSecond }>();
+  readonly hot = new Map<string, { model: S3BehaviourModel; accepted: PerSecond; throttled: PerSecond }>();
   readonly #origin: number;
 
   constructor(options: S3BehaviourOptions, hotPrefixes: readonly string[]) {
@@ -58,6 +58,7 @@ export class PrefixRoutedModel implements BehaviourModel {
       this.hot.set(prefix, {
         model: new S3BehaviourModel({ ...options, seed: (options.seed ?? 1) + 1000 + i }),
         accepted: new PerSecond(),
+        throttled: new PerSecond(),
       });
     });
   }
@@ -68,6 +69,7 @@ export class PrefixRoutedModel implements BehaviourModel {
     const decision = hot.model.decide(kind, key);
     // Accepted = a token was taken; the write lands when the answer comes back, close enough per second.
     if (kind === 'write' && decision.outcome === 'ok') hot.accepted.add(this.clock.now() - this.#origin);
+    else if (decision.outcome === 'slowdown') hot.throttled.add(this.clock.now() - this.#origin);
     return decision;
   }
 
@@ -120,6 +122,56 @@ export class CountingStore implements ObjectStore {
   }
   list(input: ListObjectsInput, options?: StoreCallOptions): Promise<ListObjectsPage> {
     this.counts.list += 1;
+    return this.inner.list(input, options);
+  }
+}
+
+/**
+ * One container's S3 client CPU: every call first spends `cpuMsPerCall` of the container's single CPU
+ * (signing, serialising, the SDK's middleware: ~1 ms per call measured here, design.md), one call after
+ * the other, so a container's requests leave spaced out instead of all at the same simulated instant.
+ * 0 passes calls straight through.
+ */
+export class ContainerCpuStore implements ObjectStore {
+  #freeAt = 0;
+
+  constructor(
+    private readonly inner: ObjectStore,
+    private readonly cpuMsPerCall: number,
+    private readonly sleep: (ms: number) => Promise<void>,
+    private readonly now: () => number = () => Date.now(),
+  ) {}
+
+  get bucket(): string {
+    return this.inner.bucket;
+  }
+
+  async #cpu(): Promise<void> {
+    if (this.cpuMsPerCall <= 0) return;
+    const now = this.now();
+    const start = Math.max(now, this.#freeAt);
+    this.#freeAt = start + this.cpuMsPerCall;
+    await this.sleep(this.#freeAt - now);
+  }
+
+  async put(input: PutObjectInput, options?: StoreCallOptions): Promise<{ etag: string }> {
+    await this.#cpu();
+    return this.inner.put(input, options);
+  }
+  async get(key: string, options?: StoreCallOptions): Promise<StoredObject | undefined> {
+    await this.#cpu();
+    return this.inner.get(key, options);
+  }
+  async head(key: string, options?: StoreCallOptions): Promise<ObjectHead | undefined> {
+    await this.#cpu();
+    return this.inner.head(key, options);
+  }
+  async delete(key: string, options?: StoreCallOptions): Promise<void> {
+    await this.#cpu();
+    return this.inner.delete(key, options);
+  }
+  async list(input: ListObjectsInput, options?: StoreCallOptions): Promise<ListObjectsPage> {
+    await this.#cpu();
     return this.inner.list(input, options);
   }
 }

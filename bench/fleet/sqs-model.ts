@@ -11,6 +11,8 @@
 //   that would exceed `maxReceiveCount`, SQS's redrive policy moves the message to the DLQ instead.
 // - Standard queues deliver at least once: a configurable share of receives leaves a copy visible, which
 //   is delivered again (possibly to another invocation at the same time).
+// - ChangeMessageVisibility (the handler's redelivery backoff) makes an in-flight message reappear after
+//   the given timeout, counted from the change; only the latest receive's receipt handle is accepted.
 // - Requests are billed per 64 KB chunk of payload: a ReceiveMessage returns at most 10 messages, a
 //   DeleteMessageBatch and SendMessageBatch take at most 10 entries ("Amazon SQS pricing").
 import type { SQSRecord } from 'aws-lambda';
@@ -36,6 +38,10 @@ export interface QueueCounters {
   receiveRequests: number;
   deleteRequests: number;
   dlqSendRequests: number;
+  /** GetQueueAttributes and ChangeMessageVisibilityBatch requests (the handler's redelivery backoff). */
+  visibilityRequests: number;
+  /** Visibility changes applied (a failed record then reappears after its backoff, not the queue's timeout). */
+  visibilityChanges: number;
   /** Deliveries after the first of a message (failed or timed-out records, and duplicates). */
   redeliveries: number;
   duplicates: number;
@@ -57,11 +63,15 @@ export class QueueWithEventSource {
   readonly receives: Uint16Array;
   readonly sentAt: Float64Array;
   readonly ackedAt: Float64Array;
+  /** When a ChangeMessageVisibility during the current receive set one: the epoch ms it reappears (0: none). */
+  readonly #visibleAt: Float64Array;
   readonly counters: QueueCounters = {
     sendRequests: 0,
     receiveRequests: 0,
     deleteRequests: 0,
     dlqSendRequests: 0,
+    visibilityRequests: 0,
+    visibilityChanges: 0,
     redeliveries: 0,
     duplicates: 0,
     duplicateAcks: 0,
@@ -90,6 +100,21 @@ export class QueueWithEventSource {
     this.receives = new Uint16Array(messages);
     this.sentAt = new Float64Array(messages);
     this.ackedAt = new Float64Array(messages);
+    this.#visibleAt = new Float64Array(messages);
+  }
+
+  /**
+   * ChangeMessageVisibility: the receipt handle `<index>.<receive>` of the message's latest receive, while
+   * it is in flight, makes it reappear `seconds` from now instead of after the queue's visibility timeout.
+   * `false` for a stale or unknown handle (SQS refuses those).
+   */
+  changeVisibility(receiptHandle: string, seconds: number): boolean {
+    const [index, receive] = receiptHandle.split('.').map(Number);
+    if (index === undefined || receive === undefined || !(index >= 0 && index < this.messages)) return false;
+    if (this.receives[index] !== receive || this.state[index] !== PENDING) return false;
+    this.#visibleAt[index] = Date.now() + Math.max(0, seconds) * 1000;
+    this.counters.visibilityChanges += 1;
+    return true;
   }
 
   /** Messages whose fate is final (acknowledged or dead-lettered). */
@@ -180,6 +205,7 @@ export class QueueWithEventSource {
         continue;
       }
       if (receive > 1) this.counters.redeliveries += 1;
+      this.#visibleAt[index] = 0;
       // Only a first receive leaves a copy behind (a copy of a copy would make the rate compound).
       if (receive === 1 && this.random() < this.options.duplicateRate) {
         this.counters.duplicates += 1;
@@ -200,8 +226,10 @@ export class QueueWithEventSource {
         let acked = 0;
         for (const index of indices) {
           if (failed.has(index)) {
-            if (this.state[index] === PENDING)
-              this.#redeliverAt(index, receivedAt + this.options.visibilityTimeoutMs);
+            if (this.state[index] === PENDING) {
+              const changed = this.#visibleAt[index]!;
+              this.#redeliverAt(index, changed > 0 ? changed : receivedAt + this.options.visibilityTimeoutMs);
+            }
             continue;
           }
           acked += 1;

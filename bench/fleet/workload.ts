@@ -77,9 +77,12 @@ export function twoHotTenant(i: number, tenants: number, hotShare: number): numb
 
 const PAYLOAD = 'x'.repeat(200);
 
-/** The SQS body of message `index` (contract v1). Inserts and upserts with an explicit id, one record each. */
-export function messageBody(index: number, tenant: number, poison: boolean): string {
-  const op = index % 5 === 0 ? 'upsert' : 'insert';
+/**
+ * The SQS body of message `index` (contract v1), one record each with an explicit id: every fifth an
+ * upsert and the rest inserts, or all upserts (`allUpserts`: bench:load's workload, for the calibration).
+ */
+export function messageBody(index: number, tenant: number, poison: boolean, allUpserts = false): string {
+  const op = allUpserts || index % 5 === 0 ? 'upsert' : 'insert';
   const resource = poison ? 'undeclared' : 'items';
   return `{"v":1,"tenant":"t-${tenant}","resource":"${resource}","op":"${op}","id":"m-${index}","data":{"n":${index},"payload":"${PAYLOAD}"}}`;
 }

@@ -1,10 +1,12 @@
+import { createRequire } from 'node:module';
 import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { DynamoModelClient, DynamoTableModel } from '../../../bench/fleet/dynamodb-model.js';
+import { DynamoModelClient, DynamoTableModel, ExpressionCache } from '../../../bench/fleet/dynamodb-model.js';
 import { costPerMillion } from '../../../bench/fleet/prices.js';
-import { peakMean } from '../../../bench/fleet/s3-model.js';
+import { ContainerCpuStore, peakMean } from '../../../bench/fleet/s3-model.js';
 import { ACKED, QueueWithEventSource, REDRIVEN } from '../../../bench/fleet/sqs-model.js';
 import { generateWorkload, sampleCdf, twoHotTenant, zipfCdf } from '../../../bench/fleet/workload.js';
+import { MemoryObjectStore } from '../../../lib/db/memory-object-store.js';
 import { seededRandom } from '../../../lib/local/s3-behaviour/seeded-random.js';
 import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
 
@@ -158,6 +160,37 @@ describe('QueueWithEventSource', () => {
     expect(queue.counters.deleteRequests).toBeGreaterThanOrEqual(2);
   });
 
+  it("applies the handler's ChangeMessageVisibility: a failed record reappears after the backoff, not the queue's timeout", async () => {
+    const deliveries: number[] = [];
+    let refusedStale = false;
+    const queue: QueueWithEventSource = new QueueWithEventSource(
+      2,
+      { ...options, visibilityTimeoutMs: 3_600_000 },
+      () => 0.5,
+      (index, receive) => ({ messageId: `m-${index}`, receiptHandle: `${index}.${receive}` }) as never,
+      async (records, indices) => {
+        deliveries.push(...indices);
+        if (!indices.includes(1) || queue.receives[1] !== 1) return new Set<number>();
+        // A stale receipt handle (an earlier receive) is refused; the current one is applied.
+        refusedStale = !queue.changeVisibility('1.0', 0);
+        expect(queue.changeVisibility(records[indices.indexOf(1)]!.receiptHandle, 0)).toBe(true);
+        return new Set([1]);
+      },
+      () => 100,
+    );
+    queue.send(2);
+    // Without the change, message 1 would come back after an hour.
+    const settled = await Promise.race([
+      queue.whenSettled().then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000)),
+    ]);
+    expect(settled).toBe(true);
+    expect(refusedStale).toBe(true);
+    expect(deliveries.filter((i) => i === 1)).toHaveLength(2);
+    expect(queue.counters.visibilityChanges).toBe(1);
+    expect([...queue.state]).toEqual([ACKED, ACKED]);
+  });
+
   it('delivers a duplicate copy at the configured rate; a copy of a final message is counted, not re-settled', async () => {
     const queue = new QueueWithEventSource(
       2,
@@ -253,5 +286,76 @@ describe('DynamoTableModel queries', () => {
       ConsistentRead: true,
     }) as { Items: Array<{ sk: { S: string } }> };
     expect(page.Items.map((i) => i.sk.S)).toEqual(['shard#0', 'shard#1']);
+  });
+});
+
+describe('ExpressionCache', () => {
+  const dynalite = createRequire(import.meta.url)('dynalite/validations/index.js') as {
+    validateExpressions(data: object): string | undefined;
+  };
+  const take = (lease: string, n: number) => ({
+    UpdateExpression: 'SET #holders.#lease = :entry, #free = #free - :n',
+    ConditionExpression: '#free >= :n AND attribute_not_exists(#holders.#lease)',
+    ExpressionAttributeNames: { '#holders': 'holders', '#lease': lease, '#free': 'free' },
+    ExpressionAttributeValues: { ':entry': { M: { n: { N: String(n) } } }, ':n': { N: String(n) } },
+  });
+  const parsed = (data: Record<string, unknown>) => ({ u: data._updates, c: data._condition });
+
+  it("gives each request of a shape the parse dynalite gives it, with that request's names and values", () => {
+    const cache = new ExpressionCache();
+    for (const [lease, n] of [
+      ['a-1', 3],
+      ['b-2', 7],
+      ['c-3', 1],
+    ] as const) {
+      const cached: Record<string, unknown> = take(lease, n);
+      const direct: Record<string, unknown> = take(lease, n);
+      expect(cache.parse(cached)).toBeUndefined();
+      expect(dynalite.validateExpressions(direct)).toBeUndefined();
+      expect(parsed(cached)).toEqual(parsed(direct));
+    }
+    expect({ hits: cache.hits, misses: cache.misses }).toEqual({ hits: 2, misses: 1 });
+  });
+
+  it("keeps dynalite's errors: an undefined placeholder, and names that collide only in one request", () => {
+    const cache = new ExpressionCache();
+    const undefinedValue = { ...take('a', 1), ExpressionAttributeValues: { ':n': { N: '1' } } };
+    const error = dynalite.validateExpressions({ ...undefinedValue });
+    expect(error).toMatch(/not defined/);
+    expect(cache.parse({ ...undefinedValue })).toBe(error);
+    expect(cache.parse({ ...undefinedValue })).toBe(error);
+    // Two placeholders naming the same attribute overlap (an error); distinct ones do not.
+    const two = (b: string) => ({
+      UpdateExpression: 'SET #a = :x, #b = :x',
+      ExpressionAttributeNames: { '#a': 'one', '#b': b },
+      ExpressionAttributeValues: { ':x': { N: '1' } },
+    });
+    expect(cache.parse(two('two'))).toBeUndefined();
+    const overlap = dynalite.validateExpressions(two('one'));
+    expect(overlap).toMatch(/overlap/);
+    expect(cache.parse(two('one'))).toBe(overlap);
+  });
+});
+
+describe('ContainerCpuStore', () => {
+  it("spends a container's CPU per S3 call one call after the other, so calls started together leave spaced out", async () => {
+    const waits: number[] = [];
+    const now = 1_000;
+    const store = new ContainerCpuStore(
+      new MemoryObjectStore({ bucket: 'cpu' }),
+      1.5,
+      async (ms) => {
+        waits.push(ms);
+      },
+      () => now,
+    );
+    await Promise.all([store.put({ key: 'a', body: '{}' }), store.get('a'), store.head('a')]);
+    expect(waits).toEqual([1.5, 3, 4.5]);
+    // 0 ms per call passes calls straight through (no wait at all).
+    const later = new ContainerCpuStore(new MemoryObjectStore({ bucket: 'cpu' }), 0, async (ms) => {
+      waits.push(ms);
+    });
+    await later.put({ key: 'b', body: '{}' });
+    expect(waits).toHaveLength(3);
   });
 });

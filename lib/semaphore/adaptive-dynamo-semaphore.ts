@@ -307,6 +307,7 @@ class AdaptiveLease implements Lease {
       const step = adaptLimit(g.seen, outcome, shards, law);
       const capacity = quantize(Math.max(MIN_CAPACITY, Math.min(step.capacity, limit / shards)));
       changes.set(g.shard, {
+        from: g.seen.capacity,
         delta: capacity - g.seen.capacity,
         latencyMs: step.latencyMs,
         ...(step.decreased ? { decrease: { at: outcome.releasedAt, takenAt: this.takenAt } } : {}),

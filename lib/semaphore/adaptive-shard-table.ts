@@ -29,8 +29,16 @@ export interface AdaptiveShardItem extends AdaptiveState {
   readonly holders: Map<string, HolderEntry>;
 }
 
-/** A release's change to the shard's adaptive state: deltas, so concurrent releases compose. */
+/**
+ * A release's change to the shard's adaptive state, computed from the capacity its holder read before the
+ * take (`from`). Applied only while the capacity is still `from`: a step computed from a state another
+ * release has moved since would compound (twenty holders releasing together each applied the whole shrink
+ * of a falling ceiling, and drove the capacity to -100 with no holder left to lift it). A stale step is
+ * dropped and the permits go back plainly; the next release steps from the state it read.
+ */
 export interface CapacityChange {
+  /** The shard's capacity when the holder read it: the step applies only if it still is. */
+  readonly from: number;
   /** Added to both `capacity` and `free` (negative shrinks). */
   readonly delta: number;
   readonly latencyMs: number;
@@ -111,10 +119,11 @@ export class AdaptiveShardTable {
       ':freed': num(n + change.delta),
       ':delta': num(change.delta),
       ':latency': num(change.latencyMs),
+      ':from': num(change.from),
     };
     let update =
       'REMOVE #holders.#lease SET #free = #free + :freed, #capacity = #capacity + :delta, #latency = :latency';
-    let condition = '#holders.#lease.n = :n';
+    let condition = '#holders.#lease.n = :n AND #capacity = :from';
     if (change.decrease !== undefined) {
       update += ', #decreasedAt = :at';
       condition += ' AND #decreasedAt < :takenAt';

@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { MIN_CAPACITY } from '../../../lib/semaphore/adaptive-limit.js';
 import {
   AdaptiveDynamoSemaphore,
   type AdaptiveDynamoSemaphoreOptions,
@@ -113,6 +114,28 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
     expect(shrunk!.capacity).toBeCloseTo(0.525, 2);
     expect(shrunk!.free).toBe(shrunk!.capacity);
     expect((await sem.acquire(8, { min: 1 })).permits).toBe(shrunk!.capacity);
+  });
+
+  it('concurrent releases never compound one shrink: the limit stays >= MIN_CAPACITY (fleet simulation finding)', async () => {
+    const name = `compound-${randomUUID().slice(0, 8)}`;
+    // 3500/s x 20 ms = 70 permits over 2 shards; twenty holders each see one instant success (a latency
+    // near 0, so a ceiling near MIN_CAPACITY) and release together: each step shrinks from what it saw.
+    const make = () =>
+      semaphore(name, { limit: 3500, adaptive: { ratePerSecond: 3500, initialLatencyMs: 20 } });
+    const leases = await Promise.all(Array.from({ length: 20 }, () => make().acquire(1, { min: 1 })));
+    for (const lease of leases) lease.report?.({ succeeded: 1, throttled: 0, attemptMs: 0.2 });
+    await Promise.all(leases.map((lease) => lease.release()));
+    const shards = await stored(name);
+    expect(shards.length).toBeGreaterThan(0);
+    for (const shard of shards) {
+      expect(shard.held).toBe(0);
+      expect(shard.capacity).toBeGreaterThanOrEqual(MIN_CAPACITY);
+      expect(shard.free).toBeCloseTo(shard.capacity, 9);
+    }
+    // And the prefix can still be had.
+    const after = await make().acquire(1, { min: 1, deadline: Date.now() + 2_000 });
+    expect(after.permits).toBeGreaterThan(0);
+    await after.release();
   });
 
   it('moves the limit in the release write: measured latency and starved holders grow it', async () => {

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { acquireInRounds } from './acquire-rounds.js';
 import {
   type AdaptiveLimitOptions,
@@ -14,6 +13,7 @@ import {
 import { AdaptiveShardTable, type CapacityChange } from './adaptive-shard-table.js';
 import type { DynamoSemaphoreOptions } from './dynamo-semaphore.js';
 import { LeaseLostError } from './errors.js';
+import { newLeaseId } from './lease-id.js';
 import { expiredHolders } from './shard-table.js';
 import type { AcquireOptions, Lease, LeaseCallOptions, LeaseUsage, Semaphore } from './types.js';
 import { checkDynamoTuning, checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
@@ -115,7 +115,7 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
     const min = checkPermitRequest(this.name, this.limit, k, options);
     const leaseMs = options.leaseMs ?? this.leaseMs;
     const { deadline, signal } = options;
-    const fence = randomUUID();
+    const fence = newLeaseId();
     let until = 0;
     let enough = min;
     const grants = await acquireInRounds({

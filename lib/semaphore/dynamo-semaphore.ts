@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { acquireInRounds } from './acquire-rounds.js';
 import { sleep } from './backoff.js';
 import { InvalidSemaphoreOptionsError, LeaseLostError, SemaphoreConfigMismatchError } from './errors.js';
+import { newLeaseId } from './lease-id.js';
 import { expiredHolders, ShardTable } from './shard-table.js';
 import type { AcquireOptions, Lease, LeaseCallOptions, Semaphore } from './types.js';
 import { checkDynamoTuning, checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
@@ -150,7 +150,7 @@ export class DynamoSemaphore implements Semaphore {
     const leaseMs = options.leaseMs ?? this.leaseMs;
     const { deadline, signal } = options;
     // One id per acquire call: it keys the holder entry in every shard the lease spans and fences it.
-    const fence = randomUUID();
+    const fence = newLeaseId();
     let until = 0;
     const grants = await acquireInRounds({
       name: this.name,

@@ -16,7 +16,12 @@ import { LeaseLostError } from './errors.js';
 import { newLeaseId } from './lease-id.js';
 import { expiredHolders } from './shard-table.js';
 import type { AcquireOptions, Lease, LeaseCallOptions, LeaseUsage, Semaphore } from './types.js';
-import { checkDynamoTuning, checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
+import {
+  checkLeaseMs,
+  checkPermitRequest,
+  checkSemaphoreOptions,
+  resolveDynamoTuning,
+} from './validation.js';
 
 /**
  * A DynamoDB semaphore whose limit adapts, fleet-wide, to what S3 accepts (README, "Adaptive limits").
@@ -91,16 +96,11 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
     this.law = resolveAdaptiveLimitOptions(options.adaptive);
     const seed = initialState(1, this.law).capacity;
     const shards = options.shards ?? Math.max(1, Math.ceil(Math.min(seed, this.limit) / 64));
+    const tuning = resolveDynamoTuning(this.name, this.limit, shards, options);
     this.#shards = shards;
-    this.backoffBaseMs = options.backoffBaseMs ?? 20;
-    this.backoffCapMs = options.backoffCapMs ?? 500;
-    this.giveBackTimeoutMs = options.giveBackTimeoutMs ?? 2_000;
-    checkDynamoTuning(this.name, this.limit, {
-      shards,
-      backoffBaseMs: this.backoffBaseMs,
-      backoffCapMs: this.backoffCapMs,
-      giveBackTimeoutMs: this.giveBackTimeoutMs,
-    });
+    this.backoffBaseMs = tuning.backoffBaseMs;
+    this.backoffCapMs = tuning.backoffCapMs;
+    this.giveBackTimeoutMs = tuning.giveBackTimeoutMs;
     this.now = options.now ?? (() => Date.now());
     this.random = options.random ?? Math.random;
     this.table = new AdaptiveShardTable(options.client, this.tableName, this.name);

@@ -135,14 +135,7 @@ export class AdaptiveShardTable {
 
   /** Moves lease `fence`'s expiry on shard `index`; `false` when its entry is gone (reclaimed). */
   setUntil(index: number, fence: string, until: number, signal?: AbortSignal) {
-    return this.update(
-      index,
-      'SET #holders.#lease.#until = :until',
-      'attribute_exists(#holders.#lease)',
-      { '#lease': fence, '#until': 'until' },
-      { ':until': num(until) },
-      signal,
-    );
+    return this.items.setHolderUntil(`${SK_PREFIX}${index}`, fence, until, signal);
   }
 
   /**
@@ -150,27 +143,8 @@ export class AdaptiveShardTable {
    * being unchanged since read (a holder that extended in between keeps its permits). Resolves the permits
    * freed, 0 when someone else reclaimed or extended first.
    */
-  async reclaim(index: number, expired: readonly [string, HolderEntry][], signal?: AbortSignal) {
-    const batch = expired.slice(0, 25);
-    if (batch.length === 0) return 0;
-    const extraNames: Record<string, string> = { '#until': 'until' };
-    const values: Record<string, AttributeValue> = {};
-    let freed = 0;
-    batch.forEach(([fence, entry], i) => {
-      extraNames[`#h${i}`] = fence;
-      values[`:u${i}`] = num(entry.until);
-      freed += entry.n;
-    });
-    values[':freed'] = num(freed);
-    const ok = await this.update(
-      index,
-      `REMOVE ${batch.map((_, i) => `#holders.#h${i}`).join(', ')} SET #free = #free + :freed`,
-      batch.map((_, i) => `#holders.#h${i}.#until = :u${i}`).join(' AND '),
-      extraNames,
-      values,
-      signal,
-    );
-    return ok ? freed : 0;
+  reclaim(index: number, expired: readonly [string, HolderEntry][], signal?: AbortSignal) {
+    return this.items.removeExpired(`${SK_PREFIX}${index}`, expired, '#free = #free + :freed', signal);
   }
 
   private update(

@@ -5,7 +5,12 @@ import { InvalidSemaphoreOptionsError, LeaseLostError, SemaphoreConfigMismatchEr
 import { newLeaseId } from './lease-id.js';
 import { expiredHolders, ShardTable } from './shard-table.js';
 import type { AcquireOptions, Lease, LeaseCallOptions, Semaphore } from './types.js';
-import { checkDynamoTuning, checkLeaseMs, checkPermitRequest, checkSemaphoreOptions } from './validation.js';
+import {
+  checkLeaseMs,
+  checkPermitRequest,
+  checkSemaphoreOptions,
+  resolveDynamoTuning,
+} from './validation.js';
 
 export interface DynamoSemaphoreOptions {
   /** The DynamoDB client (create one per container and share it). */
@@ -86,16 +91,16 @@ export class DynamoSemaphore implements Semaphore {
     this.leaseMs = options.leaseMs ?? 60_000;
     this.tableName = options.tableName;
     checkSemaphoreOptions(this);
-    const shards = options.shards ?? Math.ceil(this.limit / 64);
-    this.backoffBaseMs = options.backoffBaseMs ?? 20;
-    this.backoffCapMs = options.backoffCapMs ?? 500;
-    this.giveBackTimeoutMs = options.giveBackTimeoutMs ?? 2_000;
-    checkDynamoTuning(this.name, this.limit, {
-      shards,
-      backoffBaseMs: this.backoffBaseMs,
-      backoffCapMs: this.backoffCapMs,
-      giveBackTimeoutMs: this.giveBackTimeoutMs,
-    });
+    const tuning = resolveDynamoTuning(
+      this.name,
+      this.limit,
+      options.shards ?? Math.ceil(this.limit / 64),
+      options,
+    );
+    const shards = tuning.shards;
+    this.backoffBaseMs = tuning.backoffBaseMs;
+    this.backoffCapMs = tuning.backoffCapMs;
+    this.giveBackTimeoutMs = tuning.giveBackTimeoutMs;
     this.now = options.now ?? (() => Date.now());
     this.random = options.random ?? Math.random;
     this.table = new ShardTable(options.client, this.tableName, this.name, this.limit, shards);

@@ -21,6 +21,8 @@ const names = {
 
 export const num = (n: number): AttributeValue => ({ N: String(n) });
 
+const MAX_RECLAIM_PER_WRITE = 25;
+
 // Expression attribute names must only be sent when the expression uses them (DynamoDB rejects unused ones).
 export function pickNames(expressions: string, extra: Record<string, string> = {}): Record<string, string> {
   const all: Record<string, string> = { ...names, ...extra };
@@ -135,5 +137,52 @@ export class SemaphoreItems {
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
     return items;
+  }
+
+  /** Moves lease `fence`'s expiry on item `sk`; `false` when its holder entry is gone (reclaimed). */
+  setHolderUntil(sk: string, fence: string, until: number, signal: AbortSignal | undefined) {
+    return this.update(
+      sk,
+      'SET #holders.#lease.#until = :until',
+      'attribute_exists(#holders.#lease)',
+      { '#lease': fence, '#until': 'until' },
+      { ':until': num(until) },
+      signal,
+    );
+  }
+
+  /**
+   * Removes expired holders of item `sk` (at most 25 per write, bounding the expression; the next acquirer
+   * that finds the item full reclaims the rest) and hands their permits back with `counter` (an update
+   * clause using `:freed`: the static items subtract from `used`, the adaptive ones add to `free`).
+   * Conditional on each entry's `until` being unchanged since read, so a holder that extended in between
+   * keeps its permits. Resolves the permits freed, 0 when someone else reclaimed or extended first.
+   */
+  async removeExpired(
+    sk: string,
+    expired: readonly (readonly [string, { readonly n: number; readonly until: number }])[],
+    counter: string,
+    signal: AbortSignal | undefined,
+  ): Promise<number> {
+    const batch = expired.slice(0, MAX_RECLAIM_PER_WRITE);
+    if (batch.length === 0) return 0;
+    const extraNames: Record<string, string> = { '#until': 'until' };
+    const values: Record<string, AttributeValue> = {};
+    let freed = 0;
+    batch.forEach(([fence, entry], i) => {
+      extraNames[`#h${i}`] = fence;
+      values[`:u${i}`] = num(entry.until);
+      freed += entry.n;
+    });
+    values[':freed'] = num(freed);
+    const ok = await this.update(
+      sk,
+      `REMOVE ${batch.map((_, i) => `#holders.#h${i}`).join(', ')} SET ${counter}`,
+      batch.map((_, i) => `#holders.#h${i}.#until = :u${i}`).join(' AND '),
+      extraNames,
+      values,
+      signal,
+    );
+    return ok ? freed : 0;
   }
 }

@@ -37,9 +37,6 @@ export function expiredHolders(item: Pick<ShardItem, 'holders'>, now: number): [
   return [...item.holders].filter(([, entry]) => entry.until < now);
 }
 
-// Bounds the size of one reclaim expression; the rest is reclaimed by the next acquirer that finds the shard full.
-const maxReclaimPerWrite = 25;
-
 /**
  * The DynamoDB operations on a semaphore's shard items: item shape and condition expressions live here.
  * Every operation takes the caller's abort signal and hands it to the SDK, so a stalled DynamoDB never
@@ -116,14 +113,7 @@ export class ShardTable {
 
   /** Moves lease `fence`'s expiry on shard `index`; `false` when its entry is gone (reclaimed). */
   async setUntil(index: number, fence: string, until: number, signal?: AbortSignal): Promise<boolean> {
-    return this.conditionalUpdate(
-      index,
-      'SET #holders.#lease.#until = :until',
-      'attribute_exists(#holders.#lease)',
-      { '#lease': fence, '#until': 'until' },
-      { ':until': num(until) },
-      signal,
-    );
+    return this.items.setHolderUntil(`shard#${index}`, fence, until, signal);
   }
 
   /**
@@ -136,30 +126,7 @@ export class ShardTable {
     expired: readonly [string, HolderEntry][],
     signal?: AbortSignal,
   ): Promise<number> {
-    const batch = expired.slice(0, maxReclaimPerWrite);
-    if (batch.length === 0) return 0;
-    const extraNames: Record<string, string> = { '#until': 'until' };
-    const values: Record<string, AttributeValue> = {};
-    const removals: string[] = [];
-    const conditions: string[] = [];
-    let freed = 0;
-    batch.forEach(([fence, entry], i) => {
-      extraNames[`#h${i}`] = fence;
-      values[`:u${i}`] = num(entry.until);
-      removals.push(`#holders.#h${i}`);
-      conditions.push(`#holders.#h${i}.#until = :u${i}`);
-      freed += entry.n;
-    });
-    values[':freed'] = num(freed);
-    const ok = await this.conditionalUpdate(
-      item.index,
-      `REMOVE ${removals.join(', ')} SET #used = #used - :freed`,
-      conditions.join(' AND '),
-      extraNames,
-      values,
-      signal,
-    );
-    return ok ? freed : 0;
+    return this.items.removeExpired(`shard#${item.index}`, expired, '#used = #used - :freed', signal);
   }
 
   /**

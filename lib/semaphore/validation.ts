@@ -50,8 +50,27 @@ export interface DynamoTuning {
   giveBackTimeoutMs: number;
 }
 
-/** Checks a DynamoDB semaphore's tuning against its limit; throws `InvalidSemaphoreOptionsError`. */
-export function checkDynamoTuning(name: string, limit: number, tuning: DynamoTuning): void {
+/**
+ * A DynamoDB semaphore's tuning with the defaults both kinds share (backoff 20..500 ms, give-back bound
+ * 2 s), checked against its limit; throws `InvalidSemaphoreOptionsError`.
+ */
+export function resolveDynamoTuning(
+  name: string,
+  limit: number,
+  shards: number,
+  options: Partial<Omit<DynamoTuning, 'shards'>>,
+): DynamoTuning {
+  const tuning: DynamoTuning = {
+    shards,
+    backoffBaseMs: options.backoffBaseMs ?? 20,
+    backoffCapMs: options.backoffCapMs ?? 500,
+    giveBackTimeoutMs: options.giveBackTimeoutMs ?? 2_000,
+  };
+  checkDynamoTuning(name, limit, tuning);
+  return tuning;
+}
+
+function checkDynamoTuning(name: string, limit: number, tuning: DynamoTuning): void {
   const fail = (why: string) => new InvalidSemaphoreOptionsError(`semaphore "${name}": ${why}`);
   const { shards, backoffBaseMs, backoffCapMs, giveBackTimeoutMs } = tuning;
   if (!Number.isInteger(shards) || shards < 1 || shards > limit)

@@ -9,7 +9,7 @@ import { permitsFor } from '../../semaphore/permits-for.js';
 import type { Lease, LeaseUsage, Semaphore } from '../../semaphore/types.js';
 import type { ConcurrencyTarget } from '../../semaphore/with-permits.js';
 import type { IngestConfig } from '../config.js';
-import { GRANT_DECREASE_FACTOR, GrantGovernor, type ThrottleEvents } from './grant-governor.js';
+import { GRANT_DECREASE_FACTOR, GrantGovernor } from './grant-governor.js';
 
 /** The S3 write latency the permits are sized for (Little's law: 3,500 PUT/s x 20 ms = 70 in flight). */
 export const ASSUMED_WRITE_LATENCY_MS = 20;
@@ -173,10 +173,6 @@ class UsageCounter {
     for (const off of this.#stop.splice(0)) off();
     return { succeeded: this.#succeeded, throttled: this.#throttled, attemptMs: this.#attemptMs };
   }
-}
-
-function isThrottleEvents(pool: unknown): pool is ThrottleEvents {
-  return isUsageEvents(pool);
 }
 
 function isUsageEvents(pool: unknown): pool is UsageEvents {
@@ -422,7 +418,7 @@ export class TenantPermits {
     const usage = new UsageCounter(target instanceof PoolGroup ? target.pools.map((t) => t.pool) : [target]);
     // An adaptive lease (one that takes a report) also steers its pool between acquire and release.
     const governor =
-      lease.report !== undefined && !(target instanceof PoolGroup) && isThrottleEvents(target)
+      lease.report !== undefined && !(target instanceof PoolGroup) && isUsageEvents(target)
         ? new GrantGovernor(target, target, lease.permits)
         : undefined;
     try {

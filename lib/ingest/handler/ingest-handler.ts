@@ -63,8 +63,8 @@ export interface IngestHandlerOptions {
   readonly store?: ObjectStore;
   /**
    * Semaphore port: builds the distributed semaphore of a prefix, `(name, limit, ratePerSecond) => Semaphore`.
-   * @default `dynamoSemaphores(config, dynamodb, SEMAPHORE_TABLE)`: adaptive per tenant prefix, static for
-   * the small tenants' stripes (none when SEMAPHORE_TABLE is unset: pools bounded by the invocation only)
+   * @default `dynamoSemaphores(config, dynamodb, SEMAPHORE_TABLE)`: adaptive per tenant prefix (none when
+   * SEMAPHORE_TABLE is unset: pools bounded by the invocation only)
    * @example { semaphores: (name, limit) => new MemorySemaphore({ name, limit }) }
    */
   readonly semaphores?: SemaphoreFactory;

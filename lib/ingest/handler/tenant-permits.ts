@@ -14,19 +14,13 @@ import { GRANT_DECREASE_FACTOR, GrantGovernor } from './grant-governor.js';
 /** The S3 write latency the permits are sized for (Little's law: 3,500 PUT/s x 20 ms = 70 in flight). */
 export const ASSUMED_WRITE_LATENCY_MS = 20;
 /**
- * Tenants with fewer writes than this in a batch share one bucket-level lease instead of each paying two
- * DynamoDB writes for their own: a prefix that receives a handful of writes is in no danger of SlowDown,
- * and per-tenant leases would cost as many DynamoDB writes as S3 writes.
+ * Tenants with fewer writes than this in a batch write without a lease: a prefix that receives a handful of
+ * writes from one invocation is in no danger of SlowDown, and a lease would cost two DynamoDB writes for a
+ * few S3 writes. A tenant that S3 throttles anyway (one that is small in each batch but in every batch of a
+ * large fleet) is promoted: its prefix semaphore enters the container's cache, and while it stays there
+ * (least recently used out) the tenant takes its prefix lease whatever its batch brings.
  */
 export const SMALL_TENANT_WRITES = 10;
-/** One stripe of the small tenants' shared semaphore caps its in-flight writes at this many prefixes' worth. */
-export const SMALL_TENANTS_PREFIX_SHARE = 4;
-/**
- * Small tenants share one of this many striped semaphores (each its own partition key), picked at random
- * per invocation: no single lease or partition caps the fleet's small-tenant writes (16 x 280 permits at
- * the default rate), and a batch's small tenants still cost one acquire and one release, as before.
- */
-export const SMALL_TENANT_STRIPES = 16;
 
 /**
  * Longest wait between two acquire rounds on a tenant prefix's semaphore. A hot prefix whose limit is a
@@ -61,8 +55,7 @@ export type PrefixLimitMode = 'adaptive' | 'static';
 /**
  * The DynamoDB semaphores of the handler. Tenant prefixes (`prefix:` names) get an adaptive semaphore
  * whose hard cap is the rate x 1 s (it starts at the 20 ms sizing and follows measured latency and
- * SlowDowns below that); the small tenants' stripes keep a static one: their prefixes see a handful of
- * writes each, and a group of small tenants needs a permit per tenant, which a shrinking limit could starve.
+ * SlowDowns below that); any other name gets a static one (`DynamoSemaphore`).
  */
 export function dynamoSemaphores(
   config: IngestConfig,
@@ -181,49 +174,13 @@ function isUsageEvents(pool: unknown): pool is UsageEvents {
 }
 
 /**
- * The small tenants of a batch under one lease, however few permits it has: at most `permits` tenants run
- * at a time, each pool at an equal share (at least 1), the next tenant starting when one has drained. So
- * the whole batch's small tenants cost one acquire and one release, and never have more writes in flight
- * than the lease granted.
- */
-class PoolGroup<T extends TenantPermitRequest> implements ConcurrencyTarget {
-  #permits = 1;
-
-  constructor(readonly pools: readonly T[]) {}
-
-  setConcurrency(n: number): void {
-    this.#permits = Math.max(1, n);
-  }
-
-  async run(work: (tenant: T) => Promise<void>): Promise<void> {
-    const running = Math.min(this.#permits, this.pools.length);
-    const share = Math.max(1, Math.floor(this.#permits / running));
-    let next = 0;
-    const lane = async () => {
-      while (next < this.pools.length) {
-        const tenant = this.pools[next++]!;
-        tenant.pool.setConcurrency(Math.max(1, Math.min(share, tenant.writes)));
-        await work(tenant);
-        // Its slot is free only once its writes (timed-out ones included) have settled.
-        await tenant.pool.drain?.();
-      }
-    };
-    await Promise.all(Array.from({ length: running }, lane));
-  }
-
-  async drain(): Promise<void> {
-    await Promise.all(this.pools.map(({ pool }) => pool.drain?.()));
-  }
-}
-
-/**
  * Acquires distributed-semaphore permits for the tenant prefixes one invocation writes to (once per
  * invocation per prefix, never per S3 call), sizes each tenant's pool to its grant, and releases on every
  * exit path. Without a semaphore table, pools run at `POOL_CONCURRENCY` bounded only by the invocation.
  */
 export class TenantPermits {
   /**
-   * The semaphores of recently seen prefixes (plus the shared small-tenant one), least recently used out,
+   * The semaphores of recently seen prefixes (leased or promoted by a SlowDown), least recently used out,
    * sized like the tenant Database cache: a container seeing ever new tenants keeps a bounded set. An
    * evicted semaphore still in use keeps working for its holder (the permits live in the table).
    */
@@ -231,28 +188,22 @@ export class TenantPermits {
   readonly #factory: SemaphoreFactory | undefined;
   readonly #prefixLimit: number;
   readonly #releaseTimeoutMs: number;
-  readonly #random: () => number;
 
-  /**
-   * `factory`: the distributed semaphores; without one, pools run bounded only by the invocation.
-   * `random`: picks the small tenants' stripe (uniform in [0, 1)).
-   */
+  /** `factory`: the distributed semaphores; without one, pools run bounded only by the invocation. */
   constructor(
     private readonly config: IngestConfig,
     factory: SemaphoreFactory | undefined,
-    random: () => number = Math.random,
   ) {
-    this.#random = random;
     this.#prefixLimit = permitsFor({
       ratePerSecond: config.s3PrefixWriteRate,
       latencyMs: ASSUMED_WRITE_LATENCY_MS,
     });
     this.#factory = factory;
-    this.#semaphores = new LRUCache<string, Semaphore>({ max: config.tenantCacheSize + 1 });
+    this.#semaphores = new LRUCache<string, Semaphore>({ max: config.tenantCacheSize });
     this.#releaseTimeoutMs = releaseTimeoutMs(config);
   }
 
-  /** Semaphores cached now: at most `TENANT_CACHE_SIZE + 1`. */
+  /** Semaphores cached now: at most `TENANT_CACHE_SIZE`. */
   get cachedSemaphores(): number {
     return this.#semaphores.size;
   }
@@ -276,103 +227,83 @@ export class TenantPermits {
     const results = new Map<T, PermitResult>();
     const releaseFailures: ReleaseFailure[] = [];
     const factory = this.#factory;
-    if (factory === undefined) {
-      await Promise.all(
-        tenants.map(async (t) => {
-          t.pool.setConcurrency(Math.max(1, Math.min(this.config.poolConcurrency, t.writes)));
-          await work(t);
-          results.set(t, { permits: 0 });
-        }),
-      );
-      return { results, releaseFailures };
-    }
-
-    const runUnder = (
-      semaphore: Semaphore,
-      target: ConcurrencyTarget,
-      want: number,
-      group: readonly T[],
-      body: () => Promise<void>,
-    ): Promise<void> =>
-      this.#runUnder(semaphore, target, want, window, releaseFailures, body).then((result) => {
-        for (const t of group) results.set(t, result);
-      });
-
-    // A tenant that had its own prefix lease recently (its semaphore is still cached) keeps it when a batch
-    // brings it few writes: a hot prefix whose records come back spread over many redelivered batches would
-    // otherwise escape its prefix's limit through the small tenants' stripes.
+    // A tenant that had its own prefix lease recently, or that S3 throttled while it wrote without one (its
+    // semaphore is cached either way), takes its prefix lease whatever its batch brings: a hot prefix whose
+    // records come back spread over many redelivered batches would otherwise escape its prefix's limit.
     const isLarge = (t: T) =>
       t.writes >= SMALL_TENANT_WRITES || this.#semaphores.has(this.#prefixName(t.tenant));
-    const large = tenants.filter(isLarge);
-    const small = tenants.filter((t) => !isLarge(t));
-    const rate = this.config.s3PrefixWriteRate;
-    const jobs: Promise<void>[] = [];
-    for (const t of large) {
-      const semaphore = this.#semaphoreOrUnavailable(
-        factory,
-        this.#prefixName(t.tenant),
-        this.#prefixLimit,
-        rate,
-        [t],
-        results,
-      );
-      if (semaphore === undefined) continue;
-      // Up to the semaphore's own limit (an adaptive one may grant more than the 20 ms sizing).
-      const want = Math.min(semaphore.limit, this.config.poolConcurrency, t.writes);
-      jobs.push(runUnder(semaphore, t.pool, want, [t], () => work(t)));
-    }
-
-    const sharedLimit = this.#prefixLimit * SMALL_TENANTS_PREFIX_SHARE;
-    const stripe = Math.min(SMALL_TENANT_STRIPES - 1, Math.floor(this.#random() * SMALL_TENANT_STRIPES));
-    const sharedName = `bucket:${this.config.bucketName}/small-tenants#${stripe}`;
-    const shared =
-      small.length === 0
-        ? undefined
-        : this.#semaphoreOrUnavailable(
-            factory,
-            sharedName,
-            sharedLimit,
-            rate * SMALL_TENANTS_PREFIX_SHARE,
-            small,
-            results,
-          );
-    if (shared !== undefined) {
-      // One lease for all of them, whatever it grants (min 1): the group runs within it (`PoolGroup`).
-      const group = new PoolGroup(small);
-      const want = Math.min(
-        shared.limit,
-        this.config.poolConcurrency,
-        small.reduce((sum, t) => sum + t.writes, 0),
-      );
-      jobs.push(runUnder(shared, group, want, small, () => group.run(work)));
-    }
+    const jobs = tenants.map(async (t) => {
+      const result =
+        factory === undefined || !isLarge(t)
+          ? await this.#runWithoutLease(factory, t, work)
+          : await this.#runUnderPrefixLease(factory, t, window, releaseFailures, work);
+      results.set(t, result);
+    });
     await Promise.all(jobs);
     return { results, releaseFailures };
   }
 
-  #prefixName(tenant: string): string {
-    return `prefix:${this.config.bucketName}/t=${tenant}/`;
+  /**
+   * A small tenant's writes, with no lease (no DynamoDB write): its pool at its writes, bounded by the
+   * container's budget. If S3 answers SlowDown meanwhile, the tenant's prefix semaphore is built and cached,
+   * which promotes the tenant to its own lease from its next batch on (`isLarge`). A factory that throws
+   * leaves the tenant small (the write itself never depended on it).
+   */
+  async #runWithoutLease<T extends TenantPermitRequest>(
+    factory: SemaphoreFactory | undefined,
+    tenant: T,
+    work: (tenant: T) => Promise<void>,
+  ): Promise<PermitResult> {
+    tenant.pool.setConcurrency(Math.max(1, Math.min(this.config.poolConcurrency, tenant.writes)));
+    // Watched only where a promotion can follow (a semaphore factory): SlowDowns are all it looks for.
+    const usage = factory === undefined ? undefined : new UsageCounter([tenant.pool]);
+    try {
+      await work(tenant);
+    } finally {
+      if (factory !== undefined && usage !== undefined && usage.stop().throttled > 0) {
+        try {
+          this.#semaphore(
+            factory,
+            this.#prefixName(tenant.tenant),
+            this.#prefixLimit,
+            this.config.s3PrefixWriteRate,
+          );
+        } catch {
+          // Promotion is an optimisation: without it the tenant stays small until a factory works.
+        }
+      }
+    }
+    return { permits: 0 };
   }
 
-  /**
-   * The semaphore for `name`, or `undefined` with `group` marked unavailable when the factory throws: a
-   * semaphore that cannot even be built is one more way of "permits could not be had", for these tenants
-   * only (their writes are redelivered; the other tenants go on).
-   */
-  #semaphoreOrUnavailable<T>(
+  /** A large tenant's writes under its prefix's lease; `unavailable` when the semaphore cannot be built. */
+  async #runUnderPrefixLease<T extends TenantPermitRequest>(
     factory: SemaphoreFactory,
-    name: string,
-    limit: number,
-    ratePerSecond: number,
-    group: readonly T[],
-    results: Map<T, PermitResult>,
-  ): Semaphore | undefined {
+    tenant: T,
+    window: PermitWindow,
+    releaseFailures: ReleaseFailure[],
+    work: (tenant: T) => Promise<void>,
+  ): Promise<PermitResult> {
+    let semaphore: Semaphore;
     try {
-      return this.#semaphore(factory, name, limit, ratePerSecond);
+      semaphore = this.#semaphore(
+        factory,
+        this.#prefixName(tenant.tenant),
+        this.#prefixLimit,
+        this.config.s3PrefixWriteRate,
+      );
     } catch (unavailable) {
-      for (const t of group) results.set(t, { unavailable });
-      return undefined;
+      // A semaphore that cannot even be built is one more way of "permits could not be had", for this
+      // tenant only (its writes are redelivered; the other tenants go on).
+      return { unavailable };
     }
+    // Up to the semaphore's own limit (an adaptive one may grant more than the 20 ms sizing).
+    const want = Math.min(semaphore.limit, this.config.poolConcurrency, tenant.writes);
+    return this.#runUnder(semaphore, tenant.pool, want, window, releaseFailures, () => work(tenant));
+  }
+
+  #prefixName(tenant: string): string {
+    return `prefix:${this.config.bucketName}/t=${tenant}/`;
   }
 
   #semaphore(factory: SemaphoreFactory, name: string, limit: number, ratePerSecond: number): Semaphore {
@@ -415,10 +346,10 @@ export class TenantPermits {
           : err,
       };
     }
-    const usage = new UsageCounter(target instanceof PoolGroup ? target.pools.map((t) => t.pool) : [target]);
+    const usage = new UsageCounter([target]);
     // An adaptive lease (one that takes a report) also steers its pool between acquire and release.
     const governor =
-      lease.report !== undefined && !(target instanceof PoolGroup) && isUsageEvents(target)
+      lease.report !== undefined && isUsageEvents(target)
         ? new GrantGovernor(target, target, lease.permits)
         : undefined;
     try {

@@ -41,7 +41,7 @@ export interface InvocationLine extends LineBase {
   outcome: 'success' | 'partial' | 'failed';
   /** Most S3 requests in flight at once in the container during the invocation. */
   peakInFlight: number;
-  /** Most S3 requests in flight beyond the semaphore permits the container held at that moment (<= 0: never). */
+  /** Most S3 requests in flight on one tenant prefix beyond its bound then: the permits held on it, or its writes when unleased (<= 0: never). */
   peakOverPermits: number;
   /** Records of the batch SQS had delivered before (`ApproximateReceiveCount` > 1). */
   redelivered: number;

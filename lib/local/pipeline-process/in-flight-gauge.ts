@@ -1,30 +1,44 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 
 /**
- * Counts S3 requests in flight on one client (one Lambda container), and how far they ever went beyond a
- * bound read at request start (the semaphore permits the container holds). The handler's tenant pools are
- * internal to it, so this is measured one level below them: every pool task is exactly one S3 request, and
- * a request is counted from `send` until it settles (an aborted one until its abort has landed), so the
- * count can only be >= what the pools report as active.
+ * How many requests a tenant prefix may have in flight in one container: the permits held on its semaphore
+ * (`name` is the handler's semaphore name for it), or, when the container holds none (a tenant with few
+ * writes in the batch writes without a lease), at most its writes.
+ */
+export type PrefixBound = (name: string) => number;
+
+/**
+ * Counts S3 requests in flight on one client (one Lambda container), per tenant prefix, and how far they
+ * ever went beyond the prefix's bound read at request start. The handler's tenant pools are internal to it,
+ * so this is measured one level below them: every pool task is exactly one S3 request, and a request is
+ * counted from `send` until it settles (an aborted one until its abort has landed), so the count can only
+ * be >= what the pools report as active.
  */
 export class InFlightGauge {
   #now = 0;
   #peak = 0;
   #peakOver = Number.NEGATIVE_INFINITY;
+  readonly #byPrefix = new Map<string, number>();
 
-  constructor(private readonly bound: () => number) {}
+  constructor(private readonly bound: PrefixBound) {}
 
   /** Adds the counting middleware to `client` (outermost step, so it spans the whole request). */
   attach(client: S3Client): void {
     client.middlewareStack.add(
       (next) => async (args) => {
+        const name = semaphoreNameOf(args.input as { Bucket?: string; Key?: string });
+        const onPrefix = (this.#byPrefix.get(name) ?? 0) + 1;
+        this.#byPrefix.set(name, onPrefix);
         this.#now++;
         this.#peak = Math.max(this.#peak, this.#now);
-        this.#peakOver = Math.max(this.#peakOver, this.#now - this.bound());
+        this.#peakOver = Math.max(this.#peakOver, onPrefix - this.bound(name));
         try {
           return await next(args);
         } finally {
           this.#now--;
+          const left = (this.#byPrefix.get(name) ?? 1) - 1;
+          if (left === 0) this.#byPrefix.delete(name);
+          else this.#byPrefix.set(name, left);
         }
       },
       { step: 'initialize', name: 'chaosInFlightGauge', priority: 'high' },
@@ -41,4 +55,11 @@ export class InFlightGauge {
     this.#peakOver = Number.NEGATIVE_INFINITY;
     return peaks;
   }
+}
+
+/** The handler's semaphore name for the tenant prefix a request's key is under (`prefix:<bucket>/t=x/`). */
+function semaphoreNameOf(input: { Bucket?: string; Key?: string }): string {
+  const key = input.Key ?? '';
+  const slash = key.indexOf('/');
+  return `prefix:${input.Bucket ?? ''}/${slash < 0 ? key : key.slice(0, slash + 1)}`;
 }

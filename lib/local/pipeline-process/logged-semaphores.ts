@@ -2,9 +2,22 @@ import type { SemaphoreFactory } from '../../ingest/handler/tenant-permits.js';
 import type { AcquireOptions, Lease, LeaseUsage, Semaphore } from '../../semaphore/types.js';
 import type { EventLog } from './event-log.js';
 
-/** Permits one container holds right now, over every semaphore. */
+/** Permits one container holds right now, per semaphore name and over all of them. */
 export class HeldPermits {
   total = 0;
+  readonly #byName = new Map<string, number>();
+
+  /** Permits held now on semaphore `name` (0: none). */
+  on(name: string): number {
+    return this.#byName.get(name) ?? 0;
+  }
+
+  add(name: string, permits: number): void {
+    this.total += permits;
+    const left = this.on(name) + permits;
+    if (left === 0) this.#byName.delete(name);
+    else this.#byName.set(name, left);
+  }
 }
 
 /**
@@ -25,7 +38,7 @@ export function loggedSemaphores(
       limit: semaphore.limit,
       async acquire(k: number, options?: AcquireOptions): Promise<Lease> {
         const lease = await semaphore.acquire(k, options);
-        held.total += lease.permits;
+        held.add(name, lease.permits);
         log.write({
           event: 'acquire',
           container,
@@ -45,7 +58,7 @@ export function loggedSemaphores(
           async release() {
             if (!released) {
               released = true;
-              held.total -= lease.permits;
+              held.add(name, -lease.permits);
               log.write({ event: 'release', container, name, permits: lease.permits, fence: lease.fence });
             }
             await lease.release();

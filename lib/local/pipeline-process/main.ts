@@ -13,6 +13,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { createS3Client } from '../../db/s3-client.js';
 import { loadConfig } from '../../ingest/config.js';
 import { createIngestHandler, type InvocationSummary } from '../../ingest/handler/ingest-handler.js';
+import { SMALL_TENANT_WRITES } from '../../ingest/handler/tenant-permits.js';
 import { DynamoSemaphore } from '../../semaphore/dynamo-semaphore.js';
 import { EventSourceRunner } from '../lambda/event-source-runner.js';
 import { type ContainerHandler, LambdaContainers } from '../lambda/lambda-containers.js';
@@ -45,7 +46,8 @@ async function main(): Promise<void> {
   const containers = new LambdaContainers((): ContainerHandler => {
     const index = containerCount++;
     const held = new HeldPermits();
-    const gauge = new InFlightGauge(() => held.total);
+    // A leased prefix within its permits; an unleased one (few writes in the batch) within its writes.
+    const gauge = new InFlightGauge((name) => held.on(name) || SMALL_TENANT_WRITES - 1);
     const s3 = createS3Client({
       region,
       ...(config.endpoints.s3 === undefined ? {} : { endpoint: config.endpoints.s3 }),

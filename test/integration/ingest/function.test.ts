@@ -55,7 +55,12 @@ describe('functions/ingest.ts (middy + Powertools)', () => {
     const responses: SQSBatchResponse[] = [];
     try {
       for (const id of ['f-1', 'f-2']) {
-        const event = sqsEvent([{ id, data: { n: id } }, 'not json']);
+        // Ten writes of one tenant: enough for it to take its prefix lease (fewer write without one).
+        const writes = Array.from({ length: 10 }, (_, i) => ({
+          id: i === 0 ? id : `${id}-${i}`,
+          data: { n: id },
+        }));
+        const event = sqsEvent([...writes, 'not json']);
         responses.push(await handler(event, lambdaContext(30_000)));
       }
     } finally {
@@ -69,7 +74,7 @@ describe('functions/ingest.ts (middy + Powertools)', () => {
     const ingest = emf.filter((l) => 'RecordsProcessed' in l);
     expect(ingest).toHaveLength(2);
     for (const line of ingest) {
-      expect(line).toMatchObject({ RecordsProcessed: 1, RecordsDeadLettered: 1, service: 's3-ingest' });
+      expect(line).toMatchObject({ RecordsProcessed: 10, RecordsDeadLettered: 1, service: 's3-ingest' });
       expect(line._aws.CloudWatchMetrics[0]!.Namespace).toBe('S3Ingest');
       expect(line._aws.CloudWatchMetrics[0]!.Dimensions).toEqual([['service']]);
       expect(line.PermitsHeld as number).toBeGreaterThanOrEqual(1);

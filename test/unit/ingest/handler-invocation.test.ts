@@ -263,11 +263,14 @@ describe('ports and options', () => {
       },
     } as unknown as DynamoDBClient;
     const { handler, summaries, store } = setup({ SEMAPHORE_TABLE: 'permits' }, { clients: { dynamodb } });
-    const event = sqsEvent([{ id: 'o-1' }]);
-    expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual([event.Records[0]!.messageId]);
+    // Ten writes of one tenant: it takes its prefix lease (a tenant with fewer writes would take none).
+    const event = sqsEvent(Array.from({ length: 10 }, (_, i) => ({ id: `o-${i}` })));
+    expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual(
+      event.Records.map((r) => r.messageId).sort(),
+    );
     expect(sent.length).toBeGreaterThan(0);
     expect(store.writes()).toEqual([]);
-    expect(summaries[0]!.splits.RecordsRedelivered).toEqual({ 'permits-unavailable': 1 });
+    expect(summaries[0]!.splits.RecordsRedelivered).toEqual({ 'permits-unavailable': 10 });
   });
 
   it('redeliveries: false changes no visibility (nothing is attempted, nothing logged)', async () => {

@@ -122,9 +122,11 @@ describe('runTenants', () => {
     const refused = new Error('table unreachable');
     const semaphores: SemaphoreFactory = (name, limit) => {
       const inner = new MemorySemaphore({ name, limit });
-      return name.includes('small-tenants') ? { name, limit, acquire: () => Promise.reject(refused) } : inner;
+      return name.includes('t=acme/') ? { name, limit, acquire: () => Promise.reject(refused) } : inner;
     };
-    const { ledger, lines, metrics } = await runStage([{ tenant: 'acme', id: 'a-1' }], { semaphores });
+    // Ten writes: a tenant that takes its own prefix lease (fewer take none).
+    const writes = Array.from({ length: 10 }, (_, i) => ({ tenant: 'acme', id: `a-${i}` }));
+    const { ledger, lines, metrics } = await runStage(writes, { semaphores });
     expect(ledger.fateOf('m-0')).toEqual({
       state: 'redeliver',
       cause: 'permits-unavailable',

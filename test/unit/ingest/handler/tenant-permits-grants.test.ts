@@ -87,15 +87,12 @@ const grantingAll =
     }),
   });
 
-/** Picks the small tenants' first stripe, so the shared semaphore's name is known. */
-const FIRST_STRIPE = () => 0;
-const SHARED = 'bucket:ignored-by-memory-store/small-tenants#0';
 const prefixOf = (t: string) => `prefix:ignored-by-memory-store/t=${t}/`;
 
 describe('TenantPermits: what each tenant asks for', () => {
-  it(`a tenant with ${SMALL_TENANT_WRITES} writes has its own prefix lease; one with fewer shares the bucket's`, async () => {
+  it(`a tenant with ${SMALL_TENANT_WRITES} writes has its own prefix lease; one with fewer has none`, async () => {
     const { factory, acquires, limits } = recordingFactory();
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), factory, FIRST_STRIPE);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), factory);
     const big = tenant('big', SMALL_TENANT_WRITES);
     const small = tenant('small', SMALL_TENANT_WRITES - 1);
     const ran: string[] = [];
@@ -104,20 +101,13 @@ describe('TenantPermits: what each tenant asks for', () => {
     });
     expect(ran.sort()).toEqual(['big', 'small']);
     expect(permits.prefixLimit).toBe(70); // 3,500 PUT/s x 20 ms
-    expect(limits).toEqual(
-      new Map([
-        [prefixOf('big'), 70],
-        [SHARED, 280],
-      ]),
-    );
-    // big: min(prefix limit, POOL_CONCURRENCY, writes) = 8, any grant from 1; small: its 9 writes, capped at 8.
-    expect(acquires.map((a) => [a.name, a.k, a.options?.min])).toEqual([
-      [prefixOf('big'), 8, 1],
-      [SHARED, 8, 1],
-    ]);
+    expect(limits).toEqual(new Map([[prefixOf('big'), 70]]));
+    // big: min(prefix limit, POOL_CONCURRENCY, writes) = 8, any grant from 1; small: no lease, its 9 writes
+    // capped at POOL_CONCURRENCY.
+    expect(acquires.map((a) => [a.name, a.k, a.options?.min])).toEqual([[prefixOf('big'), 8, 1]]);
     expect(acquires[0]!.options).toMatchObject({ leaseMs: 10_000 });
     expect(report.results.get(big)).toEqual({ permits: 8 });
-    expect(report.results.get(small)).toEqual({ permits: 8 });
+    expect(report.results.get(small)).toEqual({ permits: 0 });
     expect(big.pool.concurrency).toBe(8);
     expect(small.pool.concurrency).toBe(8);
     expect(report.releaseFailures).toEqual([]);
@@ -125,73 +115,25 @@ describe('TenantPermits: what each tenant asks for', () => {
 
   it('a tenant that had its own prefix lease keeps it when a later batch brings it few writes', async () => {
     const { factory, acquires } = recordingFactory();
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory, FIRST_STRIPE);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory);
     await permits.run([tenant('hot', 40)], window(), async () => undefined);
     // Later: 3 of its records come back in a mixed batch, next to a tenant never seen large.
     await permits.run([tenant('hot', 3), tenant('cold', 3)], window(), async () => undefined);
     expect(acquires.map((a) => [a.name, a.k])).toEqual([
       [prefixOf('hot'), 40],
       [prefixOf('hot'), 3],
-      [SHARED, 3],
     ]);
   });
 
   it('a large tenant asks for no more than its writes, and its pool is sized to the grant', async () => {
     const { factory, acquires } = recordingFactory(5);
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory, FIRST_STRIPE);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory);
     const a = tenant('a', 12);
     const report = await permits.run([a], window(), async () => undefined);
     // Asked min(70, 64, 12) = 12, capped by the semaphore's 5.
     expect(acquires.map((x) => [x.k, x.options?.min])).toEqual([[5, 1]]);
     expect(report.results.get(a)).toEqual({ permits: 5 });
     expect(a.pool.concurrency).toBe(5);
-  });
-
-  it('small tenants split the shared lease: each pool gets an equal share, never more than its writes', async () => {
-    const { factory, acquires } = recordingFactory(8);
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory, FIRST_STRIPE);
-    const a = tenant('a', 9);
-    const b = tenant('b', 9);
-    const c = tenant('c', 2);
-    const d = tenant('d', 1);
-    const report = await permits.run([a, b, c, d], window(), async () => undefined);
-    // One lease for the four, whatever it grants (any grant from 1): 21 writes wanted, 8 granted.
-    expect(acquires.map((x) => [x.k, x.options?.min])).toEqual([[8, 1]]);
-    // 8 permits over 4 pools: a share of 2 each, capped by each tenant's writes.
-    expect([a, b, c, d].map((t) => t.pool.concurrency)).toEqual([2, 2, 2, 1]);
-    for (const t of [a, b, c, d]) expect(report.results.get(t)).toEqual({ permits: 8 });
-  });
-
-  it('two small pools on an 8-permit lease get 4 each (not 8 x 2 capped by their writes)', async () => {
-    const { factory } = recordingFactory(8);
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '64' }), factory, FIRST_STRIPE);
-    const a = tenant('a', 9);
-    const b = tenant('b', 9);
-    await permits.run([a, b], window(), async () => undefined);
-    expect([a.pool.concurrency, b.pool.concurrency]).toEqual([4, 4]);
-  });
-
-  it('more small tenants than permits: one lease, at most `permits` tenants at once, each pool at 1', async () => {
-    const events: string[] = [];
-    const { factory, acquires } = recordingFactory(6, events);
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '2' }), factory, FIRST_STRIPE);
-    const tenants = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((name) => tenant(name, 1));
-    let running = 0;
-    let peak = 0;
-    const report = await permits.run(tenants, window(), async () => {
-      running++;
-      peak = Math.max(peak, running);
-      await Promise.resolve();
-      running--;
-    });
-    // One acquire for all seven (one DynamoDB round trip, not one per group): min(6, POOL_CONCURRENCY 2, 7).
-    expect(acquires.map((x) => [x.name, x.k])).toEqual([[SHARED, 2]]);
-    expect(events.filter((e) => e.startsWith('release'))).toEqual([`release ${SHARED}`]);
-    expect(peak).toBe(2);
-    for (const t of tenants) {
-      expect(report.results.get(t)).toEqual({ permits: 2 });
-      expect(t.pool.concurrency).toBe(1);
-    }
   });
 
   it('without a semaphore factory each pool runs at min(POOL_CONCURRENCY, its writes), at least 1', async () => {
@@ -213,7 +155,7 @@ describe('TenantPermits: the steps of a lease kept apart', () => {
   it('sizes, runs, drains, then releases, in that order', async () => {
     const events: string[] = [];
     const { factory } = recordingFactory(Number.POSITIVE_INFINITY, events);
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '4' }), factory, FIRST_STRIPE);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '4' }), factory);
     const a = tenant('a', 20, events);
     await permits.run([a], window(), async () => {
       events.push('work a');
@@ -229,7 +171,7 @@ describe('TenantPermits: the steps of a lease kept apart', () => {
         throw new Error(`unreachable ${name}`);
       },
     });
-    const permits = new TenantPermits(testConfig(), failing, FIRST_STRIPE);
+    const permits = new TenantPermits(testConfig(), failing);
     const a = tenant('a', 20);
     const ran: string[] = [];
     const open = await permits.run([a], window(), async (t) => {
@@ -250,26 +192,28 @@ describe('TenantPermits: the steps of a lease kept apart', () => {
   it('a factory that throws makes only its tenants unavailable', async () => {
     const inner = recordingFactory();
     const factory = (name: string, limit: number): Semaphore => {
-      if (name === SHARED) throw new Error('no table');
+      if (name === prefixOf('broken')) throw new Error('no table');
       return inner.factory(name, limit);
     };
-    const permits = new TenantPermits(testConfig(), factory, FIRST_STRIPE);
+    const permits = new TenantPermits(testConfig(), factory);
     const big = tenant('big', 20);
+    const broken = tenant('broken', 20);
     const small = tenant('small', 1);
     const ran: string[] = [];
-    const report = await permits.run([big, small], window(), async (t) => {
+    const report = await permits.run([big, broken, small], window(), async (t) => {
       ran.push(t.tenant);
     });
-    expect(ran).toEqual(['big']);
-    expect(report.results.get(small)).toEqual({ unavailable: new Error('no table') });
+    expect(ran.sort()).toEqual(['big', 'small']);
+    expect(report.results.get(broken)).toEqual({ unavailable: new Error('no table') });
     expect(report.results.get(big)).toMatchObject({ permits: 8 });
+    expect(report.results.get(small)).toEqual({ permits: 0 });
   });
 
   it('a release that fails is reported with its semaphore and leaves the grant in place', async () => {
     const failingRelease = grantingAll(async () => {
       throw new Error('release lost');
     });
-    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), failingRelease, FIRST_STRIPE);
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), failingRelease);
     const a = tenant('a', 20);
     const report = await permits.run([a], window(), async () => undefined);
     expect(report.results.get(a)).toEqual({ permits: 8 });
@@ -288,7 +232,7 @@ describe('TenantPermits: the steps of a lease kept apart', () => {
           options?.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true });
         }),
     );
-    const permits = new TenantPermits(config, stalled, FIRST_STRIPE);
+    const permits = new TenantPermits(config, stalled);
     const startedAt = Date.now();
     const report = await permits.run([tenant('a', 20)], window(), async () => undefined);
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(90);

@@ -90,7 +90,7 @@ async function someWork(p: ExecutorPool): Promise<void> {
 describe('TenantPermits reports what S3 answered under each lease', () => {
   it("a large tenant's lease is told its pool's successes and throttles, before its release", async () => {
     const { factory, events } = reportingFactory();
-    const permits = new TenantPermits(testConfig(), factory, () => 0);
+    const permits = new TenantPermits(testConfig(), factory);
     const big = { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: pool() };
     await permits.run([big], window(), async (t) => someWork(t.pool));
     expect(events).toEqual([
@@ -99,21 +99,9 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
     ]);
   });
 
-  it("the small tenants' shared lease is told the sum over their pools", async () => {
-    const { factory, events } = reportingFactory();
-    const permits = new TenantPermits(testConfig(), factory, () => 0);
-    const a = { tenant: 'a', writes: 2, pool: pool() };
-    const b = { tenant: 'b', writes: 2, pool: pool() };
-    await permits.run([a, b], window(), async (t) => someWork(t.pool));
-    expect(events[0]).toEqual({
-      name: 'bucket:ignored-by-memory-store/small-tenants#0',
-      usage: usage(4, 4),
-    });
-  });
-
   it('counts only while the lease is held: work after it, or in a later lease, is not added', async () => {
     const { factory, events } = reportingFactory();
-    const permits = new TenantPermits(testConfig(), factory, () => 0);
+    const permits = new TenantPermits(testConfig(), factory);
     const big = { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: pool() };
     await permits.run([big], window(), async (t) => someWork(t.pool));
     // Between invocations: not under any lease.
@@ -129,7 +117,7 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
 
   it('lets go of every pool listener it added once the lease is released (warm pools are reused)', async () => {
     const { factory } = reportingFactory();
-    const permits = new TenantPermits(testConfig(), factory, () => 0);
+    const permits = new TenantPermits(testConfig(), factory);
     const big = { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: pool() };
     const small = { tenant: 'small', writes: 1, pool: pool() };
     const on = vi.spyOn(ExecutorPool.prototype, 'on');
@@ -143,7 +131,7 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
 
   it('a pool without events is reported as no attempts', async () => {
     const { factory, events } = reportingFactory();
-    const permits = new TenantPermits(testConfig(), factory, () => 0);
+    const permits = new TenantPermits(testConfig(), factory);
     const stub = {
       tenant: 'stub',
       writes: SMALL_TENANT_WRITES,
@@ -153,10 +141,10 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
     expect(events[0]!.usage).toEqual({ succeeded: 0, throttled: 0, attemptMs: 0 });
   });
 
-  it("the small tenants' stripe stands for four prefixes' rate; a tenant prefix for one", async () => {
+  it("a tenant prefix's semaphore stands for one prefix's rate; a small tenant builds none", async () => {
     const { factory, rates } = reportingFactory();
     const config = testConfig({ S3_PREFIX_WRITE_RATE: '1000' });
-    const permits = new TenantPermits(config, factory, () => 0);
+    const permits = new TenantPermits(config, factory);
     await permits.run(
       [
         { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: pool() },
@@ -165,23 +153,16 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
       window(),
       async () => undefined,
     );
-    expect(Object.fromEntries(rates)).toEqual({
-      'prefix:ignored-by-memory-store/t=big/': 1000,
-      'bucket:ignored-by-memory-store/small-tenants#0': 4000,
-    });
+    expect(Object.fromEntries(rates)).toEqual({ 'prefix:ignored-by-memory-store/t=big/': 1000 });
   });
 
   it('a large tenant whose semaphore cannot be built is unavailable; the others run', async () => {
     const { factory } = reportingFactory();
     const broken = new Error('no table');
-    const permits = new TenantPermits(
-      testConfig(),
-      (name, limit, rate) => {
-        if (name.includes('t=broken/')) throw broken;
-        return factory(name, limit, rate);
-      },
-      () => 0,
-    );
+    const permits = new TenantPermits(testConfig(), (name, limit, rate) => {
+      if (name.includes('t=broken/')) throw broken;
+      return factory(name, limit, rate);
+    });
     const ran: string[] = [];
     const brokenTenant = { tenant: 'broken', writes: SMALL_TENANT_WRITES, pool: pool() };
     const fine = { tenant: 'fine', writes: SMALL_TENANT_WRITES, pool: pool() };
@@ -197,7 +178,7 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
 describe('dynamoSemaphores', () => {
   const client = { config: {}, send: async () => ({}) } as unknown as DynamoDBClient;
 
-  it('adaptive per tenant prefix (never under the configured rate), static for the shared stripes', () => {
+  it('adaptive per tenant prefix (never under the configured rate), static for any other name', () => {
     const config = testConfig({ S3_PREFIX_WRITE_RATE: '3500' });
     const make = dynamoSemaphores(config, client, 'permits');
     const prefix = make('prefix:b/t=acme/', 70, 3500);
@@ -208,9 +189,9 @@ describe('dynamoSemaphores', () => {
     expect(make('prefix:b/t=globex/', 70).limit).toBe(3500);
     // A limit above the rate is kept.
     expect(make('prefix:b/t=initech/', 5000, 3500).limit).toBe(5000);
-    const stripe = make('bucket:b/small-tenants#3', 280, 14000);
-    expect(stripe).toBeInstanceOf(DynamoSemaphore);
-    expect(stripe.limit).toBe(280);
+    const other = make('bucket:b/exports', 280, 14000);
+    expect(other).toBeInstanceOf(DynamoSemaphore);
+    expect(other.limit).toBe(280);
   });
 
   it("'static' mode builds a static semaphore for a prefix too", () => {

@@ -1,9 +1,6 @@
+import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import {
-  SMALL_TENANT_STRIPES,
-  SMALL_TENANT_WRITES,
-  TenantPermits,
-} from '../../../../lib/ingest/handler/tenant-permits.js';
+import { SMALL_TENANT_WRITES, TenantPermits } from '../../../../lib/ingest/handler/tenant-permits.js';
 import { MemorySemaphore } from '../../../../lib/semaphore/memory-semaphore.js';
 import type { Semaphore } from '../../../../lib/semaphore/types.js';
 import { testConfig } from './support.js';
@@ -27,57 +24,54 @@ const window = () => ({
 });
 
 describe('TenantPermits semaphore cache', () => {
-  it('keeps at most TENANT_CACHE_SIZE prefix semaphores (plus the shared one), least recently used out', async () => {
+  it('keeps at most TENANT_CACHE_SIZE prefix semaphores, least recently used out', async () => {
     const made: string[] = [];
     const factory = (name: string, limit: number): Semaphore => {
       made.push(name);
       return new MemorySemaphore({ name, limit });
     };
-    const permits = new TenantPermits(testConfig({ TENANT_CACHE_SIZE: '3' }), factory, () => 0.5);
+    const permits = new TenantPermits(testConfig({ TENANT_CACHE_SIZE: '3' }), factory);
     const names = Array.from({ length: 50 }, (_, i) => `tenant-${i}`);
     for (const name of names) await permits.run([tenant(name)], window(), async () => undefined);
-    // A shared small-tenant lease too, so both kinds are cached.
-    await permits.run([tenant('small', 1)], window(), async () => undefined);
-    expect(made).toHaveLength(51);
+    expect(made).toHaveLength(50);
+    expect(permits.cachedSemaphores).toBe(3);
 
     // The oldest was evicted: it is built again.
     await permits.run([tenant('tenant-0')], window(), async () => undefined);
-    expect(made).toHaveLength(52);
+    expect(made).toHaveLength(51);
     expect(made.at(-1)).toBe('prefix:ignored-by-memory-store/t=tenant-0/');
-    // The most recent prefixes (and the shared lease) are still cached: no new semaphore.
-    await permits.run([tenant('tenant-49'), tenant('small', 1)], window(), async () => undefined);
-    expect(made).toHaveLength(52);
-    expect(permits.cachedSemaphores).toBe(4);
+    // The most recent prefixes are still cached: no new semaphore.
+    await permits.run([tenant('tenant-49')], window(), async () => undefined);
+    expect(made).toHaveLength(51);
+    expect(permits.cachedSemaphores).toBe(3);
   });
 });
 
-describe('TenantPermits small tenants (issue 16)', () => {
-  /** A pool stub that counts what runs through it, for the in-flight bound. */
-  const countingTenant = (name: string, writes: number, gauge: { now: number; max: number }) => ({
-    tenant: name,
-    writes,
-    pool: {
-      concurrency: 0,
-      setConcurrency(n: number) {
-        this.concurrency = n;
-      },
-      async run() {
-        // Writes up to the pool's concurrency at a time, like an ExecutorPool.
-        for (let left = writes; left > 0; left -= this.concurrency) {
-          const batch = Math.min(this.concurrency, left);
-          gauge.now += batch;
-          gauge.max = Math.max(gauge.max, gauge.now);
-          await new Promise((resolve) => setTimeout(resolve, 2));
-          gauge.now -= batch;
-        }
-      },
-    },
-  });
+/** A pool stub with the events an ExecutorPool emits, so a test can play S3's answers through it. */
+class EventfulPool extends EventEmitter {
+  concurrency = 0;
+  setConcurrency(n: number) {
+    this.concurrency = n;
+  }
+  throttled() {
+    const error = Object.assign(new Error('Please reduce your request rate.'), {
+      name: 'SlowDown',
+      $metadata: { httpStatusCode: 503 },
+    });
+    this.emit('pool:taskError', { id: 1, attempt: 1, error, willRetry: true, durationMs: 20 });
+  }
+  succeeded() {
+    this.emit('pool:taskCompleted', { id: 1, durationMs: 20, attempts: 1 });
+  }
+}
 
-  it('a batch of many small tenants costs one acquire, and never has more writes in flight than it got', async () => {
+describe('TenantPermits small tenants (issue 16)', () => {
+  const recordingFactory = () => {
+    const made: string[] = [];
     const acquires: string[] = [];
     const factory = (name: string, limit: number): Semaphore => {
-      const inner = new MemorySemaphore({ name, limit: Math.min(limit, 3) });
+      made.push(name);
+      const inner = new MemorySemaphore({ name, limit });
       return {
         name,
         limit: inner.limit,
@@ -87,35 +81,69 @@ describe('TenantPermits small tenants (issue 16)', () => {
         },
       };
     };
-    const permits = new TenantPermits(testConfig({ S3_PREFIX_WRITE_RATE: '3500' }), factory, () => 0);
-    const gauge = { now: 0, max: 0 };
-    const tenants = Array.from({ length: 20 }, (_, i) => countingTenant(`s${i}`, 1 + (i % 3), gauge));
+    return { made, acquires, factory };
+  };
+
+  it(`a tenant with fewer than ${SMALL_TENANT_WRITES} writes takes no lease: no DynamoDB write for it`, async () => {
+    const { made, acquires, factory } = recordingFactory();
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '16' }), factory);
+    const tenants = Array.from({ length: 20 }, (_, i) =>
+      tenant(`s${i}`, 1 + (i % (SMALL_TENANT_WRITES - 1))),
+    );
     const ran: string[] = [];
     const report = await permits.run(tenants, window(), async (t) => {
       ran.push(t.tenant);
-      await t.pool.run();
     });
-    expect(acquires).toEqual(['bucket:ignored-by-memory-store/small-tenants#0']);
+    expect(acquires).toEqual([]);
+    expect(made).toEqual([]);
     expect(ran.sort()).toEqual(tenants.map((t) => t.tenant).sort());
-    expect(gauge.max).toBeLessThanOrEqual(3);
-    expect(gauge.max).toBeGreaterThan(1);
-    for (const t of tenants) expect(report.results.get(t)).toEqual({ permits: 3 });
+    for (const t of tenants) {
+      expect(report.results.get(t)).toEqual({ permits: 0 });
+      // Its pool runs at its writes: a handful in flight, however many tenants the batch has.
+      expect(t.pool.concurrency).toBe(t.writes);
+    }
   });
 
-  it('spreads invocations over SMALL_TENANT_STRIPES semaphores, one partition key each', async () => {
-    const made = new Set<string>();
-    const factory = (name: string, limit: number): Semaphore => {
-      made.add(name);
-      return new MemorySemaphore({ name, limit });
-    };
-    let r = 0;
-    const draws = [0, 0.5, 0.999_999];
-    const permits = new TenantPermits(testConfig(), factory, () => draws[r++ % draws.length]!);
-    for (let i = 0; i < 3; i++) await permits.run([tenant(`s${i}`, 1)], window(), async () => undefined);
-    expect([...made].sort()).toEqual([
-      `bucket:ignored-by-memory-store/small-tenants#0`,
-      `bucket:ignored-by-memory-store/small-tenants#${SMALL_TENANT_STRIPES - 1}`,
-      `bucket:ignored-by-memory-store/small-tenants#${SMALL_TENANT_STRIPES / 2}`,
-    ]);
+  it('a small tenant S3 throttled takes its prefix lease from its next batch on, however few its writes', async () => {
+    const { acquires, factory } = recordingFactory();
+    const permits = new TenantPermits(testConfig(), factory);
+    const pool = new EventfulPool();
+    const small = { tenant: 'spread', writes: 2, pool };
+    await permits.run([small], window(), async () => {
+      pool.succeeded();
+      pool.throttled();
+    });
+    expect(acquires).toEqual([]);
+
+    const report = await permits.run([{ ...small, writes: 1 }], window(), async () => undefined);
+    expect(acquires).toEqual(['prefix:ignored-by-memory-store/t=spread/']);
+    expect([...report.results.values()]).toEqual([{ permits: 1 }]);
+  });
+
+  it('a small tenant S3 never throttled stays without a lease', async () => {
+    const { acquires, factory } = recordingFactory();
+    const permits = new TenantPermits(testConfig(), factory);
+    const pool = new EventfulPool();
+    const small = { tenant: 'quiet', writes: 3, pool };
+    for (let i = 0; i < 3; i++) {
+      await permits.run([small], window(), async () => {
+        pool.succeeded();
+      });
+    }
+    expect(acquires).toEqual([]);
+    // And it stopped listening to its pool after each batch.
+    expect(pool.listenerCount('pool:taskError')).toBe(0);
+    expect(pool.listenerCount('pool:taskCompleted')).toBe(0);
+  });
+
+  it('a factory that throws while promoting leaves the tenant small and its writes done', async () => {
+    const permits = new TenantPermits(testConfig(), () => {
+      throw new Error('no table');
+    });
+    const pool = new EventfulPool();
+    const small = { tenant: 'unlucky', writes: 2, pool };
+    const report = await permits.run([small], window(), async () => pool.throttled());
+    expect([...report.results.values()]).toEqual([{ permits: 0 }]);
+    expect(permits.cachedSemaphores).toBe(0);
   });
 });

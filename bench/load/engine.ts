@@ -2,6 +2,7 @@
 // stack (fauxqs SQS + S3, dynalite, the S3 chaos proxy), the producer feeding the queue, the event-source
 // runner invoking the engine's handler in Lambda-like containers, then a check of what landed in the bucket.
 
+import { appendFileSync } from 'node:fs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
@@ -253,6 +254,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
     });
 
     // One handler per container, as in Lambda; each container gets its own S3 client, counted in flight.
+    const trace = process.env.BENCH_LOAD_TRACE;
     const coldStart = (): ContainerHandler => {
       if (config.engine === 'naive') {
         const s3 = inFlight.attach(new S3Client({ ...aws.clientConfig.s3 }));
@@ -289,6 +291,15 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
           pool.throttles += summary.S3SlowDowns;
           pool.timeouts += summary.Timeouts;
           if (summary.deadlineReached) pool.deadlineReached += 1;
+          // BENCH_LOAD_TRACE=<file>: one JSON line per invocation (what it did, its permit waits), to see
+          // where a run's time went.
+          if (trace !== undefined) {
+            const { samples, ...rest } = summary;
+            appendFileSync(
+              trace,
+              `${JSON.stringify({ at: Date.now(), ...rest, permitWaitMs: samples.PermitWaitMs })}\n`,
+            );
+          }
         },
       });
     };

@@ -16,7 +16,9 @@ export interface AdaptiveLimitOptions {
    */
   initialLatencyMs?: number;
   /**
-   * Factor the limit is multiplied by when a lease saw SlowDown answers, in (0, 1).
+   * Factor the limit is multiplied by, at least, when a lease saw more SlowDown answers than noise explains
+   * (`TOLERATED_THROTTLE_SHARE`): a release whose lease saw a larger share refused shrinks by that share, down
+   * to half. In (0, 1).
    * @default 0.7
    */
   decreaseFactor?: number;
@@ -99,6 +101,22 @@ export function quantize(capacity: number): number {
   return Math.round(capacity / CAPACITY_QUANTUM) * CAPACITY_QUANTUM;
 }
 const MAX_LATENCY_MS = 60_000;
+/**
+ * SlowDown answers a lease may meet without the limit shrinking: one, or this share of its attempts when
+ * that is more. A prefix held at its limit meets the odd 503 from latency noise alone (S3 admits bursts of a
+ * fraction of a second), and one lease of a hot prefix makes tens to hundreds of attempts: shrinking on any
+ * single 503 held bench:load's hot prefix at 38% (halved limit) to 80% of its limit. Between one tolerated
+ * 503 and none the limit holds still (it grows only on leases S3 never refused).
+ */
+export const TOLERATED_THROTTLE_SHARE = 0.01;
+/** The most one release shrinks a shard by (a lease whose attempts were nearly all refused). */
+const DEEPEST_DECREASE = 0.5;
+
+/** More SlowDowns than noise explains (`TOLERATED_THROTTLE_SHARE`). */
+export function overloaded(outcome: Pick<LeaseOutcome, 'succeeded' | 'throttled'>): boolean {
+  const attempts = outcome.succeeded + outcome.throttled;
+  return outcome.throttled > Math.max(1, TOLERATED_THROTTLE_SHARE * attempts);
+}
 
 export function resolveAdaptiveLimitOptions(options: AdaptiveLimitOptions): ResolvedAdaptiveLimitOptions {
   const resolved: ResolvedAdaptiveLimitOptions = {
@@ -152,8 +170,9 @@ export function initialState(shards: number, options: ResolvedAdaptiveLimitOptio
  * holder last saw and what its lease did:
  * - latency: the lease's permit-milliseconds per attempt (`permits x held / attempts`, so permits held
  *   idle count as latency, which is what limits the rate a permit carries) into the moving average;
- * - SlowDown answers, and no decrease since this lease was granted: capacity x `decreaseFactor` (a
- *   round of leases that all saw the same overload shrinks the limit once, not once per lease);
+ * - more SlowDown answers than noise explains (`overloaded`), and no decrease since this lease was granted:
+ *   capacity x min(`decreaseFactor`, 1 - the share refused), never below half (a round of leases that all
+ *   saw the same overload shrinks the limit once, not once per lease); one tolerated SlowDown holds it;
  * - no SlowDown, the lease wanted more than it got (holders wait for permits) and began after the last
  *   decrease: + `increaseStep` (at most 1/8 of the capacity);
  * - always within `[MIN_CAPACITY, ceilingPerShard(latency)]`.
@@ -177,12 +196,16 @@ export function adaptLimit(
   }
   let capacity = state.capacity;
   let decreased = false;
-  if (outcome.throttled > 0) {
+  if (overloaded(outcome)) {
     if (outcome.takenAt > state.decreasedAt) {
-      capacity = state.capacity * options.decreaseFactor;
+      // In proportion to the share refused (a limit that halved refuses about half the attempts sent at
+      // the old rate: one release brings the capacity near the new one), at least `decreaseFactor`.
+      const refused = outcome.throttled / attempts;
+      capacity = state.capacity * Math.max(DEEPEST_DECREASE, Math.min(options.decreaseFactor, 1 - refused));
       decreased = true;
     }
   } else if (
+    outcome.throttled === 0 &&
     outcome.wanted > outcome.permits &&
     outcome.succeeded > 0 &&
     // A lease that began before the last decrease measured the old regime: it is no evidence of room now.

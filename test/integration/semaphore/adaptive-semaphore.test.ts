@@ -166,7 +166,7 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
     // One holder saw SlowDowns: the limit becomes 10 x 0.7 = 7 with 9 still held.
     now += 20;
     const throttled = leases.pop()!;
-    throttled.report?.({ succeeded: 0, throttled: 1 });
+    throttled.report?.({ succeeded: 8, throttled: 2, attemptMs: 200 });
     await throttled.release();
     const [afterCut] = await stored(name);
     expect(afterCut).toMatchObject({ held: 9 });
@@ -197,8 +197,8 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
     });
     const [a, b] = [await sem.acquire(2), await sem.acquire(2)];
     now += 20;
-    a.report?.({ succeeded: 1, throttled: 1 });
-    b.report?.({ succeeded: 1, throttled: 1 });
+    a.report?.({ succeeded: 8, throttled: 2, attemptMs: 200 });
+    b.report?.({ succeeded: 8, throttled: 2, attemptMs: 200 });
     await a.release();
     await b.release();
     const [shard] = await stored(name);

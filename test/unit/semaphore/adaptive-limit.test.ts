@@ -8,6 +8,7 @@ import {
   initialState,
   type LeaseOutcome,
   MIN_CAPACITY,
+  overloaded,
   resolveAdaptiveLimitOptions,
 } from '../../../lib/semaphore/adaptive-limit.js';
 import { InvalidSemaphoreOptionsError } from '../../../lib/semaphore/errors.js';
@@ -79,7 +80,7 @@ describe('adaptive limit: control law', () => {
     const sameRound = adaptLimit(first, throttledLease(1_050, 5), 1, law);
     expect(sameRound).toMatchObject({ capacity: 7, decreased: false, decreasedAt: 1_100 });
     // A lease taken after it that is still throttled cuts again.
-    const nextRound = adaptLimit(first, throttledLease(1_200, 1), 1, law);
+    const nextRound = adaptLimit(first, throttledLease(1_200, 2), 1, law);
     expect(nextRound.capacity).toBeCloseTo(4.9, 3); // on the 1/1024 grid
     expect(nextRound.decreased).toBe(true);
   });
@@ -88,7 +89,7 @@ describe('adaptive limit: control law', () => {
     let state: AdaptiveState = { capacity: 2, latencyMs: 20, decreasedAt: 0 };
     const seen: number[] = [];
     for (let t = 1; t < 20; t++) {
-      state = adaptLimit(state, lease({ t: t * 1_000, throttled: 1 }), 1, law);
+      state = adaptLimit(state, lease({ t: t * 1_000, throttled: 2 }), 1, law);
       seen.push(state.capacity);
     }
     expect(seen.some((c) => c > MIN_CAPACITY && c < 1)).toBe(true);
@@ -142,11 +143,37 @@ describe('adaptive limit: control law', () => {
     expect(permitsAt.slice(50, 60)).toContain(1);
   });
 
+  it('holds still on one SlowDown (or 1% of the attempts), and grows only on leases S3 never refused', () => {
+    const state: AdaptiveState = { capacity: 2, latencyMs: 100, decreasedAt: 0 };
+    // One 503 in ten attempts: noise. Neither a decrease nor an increase.
+    const one = adaptLimit(state, lease({ t: 1, succeeded: 9, throttled: 1 }), 1, law);
+    expect(one).toMatchObject({ capacity: 2, decreased: false });
+    // 2 in 300 attempts (0.67%): still within 1%.
+    const few = adaptLimit(state, lease({ t: 1, succeeded: 298, throttled: 2 }), 1, law);
+    expect(few).toMatchObject({ capacity: 2, decreased: false });
+    // 4 in 300 (1.3%): overload; the share refused is small, so the decrease is decreaseFactor (0.7).
+    const more = adaptLimit(state, lease({ t: 1, succeeded: 296, throttled: 4 }), 1, law);
+    expect(more.decreased).toBe(true);
+    expect(more.capacity).toBeCloseTo(1.4, 2); // on the 1/1024 grid
+    expect(overloaded({ succeeded: 9, throttled: 1 })).toBe(false);
+    expect(overloaded({ succeeded: 8, throttled: 2 })).toBe(true);
+  });
+
+  it('shrinks in proportion to the share refused, down to half in one release', () => {
+    const state: AdaptiveState = { capacity: 2, latencyMs: 100, decreasedAt: 0 };
+    // 40% refused: x 0.6 (deeper than decreaseFactor 0.7).
+    const forty = adaptLimit(state, lease({ t: 1, succeeded: 60, throttled: 40 }), 1, law);
+    expect(forty.capacity).toBeCloseTo(1.2, 2);
+    // 90% refused: never below half.
+    const ninety = adaptLimit(state, lease({ t: 1, succeeded: 10, throttled: 90 }), 1, law);
+    expect(ninety.capacity).toBe(1);
+  });
+
   it('keeps capacities on a 1/1024 grid, so free = capacity - held adds up exactly however often it moves', () => {
     let state: AdaptiveState = { capacity: 10, latencyMs: 200, decreasedAt: 0 };
     let free = state.capacity; // what the shard item would hold with nothing held: sums of the deltas
     for (let round = 1; round <= 40; round++) {
-      const throttled = round % 3 === 0 ? 1 : 0;
+      const throttled = round % 3 === 0 ? 3 : 0;
       const step = adaptLimit(
         state,
         lease({ t: round * 1_000, permits: 20, succeeded: 10 - throttled, throttled }),

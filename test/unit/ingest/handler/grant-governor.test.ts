@@ -4,7 +4,8 @@ import type { PoolEvents } from '../../../../lib/pool/events.js';
 import { ExecutorPool } from '../../../../lib/pool/index.js';
 import { MIN_CAPACITY } from '../../../../lib/semaphore/adaptive-limit.js';
 
-type Listener = (e: PoolEvents['pool:taskError']) => void;
+type ErrorListener = (e: PoolEvents['pool:taskError']) => void;
+type CompletedListener = (e: PoolEvents['pool:taskCompleted']) => void;
 
 function slowDown(): Error {
   const error = new Error('Please reduce your request rate.') as Error & {
@@ -15,28 +16,37 @@ function slowDown(): Error {
   return error;
 }
 
-/** A pool's taskError events and its concurrency, as the governor sees them. */
+/** A pool's taskError / taskCompleted events and its concurrency, as the governor sees them. */
 function fakePool(concurrency: number) {
-  const listeners = new Set<Listener>();
+  const errors = new Set<ErrorListener>();
+  const completions = new Set<CompletedListener>();
+  const listen = (event: string, l: ErrorListener | CompletedListener, add: boolean) => {
+    const set = (event === 'pool:taskError' ? errors : completions) as Set<unknown>;
+    if (add) set.add(l);
+    else set.delete(l);
+  };
   const pool = {
     concurrency,
     setConcurrency(n: number) {
       pool.concurrency = n;
     },
-    on: (_: 'pool:taskError', l: Listener) => void listeners.add(l),
-    off: (_: 'pool:taskError', l: Listener) => void listeners.delete(l),
+    on: (event: string, l: ErrorListener | CompletedListener) => listen(event, l, true),
+    off: (event: string, l: ErrorListener | CompletedListener) => listen(event, l, false),
     fail(error: unknown, durationMs: number) {
-      for (const l of listeners) l({ id: 't', attempt: 1, error, willRetry: true, durationMs });
+      for (const l of errors) l({ id: 't', attempt: 1, error, willRetry: true, durationMs });
+    },
+    succeed(durationMs: number) {
+      for (const l of completions) l({ id: 't', attempt: 1, queueWaitMs: 0, durationMs });
     },
     get listeners() {
-      return listeners.size;
+      return errors.size + completions.size;
     },
   };
-  return pool satisfies ThrottleEvents;
+  return pool as typeof pool & ThrottleEvents;
 }
 
 describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown', () => {
-  it('cuts to 0.85 x once per round trip, ignores the rest of that round trip, and never grows', () => {
+  it('cuts to 0.85 x once per round trip, and ignores the rest of that round trip', () => {
     const pool = fakePool(4);
     let now = 1_000;
     const governor = new GrantGovernor(pool, pool, 4, () => now);
@@ -61,6 +71,45 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
     now += 50;
     pool.fail(slowDown(), 20);
     expect(pool.concurrency).toBeCloseTo(2.89, 9);
+  });
+
+  it('takes back 1/32 of the grant per attempt accepted after the cut, never past the grant', () => {
+    const pool = fakePool(4);
+    let now = 1_000;
+    const governor = new GrantGovernor(pool, pool, 4, () => now);
+    pool.fail(slowDown(), 20);
+    expect(pool.concurrency).toBeCloseTo(3.4, 9);
+    // Accepted, but sent before the cut: no evidence about the new rate.
+    now += 5;
+    pool.succeed(20);
+    expect(pool.concurrency).toBeCloseTo(3.4, 9);
+    // Sent after the cut and accepted: + 4/32 each, up to the grant and no further.
+    now += 50;
+    pool.succeed(20);
+    expect(pool.concurrency).toBeCloseTo(3.525, 9);
+    for (let i = 0; i < 10; i++) {
+      now += 50;
+      pool.succeed(20);
+    }
+    expect(pool.concurrency).toBe(4);
+    expect(governor.concurrency).toBe(4);
+    governor.stop();
+    expect(pool.listeners).toBe(0);
+  });
+
+  it('under a real overload the cuts outpace the recovery', () => {
+    const pool = fakePool(2);
+    let now = 0;
+    new GrantGovernor(pool, pool, 2, () => now);
+    // Each round trip: one refused, two accepted (a third of the attempts refused).
+    for (let round = 0; round < 20; round++) {
+      now += 100;
+      pool.fail(slowDown(), 20);
+      now += 30;
+      pool.succeed(20);
+      pool.succeed(20);
+    }
+    expect(pool.concurrency).toBeLessThan(1);
   });
 
   it('never goes below MIN_CAPACITY (the prefix always progresses)', () => {

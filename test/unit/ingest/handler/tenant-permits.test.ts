@@ -61,7 +61,7 @@ class EventfulPool extends EventEmitter {
     this.emit('pool:taskError', { id: 1, attempt: 1, error, willRetry: true, durationMs: 20 });
   }
   succeeded() {
-    this.emit('pool:taskCompleted', { id: 1, durationMs: 20, attempts: 1 });
+    this.emit('pool:taskCompleted', { id: 1, attempt: 1, queueWaitMs: 0, durationMs: 20 });
   }
 }
 

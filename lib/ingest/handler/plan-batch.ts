@@ -88,14 +88,18 @@ export function parseRecord(
 }
 
 /**
- * Splits one tenant's writes (in message order) into chains, highest first priority first. Writes to the
- * same record `(resource, id)` share a chain; so do writes of the same FIFO message group (`groupOf`), and
- * chains that share either are one chain: its writes run one after another in message order, and a
- * transient failure blocks the rest of it, which keeps both the record's order and the group's.
+ * Splits one tenant's writes (in message order) into chains, highest first priority first and, among equal
+ * priorities, the chains whose messages SQS delivered most often first (`receivesOf`): when a tenant cannot
+ * write all of its batch before the cutoff (its prefix's rate), the records it hands back are the ones with
+ * receives to spare, not the ones one more receive sends to the dead-letter queue. Writes to the same record
+ * `(resource, id)` share a chain; so do writes of the same FIFO message group (`groupOf`), and chains that
+ * share either are one chain: its writes run one after another in message order, and a transient failure
+ * blocks the rest of it, which keeps both the record's order and the group's.
  */
 export function chainsOf(
   writes: readonly IngestWrite[],
   groupOf: (messageId: string) => string | undefined = () => undefined,
+  receivesOf: (messageId: string) => number = () => 1,
 ): IngestWrite[][] {
   // Union-find over write indexes: each key (record, group) links a write to the first write holding it.
   const parent = writes.map((_, i) => i);
@@ -124,7 +128,19 @@ export function chainsOf(
     if (chain === undefined) chains.set(r, [write]);
     else chain.push(write);
   });
-  return [...chains.values()].sort((a, b) => b[0]!.priority - a[0]!.priority);
+  const mostReceived = (chain: readonly IngestWrite[]) =>
+    chain.reduce((most, w) => Math.max(most, receivesOf(w.messageId)), 0);
+  // Array.prototype.sort is stable: equal chains keep message order.
+  return [...chains.values()]
+    .map((chain) => ({ chain, receives: mostReceived(chain) }))
+    .sort((a, b) => b.chain[0]!.priority - a.chain[0]!.priority || b.receives - a.receives)
+    .map(({ chain }) => chain);
+}
+
+/** SQS's `ApproximateReceiveCount` of a record (1 when absent or unreadable). */
+function receiveCountOf(record: SQSRecord): number {
+  const n = Number(record.attributes?.ApproximateReceiveCount);
+  return Number.isFinite(n) && n >= 1 ? n : 1;
 }
 
 /**
@@ -144,10 +160,12 @@ export function planBatch(
   const seen = new Set<string>();
   // FIFO queues: a message group's later messages wait for its earlier ones (fifo-groups.ts).
   const groups = new Map<string, string>();
+  const receives = new Map<string, number>();
   const gate = new FifoGroupGate();
   for (const record of records) {
     if (seen.has(record.messageId)) continue;
     seen.add(record.messageId);
+    receives.set(record.messageId, receiveCountOf(record));
     const group = messageGroupOf(record);
     if (group !== undefined) groups.set(record.messageId, group);
     const parsed = admitRecord(record, parseRecord(record, resources), options);
@@ -168,7 +186,11 @@ export function planBatch(
   const tenants = [...byTenant].map(([tenant, writes]) => ({
     tenant,
     writes: writes.length,
-    chains: chainsOf(writes, (messageId) => groups.get(messageId)),
+    chains: chainsOf(
+      writes,
+      (messageId) => groups.get(messageId),
+      (messageId) => receives.get(messageId) ?? 1,
+    ),
   }));
   return { unparsed, tenants };
 }

@@ -29,6 +29,28 @@ describe('planBatch (pure)', () => {
     expect(plan.tenants[0]!.chains.map((c) => c[0]!.messageId)).toEqual(['m-1', 'm-3', 'm-2', 'm-0', 'm-4']);
   });
 
+  it('among equal priorities, the records SQS delivered most often go first (they are closest to the DLQ)', () => {
+    const receives = [1, 4, 2, 4, 1];
+    const records = receives.map((n, i) => {
+      const record = sqsRecord(body({ id: `r-${i}` }), `m-${i}`);
+      return { ...record, attributes: { ...record.attributes, ApproximateReceiveCount: String(n) } };
+    });
+    // Another record's second write brings its chain's receives up: a chain counts its most received write.
+    const later = sqsRecord(body({ id: 'r-4', op: 'update', data: { n: 2 } }), 'm-5');
+    records.push({ ...later, attributes: { ...later.attributes, ApproximateReceiveCount: '3' } });
+    // A higher priority still goes first, however fresh.
+    records.push(sqsRecord(body({ id: 'urgent', priority: 90 }), 'm-6'));
+    const plan = planBatch(records, resources);
+    expect(plan.tenants[0]!.chains.map((c) => c.map((w) => w.messageId))).toEqual([
+      ['m-6'],
+      ['m-1'],
+      ['m-3'],
+      ['m-4', 'm-5'],
+      ['m-2'],
+      ['m-0'],
+    ]);
+  });
+
   it('refuses contract violations as permanent and never throws', () => {
     const records = [sqsRecord('not json', 'bad'), sqsRecord(body({ resource: 'unknown' }), 'undeclared')];
     const plan = planBatch(records, resources);

@@ -277,7 +277,9 @@ export class ExecutorPool {
   /** Resolves when `enqueue` would no longer refuse a task for a full queue (at once if it would not now), or at `stop()`. */
   onQueueRoom(): Promise<void> {
     if (!this.isQueueFull || this.#stopped) return Promise.resolve();
-    return new Promise((resolve) => this.#roomWaiters.push(resolve));
+    const room = new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
+    this.#offerRoom();
+    return room;
   }
 
   /** Stops starting queued tasks; resolves when every in-flight attempt (timed-out work included) has settled. */
@@ -392,15 +394,34 @@ export class ExecutorPool {
       // A started task ran its function synchronously: read the clock afresh for the next one.
       now = -1;
     }
-    if (this.#roomWaiters.length > 0 && queue.size < this.#options.maxQueueSize) {
-      for (const wake of this.#roomWaiters.splice(0)) wake();
-    }
+    this.#offerRoom();
     if (queue.size === 0) this.#checkIdle();
+  }
+
+  /**
+   * Wakes `onQueueRoom` waiters once `enqueue` would accept a task. With `maxQueueSize: 0` that is a free
+   * slot, not a shorter queue; with a budget, a slot another pool frees: wait in the budget's line for it.
+   */
+  #offerRoom(): void {
+    if (this.#roomWaiters.length === 0) return;
+    if (!this.isQueueFull) {
+      for (const wake of this.#roomWaiters.splice(0)) wake();
+      return;
+    }
+    const member = this.#member;
+    if (member !== undefined && this.#queue.size === 0 && !this.#paused && member.budget.available === 0) {
+      // Only a budget slot is missing (never waits when one is free: the grant would come back at once).
+      if (this.#active + this.#resting < this.#cap) member.waitForSlot();
+    }
   }
 
   /** The budget offers this pool a slot (already counted as held); returns whether it was used. */
   #onSlotGranted(): boolean {
-    if (this.#paused || this.#active + this.#resting >= this.#cap || this.#queue.size === 0) return false;
+    if (this.#paused || this.#active + this.#resting >= this.#cap || this.#queue.size === 0) {
+      // Nothing to start, but a producer waiting in `onQueueRoom` may enqueue into this slot.
+      if (this.#roomWaiters.length > 0 && !this.#paused) queueMicrotask(() => this.#offerRoom());
+      return false;
+    }
     const admission = this.#admitHead();
     if (admission === HOLD) {
       // Refused tasks may have emptied the queue: settle the pool's idle state outside the budget's dispatch.
@@ -581,6 +602,8 @@ export class ExecutorPool {
         if (attempt !== undefined && !attempt.detached) {
           attempt.detached = true;
           attempt.abort(error);
+          // A probe whose caller gave up proves nothing: give it back, or half-open waits for it forever.
+          if (attempt.probe) this.#breaker!.cancelProbe();
         }
         break;
       }

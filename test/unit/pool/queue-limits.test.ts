@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ExecutorPool, QueueFullError } from '../../../lib/pool/index.js';
-import { deferred, flush } from './helpers.js';
+import { ConcurrencyBudget, ExecutorPool, QueueFullError } from '../../../lib/pool/index.js';
+import { deferred, flush, stateOf } from './helpers.js';
 
 describe('maxQueueSize', () => {
   it('rejects enqueue beyond the limit at once with QueueFullError, losing nothing already queued', async () => {
@@ -148,5 +148,71 @@ describe('process()', () => {
       }),
     ).rejects.toThrow('consumer broke');
     expect(pool.getStats().activeCount).toBe(0);
+  });
+});
+
+describe('isQueueFull and onQueueRoom', () => {
+  it('with maxQueueSize 0, a free slot is room: a waiting producer wakes when the running task settles', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, maxQueueSize: 0, timeout: 0 });
+    expect(pool.isQueueFull).toBe(false);
+    const gate = deferred();
+    const running = pool.enqueue(() => gate.promise);
+    expect(pool.isQueueFull).toBe(true);
+    await expect(pool.enqueue(async () => 'refused')).rejects.toBeInstanceOf(QueueFullError);
+    const room = pool.onQueueRoom();
+    expect(await stateOf(room)).toBe('pending');
+    gate.resolve();
+    await running;
+    expect(await stateOf(room)).toBe('fulfilled');
+    expect(pool.isQueueFull).toBe(false);
+    expect(await pool.enqueue(async () => 'fits')).toBe('fits');
+  });
+
+  it('with a budget, the queue is full while another pool holds the budget, and room comes when it frees', async () => {
+    const budget = new ConcurrencyBudget(1);
+    const other = new ExecutorPool({ concurrency: 1, timeout: 0, budget });
+    const pool = new ExecutorPool({ concurrency: 2, maxQueueSize: 0, timeout: 0, budget });
+    expect(pool.isQueueFull).toBe(false);
+    const gate = deferred();
+    const held = other.enqueue(() => gate.promise);
+    await flush();
+    expect(budget.available).toBe(0);
+    // The pool has free slots of its own, but the budget grants none: enqueue refuses, and says so first.
+    expect(pool.isQueueFull).toBe(true);
+    await expect(pool.enqueue(async () => 'refused')).rejects.toBeInstanceOf(QueueFullError);
+    const room = pool.onQueueRoom();
+    const summary = pool.process([1, 2, 3], async (x) => x);
+    expect(await stateOf(room)).toBe('pending');
+    gate.resolve();
+    await held;
+    expect(await stateOf(room)).toBe('fulfilled');
+    expect(await summary).toMatchObject({ processed: 3, failed: 0 });
+    expect(budget.inUse).toBe(0);
+  });
+
+  it('a paused pool with maxQueueSize 0 is full even with free slots; resume() makes room', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, maxQueueSize: 0, timeout: 0, paused: true });
+    expect(pool.isQueueFull).toBe(true);
+    await expect(pool.enqueue(async () => 'refused')).rejects.toBeInstanceOf(QueueFullError);
+    const room = pool.onQueueRoom();
+    expect(await stateOf(room)).toBe('pending');
+    pool.resume();
+    expect(await stateOf(room)).toBe('fulfilled');
+    expect(await pool.enqueue(async () => 'fits')).toBe('fits');
+  });
+
+  it('with maxQueueSize N, the queue is full at N queued tasks behind busy slots, not at N - 1', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, maxQueueSize: 2, timeout: 0 });
+    const gate = deferred();
+    const tasks = [pool.enqueue(() => gate.promise), pool.enqueue(async () => 'q1')];
+    expect(pool.isQueueFull).toBe(false);
+    tasks.push(pool.enqueue(async () => 'q2'));
+    expect(pool.isQueueFull).toBe(true);
+    const room = pool.onQueueRoom();
+    expect(await stateOf(room)).toBe('pending');
+    gate.resolve();
+    expect(await stateOf(room)).toBe('fulfilled');
+    await Promise.all(tasks);
+    expect(pool.isQueueFull).toBe(false);
   });
 });

@@ -310,6 +310,7 @@ export class ExecutorPool {
    * are rejected at once; their slots are freed as the work settles) and makes later `enqueue`s reject.
    */
   stop(): void {
+    // Stryker disable next-line ConditionalExpression: a second stop() finds nothing to do (queue, backoffs and single-flight already empty, running attempts detached, each step idempotent).
     if (this.#stopped) return;
     this.#stopped = true;
     this.#autotuner?.detach();
@@ -666,7 +667,8 @@ export class ExecutorPool {
   }
 
   #onCircuitChange(state: CircuitState): void {
+    // No pump here: a breaker closes only on a probe's success, in #onSettled, whose own #pump then starts
+    // the tasks that waited behind the probes (breaker-recovery.test.ts).
     if (this.#events.has['pool:circuitStateChange']) this.#events.emit('pool:circuitStateChange', { state });
-    if (state === 'closed') queueMicrotask(() => this.#pump());
   }
 }

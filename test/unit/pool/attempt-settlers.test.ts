@@ -51,7 +51,7 @@ describe('attempt settlement', () => {
     expect(pool.getStats()).toMatchObject({ activeCount: 2, queueSize: 0, processedCount: 1, errorCount: 0 });
     gates[0]!.reject(new Error('zero failed'));
     gates[2]!.resolve('two');
-    await expect(results[0]).rejects.toThrow('zero failed');
+    await expect(results[0]).rejects.toMatchObject({ name: 'Error', message: 'zero failed' });
     await expect(results[2]).resolves.toBe('two');
     await pool.drain();
     expect(pool.getStats()).toMatchObject({ activeCount: 0, queueSize: 0, processedCount: 2, errorCount: 1 });
@@ -61,7 +61,7 @@ describe('attempt settlement', () => {
     const pool = new ExecutorPool({ concurrency: 1, retries: 0 });
     const broken = pool.enqueue(() => new ThrowingThenPromise<number>(() => {}));
     const next = pool.enqueue(() => 'next');
-    await expect(broken).rejects.toThrow('then threw');
+    await expect(broken).rejects.toMatchObject({ name: 'Error', message: 'then threw' });
     await expect(next).resolves.toBe('next');
     expect(pool.getStats()).toMatchObject({ activeCount: 0, processedCount: 1, errorCount: 1 });
   });

@@ -126,4 +126,27 @@ describe('ConcurrencyBudget', () => {
     await Promise.all([...ta.results, ...tb.results]);
     expect(budget.inUse).toBe(0);
   });
+  it('a pool with more queued work takes each slot another pool frees, one after the other', async () => {
+    const budget = new ConcurrencyBudget(2);
+    const holder = new ExecutorPool({ concurrency: 2, budget, timeout: 0 });
+    const waiter = new ExecutorPool({ concurrency: 3, budget, timeout: 0 });
+    const log: string[] = [];
+    const h = tenant('h', holder, 2, log);
+    await flush();
+    const w = tenant('w', waiter, 3, log);
+    await flush();
+    expect(log).toEqual(['h:0', 'h:1']);
+    h.gates[0]!.resolve();
+    await flush();
+    expect(log).toEqual(['h:0', 'h:1', 'w:0']);
+    // Still busy after that grant: back in line, so the next freed slot is its too (w:0 still runs).
+    h.gates[1]!.resolve();
+    await flush();
+    expect(log).toEqual(['h:0', 'h:1', 'w:0', 'w:1']);
+    expect(budget.inUse).toBe(2);
+    for (const gate of w.gates) gate.resolve();
+    await Promise.all([...h.results, ...w.results]);
+    expect(log).toEqual(['h:0', 'h:1', 'w:0', 'w:1', 'w:2']);
+    expect(budget.inUse).toBe(0);
+  });
 });

@@ -38,8 +38,8 @@ describe('deduplication', () => {
       const first = pool.enqueue(fn, { dedupKey: 'x' });
       const second = pool.enqueue(fn, { dedupKey: 'x', signal: new AbortController().signal });
       pool.enqueue(fn, { dedupKey: 'x' }); // nobody awaits this one
-      await expect(first).rejects.toThrow('shared failure');
-      await expect(second).rejects.toThrow('shared failure');
+      await expect(first).rejects.toMatchObject({ name: 'Error', message: 'shared failure' });
+      await expect(second).rejects.toMatchObject({ name: 'Error', message: 'shared failure' });
       expect(calls).toBe(1);
       await new Promise((resolve) => setImmediate(resolve));
       await new Promise((resolve) => setImmediate(resolve));
@@ -113,8 +113,14 @@ describe('deduplication ttl', () => {
 describe('enqueue input validation', () => {
   it('rejects bad options with a RangeError naming the field, and queues nothing', async () => {
     const pool = new ExecutorPool({ concurrency: 1 });
-    await expect(pool.enqueue(async () => 1, { priority: Number.NaN })).rejects.toThrow(/priority/);
-    await expect(pool.enqueue(async () => 1, { timeout: -1 })).rejects.toThrow(/timeout/);
+    await expect(pool.enqueue(async () => 1, { priority: Number.NaN })).rejects.toMatchObject({
+      name: 'RangeError',
+      message: expect.stringMatching(/priority/),
+    });
+    await expect(pool.enqueue(async () => 1, { timeout: -1 })).rejects.toMatchObject({
+      name: 'RangeError',
+      message: expect.stringMatching(/timeout/),
+    });
     await expect(pool.enqueue(async () => 1, { retries: -2 })).rejects.toBeInstanceOf(RangeError);
     expect(pool.getStats()).toMatchObject({ queueSize: 0, activeCount: 0, processedCount: 0 });
     expect(() => new ExecutorPool({ jitter: 'sometimes' as never })).toThrow(/jitter/);

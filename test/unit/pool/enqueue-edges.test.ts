@@ -10,15 +10,18 @@ describe('enqueue options at their bounds', () => {
     await expect(pool.enqueue(async () => 'ok', { priority: -1e9, timeout: 0, retries: 0 })).resolves.toBe(
       'ok',
     );
-    await expect(pool.enqueue(async () => 1, { priority: Number.POSITIVE_INFINITY })).rejects.toThrow(
-      'priority must be a finite number, got Infinity',
-    );
-    await expect(pool.enqueue(async () => 1, { timeout: Number.NaN })).rejects.toThrow(
-      'timeout must be a number >= 0, got NaN',
-    );
-    await expect(pool.enqueue(async () => 1, { retries: Number.NaN })).rejects.toThrow(
-      'retries must be a number >= 0, got NaN',
-    );
+    await expect(pool.enqueue(async () => 1, { priority: Number.POSITIVE_INFINITY })).rejects.toMatchObject({
+      name: 'RangeError',
+      message: 'priority must be a finite number, got Infinity',
+    });
+    await expect(pool.enqueue(async () => 1, { timeout: Number.NaN })).rejects.toMatchObject({
+      name: 'RangeError',
+      message: 'timeout must be a number >= 0, got NaN',
+    });
+    await expect(pool.enqueue(async () => 1, { retries: Number.NaN })).rejects.toMatchObject({
+      name: 'RangeError',
+      message: 'retries must be a number >= 0, got NaN',
+    });
     await expect(pool.enqueue(async () => 1, { retries: -1 })).rejects.toBeInstanceOf(RangeError);
     expect(pool.getStats()).toMatchObject({ processedCount: 1, errorCount: 0 });
   });
@@ -136,7 +139,7 @@ describe('process() callbacks that throw', () => {
         },
       },
     );
-    await expect(run).rejects.toThrow('sink broke on item 0 failed');
+    await expect(run).rejects.toMatchObject({ name: 'Error', message: 'sink broke on item 0 failed' });
     expect(read).toBeLessThan(5);
     expect(pool.getStats()).toMatchObject({ activeCount: 0, queueSize: 0 });
   });

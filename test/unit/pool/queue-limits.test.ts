@@ -146,7 +146,7 @@ describe('process()', () => {
           if (r === 2) throw new Error('consumer broke');
         },
       }),
-    ).rejects.toThrow('consumer broke');
+    ).rejects.toMatchObject({ name: 'Error', message: 'consumer broke' });
     expect(pool.getStats().activeCount).toBe(0);
   });
 });

@@ -237,4 +237,53 @@ describe('ExecutorPool retries', () => {
     expect(calls).toBe(1);
     await pool.drain();
   });
+  it('a caller abort during the backoff takes only that task off the backoff timer, leaving no timer behind', async () => {
+    const pool = new ExecutorPool({
+      concurrency: 2,
+      retries: 3,
+      retryDelay: 10_000,
+      jitter: 'none',
+      timeout: 0,
+    });
+    const drained = vi.fn();
+    pool.on('pool:drained', drained);
+    const calls = { a: 0, b: 0 };
+    const flaky = (name: 'a' | 'b') => async () => {
+      calls[name] += 1;
+      if (calls[name] === 1) throw awsError('SlowDown', 503);
+      return name;
+    };
+    const controller = new AbortController();
+    const a = pool.enqueue(flaky('a'), { signal: controller.signal }).catch((e: unknown) => e);
+    const b = pool.enqueue(flaky('b'));
+    await flush();
+    expect(calls).toEqual({ a: 1, b: 1 });
+    expect(vi.getTimerCount()).toBe(1); // both wait on the one backoff timer
+    controller.abort(new Error('client gone'));
+    expect(await a).toBeInstanceOf(TaskAbortedError);
+    expect(await stateOf(b)).toBe('pending');
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(await b).toBe('b');
+    expect(calls).toEqual({ a: 1, b: 2 });
+    expect(drained).toHaveBeenCalledTimes(1);
+
+    // The last task waiting out a backoff aborts: the timer goes too (nothing keeps the process alive).
+    const last = new AbortController();
+    const d = pool
+      .enqueue(
+        async () => {
+          throw awsError('SlowDown', 503);
+        },
+        { signal: last.signal },
+      )
+      .catch((e: unknown) => e);
+    await flush();
+    expect(vi.getTimerCount()).toBe(1);
+    last.abort();
+    expect(await d).toBeInstanceOf(TaskAbortedError);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(drained).toHaveBeenCalledTimes(2); // the pool ran out of work again
+    expect(await stateOf(pool.drain())).toBe('fulfilled');
+    expect(pool.getStats()).toMatchObject({ queueSize: 0, activeCount: 0, processedCount: 1, errorCount: 2 });
+  });
 });

@@ -66,7 +66,7 @@ describe('tasks sharing one caller signal (an invocation deadline)', () => {
       },
       { signal },
     );
-    await expect(failing).rejects.toThrow('permanent');
+    await expect(failing).rejects.toMatchObject({ name: 'Error', message: 'permanent' });
     expect(listeners(signal)).toBe(0);
   });
 

@@ -404,23 +404,21 @@ export class ExecutorPool {
    * slot, not a shorter queue; with a budget, a slot another pool frees: wait in the budget's line for it.
    */
   #offerRoom(): void {
+    // Stryker disable next-line ConditionalExpression: a shortcut; with no waiter, nothing is woken and a budget slot waited for is handed on unused.
     if (this.#roomWaiters.length === 0) return;
     if (!this.isQueueFull) {
       for (const wake of this.#roomWaiters.splice(0)) wake();
       return;
     }
-    const member = this.#member;
-    if (member !== undefined && this.#queue.size === 0 && !this.#paused && member.budget.available === 0) {
-      // Only a budget slot is missing (never waits when one is free: the grant would come back at once).
-      if (this.#active + this.#resting < this.#cap) member.waitForSlot();
-    }
+    // Never wait while the budget has a free slot: its grant would come straight back here, in a loop.
+    if (this.#member !== undefined && this.#member.budget.available === 0) this.#member.waitForSlot();
   }
 
   /** The budget offers this pool a slot (already counted as held); returns whether it was used. */
   #onSlotGranted(): boolean {
     if (this.#paused || this.#active + this.#resting >= this.#cap || this.#queue.size === 0) {
-      // Nothing to start, but a producer waiting in `onQueueRoom` may enqueue into this slot.
-      if (this.#roomWaiters.length > 0 && !this.#paused) queueMicrotask(() => this.#offerRoom());
+      // Nothing to start, but a producer waiting in `onQueueRoom` may enqueue into this slot once it is back.
+      queueMicrotask(() => this.#offerRoom());
       return false;
     }
     const admission = this.#admitHead();

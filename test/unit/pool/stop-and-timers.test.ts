@@ -1,0 +1,155 @@
+// What stop(), caller aborts and timeouts leave behind: every live caller answered once, no timer armed
+// that nothing needs, and nothing counted twice.
+import { describe, expect, it, vi } from 'vitest';
+import {
+  CircuitOpenError,
+  ExecutorPool,
+  PoolStoppedError,
+  TaskAbortedError,
+} from '../../../lib/pool/index.js';
+import { awsError, deferred, flush, stateOf, useFakeTimersInEachTest } from './helpers.js';
+
+describe('stop() with attempts that finished in any order', () => {
+  it('rejects every caller still running after the oldest, or a middle, attempt finished first', async () => {
+    for (const finishedFirst of [0, 1]) {
+      const pool = new ExecutorPool({ concurrency: 3, timeout: 0 });
+      const gates = [deferred<string>(), deferred<string>(), deferred<string>()];
+      const signals: AbortSignal[] = [];
+      const results = gates.map((gate) =>
+        pool
+          .enqueue((ctx) => {
+            signals.push(ctx.signal);
+            return gate.promise;
+          })
+          .catch((e: unknown) => e),
+      );
+      await flush();
+      gates[finishedFirst]!.resolve('done');
+      expect(await results[finishedFirst]).toBe('done');
+      pool.stop();
+      const others = [0, 1, 2].filter((i) => i !== finishedFirst);
+      for (const i of others) {
+        expect(signals[i]!.aborted).toBe(true);
+        expect(await results[i]).toBeInstanceOf(PoolStoppedError);
+      }
+      expect(signals[finishedFirst]!.aborted).toBe(false);
+      for (const gate of gates) gate.resolve('late');
+      await pool.drain();
+      // Work that returns after stop() answered its caller counts as failed, not also as processed.
+      expect(pool.getStats()).toMatchObject({ activeCount: 0, processedCount: 1, errorCount: 2 });
+    }
+  });
+
+  it('a drain() waiting on queued work resolves when stop() rejects it', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0, paused: true });
+    const queued = pool.enqueue(async () => 'never').catch((e: unknown) => e);
+    const drained = pool.drain();
+    expect(await stateOf(drained)).toBe('pending');
+    pool.stop();
+    expect(await stateOf(drained)).toBe('fulfilled');
+    expect(await queued).toBeInstanceOf(PoolStoppedError);
+  });
+});
+
+describe('timers', () => {
+  useFakeTimersInEachTest();
+
+  it('a pool without a timeout arms no timer for its running attempts', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
+    const gate = deferred();
+    const running = [pool.enqueue(() => gate.promise), pool.enqueue(() => gate.promise, { timeout: 0 })];
+    await flush();
+    expect(pool.getStats().activeCount).toBe(2);
+    expect(vi.getTimerCount()).toBe(0);
+    gate.resolve();
+    await Promise.all(running);
+  });
+
+  it('a per-task timeout of 0 disables the pool’s timeout for that task', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, timeout: 10, retries: 0 });
+    const slow = () => new Promise((resolve) => setTimeout(() => resolve('slow'), 50));
+    const untimed = pool.enqueue(slow, { timeout: 0 });
+    const timed = pool.enqueue(slow).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await untimed).toBe('slow');
+    expect(await timed).toMatchObject({ name: 'TaskTimeoutError' });
+  });
+
+  it('an attempt abandoned by its caller reports nothing more when its timeout passes', async () => {
+    const pool = new ExecutorPool({
+      concurrency: 1,
+      timeout: 20,
+      retries: 0,
+      circuitBreaker: { enabled: true, threshold: 1, minimumRequests: 1, timeout: 1_000 },
+    });
+    const errors: unknown[] = [];
+    pool.on('pool:taskError', ({ error }) => errors.push(error));
+    const caller = new AbortController();
+    const work = deferred();
+    const outcome = pool.enqueue(() => work.promise, { signal: caller.signal }).catch((e: unknown) => e);
+    await flush();
+    caller.abort(new Error('client gone'));
+    const error = (await outcome) as TaskAbortedError;
+    expect(error).toBeInstanceOf(TaskAbortedError);
+    expect(error.message).toBe('task aborted by its signal');
+    expect((error.cause as Error).message).toBe('client gone');
+    await vi.advanceTimersByTimeAsync(100);
+    // Not a second failure: no taskError event, and the breaker did not count a timeout.
+    expect(errors).toEqual([]);
+    expect(pool.circuitState).toBe('closed');
+    work.resolve();
+    await flush();
+    expect(pool.getStats()).toMatchObject({ activeCount: 0, processedCount: 0, errorCount: 1 });
+    expect(await pool.enqueue(async () => 'open for business')).toBe('open for business');
+  });
+
+  it('a timed-out attempt counts as a failure for the breaker', async () => {
+    const pool = new ExecutorPool({
+      concurrency: 1,
+      timeout: 20,
+      retries: 0,
+      circuitBreaker: { enabled: true, threshold: 1, minimumRequests: 1, timeout: 1_000 },
+    });
+    const outcome = pool.enqueue(() => new Promise(() => {})).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(20);
+    expect(await outcome).toMatchObject({ name: 'TaskTimeoutError' });
+    expect(pool.circuitState).toBe('open');
+    await expect(pool.enqueue(async () => 'x')).rejects.toBeInstanceOf(CircuitOpenError);
+  });
+
+  it('resume() starts several queued tasks at once, each with its own queue wait', async () => {
+    const pool = new ExecutorPool({ concurrency: 3, timeout: 0, paused: true });
+    const waits: number[] = [];
+    pool.on('pool:taskStarted', ({ queueWaitMs }) => waits.push(queueWaitMs));
+    const results = [pool.enqueue(async () => 1)];
+    await vi.advanceTimersByTimeAsync(10);
+    results.push(
+      pool.enqueue(async () => 2),
+      pool.enqueue(async () => 3),
+    );
+    await vi.advanceTimersByTimeAsync(15);
+    pool.resume();
+    expect(await Promise.all(results)).toEqual([1, 2, 3]);
+    expect(waits).toEqual([25, 15, 15]);
+  });
+});
+
+describe('retry failures seen by the breaker', () => {
+  it('a retryable failure still retried counts for the breaker', async () => {
+    const pool = new ExecutorPool({
+      concurrency: 1,
+      timeout: 0,
+      retries: 1,
+      retryDelay: 0,
+      circuitBreaker: { enabled: true, threshold: 1, minimumRequests: 1, timeout: 60_000 },
+    });
+    const outcome = pool
+      .enqueue(async () => {
+        throw awsError('SlowDown', 503);
+      })
+      .catch((e: unknown) => e);
+    // The retry re-enters the queue and is refused there: the breaker opened on the first failure.
+    expect(await outcome).toBeInstanceOf(CircuitOpenError);
+    expect(pool.getStats()).toMatchObject({ retryCount: 1, errorCount: 1 });
+  });
+});

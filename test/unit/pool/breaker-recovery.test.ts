@@ -65,27 +65,4 @@ describe('circuit breaker half-open recovery', () => {
     expect(pool.circuitState).toBe('closed');
     expect(pool.getStats().activeCount).toBe(1); // the abandoned work keeps its slot
   });
-
-  it('with several probes, all must succeed before the tasks waiting behind them run', async () => {
-    const { pool, states } = openBreakerPool(2);
-    await open(pool);
-    const gates = [deferred(), deferred()];
-    const ran: number[] = [];
-    const results = [0, 1, 2, 3].map((i) =>
-      pool.enqueue(async () => {
-        ran.push(i);
-        if (i < 2) await gates[i]!.promise;
-        return i;
-      }),
-    );
-    await flush();
-    expect(ran).toEqual([0, 1]);
-    gates[1]!.resolve();
-    await flush();
-    expect(ran).toEqual([0, 1]);
-    expect(pool.circuitState).toBe('halfOpen');
-    gates[0]!.resolve();
-    expect(await Promise.all(results)).toEqual([0, 1, 2, 3]);
-    expect(states).toEqual(['open', 'halfOpen', 'closed']);
-  });
 });

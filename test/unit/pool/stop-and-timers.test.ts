@@ -51,6 +51,16 @@ describe('stop() with attempts that finished in any order', () => {
   });
 });
 
+/** Attempts time out after 20 ms; a single transient failure opens the breaker. */
+function timingOutBreakerPool(): ExecutorPool {
+  return new ExecutorPool({
+    concurrency: 1,
+    timeout: 20,
+    retries: 0,
+    circuitBreaker: { enabled: true, threshold: 1, minimumRequests: 1, timeout: 1_000 },
+  });
+}
+
 describe('timers', () => {
   useFakeTimersInEachTest();
 
@@ -76,12 +86,7 @@ describe('timers', () => {
   });
 
   it('an attempt abandoned by its caller reports nothing more when its timeout passes', async () => {
-    const pool = new ExecutorPool({
-      concurrency: 1,
-      timeout: 20,
-      retries: 0,
-      circuitBreaker: { enabled: true, threshold: 1, minimumRequests: 1, timeout: 1_000 },
-    });
+    const pool = timingOutBreakerPool();
     const errors: unknown[] = [];
     pool.on('pool:taskError', ({ error }) => errors.push(error));
     const caller = new AbortController();
@@ -104,12 +109,7 @@ describe('timers', () => {
   });
 
   it('a timed-out attempt counts as a failure for the breaker', async () => {
-    const pool = new ExecutorPool({
-      concurrency: 1,
-      timeout: 20,
-      retries: 0,
-      circuitBreaker: { enabled: true, threshold: 1, minimumRequests: 1, timeout: 1_000 },
-    });
+    const pool = timingOutBreakerPool();
     const outcome = pool.enqueue(() => new Promise(() => {})).catch((e: unknown) => e);
     await vi.advanceTimersByTimeAsync(20);
     expect(await outcome).toMatchObject({ name: 'TaskTimeoutError' });

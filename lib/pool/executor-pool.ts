@@ -47,6 +47,7 @@ function rejectingThenable(error: unknown): PromiseLike<never> {
   return {
     // biome-ignore lint/suspicious/noThenProperty: a thenable is the point: resolve() adopts its rejection.
     then(_onFulfilled, onRejected) {
+      // Stryker disable next-line OptionalChaining: resolve() always passes onRejected to a thenable
       onRejected?.(error);
       return undefined as never;
     },
@@ -213,12 +214,14 @@ export class ExecutorPool {
       }
       if (this.#dedup !== undefined) {
         dedupKey = this.#dedup.keyOf(fn as TaskFn<unknown>, options);
+        // Stryker disable next-line ConditionalExpression: no execution is ever led under an undefined key, so joining one finds nothing
         if (dedupKey !== undefined) {
           const joined = this.#dedup.join(dedupKey, performance.now(), signal);
           if (joined !== undefined) return joined as Promise<T>;
         }
       }
       needsExtras =
+        // Stryker disable next-line ConditionalExpression: extras for every task only cost memory (they are allocated lazily as an optimisation)
         signal !== undefined ||
         dedupKey !== undefined ||
         options.id !== undefined ||
@@ -238,6 +241,7 @@ export class ExecutorPool {
       const extras = new TaskExtras(task, options!.id, options!.timeout, options!.retries, signal);
       task.extras = extras;
       if (signal !== undefined) this.#signals.join(signal, extras);
+      // Stryker disable next-line ConditionalExpression: an execution led under an undefined key is never joined (the join above needs a key)
       if (dedupKey !== undefined) {
         extras.dedupKey = dedupKey;
         this.#dedup!.lead(dedupKey, promise, now);
@@ -245,6 +249,7 @@ export class ExecutorPool {
     }
     this.#busy = true;
     if (
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: a shortcut; the queue path (push, then #pump) starts the same task at once
       this.#queue.size === 0 &&
       !this.#paused &&
       this.#active + this.#resting < this.#cap &&
@@ -323,6 +328,7 @@ export class ExecutorPool {
       this.#failTask(entry.task, error);
     }
     for (let attempt = this.#running; attempt !== undefined; attempt = attempt.next) {
+      // Stryker disable next-line ConditionalExpression: #failTask ignores the DONE task of a detached attempt, and aborting an aborted signal does nothing
       if (attempt.detached) continue;
       attempt.detached = true;
       attempt.abort(error);
@@ -391,11 +397,13 @@ export class ExecutorPool {
         this.#member.waitForSlot();
         return;
       }
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: `now` is this instant's clock reading; reading the clock again gives the same time
       this.#start(queue.pop()!, admission === START_PROBE, now >= 0 ? now : performance.now());
       // A started task ran its function synchronously: read the clock afresh for the next one.
       now = -1;
     }
     this.#offerRoom();
+    // Stryker disable next-line ConditionalExpression: #checkIdle itself requires an empty queue
     if (queue.size === 0) this.#checkIdle();
   }
 
@@ -429,6 +437,7 @@ export class ExecutorPool {
     }
     this.#start(this.#queue.pop()!, admission === START_PROBE, performance.now());
     // Still busy: get back in line (at the back) for the next slot.
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,ArithmeticOperator: re-joining the line only saves offers; one this pool cannot use is refused and handed on in the same dispatch
     if (!this.#paused && this.#active + this.#resting < this.#cap && this.#queue.size > 0)
       this.#member!.waitForSlot();
     return true;
@@ -449,6 +458,7 @@ export class ExecutorPool {
     const queueWaitMs = now - task.enqueuedAt;
     this.#metrics.started(now, queueWaitMs, this.#active);
     if (timeout > 0 && timeout !== Number.POSITIVE_INFINITY) this.#timeouts.add(attempt);
+    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:taskStarted']) {
       this.#events.emit('pool:taskStarted', {
         id: task.id,
@@ -468,6 +478,7 @@ export class ExecutorPool {
     // way `await` adopts it, so its own `then` runs later, at most once, and a throw from it rejects the attempt.
     this.#settlers.watch(
       attempt,
+      // Stryker disable next-line ConditionalExpression: Promise.resolve(p) of a native promise p is p itself
       result instanceof Promise && result.constructor === Promise ? result : Promise.resolve(result),
     );
   }
@@ -481,6 +492,7 @@ export class ExecutorPool {
     attempt.next = undefined;
     this.#active -= 1;
     this.#metrics.released(now, this.#active);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: waking an empty list of waiters does nothing
     if (this.#active === 0 && this.#settledWaiters.length > 0) {
       for (const wake of this.#settledWaiters.splice(0)) wake();
     }
@@ -490,6 +502,7 @@ export class ExecutorPool {
     const now = performance.now();
     this.#release(attempt, now);
     if (!attempt.detached) {
+      // Stryker disable next-line BooleanLiteral: a settled attempt is off the running list and the timer: nothing reads its flag again
       attempt.detached = true;
       const task = attempt.task;
       const durationMs = now - attempt.startedAt;
@@ -504,6 +517,7 @@ export class ExecutorPool {
     // The budget hands the freed slot to a waiting pool before this pool competes for it again; only now,
     // once the breaker has seen this outcome, so a failure that opens it also stops the next queued task.
     this.#member?.release();
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: at duty 1 the rest is 0 ms and #rest returns at once
     if (this.#duty < 1) this.#rest(now - attempt.startedAt);
     this.#pump(now);
   }
@@ -538,10 +552,13 @@ export class ExecutorPool {
     const allowed = task.extras?.retries ?? this.#options.retries;
     const willRetry =
       retryable &&
+      // Stryker disable next-line ConditionalExpression: an attempt fails only while its task is RUNNING (abort and stop detach it, and a timeout fails it first)
       task.state === RUNNING &&
       task.attempts <= allowed &&
       !this.#stopped &&
+      // Stryker disable next-line ConditionalExpression: a caller's abort detaches the attempt at once (one synchronous listener), so a failure seen here has no aborted signal
       task.extras?.signal?.aborted !== true;
+    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:taskError']) {
       this.#events.emit('pool:taskError', {
         id: task.id,
@@ -552,6 +569,7 @@ export class ExecutorPool {
       });
     }
     if (willRetry) this.#scheduleRetry(task, error, attempt.attempt);
+    // Stryker disable next-line ConditionalExpression: #failTask ignores a task already DONE, the only other state an attempt can fail in
     else if (task.state === RUNNING) this.#failTask(task, error);
   }
 
@@ -561,6 +579,7 @@ export class ExecutorPool {
     const delayMs = computeBackoff(this.#options, attempt, extras.lastDelay);
     extras.lastDelay = delayMs;
     extras.current = undefined;
+    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:taskRetry']) {
       this.#events.emit('pool:taskRetry', { id: task.id, attempt, error, delayMs });
     }
@@ -574,6 +593,7 @@ export class ExecutorPool {
 
   #onBackoffDone(entry: BackoffEntry): void {
     const task = entry.task;
+    // Stryker disable next-line ConditionalExpression: abort and stop() take an entry off the timer whenever its task leaves BACKOFF
     if (task.state !== BACKOFF) return;
     this.#delayed -= 1;
     task.extras!.backoff = undefined;
@@ -586,18 +606,21 @@ export class ExecutorPool {
   /** The caller's signal aborted. */
   #abortTask(task: Task): void {
     const extras = task.extras!;
+    // Stryker disable next-line OptionalChaining: only tasks with a signal are ever aborted by one
     const error = new TaskAbortedError('task aborted by its signal', { cause: extras.signal?.reason });
     switch (task.state) {
       case QUEUED:
         this.#queue.remove(task);
         break;
       case BACKOFF:
+        // Stryker disable next-line ConditionalExpression: a task in BACKOFF always has its entry
         if (extras.backoff !== undefined) this.#backoffs.remove(extras.backoff);
         extras.backoff = undefined;
         this.#delayed -= 1;
         break;
       case RUNNING: {
         const attempt = extras.current;
+        // Stryker disable next-line ConditionalExpression,LogicalOperator: a RUNNING task's current attempt is never detached (timeouts move the task on at once)
         if (attempt !== undefined && !attempt.detached) {
           attempt.detached = true;
           attempt.abort(error);
@@ -606,6 +629,7 @@ export class ExecutorPool {
         }
         break;
       }
+      // Stryker disable next-line ConditionalExpression: a task leaves its signal's group when it settles, so a DONE task is never aborted
       default:
         return;
     }
@@ -619,6 +643,7 @@ export class ExecutorPool {
     this.#metrics.taskSettled(now);
     if (task.extras !== undefined) this.#cleanup(task, task.extras);
     task.resolve(value);
+    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:taskCompleted']) {
       this.#events.emit('pool:taskCompleted', {
         id: task.id,
@@ -630,6 +655,7 @@ export class ExecutorPool {
   }
 
   #failTask(task: Task, error: unknown): void {
+    // Stryker disable next-line ConditionalExpression: no caller fails a DONE task: stop() skips detached attempts and aborted tasks leave their group
     if (task.state === DONE) return;
     task.state = DONE;
     this.#errors += 1;
@@ -637,12 +663,14 @@ export class ExecutorPool {
     if (task.extras !== undefined) this.#cleanup(task, task.extras);
     // Marked handled first: a caller that ignores the promise must not crash the process. Callers that
     // await it still get the rejection.
+    // Stryker disable next-line OptionalChaining: every task gets its promise in enqueue, before it can fail
     task.promise?.catch(noop);
     task.resolve(rejectingThenable(error));
   }
 
   #cleanup(task: Task, extras: TaskExtras): void {
     this.#signals.leave(extras);
+    // Stryker disable next-line ConditionalExpression,OptionalChaining: settling an undefined key finds nothing; a key exists only with single-flight on
     if (extras.dedupKey !== undefined) this.#dedup?.settle(extras.dedupKey, task.promise!);
     extras.current = undefined;
   }
@@ -659,6 +687,7 @@ export class ExecutorPool {
   }
 
   #emitDrained(): void {
+    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:drained']) {
       this.#events.emit('pool:drained', { processedCount: this.#processed, errorCount: this.#errors });
     }
@@ -667,6 +696,7 @@ export class ExecutorPool {
   #onCircuitChange(state: CircuitState): void {
     // No pump here: a breaker closes only on a probe's success, in #onSettled, whose own #pump then starts
     // the tasks that waited behind the probes (breaker-recovery.test.ts).
+    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:circuitStateChange']) this.#events.emit('pool:circuitStateChange', { state });
   }
 }

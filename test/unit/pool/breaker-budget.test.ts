@@ -70,6 +70,7 @@ describe('circuit breaker with a shared budget', () => {
     });
     const a2 = pool.enqueue(() => second.promise).catch((e: unknown) => e);
     const queued = pool.enqueue(async () => 'never').catch((e: unknown) => e);
+    const drained = pool.drain(); // waiting before the refusals: they must wake it
     await flush();
     first.reject(awsError('SlowDown', 503));
     await flush();
@@ -82,7 +83,7 @@ describe('circuit breaker with a shared budget', () => {
     expect(await queued).toBeInstanceOf(CircuitOpenError);
     await b;
     expect(otherRan).toBe(true);
-    expect(await stateOf(pool.drain())).toBe('fulfilled');
+    expect(await stateOf(drained)).toBe('fulfilled');
     expect(pool.getStats()).toMatchObject({ queueSize: 0, activeCount: 0, errorCount: 3 });
     expect(budget.inUse).toBe(0);
   });

@@ -46,6 +46,7 @@ describe('event timings', () => {
     pool.on('pool:taskError', ({ error, durationMs, willRetry }) =>
       errors.push({ error, durationMs, willRetry }),
     );
+    await vi.advanceTimersByTimeAsync(1_000); // the attempt starts at a time other than 0
     const work = deferred();
     const outcome = pool.enqueue(() => work.promise).catch((e: unknown) => e);
     await vi.advanceTimersByTimeAsync(40);

@@ -19,7 +19,12 @@ function captureIo() {
 describe('s3-ingest local (npm start)', () => {
   it('runs the demo end to end: every message written or dead-lettered with a reason, none lost or duplicated', async () => {
     const capture = captureIo();
-    const code = await main(['local', '--messages', '200', '--tenants', '3', '--json'], capture.io);
+    // Batches of 50 over 3 tenants: each tenant has 10+ writes a batch, so it takes its prefix lease (a
+    // tenant with fewer writes in a batch writes without one).
+    const code = await main(
+      ['local', '--messages', '200', '--tenants', '3', '--batch-size', '50', '--json'],
+      capture.io,
+    );
     expect(code, capture.stderr()).toBe(0);
     const lines = capture.stdout().trim().split('\n');
     const summary = JSON.parse(lines[lines.length - 1]!) as LocalSummary;

@@ -437,5 +437,8 @@ async function calibrate(): Promise<void> {
   writeResults('fleet-calibration', rows, { ...details, real: { ...real, samples: undefined } });
 }
 
-if (process.argv.includes('--calibrate')) await calibrate();
+// --configs: the grid's cell configurations, one JSON line each, nothing run (to run or profile one cell
+// directly: `node --cpu-prof --import tsx bench/fleet/engine.ts "$(line)"`).
+if (process.argv.includes('--configs')) for (const c of grid()) console.log(JSON.stringify(c));
+else if (process.argv.includes('--calibrate')) await calibrate();
 else await runGrid();

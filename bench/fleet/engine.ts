@@ -16,6 +16,7 @@ import { seededRandom } from '../../lib/local/s3-behaviour/seeded-random.js';
 import { Histogram } from '../../lib/pool/histogram.js';
 import { reportToParent } from '../support/child.js';
 import { VirtualTime } from '../throttle/virtual-time.js';
+import { installVirtualAbortTimeout } from './virtual-abort-timeout.js';
 import { DynamoModelClient, type DynamoStats, DynamoTableModel, lognormal, wait } from './dynamodb-model.js';
 import {
   ContainerCpuStore,
@@ -147,6 +148,7 @@ const config = JSON.parse(process.argv[2] ?? '{}') as FleetCellConfig;
 const hrStart = process.hrtime.bigint();
 const time = new VirtualTime(EPOCH);
 time.install();
+installVirtualAbortTimeout();
 // Every Math.random in the handler (backoff jitter, reservoirs, semaphore start shards) is seeded too.
 Math.random = seededRandom(config.seed);
 const random = seededRandom(config.seed + 1);

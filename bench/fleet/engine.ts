@@ -16,7 +16,6 @@ import { seededRandom } from '../../lib/local/s3-behaviour/seeded-random.js';
 import { Histogram } from '../../lib/pool/histogram.js';
 import { reportToParent } from '../support/child.js';
 import { VirtualTime } from '../throttle/virtual-time.js';
-import { installVirtualAbortTimeout } from './virtual-abort-timeout.js';
 import { DynamoModelClient, type DynamoStats, DynamoTableModel, lognormal, wait } from './dynamodb-model.js';
 import {
   ContainerCpuStore,
@@ -33,6 +32,7 @@ import {
   QueueWithEventSource,
   REDRIVEN,
 } from './sqs-model.js';
+import { installVirtualAbortTimeout } from './virtual-abort-timeout.js';
 import { generateWorkload, messageBody, objectKey, type Skew } from './workload.js';
 
 export interface FleetCellConfig {

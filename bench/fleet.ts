@@ -282,6 +282,14 @@ function writeCharts(
     points.push({ x: Math.log10(run.config.concurrency), run });
     lines.set(key, points);
   }
+  // The charts are per concurrency: the default grid (two event cells) has no line to draw, and an empty
+  // chart would replace the last grid's.
+  if (lines.size === 0) {
+    console.log(
+      'charts not written: no cell of the cross product in this grid (BENCH_FLEET_GRID=cut or full)',
+    );
+    return;
+  }
   const series = (pick: (r: (typeof runs)[string]) => number): Series[] =>
     [...lines].map(([name, points]) => ({
       name,

@@ -69,15 +69,20 @@ function cell(
 }
 
 /**
- * The cells run at 1 M messages each (the issue's count). The full cross product (3 concurrencies x 3
- * tenant counts x 2 skews = 18 cells, ~0.3 ms of CPU per message = ~1.5 CPU-hours) does not fit here, so
- * the grid is cut, not the message count: concurrency 100 and 1,000 x 10,000 and 100,000 tenants under
- * Zipf(1.1) (where the limits are), uniform at 1,000 x 100,000 (the all-small-tenants case at the top), a
- * hot-tenant burst and a mid-run halving of the hot prefix's limit. `BENCH_FLEET_GRID=full` runs all 18.
+ * The cells run at 1 M messages each (the issue's count), and each costs 8-15 minutes of one core
+ * (0.5-0.9 ms of CPU per message, docs/fleet-simulation.md), so the grid is cut, not the message count:
+ * - default: what fits in ~10 minutes on two idle cores (two cells at once): the mid-run halving of the hot
+ *   prefix's limit and the hot tenant's burst, both at concurrency 100 x 10,000 tenants under Zipf(1.1);
+ * - `BENCH_FLEET_GRID=cut`: those two first, then uniform at 1,000 x 100,000 (the all-small-tenants case at
+ *   the top) and concurrency 100 / 1,000 x 10,000 / 100,000 tenants under Zipf (where the limits are);
+ * - `BENCH_FLEET_GRID=full`: the issue's cross product (3 concurrencies x 3 tenant counts x 2 skews = 18
+ *   cells) and the two events.
  */
 function grid(): FleetCellConfig[] {
   const cells: FleetCellConfig[] = [];
-  if (process.env.BENCH_FLEET_GRID === 'full') {
+  // A subset (BENCH_FLEET_CELLS) is picked from every cell there is.
+  const mode = only === undefined ? (process.env.BENCH_FLEET_GRID ?? 'default') : 'full';
+  if (mode === 'full') {
     for (const tenants of [100, 10_000, 100_000]) {
       for (const skew of ['uniform', 'zipf'] as const) {
         for (const concurrency of [10, 100, 1000]) cells.push(cell(concurrency, tenants, skew));
@@ -94,18 +99,19 @@ function grid(): FleetCellConfig[] {
     { ...halving, name: `${halving.name}-halving` },
     { ...burst, name: `${burst.name}-burst` },
   ];
-  if (process.env.BENCH_FLEET_GRID === 'full') cells.push(...events);
+  if (mode === 'full') cells.push(...events);
   else {
     // In the order they run (the most informative first, so a grid cut short by time still has them).
-    cells.push(
-      events[0]!,
-      cell(1000, 100_000, 'uniform'),
-      cell(100, 10_000, 'zipf'),
-      events[1]!,
-      cell(1000, 10_000, 'zipf'),
-      cell(100, 100_000, 'zipf'),
-      cell(1000, 100_000, 'zipf'),
-    );
+    cells.push(...events);
+    if (mode === 'cut')
+      cells.push(
+        cell(1000, 100_000, 'uniform'),
+        cell(1000, 10_000, 'zipf'),
+        cell(100, 100_000, 'zipf'),
+        cell(1000, 100_000, 'zipf'),
+        cell(100, 10_000, 'zipf'),
+      );
+    else if (mode !== 'default') throw new Error(`BENCH_FLEET_GRID=${mode}: expected default, cut or full`);
   }
   return only === undefined ? cells : cells.filter((c) => only.includes(c.name));
 }
@@ -164,6 +170,27 @@ function rowOf(c: FleetCellConfig, r: FleetCellResult, peakRssBytes: number): Ro
   };
 }
 
+/** One line of fleet-cells.tmp: a finished cell. */
+interface KeptCell {
+  config: FleetCellConfig;
+  result: FleetCellResult;
+  peakRssBytes?: number;
+}
+
+/**
+ * A cell's process. Its live heap is large (every container's tenant Databases: up to 100,000 pools at
+ * concurrency 1,000) and much of what it allocates lives for an invocation, so with 32 MB semi-spaces the
+ * scavenges copied the same survivors again and again (11.6 s of pauses in a 50,000-message cell's 40 s
+ * of CPU): 128 MB semi-spaces scavenge a third as often. Each tenant pool's two histograms are 7 KB
+ * buffers outside V8's heap, one pair per tenant a container opens: glibc's malloc returned that memory
+ * to the kernel and faulted it back in, page by page; keeping it (no trim, no mmap below 32 MB, huge
+ * pages where the kernel allows them) saves another ~10%. Neither changes what the program computes: the
+ * cells' results are byte-identical (docs/fleet-simulation.md).
+ */
+const CELL_NODE_ARGS = ['--max-old-space-size=8192', '--max-semi-space-size=128'];
+process.env.GLIBC_TUNABLES ??=
+  'glibc.malloc.hugetlb=1:glibc.malloc.trim_threshold=4000000000:glibc.malloc.mmap_threshold=33554432';
+
 async function runGrid(): Promise<void> {
   const rows: Row[] = [];
   const runs: Record<
@@ -173,29 +200,33 @@ async function runGrid(): Promise<void> {
   const started = performance.now();
   const cells = grid();
   // --from-cells: no run; the table, JSON and charts from the cells a grid kept so far (fleet-cells.tmp).
+  // A cell run again (a subset after an interrupted grid) replaces its earlier line: the last one counts.
   const kept = process.argv.includes('--from-cells')
-    ? readFileSync(`${resultsDir}fleet-cells.tmp`, 'utf8')
-        .split('\n')
-        .filter((line) => line.trim() !== '')
-        .map(
-          (line) =>
-            JSON.parse(line) as { config: FleetCellConfig; result: FleetCellResult; peakRssBytes?: number },
-        )
+    ? [
+        ...new Map(
+          readFileSync(`${resultsDir}fleet-cells.tmp`, 'utf8')
+            .split('\n')
+            .filter((line) => line.trim() !== '')
+            .map((line) => {
+              const k = JSON.parse(line) as KeptCell;
+              return [k.config.name, k] as const;
+            }),
+        ).values(),
+      ]
     : undefined;
-  // Cells in parallel child processes (BENCH_FLEET_PARALLEL, default 1): each is single-threaded and
-  // deterministic, so running two at once on two idle cores changes nothing but the wall time.
-  const parallel = Math.max(1, Number(process.env.BENCH_FLEET_PARALLEL ?? 1));
+  // A grid starts a new fleet-cells.tmp; a subset (BENCH_FLEET_CELLS) adds to it, so the cells an
+  // interrupted grid did not reach can be run afterwards and `--from-cells` writes the whole table.
+  if (kept === undefined && only === undefined) writeFileSync(`${resultsDir}fleet-cells.tmp`, '');
+  // Cells in parallel child processes (BENCH_FLEET_PARALLEL, default 2: this machine's cores): each is
+  // deterministic, so running two at once changes nothing but the wall time.
+  const parallel = Math.max(1, Number(process.env.BENCH_FLEET_PARALLEL ?? 2));
   let next = 0;
   const results = new Map<string, { result: FleetCellResult; peakRssBytes: number }>();
   const worker = async () => {
     while (next < cells.length) {
       const c = cells[next++]!;
       console.error(`bench:fleet: ${c.name} (${c.messages.toLocaleString('en-US')} messages) ...`);
-      const report = await runInChild<FleetCellResult>(
-        engine,
-        [JSON.stringify(c)],
-        ['--max-old-space-size=8192', '--max-semi-space-size=32'],
-      );
+      const report = await runInChild<FleetCellResult>(engine, [JSON.stringify(c)], CELL_NODE_ARGS);
       results.set(c.name, report);
       const r = report.result;
       console.error(
@@ -250,6 +281,14 @@ function writeCharts(
     const points = lines.get(key) ?? [];
     points.push({ x: Math.log10(run.config.concurrency), run });
     lines.set(key, points);
+  }
+  // The charts are per concurrency: the default grid (two event cells) has no line to draw, and an empty
+  // chart would replace the last grid's.
+  if (lines.size === 0) {
+    console.log(
+      'charts not written: no cell of the cross product in this grid (BENCH_FLEET_GRID=cut or full)',
+    );
+    return;
   }
   const series = (pick: (r: (typeof runs)[string]) => number): Series[] =>
     [...lines].map(([name, points]) => ({
@@ -437,5 +476,8 @@ async function calibrate(): Promise<void> {
   writeResults('fleet-calibration', rows, { ...details, real: { ...real, samples: undefined } });
 }
 
-if (process.argv.includes('--calibrate')) await calibrate();
+// --configs: the grid's cell configurations, one JSON line each, nothing run (to run or profile one cell
+// directly: `node --cpu-prof --import tsx bench/fleet/engine.ts "$(line)"`).
+if (process.argv.includes('--configs')) for (const c of grid()) console.log(JSON.stringify(c));
+else if (process.argv.includes('--calibrate')) await calibrate();
 else await runGrid();

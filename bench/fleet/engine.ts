@@ -32,6 +32,7 @@ import {
   QueueWithEventSource,
   REDRIVEN,
 } from './sqs-model.js';
+import { installVirtualAbortTimeout } from './virtual-abort-timeout.js';
 import { generateWorkload, messageBody, objectKey, type Skew } from './workload.js';
 
 export interface FleetCellConfig {
@@ -147,6 +148,7 @@ const config = JSON.parse(process.argv[2] ?? '{}') as FleetCellConfig;
 const hrStart = process.hrtime.bigint();
 const time = new VirtualTime(EPOCH);
 time.install();
+installVirtualAbortTimeout();
 // Every Math.random in the handler (backoff jitter, reservoirs, semaphore start shards) is seeded too.
 Math.random = seededRandom(config.seed);
 const random = seededRandom(config.seed + 1);

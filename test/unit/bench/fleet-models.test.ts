@@ -1,12 +1,14 @@
 import { createRequire } from 'node:module';
 import { PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DynamoModelClient, DynamoTableModel, ExpressionCache } from '../../../bench/fleet/dynamodb-model.js';
 import { costPerMillion } from '../../../bench/fleet/prices.js';
 import { ContainerCpuStore, peakMean } from '../../../bench/fleet/s3-model.js';
 import { ACKED, QueueWithEventSource, REDRIVEN } from '../../../bench/fleet/sqs-model.js';
+import { installVirtualAbortTimeout } from '../../../bench/fleet/virtual-abort-timeout.js';
 import { generateWorkload, sampleCdf, twoHotTenant, zipfCdf } from '../../../bench/fleet/workload.js';
 import { MemoryObjectStore } from '../../../lib/db/memory-object-store.js';
+import { isTimeout } from '../../../lib/errors/classify.js';
 import { seededRandom } from '../../../lib/local/s3-behaviour/seeded-random.js';
 import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
 
@@ -357,5 +359,25 @@ describe('ContainerCpuStore', () => {
     });
     await later.put({ key: 'b', body: '{}' });
     expect(waits).toHaveLength(3);
+  });
+});
+
+describe('installVirtualAbortTimeout', () => {
+  const platformTimeout = AbortSignal.timeout;
+  afterEach(() => {
+    AbortSignal.timeout = platformTimeout;
+    vi.useRealTimers();
+  });
+
+  it("puts AbortSignal.timeout on the global setTimeout's clock (a cell's virtual one), aborting with the platform's TimeoutError", () => {
+    vi.useFakeTimers();
+    installVirtualAbortTimeout();
+    const signal = AbortSignal.timeout(1_000);
+    vi.advanceTimersByTime(999);
+    expect(signal.aborted).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as Error).name).toBe('TimeoutError');
+    expect(isTimeout(signal.reason)).toBe(true);
   });
 });

@@ -21,6 +21,14 @@ export const ASSUMED_WRITE_LATENCY_MS = 20;
  * (least recently used out) the tenant takes its prefix lease whatever its batch brings.
  */
 export const SMALL_TENANT_WRITES = 10;
+/**
+ * Share of `POOL_CONCURRENCY` the small tenants of one invocation may have in flight together (at least 1).
+ * They hold no lease, so nothing else bounds them but the invocation's budget; a batch of a hundred tiny
+ * tenants would otherwise put every write in flight at once and slow the container's leased tenants, whose
+ * rate under a small grant is `permits / latency` (bench:load: a hot prefix dropped from 50 to 2-16
+ * writes/s while 65-194 small-tenant writes were in flight on the local stack).
+ */
+export const SMALL_TENANTS_SHARE_OF_POOL = 1 / 4;
 
 /**
  * Longest wait between two acquire rounds on a tenant prefix's semaphore. A hot prefix whose limit is a
@@ -232,15 +240,47 @@ export class TenantPermits {
     // records come back spread over many redelivered batches would otherwise escape its prefix's limit.
     const isLarge = (t: T) =>
       t.writes >= SMALL_TENANT_WRITES || this.#semaphores.has(this.#prefixName(t.tenant));
-    const jobs = tenants.map(async (t) => {
-      const result =
-        factory === undefined || !isLarge(t)
-          ? await this.#runWithoutLease(factory, t, work)
-          : await this.#runUnderPrefixLease(factory, t, window, releaseFailures, work);
-      results.set(t, result);
-    });
-    await Promise.all(jobs);
+    if (factory === undefined) {
+      await Promise.all(
+        tenants.map(async (t) => results.set(t, await this.#runWithoutLease(undefined, t, work))),
+      );
+      return { results, releaseFailures };
+    }
+    const small = tenants.filter((t) => !isLarge(t));
+    const large = tenants.filter(isLarge);
+    await Promise.all([
+      ...large.map(async (t) =>
+        results.set(t, await this.#runUnderPrefixLease(factory, t, window, releaseFailures, work)),
+      ),
+      this.#runSmallTenants(factory, small, results, work),
+    ]);
     return { results, releaseFailures };
+  }
+
+  /**
+   * The small tenants, `SMALL_TENANTS_SHARE_OF_POOL` of `POOL_CONCURRENCY` in flight together: at most
+   * that many tenants at a time, each pool at an equal share of it (at least 1, at most its writes), the
+   * next tenant starting once one has drained.
+   */
+  async #runSmallTenants<T extends TenantPermitRequest>(
+    factory: SemaphoreFactory,
+    small: readonly T[],
+    results: Map<T, PermitResult>,
+    work: (tenant: T) => Promise<void>,
+  ): Promise<void> {
+    const cap = Math.max(1, Math.floor(this.config.poolConcurrency * SMALL_TENANTS_SHARE_OF_POOL));
+    const lanes = Math.min(cap, small.length);
+    const share = Math.max(1, Math.floor(cap / Math.max(1, lanes)));
+    let next = 0;
+    const lane = async () => {
+      while (next < small.length) {
+        const tenant = small[next++]!;
+        results.set(tenant, await this.#runWithoutLease(factory, tenant, work, share));
+        // Its lane is free only once its writes (timed-out ones included) have settled.
+        await tenant.pool.drain?.();
+      }
+    };
+    await Promise.all(Array.from({ length: lanes }, lane));
   }
 
   /**
@@ -253,8 +293,9 @@ export class TenantPermits {
     factory: SemaphoreFactory | undefined,
     tenant: T,
     work: (tenant: T) => Promise<void>,
+    share = this.config.poolConcurrency,
   ): Promise<PermitResult> {
-    tenant.pool.setConcurrency(Math.max(1, Math.min(this.config.poolConcurrency, tenant.writes)));
+    tenant.pool.setConcurrency(Math.max(1, Math.min(share, tenant.writes)));
     // Watched only where a promotion can follow (a semaphore factory): SlowDowns are all it looks for.
     const usage = factory === undefined ? undefined : new UsageCounter([tenant.pool]);
     try {

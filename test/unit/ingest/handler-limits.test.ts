@@ -53,7 +53,7 @@ describe('deadline', () => {
     const store = new TrackingStore({ model: latency(60_000) });
     const sem = semaphores(10);
     const { handler, summaries, deadLetters } = await setup(
-      { WRITE_TIMEOUT_MS: '800', DEADLINE_MARGIN_MS: '800', POOL_CONCURRENCY: '2' },
+      { WRITE_TIMEOUT_MS: '800', DEADLINE_MARGIN_MS: '800', POOL_CONCURRENCY: '8' },
       { store, semaphores: sem.factory },
     );
     const event = sqsEvent([
@@ -71,7 +71,8 @@ describe('deadline', () => {
     expect(failedIds(response)).toEqual(unfinished.sort());
     // The permanent failure is still dead-lettered, inside the margin.
     expect(deadLetters.letters.get(event.Records[5]!.messageId)?.reason).toBe('invalid-json');
-    // Two slots: two writes started, both aborted; the queued ones never reached the store.
+    // Two slots (a small tenant: a quarter of POOL_CONCURRENCY 8): two writes started, both aborted; the
+    // queued ones never reached the store.
     expect(store.calls).toHaveLength(2);
     for (const call of store.calls) {
       expect(call.signal?.aborted).toBe(true);

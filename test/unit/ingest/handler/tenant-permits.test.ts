@@ -99,9 +99,48 @@ describe('TenantPermits small tenants (issue 16)', () => {
     expect(ran.sort()).toEqual(tenants.map((t) => t.tenant).sort());
     for (const t of tenants) {
       expect(report.results.get(t)).toEqual({ permits: 0 });
-      // Its pool runs at its writes: a handful in flight, however many tenants the batch has.
-      expect(t.pool.concurrency).toBe(t.writes);
+      // A quarter of POOL_CONCURRENCY (4) over 4 lanes: each pool at 1.
+      expect(t.pool.concurrency).toBe(1);
     }
+  });
+
+  it('small tenants have at most a quarter of POOL_CONCURRENCY in flight together, each pool at most its writes', async () => {
+    const { factory } = recordingFactory();
+    const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '32' }), factory);
+    const gauge = { now: 0, max: 0 };
+    const counting = (name: string, writes: number) => ({
+      tenant: name,
+      writes,
+      pool: {
+        concurrency: 0,
+        setConcurrency(n: number) {
+          this.concurrency = n;
+        },
+        async run() {
+          for (let left = writes; left > 0; left -= this.concurrency) {
+            const batch = Math.min(this.concurrency, left);
+            gauge.now += batch;
+            gauge.max = Math.max(gauge.max, gauge.now);
+            await new Promise((resolve) => setTimeout(resolve, 2));
+            gauge.now -= batch;
+          }
+        },
+      },
+    });
+    // 3 tenants: 3 lanes sharing 8 permits, 2 each (never more than a tenant's writes).
+    const few = [counting('a', 5), counting('b', 1), counting('c', 9)];
+    await permits.run(few, window(), (t) => t.pool.run());
+    expect(few.map((t) => t.pool.concurrency)).toEqual([2, 1, 2]);
+    // 30 tenants: 8 lanes at 1 each; never more than 8 writes in flight, and all of them ran.
+    gauge.max = 0;
+    const many = Array.from({ length: 30 }, (_, i) => counting(`s${i}`, 1 + (i % 9)));
+    const ran: string[] = [];
+    await permits.run(many, window(), async (t) => {
+      ran.push(t.tenant);
+      await t.pool.run();
+    });
+    expect(ran).toHaveLength(30);
+    expect(gauge.max).toBe(8);
   });
 
   it('a small tenant S3 throttled takes its prefix lease from its next batch on, however few its writes', async () => {

@@ -15,9 +15,10 @@ export interface ThrottleEvents {
  * Share of its grant a cut pool takes back per attempt S3 accepted that was sent after the last cut. A
  * prefix held at its limit meets the odd 503 from latency noise alone; without a way back, each one cut the
  * rest of a lease of ~100 attempts for good (3 noise 503s: 0.61 x the grant). From one cut (0.85) back to
- * the grant takes 5 accepted attempts; under a real overload the cuts outpace it.
+ * the grant takes 20 accepted attempts. Not faster: at 1/32 a holder refused a third of the time (a halved
+ * limit) earned back most of each cut before the next one and stayed there (bench:load: 30% 503s for 5 s).
  */
-export const RECOVERY_PER_ACCEPTED = 1 / 32;
+export const RECOVERY_PER_ACCEPTED = 1 / 128;
 
 /**
  * Share of its concurrency a pool keeps after S3 answered SlowDown under its lease, and the factor the

@@ -73,7 +73,7 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
     expect(pool.concurrency).toBeCloseTo(2.89, 9);
   });
 
-  it('takes back 1/32 of the grant per attempt accepted after the cut, never past the grant', () => {
+  it('takes back 1/128 of the grant per attempt accepted after the cut, never past the grant', () => {
     const pool = fakePool(4);
     let now = 1_000;
     const governor = new GrantGovernor(pool, pool, 4, () => now);
@@ -83,11 +83,11 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
     now += 5;
     pool.succeed(20);
     expect(pool.concurrency).toBeCloseTo(3.4, 9);
-    // Sent after the cut and accepted: + 4/32 each, up to the grant and no further.
+    // Sent after the cut and accepted: + 4/128 each, up to the grant and no further.
     now += 50;
     pool.succeed(20);
-    expect(pool.concurrency).toBeCloseTo(3.525, 9);
-    for (let i = 0; i < 10; i++) {
+    expect(pool.concurrency).toBeCloseTo(3.43125, 9);
+    for (let i = 0; i < 30; i++) {
       now += 50;
       pool.succeed(20);
     }
@@ -101,14 +101,15 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
     const pool = fakePool(2);
     let now = 0;
     new GrantGovernor(pool, pool, 2, () => now);
-    // Each round trip: one refused, two accepted (a third of the attempts refused).
-    for (let round = 0; round < 20; round++) {
+    // Each round trip: one refused, two accepted (a third of the attempts refused, as when the limit halves).
+    for (let round = 0; round < 10; round++) {
       now += 100;
       pool.fail(slowDown(), 20);
       now += 30;
       pool.succeed(20);
       pool.succeed(20);
     }
+    // Halved within a few round trips (0.85 per cut, 2 x 1/128 of the grant back between cuts).
     expect(pool.concurrency).toBeLessThan(1);
   });
 

@@ -1,3 +1,4 @@
+import { withAbortReason } from './abort-reason.js';
 import { acquireInRounds } from './acquire-rounds.js';
 import {
   type AdaptiveLimitOptions,
@@ -152,18 +153,16 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
   ): Promise<void> {
     if (grants.length === 0) return;
     const bound = signal ?? AbortSignal.timeout(this.giveBackTimeoutMs);
-    try {
-      await Promise.all(
+    await withAbortReason(
+      bound,
+      Promise.all(
         grants.map(async (g) => {
           const change = changes.get(g.shard);
           const done = await this.table.giveBack(g.shard, fence, g.n, change, bound);
           if (!done && change !== undefined) await this.table.giveBack(g.shard, fence, g.n, undefined, bound);
         }),
-      );
-    } catch (err) {
-      if (bound.aborted) throw bound.reason;
-      throw err;
-    }
+      ),
+    );
   }
 
   /**
@@ -281,8 +280,9 @@ class AdaptiveLease implements Lease {
     if (this.#releasing !== undefined) throw new LeaseLostError(this.semaphore.name, this.fence);
     const until = this.semaphore.now() + ms;
     const bound = options.signal ?? AbortSignal.timeout(this.semaphore.giveBackTimeoutMs);
-    const kept = await Promise.all(
-      this.grants.map((g) => this.semaphore.table.setUntil(g.shard, this.fence, until, bound)),
+    const kept = await withAbortReason(
+      bound,
+      Promise.all(this.grants.map((g) => this.semaphore.table.setUntil(g.shard, this.fence, until, bound))),
     );
     if (kept.includes(false)) throw new LeaseLostError(this.semaphore.name, this.fence);
     this.#until = until;

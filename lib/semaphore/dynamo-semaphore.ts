@@ -1,4 +1,5 @@
 import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { withAbortReason } from './abort-reason.js';
 import { acquireInRounds } from './acquire-rounds.js';
 import { sleep } from './backoff.js';
 import { InvalidSemaphoreOptionsError, LeaseLostError, SemaphoreConfigMismatchError } from './errors.js';
@@ -182,13 +183,10 @@ export class DynamoSemaphore implements Semaphore {
   async giveBack(fence: string, grants: readonly Grant[], signal?: AbortSignal): Promise<void> {
     if (grants.length === 0) return;
     const bound = signal ?? AbortSignal.timeout(this.giveBackTimeoutMs);
-    try {
-      await Promise.all(grants.map((g) => this.table.giveBack(g.shard, fence, g.n, bound)));
-    } catch (err) {
-      // The SDK reports an abort as its own AbortError: report why it was aborted instead.
-      if (bound.aborted) throw bound.reason;
-      throw err;
-    }
+    await withAbortReason(
+      bound,
+      Promise.all(grants.map((g) => this.table.giveBack(g.shard, fence, g.n, bound))),
+    );
   }
 
   /**
@@ -321,8 +319,9 @@ class DynamoLease implements Lease {
     if (this.releasing !== undefined) throw new LeaseLostError(this.semaphore.name, this.fence);
     const until = this.now() + ms;
     const bound = options.signal ?? AbortSignal.timeout(this.semaphore.giveBackTimeoutMs);
-    const kept = await Promise.all(
-      this.grants.map((g) => this.table.setUntil(g.shard, this.fence, until, bound)),
+    const kept = await withAbortReason(
+      bound,
+      Promise.all(this.grants.map((g) => this.table.setUntil(g.shard, this.fence, until, bound))),
     );
     if (kept.includes(false)) throw new LeaseLostError(this.semaphore.name, this.fence);
     this.until = until;

@@ -336,8 +336,9 @@ describe('DynamoSemaphore backoff', () => {
     const controller = new AbortController();
     const waiting = waiter.acquire(1, { signal: controller.signal });
     while (surveysAt().length < 7) await new Promise((resolve) => setTimeout(resolve, 20));
-    controller.abort(new Error('enough'));
-    await expect(waiting).rejects.toThrow('enough');
+    const reason = new Error('enough');
+    controller.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
     const at = surveysAt();
     // Lower bounds only (a loaded machine makes gaps longer, never shorter): the 6th wait alone is >= 319 ms.
     expect(at[6]! - at[5]!).toBeGreaterThanOrEqual(300);

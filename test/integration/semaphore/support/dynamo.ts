@@ -50,3 +50,47 @@ export async function storedShards(
 }
 
 export const totalUsed = (shards: readonly StoredShard[]) => shards.reduce((sum, s) => sum + s.used, 0);
+
+export interface StoredAdaptiveShard {
+  sk: string;
+  capacity: number;
+  free: number;
+  latencyMs: number;
+  decreasedAt: number;
+  /** The sum of the holder entries' permits. */
+  held: number;
+  holders: Record<string, { n: number; until: number }>;
+}
+
+/** The stored adaptive shard items of semaphore `name`, read straight from the table. */
+export async function storedAdaptiveShards(
+  client: DynamoDBClient,
+  tableName: string,
+  name: string,
+): Promise<StoredAdaptiveShard[]> {
+  const { Items = [] } = await client.send(
+    new QueryCommand({
+      TableName: tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': { S: `sem#${name}` } },
+      ConsistentRead: true,
+    }),
+  );
+  return Items.map((item) => {
+    const holders = Object.fromEntries(
+      Object.entries(item.holders!.M!).map(([fence, v]) => [
+        fence,
+        { n: Number(v.M!.n!.N), until: Number(v.M!.until!.N) },
+      ]),
+    );
+    return {
+      sk: item.sk!.S!,
+      capacity: Number(item.capacity!.N),
+      free: Number(item.free!.N),
+      latencyMs: Number(item.latencyMs!.N),
+      decreasedAt: Number(item.decreasedAt!.N),
+      held: Object.values(holders).reduce((sum, h) => sum + h.n, 0),
+      holders,
+    };
+  });
+}

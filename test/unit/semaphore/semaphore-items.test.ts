@@ -85,6 +85,15 @@ describe('SemaphoreItems', () => {
     const err = await update(missing).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SemaphoreTableNotFoundError);
     expect((err as Error).cause).toBe(missing);
+    // A rejection that is not even an object passes through unchanged (no TypeError from looking at it).
+    const nothing = { send: () => Promise.reject(undefined) } as unknown as DynamoDBClient;
+    const rejected = await new SemaphoreItems(nothing, 'table', 'x')
+      .update('s', 'SET #free = :f', '#free > :f', {}, {}, undefined)
+      .then(
+        () => 'resolved',
+        (e: unknown) => ({ rejectedWith: e }),
+      );
+    expect(rejected).toEqual({ rejectedWith: undefined });
     expect(isConditionalFailure(undefined)).toBe(false);
     expect(isConditionalFailure(null)).toBe(false);
   });

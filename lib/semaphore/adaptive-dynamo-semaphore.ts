@@ -223,7 +223,12 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       Array.from({ length: this.#shards }, async (_, index) => {
         const item = byIndex.get(index);
         if (item === undefined) {
-          const state = initialState(this.#shards, this.law);
+          // Little's law may start above the hard cap; the limit never exceeds it (`#changes` keeps it there too).
+          const seed = initialState(this.#shards, this.law);
+          const state = {
+            ...seed,
+            capacity: Math.min(seed.capacity, floorToQuantum(this.limit / this.#shards)),
+          };
           await this.table.create(index, this.#shards, state, signal);
           // Created by us or by a racing acquirer; either way the take is conditional on `free >= n`.
           return { index, free: floorToQuantum(state.capacity), seen: state };

@@ -301,3 +301,33 @@ describe('AdaptiveDynamoSemaphore reclaiming expired holders', () => {
     await holder.release();
   });
 });
+
+describe('AdaptiveDynamoSemaphore hard cap', () => {
+  it("never grants more than `limit` fleet-wide, even when Little's law starts above it", async () => {
+    const name = `adaptive-cap-${randomUUID().slice(0, 8)}`;
+    // 1000/s x 20 ms = 20 permits by Little's law; the hard cap is 3.
+    const adaptive = { ratePerSecond: 1_000, initialLatencyMs: 20 };
+    const first = await new AdaptiveDynamoSemaphore(options(name, { limit: 3, adaptive })).acquire(3);
+    const second = new AdaptiveDynamoSemaphore(options(name, { limit: 3, adaptive }));
+    await expect(second.acquire(1, { deadline: Date.now() })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    expect(await shards(name)).toMatchObject([{ capacity: 3, free: 0, held: 3 }]);
+    await first.release();
+  });
+
+  it('a release never moves the limit above the hard cap', async () => {
+    let clock = 20_000_000;
+    const { sem } = semaphore({}, { limit: 5, now: () => clock });
+    // Starts at 4 (200/s x 20 ms); a starved holder with a long measured latency would grow it past 5.
+    for (let i = 0; i < 4; i++) {
+      const lease = await sem.acquire(5, { min: 1 });
+      clock += 1_000;
+      lease.report?.({ succeeded: 10, throttled: 0, attemptMs: 10_000 });
+      await lease.release();
+    }
+    const [shard] = await shards(sem.name);
+    expect(shard!.capacity).toBe(5);
+    expect(shard!.free).toBe(5);
+  });
+});

@@ -1,0 +1,111 @@
+// How one AdaptiveDynamoSemaphore round spends its writes (dynalite): the default shard count, adopting a
+// stored one, a grant that fits one shard is one take on the shard the random start picks, a larger one
+// takes from the roomiest shards in turn, never from a full one.
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  AdaptiveDynamoSemaphore,
+  type AdaptiveDynamoSemaphoreOptions,
+} from '../../../lib/semaphore/index.js';
+import { semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
+import { type DynamoCall, faultInjecting, operationOf } from './support/fault-injecting-client.js';
+
+let direct: DynamoDBClient;
+let tableName: string;
+
+beforeAll(async () => {
+  ({ client: direct, tableName } = await semaphoreTable());
+});
+
+// 200/s x 20 ms = 4 permits, 2 per shard over two shards.
+function semaphore(name: string, over: Partial<AdaptiveDynamoSemaphoreOptions> = {}) {
+  const { client, calls } = faultInjecting(direct);
+  const sem = new AdaptiveDynamoSemaphore({
+    client,
+    tableName,
+    name,
+    limit: 40,
+    shards: 2,
+    adaptive: { ratePerSecond: 200, initialLatencyMs: 20 },
+    backoffBaseMs: 5,
+    backoffCapMs: 20,
+    ...over,
+  });
+  return { sem, calls };
+}
+
+const takesOf = (calls: readonly DynamoCall[]) =>
+  calls.filter((c) => operationOf(c) === 'take').map((c) => c.input.Key?.sk?.S);
+const fresh = () => `adaptive-rounds-${randomUUID().slice(0, 8)}`;
+
+describe('AdaptiveDynamoSemaphore rounds', () => {
+  it('defaults to one shard per 64 permits of the starting limit, capped by the hard cap', () => {
+    const shardsOf = (limit: number, ratePerSecond: number) =>
+      new AdaptiveDynamoSemaphore({
+        client: direct,
+        tableName,
+        name: 'n',
+        limit,
+        adaptive: { ratePerSecond },
+      }).shards;
+    expect(shardsOf(3_500, 3_500)).toBe(2); // 70 permits
+    expect(shardsOf(10, 3_500)).toBe(1); // capped at 10
+    expect(shardsOf(5_000, 100_000)).toBe(32); // 2,000 permits
+  });
+
+  it('adopts the shard count stored by whoever created the items', async () => {
+    const name = fresh();
+    await (await semaphore(name, { shards: 3 }).sem.acquire(1)).release();
+    const { sem } = semaphore(name, { shards: 1 });
+    expect(sem.shards).toBe(1);
+    const lease = await sem.acquire(4, { min: 1 });
+    expect(sem.shards).toBe(3);
+    expect((await storedAdaptiveShards(direct, tableName, name)).map((s) => s.sk).sort()).toEqual([
+      'adaptive#0',
+      'adaptive#1',
+      'adaptive#2',
+    ]);
+    await lease.release();
+  });
+
+  it('a grant that fits one shard is one take, on the shard the random start picks', async () => {
+    const name = fresh();
+    await (await semaphore(name).sem.acquire(1)).release(); // creates both shards
+    for (const [random, shard] of [
+      [0, 'adaptive#0'],
+      [0.99, 'adaptive#1'],
+    ] as const) {
+      const { sem, calls } = semaphore(name, { random: () => random });
+      const lease = await sem.acquire(2);
+      expect(takesOf(calls)).toEqual([shard]);
+      await lease.release();
+    }
+  });
+
+  it('a larger grant takes from the roomiest shard first, then the next, and skips a full one', async () => {
+    const name = fresh();
+    const holder = await semaphore(name, { random: () => 0 }).sem.acquire(1); // shard 0: 1 free, shard 1: 2
+    const { sem, calls } = semaphore(name, { random: () => 0 });
+    const lease = await sem.acquire(3);
+    expect(lease.permits).toBe(3);
+    expect(takesOf(calls)).toEqual(['adaptive#1', 'adaptive#0']);
+    // Both full now: a round that finds too little writes nothing.
+    const { sem: late, calls: lateCalls } = semaphore(name);
+    await expect(late.acquire(1, { deadline: Date.now() })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    expect(takesOf(lateCalls)).toEqual([]);
+    await Promise.all([lease.release(), holder.release()]);
+  });
+
+  it('takes only what is free up to k, even when min is less', async () => {
+    const name = fresh();
+    const holder = await semaphore(name, { random: () => 0 }).sem.acquire(3);
+    const { sem } = semaphore(name);
+    const lease = await sem.acquire(4, { min: 1 });
+    expect(lease.permits).toBe(1);
+    expect((await storedAdaptiveShards(direct, tableName, name)).map((s) => s.free)).toEqual([0, 0]);
+    await Promise.all([lease.release(), holder.release()]);
+  });
+});

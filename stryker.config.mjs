@@ -21,6 +21,9 @@ export const MODULES = {
     'lib/semaphore/adaptive-dynamo-semaphore.ts',
     'lib/semaphore/adaptive-shard-table.ts',
     'lib/semaphore/adaptive-limit.ts',
+    // The acquire loop both DynamoDB semaphores share (abort while the winning writes are in flight, backoff).
+    'lib/semaphore/acquire-rounds.ts',
+    'lib/semaphore/backoff.ts',
   ],
   pool: ['lib/pool/executor-pool.ts', 'lib/pool/process.ts'],
   db: ['lib/db/resource.ts'],

@@ -2,11 +2,11 @@
 // and neither reads the other's items; only `adaptive#<n>` sort keys are shards; a release's decrease
 // stamps `decreasedAt` and is refused once another decrease happened after the lease was taken.
 import { randomUUID } from 'node:crypto';
-import { type DynamoDBClient, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { AdaptiveShardTable } from '../../../lib/semaphore/adaptive-shard-table.js';
 import { AdaptiveDynamoSemaphore, DynamoSemaphore } from '../../../lib/semaphore/index.js';
-import { semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
+import { semaphoreItems, semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
 
 let client: DynamoDBClient;
 let tableName: string;
@@ -37,13 +37,7 @@ describe('AdaptiveShardTable (dynalite)', () => {
     const a = await fixed.acquire(3);
     const b = await adaptive.acquire(4);
     expect([a.permits, b.permits]).toEqual([3, 4]);
-    const { Items = [] } = await client.send(
-      new QueryCommand({
-        TableName: tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': { S: `sem#${name}` } },
-      }),
-    );
+    const Items = await semaphoreItems(client, tableName, name);
     expect(Items.map((item) => item.sk?.S).sort()).toEqual(['adaptive#0', 'shard#0']);
     // Each reads and writes its own: both are full, and both give back all they hold.
     await expect(fixed.acquire(1, { deadline: Date.now() })).rejects.toMatchObject({

@@ -3,11 +3,7 @@
 // "no room" that turns into a timeout, nor a release that claims success), and a rejected acquire holds
 // nothing.
 import { randomUUID } from 'node:crypto';
-import {
-  type DynamoDBClient,
-  DynamoDBServiceException,
-  ProvisionedThroughputExceededException,
-} from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   DynamoSemaphore,
@@ -18,8 +14,11 @@ import { semaphoreTable, storedShards, totalUsed } from './support/dynamo.js';
 import {
   type DynamoCall,
   type Faults,
+  failing,
   faultInjecting,
   operationOf,
+  refused,
+  throttled,
 } from './support/fault-injecting-client.js';
 
 let direct: DynamoDBClient;
@@ -27,26 +26,6 @@ let tableName: string;
 
 beforeAll(async () => {
   ({ client: direct, tableName } = await semaphoreTable());
-});
-
-const throttled = () =>
-  new ProvisionedThroughputExceededException({
-    message: 'Rate of requests exceeds the allowed throughput',
-    $metadata: {},
-  });
-const refused = () =>
-  new DynamoDBServiceException({
-    name: 'ValidationException',
-    $fault: 'client',
-    message: 'Invalid UpdateExpression',
-    $metadata: { httpStatusCode: 400 },
-  });
-
-/** Fails every request of kind `operation` with `error()`. */
-const failing = (operation: ReturnType<typeof operationOf>, error: () => Error): Faults => ({
-  before: (call) => {
-    if (operationOf(call) === operation) throw error();
-  },
 });
 
 function semaphore(faults: Faults, options: Partial<DynamoSemaphoreOptions> = {}) {

@@ -14,22 +14,10 @@ import {
 } from '../../../lib/db/object-store.js';
 import type { SequencedWrite } from '../../../lib/db/sequenced-state.js';
 import { ExecutorPool } from '../../../lib/pool/index.js';
+import { wrap } from './support/wrapped-store.js';
 
 let buckets = 0;
 const freshStore = () => new MemoryObjectStore({ bucket: `resource-requests-${Date.now()}-${buckets++}` });
-
-/** `store` with some methods replaced (the memory store keeps private state: no prototype tricks). */
-function wrap(store: MemoryObjectStore, overrides: Partial<ObjectStore>): ObjectStore {
-  return {
-    bucket: store.bucket,
-    put: (input, options) => store.put(input, options),
-    get: (key, options) => store.get(key, options),
-    head: (key, options) => store.head(key, options),
-    delete: (key, options) => store.delete(key, options),
-    list: (input, options) => store.list(input, options),
-    ...overrides,
-  };
-}
 
 const open: Database[] = [];
 afterEach(async () => {

@@ -20,6 +20,7 @@ import {
 import { MAX_SEQUENCED_ROUNDS, Resource } from '../../../lib/db/resource.js';
 import { HIDDEN_METADATA, type SequencedWrite } from '../../../lib/db/sequenced-state.js';
 import { StorageCalls } from '../../../lib/db/storage-calls.js';
+import { wrap } from './support/wrapped-store.js';
 
 let buckets = 0;
 const freshStore = () => new MemoryObjectStore({ bucket: `seq-outcomes-${Date.now()}-${buckets++}` });
@@ -172,8 +173,7 @@ describe('applySequenced: lost races and what it writes', () => {
   /** `store` whose PUTs all fail their precondition (a writer that always gets in first), counted. */
   function alwaysLosing(store: MemoryObjectStore) {
     const puts: PutObjectInput[] = [];
-    const losing: ObjectStore = {
-      bucket: store.bucket,
+    const losing = wrap(store, {
       put: async (input) => {
         puts.push(input);
         throw new PreconditionFailedError(
@@ -181,11 +181,7 @@ describe('applySequenced: lost races and what it writes', () => {
           input.ifMatch === undefined ? 'if-none-match' : 'if-match',
         );
       },
-      get: (key, options) => store.get(key, options),
-      head: (key, options) => store.head(key, options),
-      delete: (key, options) => store.delete(key, options),
-      list: (input, options) => store.list(input, options),
-    };
+    });
     return { losing, puts };
   }
 
@@ -225,17 +221,12 @@ describe('applySequenced: lost races and what it writes', () => {
   it('the PUT carries the record version and update time as metadata, hidden states marked as such', async () => {
     const store = freshStore();
     const puts: PutObjectInput[] = [];
-    const recording: ObjectStore = {
-      bucket: store.bucket,
+    const recording = wrap(store, {
       put: (input, options) => {
         puts.push(input);
         return store.put(input, options);
       },
-      get: (key, options) => store.get(key, options),
-      head: (key, options) => store.head(key, options),
-      delete: (key, options) => store.delete(key, options),
-      list: (input, options) => store.list(input, options),
-    };
+    });
     const orders = await ordersOn(recording);
     await orders.applySequenced('o-1', [upsert(1, { a: 1 })]);
     const record = await orders.get('o-1');

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoSemaphore } from '../../../../lib/semaphore/index.js';
 import { localAwsEndpoints, localClientConfig } from '../../../support/local-aws.js';
 
@@ -15,6 +15,23 @@ export async function semaphoreTable(): Promise<{
   return { client, tableName, endpoint: localAwsEndpoints().dynamodb };
 }
 
+/** Every item of semaphore `name` (both kinds), strongly consistent. */
+export async function semaphoreItems(
+  client: DynamoDBClient,
+  tableName: string,
+  name: string,
+): Promise<Record<string, AttributeValue>[]> {
+  const { Items = [] } = await client.send(
+    new QueryCommand({
+      TableName: tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': { S: `sem#${name}` } },
+      ConsistentRead: true,
+    }),
+  );
+  return Items;
+}
+
 export interface StoredShard {
   sk: string;
   capacity: number;
@@ -28,14 +45,7 @@ export async function storedShards(
   tableName: string,
   name: string,
 ): Promise<StoredShard[]> {
-  const { Items = [] } = await client.send(
-    new QueryCommand({
-      TableName: tableName,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': { S: `sem#${name}` } },
-      ConsistentRead: true,
-    }),
-  );
+  const Items = await semaphoreItems(client, tableName, name);
   return Items.map((item) => ({
     sk: item.sk!.S!,
     capacity: Number(item.capacity!.N),
@@ -68,14 +78,7 @@ export async function storedAdaptiveShards(
   tableName: string,
   name: string,
 ): Promise<StoredAdaptiveShard[]> {
-  const { Items = [] } = await client.send(
-    new QueryCommand({
-      TableName: tableName,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': { S: `sem#${name}` } },
-      ConsistentRead: true,
-    }),
-  );
+  const Items = await semaphoreItems(client, tableName, name);
   return Items.map((item) => {
     const holders = Object.fromEntries(
       Object.entries(item.holders!.M!).map(([fence, v]) => [

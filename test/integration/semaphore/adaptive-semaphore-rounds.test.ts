@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   AdaptiveDynamoSemaphore,
   type AdaptiveDynamoSemaphoreOptions,
+  InvalidSemaphoreOptionsError,
 } from '../../../lib/semaphore/index.js';
 import { semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
 import { type DynamoCall, faultInjecting, operationOf } from './support/fault-injecting-client.js';
@@ -107,5 +108,54 @@ describe('AdaptiveDynamoSemaphore rounds', () => {
     expect(lease.permits).toBe(1);
     expect((await storedAdaptiveShards(direct, tableName, name)).map((s) => s.free)).toEqual([0, 0]);
     await Promise.all([lease.release(), holder.release()]);
+  });
+});
+
+describe('AdaptiveDynamoSemaphore options and release writes', () => {
+  it('refuses impossible options with a typed error before any request', () => {
+    const make = (over: Partial<AdaptiveDynamoSemaphoreOptions>) => () =>
+      new AdaptiveDynamoSemaphore({
+        client: direct,
+        tableName,
+        name: 'n',
+        limit: 10,
+        adaptive: { ratePerSecond: 100 },
+        ...over,
+      });
+    for (const bad of [{ name: '' }, { limit: 0 }, { limit: 2.5 }, { leaseMs: -1 }]) {
+      expect(make(bad)).toThrow(InvalidSemaphoreOptionsError);
+    }
+  });
+
+  it('a release is one write; one whose limit step lost its condition is two; a reclaimed lease gives back nothing more', async () => {
+    const name = fresh();
+    let clock = 30_000_000;
+    const { sem, calls } = semaphore(name, { shards: 1, now: () => clock });
+    const giveBacks = () => calls.filter((c) => operationOf(c) === 'give-back').length;
+
+    const plain = await sem.acquire(1);
+    plain.report?.({ succeeded: 5, throttled: 0 });
+    await plain.release();
+    expect(giveBacks()).toBe(1);
+
+    // Two leases read the same capacity; the first release moves it, so the second's step is stale.
+    const [a, b] = [await sem.acquire(1), await sem.acquire(1)];
+    clock += 100;
+    a.report?.({ succeeded: 7, throttled: 3, attemptMs: 500 }); // overloaded: a decrease
+    b.report?.({ succeeded: 5, throttled: 0, attemptMs: 500 });
+    await a.release();
+    expect(giveBacks()).toBe(2);
+    await b.release();
+    expect(giveBacks()).toBe(4);
+    expect(await storedAdaptiveShards(direct, tableName, name)).toMatchObject([{ held: 0 }]);
+
+    // Reclaimed by another acquirer: its plain give-back finds no entry and is not repeated.
+    const lost = await sem.acquire(2, { leaseMs: 10 });
+    clock += 1_000;
+    const taker = await semaphore(name, { now: () => clock }).sem.acquire(2);
+    const before = giveBacks();
+    await lost.release();
+    expect(giveBacks() - before).toBe(1);
+    await taker.release();
   });
 });

@@ -2,7 +2,7 @@
 // stored one, a grant that fits one shard is one take on the shard the random start picks, a larger one
 // takes from the roomiest shards in turn, never from a full one.
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   AdaptiveDynamoSemaphore,
@@ -157,5 +157,32 @@ describe('AdaptiveDynamoSemaphore options and release writes', () => {
     await lost.release();
     expect(giveBacks() - before).toBe(1);
     await taker.release();
+  });
+});
+
+describe('AdaptiveDynamoSemaphore after a shrink', () => {
+  it("a shard whose holders exceed its shrunk capacity counts as no room, not as debt against the others' room", async () => {
+    const name = fresh();
+    const item = (index: number, capacity: number, free: number) =>
+      direct.send(
+        new PutItemCommand({
+          TableName: tableName,
+          Item: {
+            pk: { S: `sem#${name}` },
+            sk: { S: `adaptive#${index}` },
+            capacity: { N: String(capacity) },
+            free: { N: String(free) },
+            holders: { M: {} },
+            latencyMs: { N: '20' },
+            decreasedAt: { N: '0' },
+            shards: { N: '2' },
+          },
+        }),
+      );
+    await item(0, 1, -2); // shrunk to 1 while 3 are still held
+    await item(1, 2, 2);
+    const lease = await semaphore(name).sem.acquire(2, { deadline: Date.now() });
+    expect(lease.permits).toBe(2);
+    expect((await storedAdaptiveShards(direct, tableName, name)).map((s) => s.free)).toEqual([-2, 0]);
   });
 });

@@ -235,6 +235,7 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
           return { index, free: floorToQuantum(state.capacity), seen: state };
         }
         const expired = expiredHolders(item, now);
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: reclaiming no expired holders sends nothing and frees 0 either way.
         const freed = expired.length > 0 ? await this.table.reclaim(index, expired, signal) : 0;
         const seen = { capacity: item.capacity, latencyMs: item.latencyMs, decreasedAt: item.decreasedAt };
         return { index, free: Math.max(0, floorToQuantum(item.free + freed)), seen };
@@ -307,6 +308,7 @@ class AdaptiveLease implements Lease {
       wanted: this.wanted,
       succeeded: usage.succeeded,
       throttled: usage.throttled,
+      // Stryker disable next-line ConditionalExpression: adaptLimit reads an absent and an undefined `attemptMs` alike.
       ...(usage.attemptMs === undefined ? {} : { attemptMs: usage.attemptMs }),
     };
     for (const g of this.grants) {

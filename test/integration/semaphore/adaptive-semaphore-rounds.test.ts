@@ -8,6 +8,7 @@ import {
   AdaptiveDynamoSemaphore,
   type AdaptiveDynamoSemaphoreOptions,
   InvalidSemaphoreOptionsError,
+  LeaseLostError,
 } from '../../../lib/semaphore/index.js';
 import { semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
 import { type DynamoCall, faultInjecting, operationOf } from './support/fault-injecting-client.js';
@@ -184,5 +185,125 @@ describe('AdaptiveDynamoSemaphore after a shrink', () => {
     const lease = await semaphore(name).sem.acquire(2, { deadline: Date.now() });
     expect(lease.permits).toBe(2);
     expect((await storedAdaptiveShards(direct, tableName, name)).map((s) => s.free)).toEqual([-2, 0]);
+  });
+});
+
+describe('AdaptiveDynamoSemaphore takes, precisely', () => {
+  /** Shards of `name` with the given free permits (capacity = the largest, so frees fit). */
+  async function shardsWithFree(name: string, frees: readonly number[]) {
+    for (const [index, free] of frees.entries()) {
+      await direct.send(
+        new PutItemCommand({
+          TableName: tableName,
+          Item: {
+            pk: { S: `sem#${name}` },
+            sk: { S: `adaptive#${index}` },
+            capacity: { N: String(Math.max(...frees)) },
+            free: { N: String(free) },
+            holders: { M: {} },
+            latencyMs: { N: '20' },
+            decreasedAt: { N: '0' },
+            shards: { N: String(frees.length) },
+          },
+        }),
+      );
+    }
+  }
+
+  it('the whole fit is the first shard from the random start with exactly enough, not the roomiest', async () => {
+    const name = fresh();
+    await shardsWithFree(name, [2, 4]);
+    const { sem, calls } = semaphore(name, { random: () => 0 });
+    await sem.acquire(2);
+    expect(takesOf(calls)).toEqual(['adaptive#0']);
+  });
+
+  it('stops taking once it has k, and never takes from a shard with nothing free', async () => {
+    const name = fresh();
+    await shardsWithFree(name, [2, 2, 2]);
+    const { sem, calls } = semaphore(name, { random: () => 0 });
+    expect((await sem.acquire(3)).permits).toBe(3);
+    expect(takesOf(calls)).toHaveLength(2);
+
+    const other = fresh();
+    await shardsWithFree(other, [0, 1, 2]);
+    const { sem: partial, calls: partialCalls } = semaphore(other, { random: () => 0 });
+    expect((await partial.acquire(4, { min: 1 })).permits).toBe(3);
+    expect(takesOf(partialCalls)).toEqual(['adaptive#2', 'adaptive#1']);
+  });
+
+  it('an item stored without a shard count is not adopted as "no shards": the acquire waits, never granting nothing', async () => {
+    const name = fresh();
+    await direct.send(
+      new PutItemCommand({
+        TableName: tableName,
+        Item: {
+          pk: { S: `sem#${name}` },
+          sk: { S: 'adaptive#0' },
+          capacity: { N: '2' },
+          free: { N: '2' },
+          holders: { M: {} },
+        },
+      }),
+    );
+    const { sem } = semaphore(name, { shards: 1 });
+    await expect(sem.acquire(1, { deadline: Date.now() + 50 })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    expect(sem.shards).toBe(1);
+  });
+
+  it('a round that finds less than min free writes nothing', async () => {
+    const name = fresh();
+    await shardsWithFree(name, [1, 0]);
+    const { sem, calls } = semaphore(name);
+    await expect(sem.acquire(2, { deadline: Date.now() })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    expect(takesOf(calls)).toEqual([]);
+  });
+
+  it('a take that fails with an error gives back exactly what it attempted', async () => {
+    const name = fresh();
+    const { client, calls } = faultInjecting(direct, {
+      before: (call) => {
+        if (operationOf(call) === 'take')
+          throw Object.assign(new Error('throttled'), { name: 'ThrottlingException' });
+      },
+    });
+    const sem = new AdaptiveDynamoSemaphore({
+      client,
+      tableName,
+      name,
+      limit: 40,
+      adaptive: { ratePerSecond: 200, initialLatencyMs: 20 },
+    });
+    await expect(sem.acquire(2)).rejects.toMatchObject({ name: 'ThrottlingException' });
+    expect(calls.filter((c) => operationOf(c) === 'give-back').map((c) => c.input.Key?.sk?.S)).toEqual([
+      'adaptive#0',
+    ]);
+  });
+});
+
+describe('AdaptiveDynamoSemaphore leases', () => {
+  it('extend checks its length, and while a release is in flight is LeaseLostError without a request', async () => {
+    const { sem, calls } = semaphore(fresh());
+    const lease = await sem.acquire(1);
+    await expect(lease.extend(-5)).rejects.toMatchObject({ name: 'InvalidPermitRequestError' });
+    const releasing = lease.release();
+    await expect(lease.extend(1_000)).rejects.toBeInstanceOf(LeaseLostError);
+    await releasing;
+    expect(calls.filter((c) => operationOf(c) === 'extend')).toEqual([]);
+  });
+
+  it('an overloaded release stamps the decrease with its release time', async () => {
+    let clock = 40_000_000;
+    const name = fresh();
+    const { sem } = semaphore(name, { shards: 1, now: () => clock });
+    const lease = await sem.acquire(2);
+    clock += 100;
+    lease.report?.({ succeeded: 7, throttled: 3 });
+    await lease.release();
+    expect(await storedAdaptiveShards(direct, tableName, name)).toMatchObject([{ decreasedAt: clock }]);
   });
 });

@@ -295,6 +295,23 @@ describe('AdaptiveDynamoSemaphore hard cap', () => {
     await first.release();
   });
 
+  it('split over shards, the cap holds for their sum: each shard starts at limit / shards', async () => {
+    const name = `adaptive-cap-split-${randomUUID().slice(0, 8)}`;
+    const adaptive = { ratePerSecond: 1_000, initialLatencyMs: 20 };
+    const sem = new AdaptiveDynamoSemaphore(options(name, { limit: 4, shards: 2, adaptive }));
+    const first = await sem.acquire(1);
+    const rest = await sem.acquire(4, { min: 1 });
+    expect(rest.permits).toBe(3);
+    expect((await shards(name)).map((s) => s.capacity)).toEqual([2, 2]);
+    await expect(sem.acquire(1, { deadline: Date.now() })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    // A starved holder measuring a long latency (ceiling far above) grows no shard past its share of the cap.
+    rest.report?.({ succeeded: 10, throttled: 0, attemptMs: 10_000 });
+    await Promise.all([rest.release(), first.release()]);
+    expect((await shards(name)).map((s) => s.capacity)).toEqual([2, 2]);
+  });
+
   it('a release never moves the limit above the hard cap', async () => {
     let clock = 20_000_000;
     const { sem } = semaphore({}, { limit: 5, now: () => clock });

@@ -325,3 +325,38 @@ describe('DynamoSemaphore backoff', () => {
     await held.release();
   });
 });
+
+describe('DynamoSemaphore writes, precisely', () => {
+  const takes = (calls: readonly DynamoCall[]) => calls.filter((c) => operationOf(c) === 'take');
+
+  it('a round that finds less than min free makes no take after its blind one', async () => {
+    const { sem: holder } = semaphore({});
+    const held = await holder.acquire(3);
+    const { client, calls } = faultInjecting(direct);
+    const waiter = new DynamoSemaphore({ client, tableName, name: holder.name, limit: 4 });
+    await expect(waiter.acquire(2, { deadline: Date.now() })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    // The blind take (2 of the shard's 4) fails its condition; the survey finds 1 free: no more takes.
+    expect(takes(calls)).toHaveLength(1);
+    expect(await used(holder.name)).toBe(3);
+    await held.release();
+  });
+
+  it('a take that fails with an error gives back exactly what it attempted', async () => {
+    const { sem, calls } = semaphore(failing('take', throttled));
+    await expect(sem.acquire(2)).rejects.toMatchObject({ name: 'ProvisionedThroughputExceededException' });
+    expect(calls.filter((c) => operationOf(c) === 'give-back').map((c) => c.input.Key?.sk?.S)).toEqual([
+      'shard#0',
+    ]);
+  });
+
+  it('extend while a release is in flight is LeaseLostError without a request', async () => {
+    const { sem, calls } = semaphore({});
+    const lease = await sem.acquire(1);
+    const releasing = lease.release();
+    await expect(lease.extend(1_000)).rejects.toBeInstanceOf(LeaseLostError);
+    await releasing;
+    expect(calls.filter((c) => operationOf(c) === 'extend')).toEqual([]);
+  });
+});

@@ -14,7 +14,17 @@
 
 /** The modules and the files each one mutates. */
 export const MODULES = {
-  semaphore: ['lib/semaphore/dynamo-semaphore.ts', 'lib/semaphore/shard-table.ts'],
+  semaphore: [
+    'lib/semaphore/dynamo-semaphore.ts',
+    'lib/semaphore/shard-table.ts',
+    'lib/semaphore/semaphore-items.ts',
+    'lib/semaphore/adaptive-dynamo-semaphore.ts',
+    'lib/semaphore/adaptive-shard-table.ts',
+    'lib/semaphore/adaptive-limit.ts',
+    // The acquire loop both DynamoDB semaphores share (abort while the winning writes are in flight, backoff).
+    'lib/semaphore/acquire-rounds.ts',
+    'lib/semaphore/backoff.ts',
+  ],
   pool: ['lib/pool/executor-pool.ts', 'lib/pool/process.ts'],
   db: ['lib/db/resource.ts'],
   handler: [

@@ -1,3 +1,4 @@
+import { withAbortReason } from './abort-reason.js';
 import { acquireInRounds } from './acquire-rounds.js';
 import {
   type AdaptiveLimitOptions,
@@ -150,20 +151,19 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
     signal?: AbortSignal,
     changes: ReadonlyMap<number, CapacityChange> = new Map(),
   ): Promise<void> {
+    // Stryker disable next-line ConditionalExpression: with no grants nothing is sent either way; this only spares a timer.
     if (grants.length === 0) return;
     const bound = signal ?? AbortSignal.timeout(this.giveBackTimeoutMs);
-    try {
-      await Promise.all(
+    await withAbortReason(
+      bound,
+      Promise.all(
         grants.map(async (g) => {
           const change = changes.get(g.shard);
           const done = await this.table.giveBack(g.shard, fence, g.n, change, bound);
           if (!done && change !== undefined) await this.table.giveBack(g.shard, fence, g.n, undefined, bound);
         }),
-      );
-    } catch (err) {
-      if (bound.aborted) throw bound.reason;
-      throw err;
-    }
+      ),
+    );
   }
 
   /**
@@ -224,12 +224,18 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       Array.from({ length: this.#shards }, async (_, index) => {
         const item = byIndex.get(index);
         if (item === undefined) {
-          const state = initialState(this.#shards, this.law);
+          // Little's law may start above the hard cap; the limit never exceeds it (`#changes` keeps it there too).
+          const seed = initialState(this.#shards, this.law);
+          const state = {
+            ...seed,
+            capacity: Math.min(seed.capacity, floorToQuantum(this.limit / this.#shards)),
+          };
           await this.table.create(index, this.#shards, state, signal);
           // Created by us or by a racing acquirer; either way the take is conditional on `free >= n`.
           return { index, free: floorToQuantum(state.capacity), seen: state };
         }
         const expired = expiredHolders(item, now);
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: reclaiming no expired holders sends nothing and frees 0 either way.
         const freed = expired.length > 0 ? await this.table.reclaim(index, expired, signal) : 0;
         const seen = { capacity: item.capacity, latencyMs: item.latencyMs, decreasedAt: item.decreasedAt };
         return { index, free: Math.max(0, floorToQuantum(item.free + freed)), seen };
@@ -281,8 +287,9 @@ class AdaptiveLease implements Lease {
     if (this.#releasing !== undefined) throw new LeaseLostError(this.semaphore.name, this.fence);
     const until = this.semaphore.now() + ms;
     const bound = options.signal ?? AbortSignal.timeout(this.semaphore.giveBackTimeoutMs);
-    const kept = await Promise.all(
-      this.grants.map((g) => this.semaphore.table.setUntil(g.shard, this.fence, until, bound)),
+    const kept = await withAbortReason(
+      bound,
+      Promise.all(this.grants.map((g) => this.semaphore.table.setUntil(g.shard, this.fence, until, bound))),
     );
     if (kept.includes(false)) throw new LeaseLostError(this.semaphore.name, this.fence);
     this.#until = until;
@@ -301,6 +308,7 @@ class AdaptiveLease implements Lease {
       wanted: this.wanted,
       succeeded: usage.succeeded,
       throttled: usage.throttled,
+      // Stryker disable next-line ConditionalExpression: adaptLimit reads an absent and an undefined `attemptMs` alike.
       ...(usage.attemptMs === undefined ? {} : { attemptMs: usage.attemptMs }),
     };
     for (const g of this.grants) {

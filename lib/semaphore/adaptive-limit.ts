@@ -161,6 +161,7 @@ export function initialState(shards: number, options: ResolvedAdaptiveLimitOptio
   const latencyMs = options.initialLatencyMs;
   const exact = (options.ratePerSecond * latencyMs) / 1000 / shards;
   // Whole permits when there are some; a share of one when Little's law gives less than one.
+  // Stryker disable next-line EqualityOperator: at exactly one permit both branches give 1.
   const capacity = exact >= 1 ? Math.floor(exact) : quantize(Math.max(MIN_CAPACITY, exact));
   return { capacity, latencyMs, decreasedAt: 0 };
 }

@@ -194,6 +194,7 @@ export function parseHolders(raw: Record<string, AttributeValue>): Map<string, H
 }
 
 function parseShardItem(raw: Record<string, AttributeValue>): ShardItem | undefined {
+  // Stryker disable next-line OptionalChaining,StringLiteral: `sk` is the table's sort key, so every item read has it.
   const match = /^shard#(\d+)$/.exec(raw.sk?.S ?? '');
   if (match === null) return undefined;
   const holders = parseHolders(raw);

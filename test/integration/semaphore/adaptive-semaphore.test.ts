@@ -2,7 +2,7 @@
 // never over-grants while holders hold more than the new limit, and the state survives a restart of the
 // whole fleet (new processes, new clients, nothing in memory).
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MIN_CAPACITY } from '../../../lib/semaphore/adaptive-limit.js';
 import {
@@ -12,7 +12,7 @@ import {
   SemaphoreTimeoutError,
 } from '../../../lib/semaphore/index.js';
 import { localClientConfig } from '../../support/local-aws.js';
-import { semaphoreTable } from './support/dynamo.js';
+import { semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
 
 let client: DynamoDBClient;
 let tableName: string;
@@ -21,31 +21,7 @@ beforeAll(async () => {
   ({ client, tableName } = await semaphoreTable());
 });
 
-interface StoredAdaptiveShard {
-  sk: string;
-  capacity: number;
-  free: number;
-  latencyMs: number;
-  held: number;
-}
-
-async function stored(name: string, on: DynamoDBClient = client): Promise<StoredAdaptiveShard[]> {
-  const { Items = [] } = await on.send(
-    new QueryCommand({
-      TableName: tableName,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': { S: `sem#${name}` } },
-      ConsistentRead: true,
-    }),
-  );
-  return Items.map((item) => ({
-    sk: item.sk!.S!,
-    capacity: Number(item.capacity!.N),
-    free: Number(item.free!.N),
-    latencyMs: Number(item.latencyMs!.N),
-    held: Object.values(item.holders!.M!).reduce((sum, v) => sum + Number(v.M!.n!.N), 0),
-  }));
-}
+const stored = (name: string, on: DynamoDBClient = client) => storedAdaptiveShards(on, tableName, name);
 
 // 100/s x 20 ms = 2 permits to start with, hard cap 10, one shard.
 const semaphore = (name: string, over: Partial<AdaptiveDynamoSemaphoreOptions> = {}) =>

@@ -3,11 +3,7 @@
 // "no room" that turns into a timeout, nor a release that claims success), and a rejected acquire holds
 // nothing.
 import { randomUUID } from 'node:crypto';
-import {
-  type DynamoDBClient,
-  DynamoDBServiceException,
-  ProvisionedThroughputExceededException,
-} from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   DynamoSemaphore,
@@ -18,8 +14,11 @@ import { semaphoreTable, storedShards, totalUsed } from './support/dynamo.js';
 import {
   type DynamoCall,
   type Faults,
+  failing,
   faultInjecting,
   operationOf,
+  refused,
+  throttled,
 } from './support/fault-injecting-client.js';
 
 let direct: DynamoDBClient;
@@ -27,26 +26,6 @@ let tableName: string;
 
 beforeAll(async () => {
   ({ client: direct, tableName } = await semaphoreTable());
-});
-
-const throttled = () =>
-  new ProvisionedThroughputExceededException({
-    message: 'Rate of requests exceeds the allowed throughput',
-    $metadata: {},
-  });
-const refused = () =>
-  new DynamoDBServiceException({
-    name: 'ValidationException',
-    $fault: 'client',
-    message: 'Invalid UpdateExpression',
-    $metadata: { httpStatusCode: 400 },
-  });
-
-/** Fails every request of kind `operation` with `error()`. */
-const failing = (operation: ReturnType<typeof operationOf>, error: () => Error): Faults => ({
-  before: (call) => {
-    if (operationOf(call) === operation) throw error();
-  },
 });
 
 function semaphore(faults: Faults, options: Partial<DynamoSemaphoreOptions> = {}) {
@@ -336,12 +315,48 @@ describe('DynamoSemaphore backoff', () => {
     const controller = new AbortController();
     const waiting = waiter.acquire(1, { signal: controller.signal });
     while (surveysAt().length < 7) await new Promise((resolve) => setTimeout(resolve, 20));
-    controller.abort(new Error('enough'));
-    await expect(waiting).rejects.toThrow('enough');
+    const reason = new Error('enough');
+    controller.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
     const at = surveysAt();
     // Lower bounds only (a loaded machine makes gaps longer, never shorter): the 6th wait alone is >= 319 ms.
     expect(at[6]! - at[5]!).toBeGreaterThanOrEqual(300);
     expect(at[5]! - at[4]!).toBeGreaterThanOrEqual(150);
     await held.release();
+  });
+});
+
+describe('DynamoSemaphore writes, precisely', () => {
+  const takes = (calls: readonly DynamoCall[]) => calls.filter((c) => operationOf(c) === 'take');
+
+  it('a round that finds less than min free makes no take after its blind one', async () => {
+    const { sem: holder } = semaphore({});
+    const held = await holder.acquire(3);
+    const { client, calls } = faultInjecting(direct);
+    const waiter = new DynamoSemaphore({ client, tableName, name: holder.name, limit: 4 });
+    await expect(waiter.acquire(2, { deadline: Date.now() })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    // The blind take (2 of the shard's 4) fails its condition; the survey finds 1 free: no more takes.
+    expect(takes(calls)).toHaveLength(1);
+    expect(await used(holder.name)).toBe(3);
+    await held.release();
+  });
+
+  it('a take that fails with an error gives back exactly what it attempted', async () => {
+    const { sem, calls } = semaphore(failing('take', throttled));
+    await expect(sem.acquire(2)).rejects.toMatchObject({ name: 'ProvisionedThroughputExceededException' });
+    expect(calls.filter((c) => operationOf(c) === 'give-back').map((c) => c.input.Key?.sk?.S)).toEqual([
+      'shard#0',
+    ]);
+  });
+
+  it('extend while a release is in flight is LeaseLostError without a request', async () => {
+    const { sem, calls } = semaphore({});
+    const lease = await sem.acquire(1);
+    const releasing = lease.release();
+    await expect(lease.extend(1_000)).rejects.toBeInstanceOf(LeaseLostError);
+    await releasing;
+    expect(calls.filter((c) => operationOf(c) === 'extend')).toEqual([]);
   });
 });

@@ -65,8 +65,9 @@ describe('DynamoSemaphore against a stalled DynamoDB', () => {
     const controller = new AbortController();
     const releasing = lease.release({ signal: controller.signal });
     await stalled.nextStall();
-    controller.abort(new Error('release budget spent'));
-    await expect(releasing).rejects.toThrow('release budget spent');
+    const reason = new Error('release budget spent');
+    controller.abort(reason);
+    await expect(releasing).rejects.toBe(reason);
     expect(totalUsed(await storedShards(direct, tableName, sem.name))).toBe(3);
   });
 
@@ -88,8 +89,9 @@ describe('DynamoSemaphore against a stalled DynamoDB', () => {
     const acquiring = sem.acquire(4, { signal: controller.signal });
     await stalled.nextStall();
     expect(totalUsed(await storedShards(direct, tableName, sem.name))).toBe(2);
-    controller.abort(new Error('cutoff'));
-    await expect(acquiring).rejects.toThrow('cutoff');
+    const reason = new Error('cutoff');
+    controller.abort(reason);
+    await expect(acquiring).rejects.toBe(reason);
     expect(totalUsed(await storedShards(direct, tableName, sem.name))).toBe(0);
   });
 
@@ -109,8 +111,22 @@ describe('DynamoSemaphore against a stalled DynamoDB', () => {
     const lease = await sem.acquire(2);
     const expiresAt = lease.expiresAt;
     const started = performance.now();
-    await expect(lease.extend(120_000)).rejects.toThrow();
+    await expect(lease.extend(120_000)).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+    expect(lease.expiresAt).toBe(expiresAt);
+  });
+
+  it("an extend whose request stalls rejects with its signal's reason (as release does), not the SDK's AbortError", async () => {
+    const stalled = await proxy((body) => body.includes('#until = :until'));
+    const sem = semaphore(clientVia(stalled));
+    const lease = await sem.acquire(2);
+    const expiresAt = lease.expiresAt;
+    const controller = new AbortController();
+    const extending = lease.extend(120_000, { signal: controller.signal });
+    await stalled.nextStall();
+    const reason = new Error('extend budget spent');
+    controller.abort(reason);
+    await expect(extending).rejects.toBe(reason);
     expect(lease.expiresAt).toBe(expiresAt);
   });
 });

@@ -157,8 +157,9 @@ describe('storage calls go through the Database pool', () => {
       ['plain.json', undefined],
       ['signalled.json', controller.signal],
     ]);
-    controller.abort(new Error('caller gave up'));
-    await expect(orders.upsert('late', {}, { signal: controller.signal })).rejects.toThrow('caller gave up');
+    const reason = new Error('caller gave up');
+    controller.abort(reason);
+    await expect(orders.upsert('late', {}, { signal: controller.signal })).rejects.toBe(reason);
     expect(store.calls).toHaveLength(2);
   });
 

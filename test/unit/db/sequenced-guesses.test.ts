@@ -194,3 +194,99 @@ describe('applySequenced guesses whether its cached copy of a record is current'
     expect(await orders.get('r')).toMatchObject({ n: 62 });
   });
 });
+
+describe('applySequenced guesses: what teaches and what ends them', () => {
+  /** A Resource that created 100 new records, then rewrote record `r` 60 times: both guesses are on. */
+  async function guessingBoth() {
+    const bucket = freshBucket();
+    const mine = await countedOrders(bucket);
+    const other = await countedOrders(bucket);
+    for (let i = 0; i < 100; i++) await mine.orders.applySequenced(`n-${i}`, [upsert(1, { i })]);
+    await mine.orders.applySequenced('r', [upsert(1, { n: 1 })]);
+    for (let seq = 2; seq <= 61; seq++) await mine.orders.applySequenced('r', [update(seq, { n: seq })]);
+    expect(await mine.cost(() => mine.orders.applySequenced('r', [update(70, { n: 70 })]))).toEqual(ONE_PUT);
+    expect(await mine.cost(() => mine.orders.applySequenced('n-new', [upsert(1, {})]))).toEqual(ONE_PUT);
+    return { ...mine, other, seq: 70 };
+  }
+
+  it('a run of stale cached copies ends the cached guess: the Resource goes back to reading first', async () => {
+    const { orders, cost, other } = await guessingBoth();
+    const costs: Requests[] = [];
+    for (let seq = 71; seq <= 90; seq += 2) {
+      await other.orders.applySequenced('r', [update(seq, { theirs: seq })]);
+      costs.push(await cost(() => orders.applySequenced('r', [update(seq + 1, { n: seq + 1 })])));
+    }
+    expect(costs[0]).toEqual(MISSED_GUESS);
+    expect(costs.at(-1)).toEqual(ONE_READ_ONE_PUT);
+    expect(await orders.get('r')).toMatchObject({ n: 90, theirs: 89 });
+  });
+
+  it('misses of one guess do not end the other: wrong "absent" guesses leave the cached guess on, and back', async () => {
+    const { orders, cost, other } = await guessingBoth();
+    for (const id of ['f-1', 'f-2']) {
+      await other.orders.applySequenced(id, [upsert(1, { base: true })]);
+      expect(await cost(() => orders.applySequenced(id, [update(2, { mine: true })]))).toEqual(MISSED_GUESS);
+    }
+    expect(await cost(() => orders.applySequenced('r', [update(80, { n: 80 })]))).toEqual(ONE_PUT);
+
+    const fresh = await guessingBoth();
+    for (let seq = 71; seq <= 73; seq += 2) {
+      await fresh.other.orders.applySequenced('r', [update(seq, { theirs: seq })]);
+      expect(await fresh.cost(() => fresh.orders.applySequenced('r', [update(seq + 1, { n: seq })]))).toEqual(
+        MISSED_GUESS,
+      );
+    }
+    expect(await fresh.cost(() => fresh.orders.applySequenced('n-later', [upsert(1, {})]))).toEqual(ONE_PUT);
+  });
+
+  it('a cached record not yet trusted is read, never guessed absent, on a Resource that guesses new records absent', async () => {
+    const { orders, cost } = await countedOrders(freshBucket());
+    for (let i = 0; i < 100; i++) await orders.applySequenced(`n-${i}`, [upsert(1, { i })]);
+    expect(await cost(() => orders.applySequenced('n-0', [update(2, { again: true })]))).toEqual(
+      ONE_READ_ONE_PUT,
+    );
+    expect(await orders.get('n-0')).toMatchObject({ i: 0, again: true });
+  });
+
+  it('cached copies that another process keeps changing never start the cached guess', async () => {
+    const bucket = freshBucket();
+    const mine = await countedOrders(bucket);
+    const other = await countedOrders(bucket);
+    await mine.orders.applySequenced('r', [upsert(1, {})]);
+    const costs: Requests[] = [];
+    for (let seq = 2; seq < 100; seq += 2) {
+      await other.orders.applySequenced('r', [update(seq, { theirs: seq })]);
+      costs.push(await mine.cost(() => mine.orders.applySequenced('r', [update(seq + 1, { n: seq })])));
+    }
+    expect(costs).toEqual(Array(costs.length).fill(ONE_READ_ONE_PUT));
+  });
+
+  it('a cached record another process deleted is read, found absent and written again', async () => {
+    const bucket = freshBucket();
+    const mine = await countedOrders(bucket);
+    const other = await countedOrders(bucket);
+    await mine.orders.applySequenced('r', [upsert(1, { a: 1 })]);
+    await other.orders.delete('r');
+    expect(await mine.orders.applySequenced('r', [upsert(2, { a: 2 })])).toEqual([{ kind: 'applied' }]);
+    expect(await mine.orders.get('r')).toMatchObject({ a: 2 });
+  });
+
+  it("the plain API's writes drop the cached copy: the next sequenced write reads instead of guessing wrong", async () => {
+    // Only the cached guess is on (one record, rewritten): an uncached record is read first.
+    const { orders, cost } = await countedOrders(freshBucket());
+    await orders.applySequenced('r', [upsert(1, { n: 1 })]);
+    for (let seq = 2; seq <= 61; seq++) await orders.applySequenced('r', [update(seq, { n: seq })]);
+    expect(await cost(() => orders.applySequenced('r', [update(80, { n: 80 })]))).toEqual(ONE_PUT);
+    await orders.update('r', { plain: 'update' });
+    expect(await cost(() => orders.applySequenced('r', [update(81, { n: 81 })]))).toEqual(ONE_READ_ONE_PUT);
+    expect(await cost(() => orders.applySequenced('r', [update(82, { n: 82 })]))).toEqual(ONE_PUT);
+    await orders.upsert('r', { plain: 'upsert' });
+    expect(await cost(() => orders.applySequenced('r', [update(83, { n: 83 })]))).toEqual(ONE_READ_ONE_PUT);
+    await orders.delete('r');
+    expect(await cost(() => orders.applySequenced('r', [update(84, { n: 84 })]))).toEqual(ONE_READ_ONE_PUT);
+    // `r` is now a pending partial (hidden): a plain insert takes its key over.
+    await orders.insert({ plain: 'insert' }, { id: 'r' });
+    expect(await cost(() => orders.applySequenced('r', [update(85, { n: 85 })]))).toEqual(ONE_READ_ONE_PUT);
+    expect(await orders.get('r')).toMatchObject({ plain: 'insert', n: 85 });
+  });
+});

@@ -22,6 +22,7 @@ import {
   type SequencedWrite,
   stateToJson,
 } from '../../../lib/db/sequenced-state.js';
+import { wrap } from './support/wrapped-store.js';
 
 let buckets = 0;
 const freshBucket = () => `seq-writes-${Date.now()}-${buckets++}`;
@@ -43,19 +44,6 @@ const update = (seq: number, data: Record<string, unknown>, tie?: string): Seque
   data,
 });
 const del = (seq: number, tie?: string): SequencedWrite => ({ op: 'delete', stamp: stamp(seq, tie) });
-
-/** `store` with some methods replaced (the memory store keeps private state: no prototype tricks). */
-function wrap(store: MemoryObjectStore, overrides: Partial<ObjectStore>): ObjectStore {
-  return {
-    bucket: store.bucket,
-    put: (input, options) => store.put(input, options),
-    get: (key, options) => store.get(key, options),
-    head: (key, options) => store.head(key, options),
-    delete: (key, options) => store.delete(key, options),
-    list: (input, options) => store.list(input, options),
-    ...overrides,
-  };
-}
 
 /** What a reader sees: the user fields, or undefined for a hidden state. */
 function visibleOf(state: RecordState): Record<string, unknown> | undefined {

@@ -66,9 +66,10 @@ describe('MemorySemaphore', () => {
     const held = await sem.acquire(1);
     const controller = new AbortController();
     const pending = sem.acquire(1, { signal: controller.signal });
-    controller.abort(new Error('stop'));
-    await expect(pending).rejects.toThrow('stop');
-    await expect(sem.acquire(1, { signal: controller.signal })).rejects.toThrow('stop');
+    const reason = new Error('stop');
+    controller.abort(reason);
+    await expect(pending).rejects.toBe(reason);
+    await expect(sem.acquire(1, { signal: controller.signal })).rejects.toBe(reason);
     await held.release();
     expect(sem.available).toBe(1);
   });

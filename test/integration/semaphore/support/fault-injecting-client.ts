@@ -1,4 +1,8 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBClient,
+  DynamoDBServiceException,
+  ProvisionedThroughputExceededException,
+} from '@aws-sdk/client-dynamodb';
 
 /** One request the semaphore sent: the command's class name (`UpdateItemCommand`, ...) and its input. */
 export interface DynamoCall {
@@ -62,3 +66,26 @@ export function faultInjecting(
   };
   return { client: client as unknown as DynamoDBClient, calls };
 }
+
+/** What DynamoDB answers a request over its throughput (retryable, never "condition failed"). */
+export const throttled = () =>
+  new ProvisionedThroughputExceededException({
+    message: 'Rate of requests exceeds the allowed throughput',
+    $metadata: {},
+  });
+
+/** What DynamoDB answers a malformed request (permanent, never "condition failed"). */
+export const refused = () =>
+  new DynamoDBServiceException({
+    name: 'ValidationException',
+    $fault: 'client',
+    message: 'Invalid UpdateExpression',
+    $metadata: { httpStatusCode: 400 },
+  });
+
+/** Fails every request of kind `operation` with `error()`. */
+export const failing = (operation: ReturnType<typeof operationOf>, error: () => Error): Faults => ({
+  before: (call) => {
+    if (operationOf(call) === operation) throw error();
+  },
+});

@@ -1,0 +1,309 @@
+// How one AdaptiveDynamoSemaphore round spends its writes (dynalite): the default shard count, adopting a
+// stored one, a grant that fits one shard is one take on the shard the random start picks, a larger one
+// takes from the roomiest shards in turn, never from a full one.
+import { randomUUID } from 'node:crypto';
+import { type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  AdaptiveDynamoSemaphore,
+  type AdaptiveDynamoSemaphoreOptions,
+  InvalidSemaphoreOptionsError,
+  LeaseLostError,
+} from '../../../lib/semaphore/index.js';
+import { semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
+import { type DynamoCall, faultInjecting, operationOf } from './support/fault-injecting-client.js';
+
+let direct: DynamoDBClient;
+let tableName: string;
+
+beforeAll(async () => {
+  ({ client: direct, tableName } = await semaphoreTable());
+});
+
+// 200/s x 20 ms = 4 permits, 2 per shard over two shards.
+function semaphore(name: string, over: Partial<AdaptiveDynamoSemaphoreOptions> = {}) {
+  const { client, calls } = faultInjecting(direct);
+  const sem = new AdaptiveDynamoSemaphore({
+    client,
+    tableName,
+    name,
+    limit: 40,
+    shards: 2,
+    adaptive: { ratePerSecond: 200, initialLatencyMs: 20 },
+    backoffBaseMs: 5,
+    backoffCapMs: 20,
+    ...over,
+  });
+  return { sem, calls };
+}
+
+const takesOf = (calls: readonly DynamoCall[]) =>
+  calls.filter((c) => operationOf(c) === 'take').map((c) => c.input.Key?.sk?.S);
+const fresh = () => `adaptive-rounds-${randomUUID().slice(0, 8)}`;
+
+describe('AdaptiveDynamoSemaphore rounds', () => {
+  it('defaults to one shard per 64 permits of the starting limit, capped by the hard cap', () => {
+    const shardsOf = (limit: number, ratePerSecond: number) =>
+      new AdaptiveDynamoSemaphore({
+        client: direct,
+        tableName,
+        name: 'n',
+        limit,
+        adaptive: { ratePerSecond },
+      }).shards;
+    expect(shardsOf(3_500, 3_500)).toBe(2); // 70 permits
+    expect(shardsOf(10, 3_500)).toBe(1); // capped at 10
+    expect(shardsOf(5_000, 100_000)).toBe(32); // 2,000 permits
+  });
+
+  it('adopts the shard count stored by whoever created the items', async () => {
+    const name = fresh();
+    await (await semaphore(name, { shards: 3 }).sem.acquire(1)).release();
+    const { sem } = semaphore(name, { shards: 1 });
+    expect(sem.shards).toBe(1);
+    const lease = await sem.acquire(4, { min: 1 });
+    expect(sem.shards).toBe(3);
+    expect((await storedAdaptiveShards(direct, tableName, name)).map((s) => s.sk).sort()).toEqual([
+      'adaptive#0',
+      'adaptive#1',
+      'adaptive#2',
+    ]);
+    await lease.release();
+  });
+
+  it('a grant that fits one shard is one take, on the shard the random start picks', async () => {
+    const name = fresh();
+    await (await semaphore(name).sem.acquire(1)).release(); // creates both shards
+    for (const [random, shard] of [
+      [0, 'adaptive#0'],
+      [0.99, 'adaptive#1'],
+    ] as const) {
+      const { sem, calls } = semaphore(name, { random: () => random });
+      const lease = await sem.acquire(2);
+      expect(takesOf(calls)).toEqual([shard]);
+      await lease.release();
+    }
+  });
+
+  it('a larger grant takes from the roomiest shard first, then the next, and skips a full one', async () => {
+    const name = fresh();
+    const holder = await semaphore(name, { random: () => 0 }).sem.acquire(1); // shard 0: 1 free, shard 1: 2
+    const { sem, calls } = semaphore(name, { random: () => 0 });
+    const lease = await sem.acquire(3);
+    expect(lease.permits).toBe(3);
+    expect(takesOf(calls)).toEqual(['adaptive#1', 'adaptive#0']);
+    // Both full now: a round that finds too little writes nothing.
+    const { sem: late, calls: lateCalls } = semaphore(name);
+    await expect(late.acquire(1, { deadline: Date.now() })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    expect(takesOf(lateCalls)).toEqual([]);
+    await Promise.all([lease.release(), holder.release()]);
+  });
+
+  it('takes only what is free up to k, even when min is less', async () => {
+    const name = fresh();
+    const holder = await semaphore(name, { random: () => 0 }).sem.acquire(3);
+    const { sem } = semaphore(name);
+    const lease = await sem.acquire(4, { min: 1 });
+    expect(lease.permits).toBe(1);
+    expect((await storedAdaptiveShards(direct, tableName, name)).map((s) => s.free)).toEqual([0, 0]);
+    await Promise.all([lease.release(), holder.release()]);
+  });
+});
+
+describe('AdaptiveDynamoSemaphore options and release writes', () => {
+  it('refuses impossible options with a typed error before any request', () => {
+    const make = (over: Partial<AdaptiveDynamoSemaphoreOptions>) => () =>
+      new AdaptiveDynamoSemaphore({
+        client: direct,
+        tableName,
+        name: 'n',
+        limit: 10,
+        adaptive: { ratePerSecond: 100 },
+        ...over,
+      });
+    for (const bad of [{ name: '' }, { limit: 0 }, { limit: 2.5 }, { leaseMs: -1 }]) {
+      expect(make(bad)).toThrow(InvalidSemaphoreOptionsError);
+    }
+  });
+
+  it('a release is one write; one whose limit step lost its condition is two; a reclaimed lease gives back nothing more', async () => {
+    const name = fresh();
+    let clock = 30_000_000;
+    const { sem, calls } = semaphore(name, { shards: 1, now: () => clock });
+    const giveBacks = () => calls.filter((c) => operationOf(c) === 'give-back').length;
+
+    const plain = await sem.acquire(1);
+    plain.report?.({ succeeded: 5, throttled: 0 });
+    await plain.release();
+    expect(giveBacks()).toBe(1);
+
+    // Two leases read the same capacity; the first release moves it, so the second's step is stale.
+    const [a, b] = [await sem.acquire(1), await sem.acquire(1)];
+    clock += 100;
+    a.report?.({ succeeded: 7, throttled: 3, attemptMs: 500 }); // overloaded: a decrease
+    b.report?.({ succeeded: 5, throttled: 0, attemptMs: 500 });
+    await a.release();
+    expect(giveBacks()).toBe(2);
+    await b.release();
+    expect(giveBacks()).toBe(4);
+    expect(await storedAdaptiveShards(direct, tableName, name)).toMatchObject([{ held: 0 }]);
+
+    // Reclaimed by another acquirer: its plain give-back finds no entry and is not repeated.
+    const lost = await sem.acquire(2, { leaseMs: 10 });
+    clock += 1_000;
+    const taker = await semaphore(name, { now: () => clock }).sem.acquire(2);
+    const before = giveBacks();
+    await lost.release();
+    expect(giveBacks() - before).toBe(1);
+    await taker.release();
+  });
+});
+
+describe('AdaptiveDynamoSemaphore after a shrink', () => {
+  it("a shard whose holders exceed its shrunk capacity counts as no room, not as debt against the others' room", async () => {
+    const name = fresh();
+    const item = (index: number, capacity: number, free: number) =>
+      direct.send(
+        new PutItemCommand({
+          TableName: tableName,
+          Item: {
+            pk: { S: `sem#${name}` },
+            sk: { S: `adaptive#${index}` },
+            capacity: { N: String(capacity) },
+            free: { N: String(free) },
+            holders: { M: {} },
+            latencyMs: { N: '20' },
+            decreasedAt: { N: '0' },
+            shards: { N: '2' },
+          },
+        }),
+      );
+    await item(0, 1, -2); // shrunk to 1 while 3 are still held
+    await item(1, 2, 2);
+    const lease = await semaphore(name).sem.acquire(2, { deadline: Date.now() });
+    expect(lease.permits).toBe(2);
+    expect((await storedAdaptiveShards(direct, tableName, name)).map((s) => s.free)).toEqual([-2, 0]);
+  });
+});
+
+describe('AdaptiveDynamoSemaphore takes, precisely', () => {
+  /** Shards of `name` with the given free permits (capacity = the largest, so frees fit). */
+  async function shardsWithFree(name: string, frees: readonly number[]) {
+    for (const [index, free] of frees.entries()) {
+      await direct.send(
+        new PutItemCommand({
+          TableName: tableName,
+          Item: {
+            pk: { S: `sem#${name}` },
+            sk: { S: `adaptive#${index}` },
+            capacity: { N: String(Math.max(...frees)) },
+            free: { N: String(free) },
+            holders: { M: {} },
+            latencyMs: { N: '20' },
+            decreasedAt: { N: '0' },
+            shards: { N: String(frees.length) },
+          },
+        }),
+      );
+    }
+  }
+
+  it('the whole fit is the first shard from the random start with exactly enough, not the roomiest', async () => {
+    const name = fresh();
+    await shardsWithFree(name, [2, 4]);
+    const { sem, calls } = semaphore(name, { random: () => 0 });
+    await sem.acquire(2);
+    expect(takesOf(calls)).toEqual(['adaptive#0']);
+  });
+
+  it('stops taking once it has k, and never takes from a shard with nothing free', async () => {
+    const name = fresh();
+    await shardsWithFree(name, [2, 2, 2]);
+    const { sem, calls } = semaphore(name, { random: () => 0 });
+    expect((await sem.acquire(3)).permits).toBe(3);
+    expect(takesOf(calls)).toHaveLength(2);
+
+    const other = fresh();
+    await shardsWithFree(other, [0, 1, 2]);
+    const { sem: partial, calls: partialCalls } = semaphore(other, { random: () => 0 });
+    expect((await partial.acquire(4, { min: 1 })).permits).toBe(3);
+    expect(takesOf(partialCalls)).toEqual(['adaptive#2', 'adaptive#1']);
+  });
+
+  it('an item stored without a shard count is not adopted as "no shards": the acquire waits, never granting nothing', async () => {
+    const name = fresh();
+    await direct.send(
+      new PutItemCommand({
+        TableName: tableName,
+        Item: {
+          pk: { S: `sem#${name}` },
+          sk: { S: 'adaptive#0' },
+          capacity: { N: '2' },
+          free: { N: '2' },
+          holders: { M: {} },
+        },
+      }),
+    );
+    const { sem } = semaphore(name, { shards: 1 });
+    await expect(sem.acquire(1, { deadline: Date.now() + 50 })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    expect(sem.shards).toBe(1);
+  });
+
+  it('a round that finds less than min free writes nothing', async () => {
+    const name = fresh();
+    await shardsWithFree(name, [1, 0]);
+    const { sem, calls } = semaphore(name);
+    await expect(sem.acquire(2, { deadline: Date.now() })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    expect(takesOf(calls)).toEqual([]);
+  });
+
+  it('a take that fails with an error gives back exactly what it attempted', async () => {
+    const name = fresh();
+    const { client, calls } = faultInjecting(direct, {
+      before: (call) => {
+        if (operationOf(call) === 'take')
+          throw Object.assign(new Error('throttled'), { name: 'ThrottlingException' });
+      },
+    });
+    const sem = new AdaptiveDynamoSemaphore({
+      client,
+      tableName,
+      name,
+      limit: 40,
+      adaptive: { ratePerSecond: 200, initialLatencyMs: 20 },
+    });
+    await expect(sem.acquire(2)).rejects.toMatchObject({ name: 'ThrottlingException' });
+    expect(calls.filter((c) => operationOf(c) === 'give-back').map((c) => c.input.Key?.sk?.S)).toEqual([
+      'adaptive#0',
+    ]);
+  });
+});
+
+describe('AdaptiveDynamoSemaphore leases', () => {
+  it('extend checks its length, and while a release is in flight is LeaseLostError without a request', async () => {
+    const { sem, calls } = semaphore(fresh());
+    const lease = await sem.acquire(1);
+    await expect(lease.extend(-5)).rejects.toMatchObject({ name: 'InvalidPermitRequestError' });
+    const releasing = lease.release();
+    await expect(lease.extend(1_000)).rejects.toBeInstanceOf(LeaseLostError);
+    await releasing;
+    expect(calls.filter((c) => operationOf(c) === 'extend')).toEqual([]);
+  });
+
+  it('an overloaded release stamps the decrease with its release time', async () => {
+    let clock = 40_000_000;
+    const name = fresh();
+    const { sem } = semaphore(name, { shards: 1, now: () => clock });
+    const lease = await sem.acquire(2);
+    clock += 100;
+    lease.report?.({ succeeded: 7, throttled: 3 });
+    await lease.release();
+    expect(await storedAdaptiveShards(direct, tableName, name)).toMatchObject([{ decreasedAt: clock }]);
+  });
+});

@@ -156,6 +156,9 @@ describe('adaptive limit: control law', () => {
     expect(more.decreased).toBe(true);
     expect(more.capacity).toBeCloseTo(1.4, 2); // on the 1/1024 grid
     expect(overloaded({ succeeded: 9, throttled: 1 })).toBe(false);
+    // Exactly 1% of the attempts (3 of 300, the refused ones counted): still noise.
+    expect(overloaded({ succeeded: 297, throttled: 3 })).toBe(false);
+    expect(overloaded({ succeeded: 296, throttled: 4 })).toBe(true);
     expect(overloaded({ succeeded: 8, throttled: 2 })).toBe(true);
   });
 

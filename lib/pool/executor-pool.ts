@@ -102,6 +102,8 @@ export class ExecutorPool {
   #active = 0;
   /** Slots resting after an attempt (fractional concurrency): they start nothing until their rest ends. */
   #resting = 0;
+  /** Those rests, so a raised concurrency can shorten them (`#shortenRests`). */
+  readonly #rests = new Set<Rest>();
   #delayed = 0;
   #seq = 0;
   #paused: boolean;
@@ -186,6 +188,7 @@ export class ExecutorPool {
     this.#concurrency = n;
     this.#cap = Math.ceil(n);
     this.#duty = n / this.#cap;
+    if (this.#rests.size > 0) this.#shortenRests(performance.now());
     this.#pump();
   }
 
@@ -501,7 +504,10 @@ export class ExecutorPool {
   #onSettled(attempt: Attempt, value: unknown, error: unknown, failed: boolean): void {
     const now = performance.now();
     this.#release(attempt, now);
-    if (!attempt.detached) {
+    // Timed out or aborted before it settled: no answer came, so its duration is a stall, not the latency a
+    // rest keeps the rate by (a 2 s timeout at 0.42 rested 2.7 s more and idled a hot prefix's lease).
+    const answered = !attempt.detached;
+    if (answered) {
       // Stryker disable next-line BooleanLiteral: a settled attempt is off the running list and the timer: nothing reads its flag again
       attempt.detached = true;
       const task = attempt.task;
@@ -518,21 +524,46 @@ export class ExecutorPool {
     // once the breaker has seen this outcome, so a failure that opens it also stops the next queued task.
     this.#member?.release();
     // Stryker disable next-line ConditionalExpression,EqualityOperator: at duty 1 the rest is 0 ms and #rest returns at once
-    if (this.#duty < 1) this.#rest(now - attempt.startedAt);
+    if (this.#duty < 1 && answered) this.#rest(now - attempt.startedAt, now);
     this.#pump(now);
   }
 
   /** Fractional concurrency: the slot an attempt of `durationMs` used stays taken for its share of idle time. */
-  #rest(durationMs: number): void {
-    // Rounded up (timers fire on whole milliseconds; a rest cut short by rounding would oversend).
-    const restMs = Math.ceil(durationMs * (1 / this.#duty - 1) - 1e-6);
+  #rest(durationMs: number, now: number): void {
+    const restMs = restFor(durationMs, this.#duty);
     if (!(restMs > 0)) return;
     this.#resting += 1;
+    const rest: Rest = { durationMs, finishedAt: now, endsAt: now + restMs, timer: undefined };
+    this.#rests.add(rest);
     // Not unref'd: queued work waiting for this slot must keep the process alive, as a retry's backoff does.
-    setTimeout(() => {
-      this.#resting -= 1;
-      this.#pump();
-    }, restMs);
+    rest.timer = setTimeout(() => this.#endRest(rest), restMs);
+  }
+
+  #endRest(rest: Rest): void {
+    if (!this.#rests.delete(rest)) return;
+    this.#resting -= 1;
+    this.#pump();
+  }
+
+  /**
+   * A rest enforces the duty its attempt ended under; once the duty is raised (a new lease granting more,
+   * a governor recovering) it ends where the new duty would have ended it: at once, or sooner. Without
+   * this a rest from a tiny grant (63 x a slow attempt at 1/64) outlived it and left the next lease of the
+   * same pool idle for seconds. A lowered duty never lengthens a rest already running.
+   */
+  #shortenRests(now: number): void {
+    for (const rest of this.#rests) {
+      const endsAt = rest.finishedAt + restFor(rest.durationMs, this.#duty);
+      if (endsAt >= rest.endsAt) continue;
+      clearTimeout(rest.timer);
+      if (endsAt <= now) {
+        this.#rests.delete(rest);
+        this.#resting -= 1;
+        continue;
+      }
+      rest.endsAt = endsAt;
+      rest.timer = setTimeout(() => this.#endRest(rest), Math.ceil(endsAt - now));
+    }
   }
 
   #onTimeout(attempt: Attempt): void {
@@ -699,4 +730,18 @@ export class ExecutorPool {
     // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:circuitStateChange']) this.#events.emit('pool:circuitStateChange', { state });
   }
+}
+
+/** One slot's rest after an attempt under fractional concurrency. */
+interface Rest {
+  readonly durationMs: number;
+  readonly finishedAt: number;
+  endsAt: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/** The rest after an attempt of `durationMs` at `duty`: busy `duty` of the time. Rounded up (timers fire on
+ * whole milliseconds; a rest cut short by rounding would oversend). */
+function restFor(durationMs: number, duty: number): number {
+  return Math.ceil(durationMs * (1 / duty - 1) - 1e-6);
 }

@@ -268,6 +268,13 @@ class AdaptiveLease implements Lease {
     return this.#until;
   }
 
+  /** The shards' measured latency the grant was sized with, weighted by the permits taken on each. */
+  get latencyMs(): number | undefined {
+    const permits = this.permits;
+    if (!(permits > 0)) return undefined;
+    return this.grants.reduce((sum, g) => sum + g.n * g.seen.latencyMs, 0) / permits;
+  }
+
   report(usage: LeaseUsage): void {
     this.#usage = usage;
   }

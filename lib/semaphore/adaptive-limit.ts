@@ -109,6 +109,8 @@ const MAX_LATENCY_MS = 60_000;
  * 503 and none the limit holds still (it grows only on leases S3 never refused).
  */
 export const TOLERATED_THROTTLE_SHARE = 0.01;
+/** The most one release rescales a shard's permits by when the fleet's latency moves (up or down). */
+const MAX_RESCALE = 2;
 /** The most one release shrinks a shard by (a lease whose attempts were nearly all refused). */
 const DEEPEST_DECREASE = 0.5;
 
@@ -170,7 +172,10 @@ export function initialState(shards: number, options: ResolvedAdaptiveLimitOptio
  * One step of the control law, for one shard the lease held permits on, from the state the releasing
  * holder last saw and what its lease did:
  * - latency: the lease's permit-milliseconds per attempt (`permits x held / attempts`, so permits held
- *   idle count as latency, which is what limits the rate a permit carries) into the moving average;
+ *   idle count as latency, which is what limits the rate a permit carries) into the moving average, the
+ *   measured attempt latency when the holder reported it (`attemptMs`);
+ * - the capacity moves with that average, so the rate it stands for (`capacity / latency`) stays: a limit
+ *   is a rate, permits are how it is handed out (x2 / x0.5 at most per release);
  * - more SlowDown answers than noise explains (`overloaded`), and no decrease since this lease was granted:
  *   capacity x min(`decreaseFactor`, 1 - the share refused), never below half (a round of leases that all
  *   saw the same overload shrinks the limit once, not once per lease); one tolerated SlowDown holds it;
@@ -195,14 +200,21 @@ export function adaptLimit(
     latencyMs = (1 - options.latencyWeight) * state.latencyMs + options.latencyWeight * sample;
     latencyMs = Math.min(MAX_LATENCY_MS, Math.max(MIN_LATENCY_MS, latencyMs));
   }
-  let capacity = state.capacity;
+  // The limit is a rate (S3 limits requests per second) kept as permits: when the fleet's latency moves,
+  // the permits move with it so each still carries the same rate (`capacity / latency`). Without this a
+  // prefix whose writes took 50 ms instead of the assumed 20 ran at 40% of its rate until the additive
+  // increase (an eighth per release) caught up, a release per batch later. At most x2 / x0.5 per release:
+  // one stalled lease must not multiply the permits (the ceiling, rate x latency, moves with it).
+  let capacity =
+    state.capacity *
+    Math.min(MAX_RESCALE, Math.max(1 / MAX_RESCALE, latencyMs / Math.max(MIN_LATENCY_MS, state.latencyMs)));
   let decreased = false;
   if (overloaded(outcome)) {
     if (outcome.takenAt > state.decreasedAt) {
       // In proportion to the share refused (a limit that halved refuses about half the attempts sent at
       // the old rate: one release brings the capacity near the new one), at least `decreaseFactor`.
       const refused = outcome.throttled / attempts;
-      capacity = state.capacity * Math.max(DEEPEST_DECREASE, Math.min(options.decreaseFactor, 1 - refused));
+      capacity *= Math.max(DEEPEST_DECREASE, Math.min(options.decreaseFactor, 1 - refused));
       decreased = true;
     }
   } else if (
@@ -212,7 +224,7 @@ export function adaptLimit(
     // A lease that began before the last decrease measured the old regime: it is no evidence of room now.
     outcome.takenAt > state.decreasedAt
   ) {
-    capacity = state.capacity + Math.min(options.increaseStep, MAX_INCREASE_SHARE * state.capacity);
+    capacity += Math.min(options.increaseStep, MAX_INCREASE_SHARE * capacity);
   }
   capacity = quantize(
     Math.max(MIN_CAPACITY, Math.min(capacity, ceilingPerShard(latencyMs, shards, options))),

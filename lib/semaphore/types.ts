@@ -6,6 +6,13 @@ export interface Lease {
    */
   readonly permits: number;
 
+  /**
+   * The latency per attempt, ms, the grant was sized with (an adaptive semaphore's fleet-wide measurement;
+   * absent for the others): the permits stand for `permits / latencyMs` attempts per second, which a holder
+   * whose own attempts run slower or quicker may keep by pacing (the handler's `GrantGovernor`).
+   */
+  readonly latencyMs?: number;
+
   /** Unique lease id. It fences the holder: once reclaimed, nothing done under this id frees anyone's permits. */
   readonly fence: string;
   /** Epoch ms after which other acquirers may reclaim the permits. Stop using them before this instant. */

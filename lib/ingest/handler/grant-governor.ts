@@ -30,6 +30,35 @@ export const RECOVERY_PER_ACCEPTED = 1 / 128;
 export const GRANT_DECREASE_FACTOR = 0.85;
 
 /**
+ * The least share of its grant a paced pool keeps in flight when its attempts are quicker than the fleet's
+ * (see `GrantGovernorOptions.latencyMs`). Bounded so that a burst of quick answers (cached, rejected early)
+ * cannot park a pool at a sliver of its grant.
+ */
+export const MIN_PACE = 1 / 4;
+/** Weight of one attempt's duration in the holder's own latency average (about the last 5 attempts). */
+const OWN_LATENCY_WEIGHT = 0.2;
+
+/**
+ * How the governor steers: the fleet latency the grant was sized with, and the clock.
+ * @example { latencyMs: lease.latencyMs } // pace at the grant's rate: permits / latency
+ */
+export interface GrantGovernorOptions {
+  /**
+   * The fleet's latency per attempt the grant was sized with (`Lease.latencyMs`): the grant then stands for
+   * `permits / latencyMs` attempts per second. While this holder's own attempts are quicker than that, the
+   * governor keeps `permits x (own latency / latencyMs)` in flight (at least `MIN_PACE` x), so it sends the
+   * rate its grant stands for and not more: at a fixed in-flight count a holder whose writes took 10 ms
+   * where the fleet's took 25 sent 2.5x its share and met SlowDowns. Never more than the grant in flight
+   * when its attempts are slower: the permits are a cap on requests in flight (the chaos suite checks it),
+   * and a slower fleet is followed by the limit itself (its permits move with the measured latency).
+   * @default undefined (no pacing: the grant is the in-flight count)
+   */
+  latencyMs?: number;
+  /** @default () => performance.now() */
+  now?: () => number;
+}
+
+/**
  * The fast loop inside one lease. The fleet-wide limit moves only when leases are released, and a lease
  * lasts as long as its tenant's writes (seconds): when S3's limit drops meanwhile (a re-partition, another
  * workload on the prefix), the holder would keep sending at its grant and collect 503s until it gives the
@@ -37,28 +66,39 @@ export const GRANT_DECREASE_FACTOR = 0.85;
  * (only a throttled attempt that started after the last cut cuts again: the others were sent at the old
  * rate), never below `MIN_CAPACITY`, and takes back `RECOVERY_PER_ACCEPTED` of the grant per attempt S3
  * accepts after a cut. It never grows past the grant: only the fleet's limit, moved by the release that
- * reports these throttles, grows.
+ * reports these throttles, grows. With `latencyMs` it also paces: see `GrantGovernorOptions.latencyMs`.
  */
 export class GrantGovernor {
+  /** The grant as cut and recovered (in permits at the fleet's latency). */
   #concurrency: number;
+  /** What the target was last set to: `#concurrency` x the pace. */
+  #applied: number;
+  #ownLatencyMs: number | undefined;
   #lastCutAt = Number.NEGATIVE_INFINITY;
   #cuts = 0;
   readonly #grant: number;
+  readonly #fleetLatencyMs: number | undefined;
+  readonly #now: () => number;
   readonly #onError = (e: PoolEvents['pool:taskError']): void => {
     if (!isThrottling(e.error)) return;
-    const now = this.now();
-    if (now - e.durationMs < this.#lastCutAt) return;
+    this.#observe(e.durationMs);
+    const now = this.#now();
+    if (now - e.durationMs < this.#lastCutAt) {
+      this.#apply();
+      return;
+    }
     this.#lastCutAt = now;
     this.#cuts += 1;
     this.#concurrency = Math.max(MIN_CAPACITY, this.#concurrency * GRANT_DECREASE_FACTOR);
-    this.target.setConcurrency(this.#concurrency);
+    this.#apply();
   };
   readonly #onCompleted = (e: PoolEvents['pool:taskCompleted']): void => {
-    if (this.#concurrency >= this.#grant) return;
+    this.#observe(e.durationMs);
     // Sent before the last cut: it says nothing about the rate the pool runs at now.
-    if (this.now() - e.durationMs < this.#lastCutAt) return;
-    this.#concurrency = Math.min(this.#grant, this.#concurrency + this.#grant * RECOVERY_PER_ACCEPTED);
-    this.target.setConcurrency(this.#concurrency);
+    if (this.#concurrency < this.#grant && this.#now() - e.durationMs >= this.#lastCutAt) {
+      this.#concurrency = Math.min(this.#grant, this.#concurrency + this.#grant * RECOVERY_PER_ACCEPTED);
+    }
+    this.#apply();
   };
 
   /** Starts at `grant` (the target is expected to run at it already) and listens to `events`. */
@@ -66,17 +106,27 @@ export class GrantGovernor {
     private readonly target: ConcurrencyTarget,
     private readonly events: ThrottleEvents,
     grant: number,
-    private readonly now: () => number = () => performance.now(),
+    options: GrantGovernorOptions = {},
   ) {
     this.#concurrency = grant;
+    this.#applied = grant;
     this.#grant = grant;
+    const latency = options.latencyMs;
+    this.#fleetLatencyMs =
+      latency !== undefined && Number.isFinite(latency) && latency > 0 ? latency : undefined;
+    this.#now = options.now ?? (() => performance.now());
     events.on('pool:taskError', this.#onError);
     events.on('pool:taskCompleted', this.#onCompleted);
   }
 
-  /** What the target runs at now. */
+  /** The grant as cut and recovered, in permits (what the target runs at, before the pace). */
   get concurrency(): number {
     return this.#concurrency;
+  }
+
+  /** What the target runs at now: the concurrency x the pace (1 without pacing or when slower than the fleet). */
+  get inFlightCap(): number {
+    return this.#applied;
   }
 
   /** Cuts made under this lease. */
@@ -87,5 +137,23 @@ export class GrantGovernor {
   stop(): void {
     this.events.off('pool:taskError', this.#onError);
     this.events.off('pool:taskCompleted', this.#onCompleted);
+  }
+
+  #observe(durationMs: number): void {
+    if (this.#fleetLatencyMs === undefined || !(durationMs >= 0)) return;
+    this.#ownLatencyMs =
+      this.#ownLatencyMs === undefined
+        ? durationMs
+        : (1 - OWN_LATENCY_WEIGHT) * this.#ownLatencyMs + OWN_LATENCY_WEIGHT * durationMs;
+  }
+
+  #apply(): void {
+    const fleet = this.#fleetLatencyMs;
+    const own = this.#ownLatencyMs;
+    const pace = fleet === undefined || own === undefined ? 1 : Math.min(1, Math.max(MIN_PACE, own / fleet));
+    const next = Math.max(MIN_CAPACITY, this.#concurrency * pace);
+    if (next === this.#applied) return;
+    this.#applied = next;
+    this.target.setConcurrency(next);
   }
 }

@@ -65,6 +65,10 @@ function observedLease(lease: Lease, observer: SemaphoreObserver | undefined): L
     get expiresAt() {
       return lease.expiresAt;
     },
+    // The rate the grant stands for: the handler's governor paces by it.
+    get latencyMs() {
+      return lease.latencyMs;
+    },
     // Options pass through: the planner bounds the release with a signal.
     release: async (options) => {
       try {

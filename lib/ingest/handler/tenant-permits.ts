@@ -39,6 +39,14 @@ export const SMALL_TENANTS_SHARE_OF_POOL = 1 / 4;
 export const PREFIX_ACQUIRE_BACKOFF_CAP_MS = 100;
 
 /**
+ * A tenant stops waiting for its prefix's permits this long before the cutoff (a quarter of the time it
+ * has, when that is less): a lease had with less time left than this holds the whole prefix, fleet-wide,
+ * for a handful of writes or none. bench:load limit-bound saw leases granted 79-131 ms before the cutoff,
+ * each leaving the hot prefix idle while its holder aborted, released, and the next waiter woke up.
+ */
+export const LEAST_USEFUL_LEASE_MS = 500;
+
+/**
  * How long giving permits back may take, whether a release after the work or the give-back of an aborted
  * acquire: a quarter of `DEADLINE_MARGIN_MS`. After the cutoff the margin is spent as: give-backs (this),
  * then dead letters (until half the margin, `settleMs`), then the response, so the invocation answers
@@ -370,28 +378,34 @@ export class TenantPermits {
     body: () => Promise<void>,
   ): Promise<PermitResult> {
     const capped = Math.min(want, semaphore.limit);
+    const now = Date.now();
+    const deadline =
+      window.deadline - Math.min(LEAST_USEFUL_LEASE_MS, Math.max(0, window.deadline - now) / 4);
     let lease: Lease;
     try {
       lease = await semaphore.acquire(capped, {
         // Any permit lets the work progress (a group runs its tenants in turn within the grant).
         min: 1,
-        deadline: window.deadline,
+        deadline,
         signal: window.signal,
         leaseMs: window.leaseMs,
       });
     } catch (err) {
       // Out of time, aborted, or DynamoDB unreachable: only these tenants' writes are redelivered.
       return {
-        unavailable: window.signal.aborted
-          ? new SemaphoreTimeoutError(semaphore.name, 1, window.deadline)
-          : err,
+        unavailable: window.signal.aborted ? new SemaphoreTimeoutError(semaphore.name, 1, deadline) : err,
       };
     }
     const usage = new UsageCounter([target]);
     // An adaptive lease (one that takes a report) also steers its pool between acquire and release.
     const governor =
       lease.report !== undefined && isUsageEvents(target)
-        ? new GrantGovernor(target, target, lease.permits)
+        ? new GrantGovernor(
+            target,
+            target,
+            lease.permits,
+            lease.latencyMs === undefined ? {} : { latencyMs: lease.latencyMs },
+          )
         : undefined;
     try {
       target.setConcurrency(lease.permits);

@@ -55,6 +55,10 @@ export function loggedSemaphores(
           get expiresAt() {
             return lease.expiresAt;
           },
+          // The rate the grant stands for: the handler's governor paces by it, as it does in Lambda.
+          get latencyMs() {
+            return lease.latencyMs;
+          },
           async release() {
             if (!released) {
               released = true;

@@ -59,6 +59,8 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
     const sem = semaphore(name);
     const lease = await sem.acquire(5, { min: 1 });
     expect(lease.permits).toBe(2);
+    // The latency the grant stands for: 2 permits at 20 ms are 100 attempts/s.
+    expect(lease.latencyMs).toBe(20);
     await refused(sem);
     await lease.release();
     expect(await stored(name)).toMatchObject([{ sk: 'adaptive#0', capacity: 2, free: 2, held: 0 }]);
@@ -84,7 +86,8 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
     expect(second.permits).toBe(0.75);
     // A SlowDown shrinks it below that, still a share of one slot.
     now += 300;
-    second.report?.({ succeeded: 10, throttled: 2 });
+    // Measured at the shard's 15 ms per attempt: the latency holds, only the SlowDowns move the limit.
+    second.report?.({ succeeded: 10, throttled: 2, attemptMs: 12 * 15 });
     await second.release();
     const [shrunk] = await stored(name);
     expect(shrunk!.capacity).toBeCloseTo(0.525, 2);
@@ -120,13 +123,13 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
     const sem = semaphore(name, { now: () => now });
     const lease = await sem.acquire(8, { min: 1 });
     expect(lease.permits).toBe(2);
-    // 2 permits for 200 ms, 5 attempts: 80 permit-ms each -> ceiling 100/s x 80 ms = 8; wanted 8, got 2:
-    // + min(1, 2 / 8) = a quarter of a permit.
+    // 2 permits for 200 ms, 5 attempts: 80 permit-ms each -> ceiling 100/s x 80 ms = 8. The permits follow
+    // the latency (x4, at most x2 per release: 4), and wanted 8, got 2: + min(1, 4 / 8) = half a permit.
     now += 200;
     lease.report?.({ succeeded: 5, throttled: 0 });
     await lease.release();
-    expect(await stored(name)).toMatchObject([{ capacity: 2.25, free: 2.25, latencyMs: 80, held: 0 }]);
-    expect((await sem.acquire(8, { min: 1 })).permits).toBe(2.25);
+    expect(await stored(name)).toMatchObject([{ capacity: 4.5, free: 4.5, latencyMs: 80, held: 0 }]);
+    expect((await sem.acquire(8, { min: 1 })).permits).toBe(4.5);
   });
 
   it('a shrink while leases are held grants nothing until the holders are back under the new limit', async () => {
@@ -190,7 +193,8 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
     for (let i = 0; i < 3; i++) {
       const lease = await before.acquire(8, { min: 1 });
       now += 200;
-      lease.report?.({ succeeded: 5, throttled: 0 });
+      // 40 ms per attempt: the permits double to 4 (100/s x 40 ms, the ceiling) and stay there.
+      lease.report?.({ succeeded: 5, throttled: 0, attemptMs: 5 * 40 });
       await lease.release();
     }
     // A holder that never came back (its process died with the fleet).
@@ -209,11 +213,10 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
         now: () => now,
       });
       const lease = await after.acquire(10, { min: 1 });
-      // 2 x 1.125^3 (three increases of an eighth) = 2.84765625 permits (not the initial 2), the orphan's
-      // permit reclaimed.
-      expect(lease.permits).toBe(2.84765625);
+      // 4 permits (not the initial 2), the orphan's permit reclaimed.
+      expect(lease.permits).toBe(4);
       await lease.release();
-      expect(await stored(name, freshClient)).toMatchObject([{ capacity: 2.84765625, held: 0 }]);
+      expect(await stored(name, freshClient)).toMatchObject([{ capacity: 4, held: 0 }]);
     } finally {
       freshClient.destroy();
     }

@@ -80,6 +80,68 @@ describe('ExecutorPool fractional concurrency (an average in flight)', () => {
     expect(second.starts.slice(1).map((t, i) => t - second.starts[i]!)).toEqual([10, 10]);
   });
 
+  it('a raised concurrency shortens the rests already running to what the new duty asks', async () => {
+    // A tiny grant's rest (1/64 of a slot: 63 x a 500 ms attempt, 31.5 s) must not outlive it: the next
+    // lease of the same pool grants a whole permit and its writes start at once (bench:load saw a lease of
+    // 5 s with no write at all behind an earlier one's rest).
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    pool.setConcurrency(1 / 64);
+    const slow = pool.enqueue(() => new Promise((resolve) => setTimeout(resolve, 500)));
+    await vi.advanceTimersByTimeAsync(500);
+    await slow;
+    pool.setConcurrency(1);
+    let startedAt: number | undefined;
+    const next = pool.enqueue(async () => {
+      startedAt = Date.now();
+    });
+    const enqueuedAt = Date.now();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(startedAt).toBe(enqueuedAt);
+    await next;
+  });
+
+  it('a concurrency raised to a fraction rests the slot for what the new duty asks, counted from the attempt', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    pool.setConcurrency(0.1);
+    const first = pool.enqueue(() => new Promise((resolve) => setTimeout(resolve, 100)));
+    await vi.advanceTimersByTimeAsync(100);
+    await first;
+    const endedAt = Date.now();
+    // At 0.1 the slot would rest 900 ms; at 0.5 it rests 100 ms from the attempt's end, 50 ms from now.
+    await vi.advanceTimersByTimeAsync(50);
+    pool.setConcurrency(0.5);
+    let startedAt: number | undefined;
+    const next = pool.enqueue(async () => {
+      startedAt = Date.now();
+    });
+    await vi.advanceTimersByTimeAsync(1_000);
+    await next;
+    expect(startedAt).toBe(endedAt + 100);
+    // Lowering never lengthens a rest already running, and a rest past its new end ends at once.
+    pool.setConcurrency(0.25);
+    expect(pool.concurrency).toBe(0.25);
+  });
+
+  it('an attempt that timed out (no answer) leaves no rest: its duration is a stall, not a rate', async () => {
+    // At 0.42 a 2 s timeout rested the slot 2.7 s more: one stalled request left a hot prefix's lease idle
+    // for 5 s (bench:load limit-bound). The retry starts as soon as the stalled work has settled.
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 100, retries: 1, retryDelay: 0 });
+    pool.setConcurrency(0.5);
+    const starts: number[] = [];
+    const task = pool.enqueue(
+      () =>
+        new Promise<void>((resolve) => {
+          starts.push(Date.now());
+          // The first attempt ignores its abort and settles 50 ms after its timeout; the retry answers at once.
+          setTimeout(resolve, starts.length === 1 ? 150 : 0);
+        }),
+    );
+    await vi.advanceTimersByTimeAsync(1_000);
+    await task;
+    expect(starts).toHaveLength(2);
+    expect(starts[1]! - starts[0]!).toBe(150);
+  });
+
   it('refuses 0, negatives, NaN and Infinity with a RangeError naming the value', () => {
     const pool = new ExecutorPool({ concurrency: 1 });
     for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {

@@ -135,7 +135,8 @@ describe('adaptLimit', () => {
   it('a decrease needs a lease taken strictly after the last one, and stamps its release time', () => {
     const cut = { capacity: 10, latencyMs: 200, decreasedAt: 1_000 };
     // 3 of 10 attempts refused: more than noise explains.
-    const overloaded = { succeeded: 7, throttled: 3, permits: 20 };
+    // Measured at the shard's latency (200 ms per attempt): the latency, and so the permits, hold still.
+    const overloaded = { succeeded: 7, throttled: 3, permits: 20, attemptMs: 2_000 };
     const same = adaptLimit(cut, outcome({ takenAt: 1_000, ...overloaded }), 1, law);
     expect(same).toMatchObject({ capacity: 10, decreased: false, decreasedAt: 1_000 });
     const later = adaptLimit(cut, outcome({ takenAt: 1_001, ...overloaded }), 1, law);
@@ -145,7 +146,12 @@ describe('adaptLimit', () => {
   it('an increase needs a lease that wanted strictly more than it got, succeeded, and began after the last decrease', () => {
     const roomy: AdaptiveState = { capacity: 40, latencyMs: 2_000, decreasedAt: 1_000 };
     const grow = (over: Partial<LeaseOutcome>) =>
-      adaptLimit(roomy, outcome({ takenAt: 1_001, permits: 40, wanted: 41, ...over }), 1, law).capacity;
+      adaptLimit(
+        roomy,
+        outcome({ takenAt: 1_001, permits: 40, wanted: 41, attemptMs: 20_000, ...over }),
+        1,
+        law,
+      ).capacity;
     expect(grow({})).toBe(41); // + increaseStep, under an eighth of 40
     expect(grow({ wanted: 40 })).toBe(40);
     expect(grow({ takenAt: 1_000 })).toBe(40);

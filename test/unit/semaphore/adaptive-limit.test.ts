@@ -23,7 +23,10 @@ const lease = (over: Partial<LeaseOutcome> & { t: number }): LeaseOutcome => ({
   wanted: over.wanted ?? 10,
   succeeded: over.succeeded ?? 10,
   throttled: over.throttled ?? 0,
+  ...(over.attemptMs === undefined ? {} : { attemptMs: over.attemptMs }),
 });
+/** Attempt-milliseconds that keep the latency where `state` has it (the permits then hold still). */
+const steady = (state: AdaptiveState, attempts: number) => state.latencyMs * attempts;
 
 describe('adaptive limit: control law', () => {
   it("starts at Little's law with the assumed latency, split over the shards", () => {
@@ -41,9 +44,48 @@ describe('adaptive limit: control law', () => {
     // 2 permits held 100 ms for 4 attempts: 50 permit-ms each; average with 20 at weight 0.5 -> 35.
     const step = adaptLimit(initialState(1, law), lease({ t: 1_000, permits: 2, succeeded: 4 }), 1, law);
     expect(step.latencyMs).toBeCloseTo(35, 9);
-    // 100/s x 35 ms = 3.5 permits; the increase is at most an eighth of the capacity: 2 -> 2.25.
+    // 100/s x 35 ms = 3.5 permits: the ceiling, and where the permits go (they carry the same rate at the
+    // longer latency: 2 x 35 / 20), the increase capped there.
     expect(ceilingPerShard(step.latencyMs, 1, law)).toBeCloseTo(3.5, 9);
-    expect(step.capacity).toBe(2.25);
+    expect(step.capacity).toBe(3.5);
+  });
+
+  it('moves the permits with the latency, so the rate they stand for stays (a limit is a rate)', () => {
+    // Below the ceiling after a decrease: 1 permit at 20 ms is 50/s of the 100/s configured.
+    const state: AdaptiveState = { capacity: 1, latencyMs: 20, decreasedAt: 0 };
+    // A satisfied lease (wanted what it got) at 30 ms per attempt: average 25 ms, 1.25 permits, still 50/s.
+    const slower = adaptLimit(
+      state,
+      lease({ t: 1, permits: 1, wanted: 1, succeeded: 10, releasedAt: 300 }),
+      1,
+      law,
+    );
+    expect(slower.latencyMs).toBeCloseTo(25, 9);
+    expect(slower.capacity).toBe(1.25);
+    // At 10 ms: average 15 ms, 0.75 permits.
+    const faster = adaptLimit(
+      state,
+      lease({ t: 1, permits: 1, wanted: 1, succeeded: 10, releasedAt: 100 }),
+      1,
+      law,
+    );
+    expect(faster.capacity).toBe(0.75);
+    // A stalled lease (5 s per attempt) moves them by x2 at most, and the ceiling (100/s x 2.5 s) is no bound.
+    const stalled = adaptLimit(
+      state,
+      lease({ t: 1, permits: 1, wanted: 1, succeeded: 1, releasedAt: 5_000 }),
+      1,
+      law,
+    );
+    expect(stalled.capacity).toBe(2);
+    // The other way: x0.5 at most.
+    const quick = adaptLimit(
+      { capacity: 1, latencyMs: 200, decreasedAt: 0 },
+      lease({ t: 1, permits: 1, wanted: 1, succeeded: 100, releasedAt: 1 }),
+      1,
+      law,
+    );
+    expect(quick.capacity).toBe(0.5);
   });
 
   it('grows additively only while holders want more than they got and nothing was throttled', () => {
@@ -110,9 +152,19 @@ describe('adaptive limit: control law', () => {
 
   it('a lease that began before the last decrease does not grow the limit back', () => {
     const state: AdaptiveState = { capacity: 4, latencyMs: 100, decreasedAt: 5_000 };
-    const before = adaptLimit(state, lease({ t: 4_900, permits: 2, wanted: 10, succeeded: 5 }), 1, law);
+    const before = adaptLimit(
+      state,
+      lease({ t: 4_900, permits: 2, wanted: 10, succeeded: 5, attemptMs: steady(state, 5) }),
+      1,
+      law,
+    );
     expect(before.capacity).toBe(4);
-    const after = adaptLimit(state, lease({ t: 5_100, permits: 2, wanted: 10, succeeded: 5 }), 1, law);
+    const after = adaptLimit(
+      state,
+      lease({ t: 5_100, permits: 2, wanted: 10, succeeded: 5, attemptMs: steady(state, 5) }),
+      1,
+      law,
+    );
     expect(after.capacity).toBe(4.5);
   });
 
@@ -146,13 +198,28 @@ describe('adaptive limit: control law', () => {
   it('holds still on one SlowDown (or 1% of the attempts), and grows only on leases S3 never refused', () => {
     const state: AdaptiveState = { capacity: 2, latencyMs: 100, decreasedAt: 0 };
     // One 503 in ten attempts: noise. Neither a decrease nor an increase.
-    const one = adaptLimit(state, lease({ t: 1, succeeded: 9, throttled: 1 }), 1, law);
+    const one = adaptLimit(
+      state,
+      lease({ t: 1, succeeded: 9, throttled: 1, attemptMs: steady(state, 10) }),
+      1,
+      law,
+    );
     expect(one).toMatchObject({ capacity: 2, decreased: false });
     // 2 in 300 attempts (0.67%): still within 1%.
-    const few = adaptLimit(state, lease({ t: 1, succeeded: 298, throttled: 2 }), 1, law);
+    const few = adaptLimit(
+      state,
+      lease({ t: 1, succeeded: 298, throttled: 2, attemptMs: steady(state, 300) }),
+      1,
+      law,
+    );
     expect(few).toMatchObject({ capacity: 2, decreased: false });
     // 4 in 300 (1.3%): overload; the share refused is small, so the decrease is decreaseFactor (0.7).
-    const more = adaptLimit(state, lease({ t: 1, succeeded: 296, throttled: 4 }), 1, law);
+    const more = adaptLimit(
+      state,
+      lease({ t: 1, succeeded: 296, throttled: 4, attemptMs: steady(state, 300) }),
+      1,
+      law,
+    );
     expect(more.decreased).toBe(true);
     expect(more.capacity).toBeCloseTo(1.4, 2); // on the 1/1024 grid
     expect(overloaded({ succeeded: 9, throttled: 1 })).toBe(false);
@@ -165,10 +232,20 @@ describe('adaptive limit: control law', () => {
   it('shrinks in proportion to the share refused, down to half in one release', () => {
     const state: AdaptiveState = { capacity: 2, latencyMs: 100, decreasedAt: 0 };
     // 40% refused: x 0.6 (deeper than decreaseFactor 0.7).
-    const forty = adaptLimit(state, lease({ t: 1, succeeded: 60, throttled: 40 }), 1, law);
+    const forty = adaptLimit(
+      state,
+      lease({ t: 1, succeeded: 60, throttled: 40, attemptMs: steady(state, 100) }),
+      1,
+      law,
+    );
     expect(forty.capacity).toBeCloseTo(1.2, 2);
     // 90% refused: never below half.
-    const ninety = adaptLimit(state, lease({ t: 1, succeeded: 10, throttled: 90 }), 1, law);
+    const ninety = adaptLimit(
+      state,
+      lease({ t: 1, succeeded: 10, throttled: 90, attemptMs: steady(state, 100) }),
+      1,
+      law,
+    );
     expect(ninety.capacity).toBe(1);
   });
 

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { GrantGovernor, type ThrottleEvents } from '../../../../lib/ingest/handler/grant-governor.js';
+import {
+  GrantGovernor,
+  MIN_PACE,
+  type ThrottleEvents,
+} from '../../../../lib/ingest/handler/grant-governor.js';
 import type { PoolEvents } from '../../../../lib/pool/events.js';
 import { ExecutorPool } from '../../../../lib/pool/index.js';
 import { MIN_CAPACITY } from '../../../../lib/semaphore/adaptive-limit.js';
@@ -49,7 +53,7 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
   it('cuts to 0.85 x once per round trip, and ignores the rest of that round trip', () => {
     const pool = fakePool(4);
     let now = 1_000;
-    const governor = new GrantGovernor(pool, pool, 4, () => now);
+    const governor = new GrantGovernor(pool, pool, 4, { now: () => now });
     pool.fail(slowDown(), 20);
     expect(pool.concurrency).toBeCloseTo(3.4, 9);
     // A refusal of an attempt sent before that cut (it started 20 ms ago): same round trip, no cut.
@@ -76,7 +80,7 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
   it('takes back 1/128 of the grant per attempt accepted after the cut, never past the grant', () => {
     const pool = fakePool(4);
     let now = 1_000;
-    const governor = new GrantGovernor(pool, pool, 4, () => now);
+    const governor = new GrantGovernor(pool, pool, 4, { now: () => now });
     pool.fail(slowDown(), 20);
     expect(pool.concurrency).toBeCloseTo(3.4, 9);
     // Accepted, but sent before the cut: no evidence about the new rate.
@@ -100,7 +104,7 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
   it('under a real overload the cuts outpace the recovery', () => {
     const pool = fakePool(2);
     let now = 0;
-    new GrantGovernor(pool, pool, 2, () => now);
+    new GrantGovernor(pool, pool, 2, { now: () => now });
     // Each round trip: one refused, two accepted (a third of the attempts refused, as when the limit halves).
     for (let round = 0; round < 10; round++) {
       now += 100;
@@ -116,13 +120,54 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
   it('never goes below MIN_CAPACITY (the prefix always progresses)', () => {
     const pool = fakePool(0.05);
     let now = 0;
-    const governor = new GrantGovernor(pool, pool, 0.05, () => now);
+    const governor = new GrantGovernor(pool, pool, 0.05, { now: () => now });
     for (let i = 0; i < 20; i++) {
       now += 1_000;
       pool.fail(slowDown(), 10);
     }
     expect(pool.concurrency).toBe(MIN_CAPACITY);
     expect(governor.concurrency).toBe(MIN_CAPACITY);
+  });
+
+  it('paces at the grant rate when quicker than the fleet: in flight = grant x own / fleet latency, >= 1/4 x', () => {
+    const pool = fakePool(1);
+    let now = 0;
+    const governor = new GrantGovernor(pool, pool, 1, { latencyMs: 20, now: () => now });
+    // Attempts twice as slow as the fleet's: never more than the grant in flight (the permits cap it).
+    now += 40;
+    pool.succeed(40);
+    expect(pool.concurrency).toBe(1);
+    expect(governor.inFlightCap).toBe(1);
+    // Quicker ones bring it down (own latency is an average: 0.8 x 40 + 0.2 x 10 = 34 ms, then lower):
+    // half the grant in flight at 10 ms carries the 50/s the grant stands for at 20 ms.
+    for (let i = 0; i < 40; i++) {
+      now += 10;
+      pool.succeed(10);
+    }
+    expect(pool.concurrency).toBeCloseTo(0.5, 3);
+    expect(governor.concurrency).toBe(1);
+    // Slower again: back to the grant, no further.
+    for (let i = 0; i < 40; i++) pool.succeed(10_000);
+    expect(pool.concurrency).toBe(1);
+    // A burst of instant answers does not park the pool below a quarter of its grant.
+    for (let i = 0; i < 80; i++) pool.succeed(0.001);
+    expect(pool.concurrency).toBeCloseTo(MIN_PACE, 6);
+    // A cut applies to the grant, paced the same way: 0.85 x 1 at a quarter.
+    now += 1_000;
+    pool.fail(slowDown(), 0.001);
+    expect(governor.concurrency).toBeCloseTo(0.85, 9);
+    expect(pool.concurrency).toBeCloseTo(0.85 * MIN_PACE, 6);
+    governor.stop();
+  });
+
+  it('without a fleet latency (or with a nonsense one) it never paces', () => {
+    for (const latencyMs of [undefined, 0, Number.NaN, -5]) {
+      const pool = fakePool(2);
+      new GrantGovernor(pool, pool, 2, latencyMs === undefined ? {} : { latencyMs });
+      pool.succeed(500);
+      pool.succeed(1);
+      expect(pool.concurrency).toBe(2);
+    }
   });
 
   it('steers a real ExecutorPool from the events it emits', async () => {

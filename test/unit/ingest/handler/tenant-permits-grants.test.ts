@@ -3,6 +3,7 @@
 // mutation testing found `n / pools` vs `n * pools` unobservable with the handler tests' limits.
 import { describe, expect, it } from 'vitest';
 import {
+  LEAST_USEFUL_LEASE_MS,
   releaseTimeoutMs,
   SMALL_TENANT_WRITES,
   settleMs,
@@ -134,6 +135,26 @@ describe('TenantPermits: what each tenant asks for', () => {
     expect(acquires.map((x) => [x.k, x.options?.min])).toEqual([[5, 1]]);
     expect(report.results.get(a)).toEqual({ permits: 5 });
     expect(a.pool.concurrency).toBe(5);
+  });
+
+  it(`stops waiting for permits ${LEAST_USEFUL_LEASE_MS} ms before the cutoff, or a quarter of a shorter window before it`, async () => {
+    const { factory, acquires } = recordingFactory(5);
+    const permits = new TenantPermits(testConfig(), factory);
+    const long = { ...window(), deadline: Date.now() + 5_000 };
+    const before = Date.now();
+    await permits.run([tenant('a', 12)], long, async () => undefined);
+    expect(acquires[0]!.options?.deadline).toBe(long.deadline - LEAST_USEFUL_LEASE_MS);
+    // 400 ms left: it waits 300 of them at most (a quarter short of the cutoff).
+    const short = { ...window(), deadline: Date.now() + 400 };
+    await permits.run([tenant('b', 12)], short, async () => undefined);
+    const deadline = acquires[1]!.options?.deadline ?? 0;
+    expect(short.deadline - deadline).toBeGreaterThanOrEqual(0);
+    expect(short.deadline - deadline).toBeLessThanOrEqual(100);
+    expect(short.deadline - deadline).toBeGreaterThan(90 - (Date.now() - before));
+    // A window already past: the cutoff itself.
+    const past = { ...window(), deadline: Date.now() - 10 };
+    await permits.run([tenant('c', 12)], past, async () => undefined);
+    expect(acquires[2]!.options?.deadline).toBe(past.deadline);
   });
 
   it('without a semaphore factory each pool runs at min(POOL_CONCURRENCY, its writes), at least 1', async () => {

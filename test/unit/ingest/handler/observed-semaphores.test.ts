@@ -1,0 +1,86 @@
+// The invocation's view of its semaphores: the wrapped lease must pass through everything the permit
+// planner reads (a lost `latencyMs` silently turned the governor's pacing off in bench:load), and only real
+// failures count as semaphore failures.
+import { describe, expect, it } from 'vitest';
+import {
+  observeSemaphores,
+  type SemaphoreObserver,
+} from '../../../../lib/ingest/handler/observed-semaphores.js';
+import { SemaphoreTimeoutError } from '../../../../lib/semaphore/errors.js';
+import type { Lease, LeaseUsage, Semaphore } from '../../../../lib/semaphore/types.js';
+
+function recorder() {
+  const waits: number[] = [];
+  const failures: unknown[] = [];
+  const observer: SemaphoreObserver = {
+    permitWait: (ms) => waits.push(ms),
+    semaphoreFailure: (error) => failures.push(error),
+  };
+  return { observer, waits, failures };
+}
+
+function semaphoreWith(lease: Lease | (() => Promise<Lease>)): Semaphore {
+  return {
+    name: 'prefix:b/t=a/',
+    limit: 7,
+    acquire: async () => (typeof lease === 'function' ? lease() : lease),
+  };
+}
+
+describe('observeSemaphores', () => {
+  it('passes the lease through: permits, fence, expiry, the latency its grant stands for, and the report', async () => {
+    const reports: LeaseUsage[] = [];
+    const inner: Lease = {
+      permits: 0.75,
+      fence: 'f-1',
+      expiresAt: 123,
+      latencyMs: 15,
+      release: async () => undefined,
+      extend: async () => undefined,
+      report: (usage) => reports.push(usage),
+    };
+    const { observer, waits } = recorder();
+    const semaphore = observeSemaphores(
+      () => semaphoreWith(inner),
+      () => observer,
+    )('prefix:b/t=a/', 7);
+    expect(semaphore.name).toBe('prefix:b/t=a/');
+    expect(semaphore.limit).toBe(7);
+    const lease = await semaphore.acquire(1);
+    expect(lease).toMatchObject({ permits: 0.75, fence: 'f-1', expiresAt: 123, latencyMs: 15 });
+    lease.report?.({ succeeded: 3, throttled: 1 });
+    expect(reports).toEqual([{ succeeded: 3, throttled: 1 }]);
+    expect(waits).toHaveLength(1);
+    // A lease without a latency (a static semaphore's) has none through the wrapper either.
+    const plain = await observeSemaphores(
+      () => semaphoreWith({ ...inner, latencyMs: undefined }),
+      () => observer,
+    )('x', 1).acquire(1);
+    expect(plain.latencyMs).toBeUndefined();
+  });
+
+  it('counts a failed release or acquire as a failure, running out of time as none', async () => {
+    const boom = new Error('dynamodb down');
+    const inner: Lease = {
+      permits: 1,
+      fence: 'f-2',
+      expiresAt: 0,
+      release: async () => {
+        throw boom;
+      },
+      extend: async () => undefined,
+    };
+    const { observer, failures } = recorder();
+    const lease = await observeSemaphores(
+      () => semaphoreWith(inner),
+      () => observer,
+    )('x', 1).acquire(1);
+    await expect(lease.release()).rejects.toBe(boom);
+    const timedOut = observeSemaphores(
+      () => semaphoreWith(() => Promise.reject(new SemaphoreTimeoutError('x', 1, 0))),
+      () => observer,
+    )('x', 1);
+    await expect(timedOut.acquire(1)).rejects.toBeInstanceOf(SemaphoreTimeoutError);
+    expect(failures).toEqual([boom]);
+  });
+});

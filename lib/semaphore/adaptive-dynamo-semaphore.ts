@@ -12,6 +12,7 @@ import {
   resolveAdaptiveLimitOptions,
 } from './adaptive-limit.js';
 import { AdaptiveShardTable, type CapacityChange } from './adaptive-shard-table.js';
+import { acquireBackoffCap } from './backoff.js';
 import type { DynamoSemaphoreOptions } from './dynamo-semaphore.js';
 import { LeaseLostError } from './errors.js';
 import { newLeaseId } from './lease-id.js';
@@ -128,7 +129,7 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       now: this.now,
       random: this.random,
       backoffBaseMs: this.backoffBaseMs,
-      backoffCapMs: this.backoffCapMs,
+      backoffCapMs: acquireBackoffCap(this.backoffCapMs, options.backoffCapMs),
       round: () => {
         until = this.now() + leaseMs;
         return this.#takeUpTo(fence, k, min, until, signal, (least) => {

@@ -90,6 +90,17 @@ export const MIN_CAPACITY = 1 / 64;
  */
 const MAX_INCREASE_SHARE = 1 / 8;
 /**
+ * For `CAUTIOUS_FOR_MS` after a decrease the increase is at most this share of the capacity instead: the
+ * decrease found S3's limit just above, and at an eighth per release the limit was back over it two releases
+ * later, so the hot prefix met a round of SlowDowns every few seconds (bench:load limit-bound after the
+ * halving: 3-10% of its requests). At 1/64 it takes about ten releases to climb back from a 0.85 cut: the
+ * prefix runs at ~92% of its limit between rare probes. After that, probing resumes at the full pace (S3 may
+ * have scaled the prefix up).
+ */
+export const CAUTIOUS_INCREASE_SHARE = 1 / 64;
+/** How long after a decrease the increase stays cautious (`CAUTIOUS_INCREASE_SHARE`), ms. */
+export const CAUTIOUS_FOR_MS = 30_000;
+/**
  * Capacities are multiples of 1/1024: binary fractions add and subtract exactly in a double, and print as
  * exact decimals for DynamoDB, so `free` (sums of permits and deltas) never drifts to 0.9999999 and a
  * take of 1 permit never fails on rounding noise.
@@ -180,7 +191,7 @@ export function initialState(shards: number, options: ResolvedAdaptiveLimitOptio
  *   capacity x min(`decreaseFactor`, 1 - the share refused), never below half (a round of leases that all
  *   saw the same overload shrinks the limit once, not once per lease); one tolerated SlowDown holds it;
  * - no SlowDown, the lease wanted more than it got (holders wait for permits) and began after the last
- *   decrease: + `increaseStep` (at most 1/8 of the capacity);
+ *   decrease: + `increaseStep` (at most 1/8 of the capacity; 1/64 for `CAUTIOUS_FOR_MS` after a decrease);
  * - always within `[MIN_CAPACITY, ceilingPerShard(latency)]`.
  * Pure and deterministic: the clock is in the outcome.
  */
@@ -224,7 +235,11 @@ export function adaptLimit(
     // A lease that began before the last decrease measured the old regime: it is no evidence of room now.
     outcome.takenAt > state.decreasedAt
   ) {
-    capacity += Math.min(options.increaseStep, MAX_INCREASE_SHARE * capacity);
+    const cautious = state.decreasedAt > 0 && outcome.releasedAt - state.decreasedAt < CAUTIOUS_FOR_MS;
+    capacity += Math.min(
+      options.increaseStep,
+      (cautious ? CAUTIOUS_INCREASE_SHARE : MAX_INCREASE_SHARE) * capacity,
+    );
   }
   capacity = quantize(
     Math.max(MIN_CAPACITY, Math.min(capacity, ceilingPerShard(latencyMs, shards, options))),

@@ -1,7 +1,7 @@
 import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { withAbortReason } from './abort-reason.js';
 import { acquireInRounds } from './acquire-rounds.js';
-import { sleep } from './backoff.js';
+import { acquireBackoffCap, sleep } from './backoff.js';
 import { InvalidSemaphoreOptionsError, LeaseLostError, SemaphoreConfigMismatchError } from './errors.js';
 import { newLeaseId } from './lease-id.js';
 import { expiredHolders, ShardTable } from './shard-table.js';
@@ -168,7 +168,7 @@ export class DynamoSemaphore implements Semaphore {
       now: this.now,
       random: this.random,
       backoffBaseMs: this.backoffBaseMs,
-      backoffCapMs: this.backoffCapMs,
+      backoffCapMs: acquireBackoffCap(this.backoffCapMs, options.backoffCapMs),
       round: (attempt) => {
         until = this.now() + leaseMs;
         return this.takeUpTo(fence, k, min, until, attempt === 0, signal);

@@ -73,6 +73,15 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Lease length for this acquire, relative to the call (e.g. invocation time left + a margin). Default: the semaphore's `leaseMs`. */
   leaseMs?: number;
+  /**
+   * The longest wait between two rounds of this acquire, ms, when shorter than the semaphore's own
+   * `backoffCapMs` (DynamoDB semaphores poll; the memory one wakes waiters and ignores it): a caller whose
+   * work is closer to giving up (records near the DLQ) polls more often and so tends to win the permits
+   * when they come free. Each round is one read.
+   * @default the semaphore's `backoffCapMs`
+   * @example { backoffCapMs: 25 }
+   */
+  backoffCapMs?: number;
 }
 
 /** A counting semaphore whose permits are leased. Implemented by `DynamoSemaphore` and `MemorySemaphore`. */

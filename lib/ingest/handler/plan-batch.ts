@@ -13,6 +13,8 @@ export interface TenantPlan {
   readonly tenant: string;
   /** Number of writes (what the tenant's permits are sized for). */
   readonly writes: number;
+  /** The most times SQS delivered any of its records (`ApproximateReceiveCount`, 1 when absent). */
+  readonly receives: number;
   /**
    * One chain per record `(resource, id)`, its writes in message order. Chains are ordered by their first
    * write's priority, highest first (stable for equal ones): the pool starts the first enqueued write at
@@ -186,6 +188,7 @@ export function planBatch(
   const tenants = [...byTenant].map(([tenant, writes]) => ({
     tenant,
     writes: writes.length,
+    receives: Math.max(...writes.map((w) => receives.get(w.messageId) ?? 1)),
     chains: chainsOf(
       writes,
       (messageId) => groups.get(messageId),

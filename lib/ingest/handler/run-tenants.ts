@@ -24,6 +24,7 @@ interface TenantRun extends TenantDatabase {
   readonly entry: TenantDatabase;
   readonly plan: TenantPlan;
   readonly writes: number;
+  readonly receives: number;
 }
 
 /** Marks every write of a tenant that could not run: redelivered, with why. */
@@ -57,7 +58,7 @@ export async function runTenants(
       plans.map(async (plan) => {
         try {
           const entry = await databases.get(plan.tenant);
-          runs.push({ ...entry, entry, plan, writes: plan.writes });
+          runs.push({ ...entry, entry, plan, writes: plan.writes, receives: plan.receives });
           metrics.watch(entry.pool);
         } catch (error) {
           logger.error('tenant database unavailable', { tenant: plan.tenant, error });

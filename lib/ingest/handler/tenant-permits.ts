@@ -106,6 +106,11 @@ export interface TenantPermitRequest {
   readonly tenant: string;
   readonly pool: ConcurrencyTarget & { readonly concurrency: number };
   readonly writes: number;
+  /**
+   * The most times SQS delivered any of its records: a tenant whose records are closer to the DLQ polls
+   * for its prefix's permits more often (`PREFIX_ACQUIRE_BACKOFF_CAP_MS / receives`). @default 1
+   */
+  readonly receives?: number;
 }
 
 export interface PermitWindow {
@@ -348,7 +353,12 @@ export class TenantPermits {
     }
     // Up to the semaphore's own limit (an adaptive one may grant more than the 20 ms sizing).
     const want = Math.min(semaphore.limit, this.config.poolConcurrency, tenant.writes);
-    return this.#runUnder(semaphore, tenant.pool, want, window, releaseFailures, () => work(tenant));
+    // Records closer to the DLQ poll more often, so they tend to be the next to get a hot prefix's turn: a
+    // turn lost at every receive is a record dead-lettered though S3 never refused it.
+    const backoffCapMs = PREFIX_ACQUIRE_BACKOFF_CAP_MS / Math.max(1, tenant.receives ?? 1);
+    return this.#runUnder(semaphore, tenant.pool, want, window, releaseFailures, backoffCapMs, () =>
+      work(tenant),
+    );
   }
 
   #prefixName(tenant: string): string {
@@ -375,6 +385,7 @@ export class TenantPermits {
     want: number,
     window: PermitWindow,
     releaseFailures: ReleaseFailure[],
+    backoffCapMs: number,
     body: () => Promise<void>,
   ): Promise<PermitResult> {
     const capped = Math.min(want, semaphore.limit);
@@ -389,6 +400,7 @@ export class TenantPermits {
         deadline,
         signal: window.signal,
         leaseMs: window.leaseMs,
+        backoffCapMs,
       });
     } catch (err) {
       // Out of time, aborted, or DynamoDB unreachable: only these tenants' writes are redelivered.

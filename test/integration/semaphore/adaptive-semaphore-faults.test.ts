@@ -183,6 +183,32 @@ describe('AdaptiveDynamoSemaphore and its caller signal', () => {
     expect(stored.map((s) => [s.held, s.free, Object.keys(s.holders).length])).toEqual([[0, 4, 0]]);
   });
 
+  it("an acquire's own backoffCapMs makes it poll more often than the semaphore's cap, never less", async () => {
+    const name = `adaptive-hurry-${randomUUID().slice(0, 8)}`;
+    const holder = await new AdaptiveDynamoSemaphore(options(name)).acquire(4);
+    const surveysWithin = async (backoffCapMs: number | undefined) => {
+      const { sem, calls } = semaphore(
+        {},
+        { name, backoffBaseMs: 60_000, backoffCapMs: 60_000, random: () => 0.5 },
+      );
+      await expect(
+        sem.acquire(1, {
+          deadline: Date.now() + 300,
+          ...(backoffCapMs === undefined ? {} : { backoffCapMs }),
+        }),
+      ).rejects.toMatchObject({ name: 'SemaphoreTimeoutError' });
+      return calls.filter((c) => operationOf(c) === 'survey').length;
+    };
+    // The semaphore's cap: one round, a 30 s backoff cut at the deadline, one last round.
+    expect(await surveysWithin(undefined)).toBeLessThanOrEqual(2);
+    // 10 ms (a 5 ms wait at random 0.5): many rounds within 300 ms.
+    expect(await surveysWithin(10)).toBeGreaterThan(5);
+    // Longer than the semaphore's cap, or nonsense: the semaphore's cap.
+    expect(await surveysWithin(120_000)).toBeLessThanOrEqual(2);
+    expect(await surveysWithin(0)).toBeLessThanOrEqual(2);
+    await holder.release();
+  });
+
   it('an abort during the backoff between attempts rejects at once with the reason and holds nothing', async () => {
     const name = `adaptive-wait-${randomUUID().slice(0, 8)}`;
     const holder = await new AdaptiveDynamoSemaphore(options(name)).acquire(4);

@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import {
   type AdaptiveState,
   adaptLimit,
+  CAUTIOUS_FOR_MS,
+  CAUTIOUS_INCREASE_SHARE,
   ceilingPerShard,
   initialState,
   type LeaseOutcome,
@@ -165,7 +167,38 @@ describe('adaptive limit: control law', () => {
       1,
       law,
     );
-    expect(after.capacity).toBe(4.5);
+    // Soon after a decrease the increase is cautious: 1/64 of the capacity, not 1/8.
+    expect(after.capacity).toBe(4.0625);
+  });
+
+  it(`grows cautiously (1/64) for ${CAUTIOUS_FOR_MS / 1000} s after a decrease, then probes at 1/8 again`, () => {
+    const state: AdaptiveState = { capacity: 8, latencyMs: 100, decreasedAt: 10_000 };
+    const grow = (t: number) =>
+      adaptLimit(
+        state,
+        lease({ t, permits: 8, wanted: 20, succeeded: 10, releasedAt: 100, attemptMs: steady(state, 10) }),
+        1,
+        resolveAdaptiveLimitOptions({ ratePerSecond: 1_000, increaseStep: 4 }),
+      ).capacity;
+    expect(grow(10_100)).toBe(8 + 8 * CAUTIOUS_INCREASE_SHARE);
+    // Released exactly CAUTIOUS_FOR_MS after the decrease: probing again.
+    expect(grow(10_000 + CAUTIOUS_FOR_MS - 100)).toBe(9);
+    // Never decreased: probing from the start.
+    expect(
+      adaptLimit(
+        { ...state, decreasedAt: 0 },
+        lease({
+          t: 100,
+          permits: 8,
+          wanted: 20,
+          succeeded: 10,
+          releasedAt: 100,
+          attemptMs: steady(state, 10),
+        }),
+        1,
+        resolveAdaptiveLimitOptions({ ratePerSecond: 1_000, increaseStep: 4 }),
+      ).capacity,
+    ).toBe(9);
   });
 
   it('re-converges after the accepted rate halves: from the old level to half of it in a few rounds', () => {

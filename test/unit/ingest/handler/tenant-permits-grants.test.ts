@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   LEAST_USEFUL_LEASE_MS,
+  PREFIX_ACQUIRE_BACKOFF_CAP_MS,
   releaseTimeoutMs,
   SMALL_TENANT_WRITES,
   settleMs,
@@ -155,6 +156,19 @@ describe('TenantPermits: what each tenant asks for', () => {
     const past = { ...window(), deadline: Date.now() - 10 };
     await permits.run([tenant('c', 12)], past, async () => undefined);
     expect(acquires[2]!.options?.deadline).toBe(past.deadline);
+  });
+
+  it('a tenant whose records were received more often polls for its permits more often', async () => {
+    const { factory, acquires } = recordingFactory(5);
+    const permits = new TenantPermits(testConfig(), factory);
+    await permits.run([tenant('a', 12)], window(), async () => undefined);
+    await permits.run([{ ...tenant('b', 12), receives: 4 }], window(), async () => undefined);
+    await permits.run([{ ...tenant('c', 12), receives: 0 }], window(), async () => undefined);
+    expect(acquires.map((a) => a.options?.backoffCapMs)).toEqual([
+      PREFIX_ACQUIRE_BACKOFF_CAP_MS,
+      PREFIX_ACQUIRE_BACKOFF_CAP_MS / 4,
+      PREFIX_ACQUIRE_BACKOFF_CAP_MS,
+    ]);
   });
 
   it('without a semaphore factory each pool runs at min(POOL_CONCURRENCY, its writes), at least 1', async () => {

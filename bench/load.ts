@@ -61,6 +61,15 @@ function perSecondSmoothed(
 const round = (v: number, digits = 1) => Math.round(v * 10 ** digits) / 10 ** digits;
 const pct = (v: number) => round(v * 100, 1);
 
+/** Figures reported with their range across runs (BENCH_LOAD_REPEAT > 1). */
+const RANGED = new Set(['% of bound', '% of bound after halving', 'hot 503s %', 'lost', 'p50 vs naive']);
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 if (scenario === 'limit-bound') await limitBound();
 else if (scenario === 'skewed') await skewed();
 else throw new Error(`BENCH_LOAD_SCENARIO: unknown scenario ${scenario} (limit-bound | skewed)`);
@@ -154,7 +163,8 @@ async function limitBound(): Promise<void> {
       if (key === 'engine') continue;
       const values = each.map((f) => f[key as keyof typeof f]);
       const numbers = values.filter((v): v is number => typeof v === 'number');
-      row[key] = numbers.length === values.length && numbers.length > 0 ? median(numbers) : values[0];
+      row[key] =
+        numbers.length === values.length && numbers.length > 0 ? round(median(numbers), 2) : values[0];
       // The spread of the figures the targets are about, when there is more than one run.
       if (each.length > 1 && numbers.length === values.length && RANGED.has(key))
         row[`${key} range`] = `${Math.min(...numbers)}-${Math.max(...numbers)}`;
@@ -210,15 +220,6 @@ async function limitBound(): Promise<void> {
     repeat,
     runs: all.map(({ label, result, peakRssBytes }) => ({ label, ...result, peakRssBytes })),
   });
-}
-
-/** Figures reported with their range across runs (BENCH_LOAD_REPEAT > 1). */
-const RANGED = new Set(['% of bound', '% of bound after halving', 'hot 503s %', 'lost', 'p50 vs naive']);
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** The run whose hot prefix rate before the halving is the median of its row's (the lower middle one). */

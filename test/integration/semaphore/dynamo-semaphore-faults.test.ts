@@ -152,6 +152,26 @@ describe('DynamoSemaphore and its caller signal', () => {
     expect(shards.flatMap((s) => Object.keys(s.holders))).toEqual([]);
   });
 
+  it("an acquire's own backoffCapMs shortens the wait between rounds, never lengthens it", async () => {
+    const { sem: holder } = semaphore({});
+    const held = await holder.acquire(4);
+    const surveys = async (backoffCapMs?: number) => {
+      const { sem, calls } = semaphore(
+        {},
+        { name: holder.name, backoffBaseMs: 60_000, backoffCapMs: 60_000, random: () => 0.5 },
+      );
+      const options = backoffCapMs === undefined ? {} : { backoffCapMs };
+      await expect(sem.acquire(1, { deadline: Date.now() + 300, ...options })).rejects.toMatchObject({
+        name: 'SemaphoreTimeoutError',
+      });
+      return calls.filter((c) => operationOf(c) === 'survey').length;
+    };
+    expect(await surveys()).toBeLessThanOrEqual(2);
+    expect(await surveys(10)).toBeGreaterThan(5);
+    expect(await surveys(120_000)).toBeLessThanOrEqual(2);
+    await held.release();
+  });
+
   it('an abort during the backoff between attempts rejects at once with the reason and holds nothing', async () => {
     const { sem: holder } = semaphore({});
     const held = await holder.acquire(4);

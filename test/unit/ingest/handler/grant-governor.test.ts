@@ -31,8 +31,10 @@ function fakePool(concurrency: number) {
   };
   const pool = {
     concurrency,
+    sets: 0,
     setConcurrency(n: number) {
       pool.concurrency = n;
+      pool.sets += 1;
     },
     on: (event: string, l: ErrorListener | CompletedListener) => listen(event, l, true),
     off: (event: string, l: ErrorListener | CompletedListener) => listen(event, l, false),
@@ -160,8 +162,77 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
     governor.stop();
   });
 
+  it('paces by an average of its own attempts, throttled ones included, and ignores nonsense durations', () => {
+    const pool = fakePool(1);
+    let now = 0;
+    const governor = new GrantGovernor(pool, pool, 1, { latencyMs: 100, now: () => now });
+    // A duration that is no duration changes nothing (no call either).
+    pool.succeed(Number.NaN);
+    pool.succeed(-1);
+    expect(pool.concurrency).toBe(1);
+    expect(pool.sets).toBe(0);
+    // 40 ms, then 10: the average is 0.8 x 40 + 0.2 x 10 = 34 ms, a pace of 0.34 (not the last one's 0.1).
+    now += 40;
+    pool.succeed(40);
+    expect(pool.concurrency).toBeCloseTo(0.4, 9);
+    now += 10;
+    pool.succeed(10);
+    expect(pool.concurrency).toBeCloseTo(0.34, 9);
+    // Refused attempts are attempts: their durations move the pace too, even when they cut nothing (the
+    // same round trip as the last cut), and at once.
+    now += 1_000;
+    pool.fail(slowDown(), 200);
+    expect(governor.cuts).toBe(1);
+    const afterCut = pool.concurrency;
+    pool.fail(slowDown(), 500);
+    expect(governor.cuts).toBe(1);
+    expect(pool.concurrency).toBeGreaterThan(afterCut);
+    // Instant answers count (0 ms is a duration): down to the floor, on the grant they earned back.
+    for (let i = 0; i < 40; i++) pool.succeed(0);
+    expect(governor.concurrency).toBe(1);
+    expect(pool.concurrency).toBeCloseTo(MIN_PACE, 9);
+    // Nothing changed: no call.
+    const sets = pool.sets;
+    pool.succeed(0);
+    expect(pool.sets).toBe(sets);
+  });
+
+  it('an attempt sent exactly at the last cut counts as sent after it', () => {
+    const pool = fakePool(4);
+    let now = 1_000;
+    const governor = new GrantGovernor(pool, pool, 4, { now: () => now });
+    pool.fail(slowDown(), 20);
+    // Started at 1,000, the cut's instant: it measured the cut rate, so it cuts (and an accepted one recovers).
+    now += 20;
+    pool.fail(slowDown(), 20);
+    expect(governor.cuts).toBe(2);
+    now += 20;
+    pool.succeed(20);
+    expect(governor.concurrency).toBeCloseTo(4 * 0.85 * 0.85 + 4 / 128, 9);
+  });
+
+  it('with a real pool and its own clock: one cut per round trip, recovery from completions, silence after stop', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, timeout: 0, retries: 0 });
+    const governor = new GrantGovernor(pool, pool, 2);
+    // Two attempts in flight together, both refused: one round trip, one cut.
+    const refused = () =>
+      pool.enqueue(async () => {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        throw slowDown();
+      });
+    await Promise.allSettled([refused(), refused()]);
+    expect(governor.cuts).toBe(1);
+    expect(pool.concurrency).toBeCloseTo(1.7, 9);
+    // An accepted attempt sent after the cut takes back 2/128.
+    await pool.enqueue(async () => undefined);
+    expect(pool.concurrency).toBeCloseTo(1.7 + 2 / 128, 9);
+    governor.stop();
+    await pool.enqueue(async () => undefined);
+    expect(pool.concurrency).toBeCloseTo(1.7 + 2 / 128, 9);
+  });
+
   it('without a fleet latency (or with a nonsense one) it never paces', () => {
-    for (const latencyMs of [undefined, 0, Number.NaN, -5]) {
+    for (const latencyMs of [undefined, 0, Number.NaN, -5, Number.POSITIVE_INFINITY]) {
       const pool = fakePool(2);
       new GrantGovernor(pool, pool, 2, latencyMs === undefined ? {} : { latencyMs });
       pool.succeed(500);

@@ -172,7 +172,7 @@ describe('adaptive limit: control law', () => {
   });
 
   it(`grows cautiously (1/64) for ${CAUTIOUS_FOR_MS / 1000} s after a decrease, then probes at 1/8 again`, () => {
-    const state: AdaptiveState = { capacity: 8, latencyMs: 100, decreasedAt: 10_000 };
+    const state: AdaptiveState = { capacity: 8, latencyMs: 100, decreasedAt: 1_000_000 };
     const grow = (t: number) =>
       adaptLimit(
         state,
@@ -180,9 +180,9 @@ describe('adaptive limit: control law', () => {
         1,
         resolveAdaptiveLimitOptions({ ratePerSecond: 1_000, increaseStep: 4 }),
       ).capacity;
-    expect(grow(10_100)).toBe(8 + 8 * CAUTIOUS_INCREASE_SHARE);
+    expect(grow(1_000_100)).toBe(8 + 8 * CAUTIOUS_INCREASE_SHARE);
     // Released exactly CAUTIOUS_FOR_MS after the decrease: probing again.
-    expect(grow(10_000 + CAUTIOUS_FOR_MS - 100)).toBe(9);
+    expect(grow(1_000_000 + CAUTIOUS_FOR_MS - 100)).toBe(9);
     // Never decreased: probing from the start.
     expect(
       adaptLimit(

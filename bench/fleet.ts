@@ -76,7 +76,8 @@ function cell(
  * - default: what fits in ~10 minutes on two idle cores (two cells at once): the mid-run halving of the hot
  *   prefix's limit and the hot tenant's burst, both at concurrency 100 x 10,000 tenants under Zipf(1.1);
  * - `BENCH_FLEET_GRID=cut`: those two first, then uniform at 1,000 x 100,000 (the all-small-tenants case at
- *   the top) and concurrency 100 / 1,000 x 10,000 / 100,000 tenants under Zipf (where the limits are);
+ *   the top), concurrency 100 / 1,000 x 10,000 / 100,000 tenants under Zipf (where the limits are), and
+ *   concurrency 10 on the two Zipf lines (the charts' third point);
  * - `BENCH_FLEET_GRID=full`: the issue's cross product (3 concurrencies x 3 tenant counts x 2 skews = 18
  *   cells) and the two events.
  */
@@ -112,6 +113,9 @@ function grid(): FleetCellConfig[] {
         cell(100, 100_000, 'zipf'),
         cell(1000, 100_000, 'zipf'),
         cell(100, 10_000, 'zipf'),
+        // Concurrency 10: the charts' third point on the two Zipf lines (far below every limit).
+        cell(10, 10_000, 'zipf'),
+        cell(10, 100_000, 'zipf'),
       );
     else if (mode !== 'default') throw new Error(`BENCH_FLEET_GRID=${mode}: expected default, cut or full`);
   }

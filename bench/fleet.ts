@@ -112,8 +112,8 @@ function grid(): FleetCellConfig[] {
       cells.push(
         cell(1000, 100_000, 'uniform'),
         cell(1000, 10_000, 'zipf'),
-        cell(100, 100_000, 'zipf'),
         cell(1000, 100_000, 'zipf'),
+        cell(100, 100_000, 'zipf'),
         cell(100, 10_000, 'zipf'),
         // Concurrency 10: the charts' third point on the two Zipf lines (far below every limit).
         cell(10, 10_000, 'zipf'),

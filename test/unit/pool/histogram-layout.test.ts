@@ -59,6 +59,15 @@ function quantilesOf(h: { quantile(q: number): number }): number[] {
   return QUANTILES.map((q) => h.quantile(q));
 }
 
+/** Records `values` in both; `after` runs after each sample. */
+function recordBoth(h: Histogram, oracle: DenseHistogram, values: Iterable<number>, after = () => {}): void {
+  for (const v of values) {
+    h.record(v);
+    oracle.record(v);
+    after();
+  }
+}
+
 // Durations as pools see them: sub-µs to minutes, repeated values, and the edge cases record() clamps.
 const sample = fc.oneof(
   fc.double({ min: 0, max: 600_000, noNaN: true }),
@@ -73,12 +82,8 @@ describe('Histogram: the first samples in a compact layout', () => {
       fc.property(fc.array(sample, { minLength: 0, maxLength: 80 }), (values) => {
         const h = new Histogram();
         const oracle = new DenseHistogram();
-        for (const v of values) {
-          h.record(v);
-          oracle.record(v);
-          // After every sample: the switch to counters happens on the 33rd.
-          expect(quantilesOf(h)).toEqual(quantilesOf(oracle));
-        }
+        // After every sample: the switch to counters happens on the 33rd.
+        recordBoth(h, oracle, values, () => expect(quantilesOf(h)).toEqual(quantilesOf(oracle)));
       }),
       { numRuns: 300 },
     );
@@ -90,10 +95,7 @@ describe('Histogram: the first samples in a compact layout', () => {
     for (const values of [descending, repeated, [...descending, 0.5, 1000]]) {
       const h = new Histogram();
       const oracle = new DenseHistogram();
-      for (const v of values) {
-        h.record(v);
-        oracle.record(v);
-      }
+      recordBoth(h, oracle, values);
       expect(quantilesOf(h)).toEqual(quantilesOf(oracle));
     }
     const h = new Histogram();
@@ -109,17 +111,15 @@ describe('Histogram: the first samples in a compact layout', () => {
     expect(h.count).toBe(0);
     expect(h.quantile(0.5)).toBe(0);
     const oracle = new DenseHistogram();
-    for (const v of [3, 1, 2]) {
-      h.record(v);
-      oracle.record(v);
-    }
+    recordBoth(h, oracle, [3, 1, 2]);
     // Nothing of the 100 samples of 1 s is left in either layout.
     expect(quantilesOf(h)).toEqual(quantilesOf(oracle));
     expect(h.quantile(0.5)).toBeCloseTo(2, 1);
-    for (let i = 0; i < 40; i++) {
-      h.record(i);
-      oracle.record(i);
-    }
+    recordBoth(
+      h,
+      oracle,
+      Array.from({ length: 40 }, (_, i) => i),
+    );
     expect(quantilesOf(h)).toEqual(quantilesOf(oracle));
   });
 });

@@ -7,7 +7,9 @@
 //   npm run bench:fleet -- --calibrate        bench:load's configuration, simulated and on the local stack
 //   BENCH_FLEET_MESSAGES=1000000              messages per cell (default 1,000,000)
 //   BENCH_FLEET_CELLS=c100-t10000-zipf,...    a subset of cells (names as printed)
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { FleetCellConfig, FleetCellResult } from './fleet/engine.js';
 import { costPerMillion, PRICES, PRICES_DATE, PRICES_REGION } from './fleet/prices.js';
@@ -43,7 +45,9 @@ const base: Omit<FleetCellConfig, 'name' | 'concurrency' | 'tenants' | 'skew' | 
     internalErrorRate: 0.0001,
     clientCpuMsPerCall: 1,
   },
-  dynamo: { writeUnitsPerSecond: 1000, latency: { medianMs: 4, p99Ms: 12 } },
+  // A partition throttled in every second for 300 s splits for heat (AWS documents the isolation of hot
+  // items, not how long the heat must last: 300 s is the model's assumption, dynamodb-model.ts).
+  dynamo: { writeUnitsPerSecond: 1000, latency: { medianMs: 4, p99Ms: 12 }, splitForHeatAfterSeconds: 300 },
   env: {},
   seed: 17,
 };
@@ -74,7 +78,8 @@ function cell(
  * - default: what fits in ~10 minutes on two idle cores (two cells at once): the mid-run halving of the hot
  *   prefix's limit and the hot tenant's burst, both at concurrency 100 x 10,000 tenants under Zipf(1.1);
  * - `BENCH_FLEET_GRID=cut`: those two first, then uniform at 1,000 x 100,000 (the all-small-tenants case at
- *   the top) and concurrency 100 / 1,000 x 10,000 / 100,000 tenants under Zipf (where the limits are);
+ *   the top), concurrency 100 / 1,000 x 10,000 / 100,000 tenants under Zipf (where the limits are), and
+ *   concurrency 10 on the two Zipf lines (the charts' third point);
  * - `BENCH_FLEET_GRID=full`: the issue's cross product (3 concurrencies x 3 tenant counts x 2 skews = 18
  *   cells) and the two events.
  */
@@ -107,9 +112,12 @@ function grid(): FleetCellConfig[] {
       cells.push(
         cell(1000, 100_000, 'uniform'),
         cell(1000, 10_000, 'zipf'),
-        cell(100, 100_000, 'zipf'),
         cell(1000, 100_000, 'zipf'),
+        cell(100, 100_000, 'zipf'),
         cell(100, 10_000, 'zipf'),
+        // Concurrency 10: the charts' third point on the two Zipf lines (far below every limit).
+        cell(10, 10_000, 'zipf'),
+        cell(10, 100_000, 'zipf'),
       );
     else if (mode !== 'default') throw new Error(`BENCH_FLEET_GRID=${mode}: expected default, cut or full`);
   }
@@ -170,12 +178,37 @@ function rowOf(c: FleetCellConfig, r: FleetCellResult, peakRssBytes: number): Ro
   };
 }
 
+/** Where and when a cell ran: the commit, its start and end, the machine's 1-minute load meanwhile. */
+interface CellRun {
+  commit: string;
+  startedAt: string;
+  endedAt: string;
+  /** Mean and max of the 1-minute load average, sampled every 30 s while the cell ran. */
+  loadAverage: { mean: number; max: number };
+}
+
 /** One line of fleet-cells.tmp: a finished cell. */
 interface KeptCell {
   config: FleetCellConfig;
   result: FleetCellResult;
   peakRssBytes?: number;
+  ran?: CellRun;
 }
+
+function commitOf(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+      encoding: 'utf8',
+    });
+    return dirty.trim() === '' ? head : `${head} (with uncommitted changes)`;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The machine's load while the grid runs: the cells' wall time depends on it, their results do not. */
+const loadSamples: Array<{ at: number; load: number }> = [];
 
 /**
  * A cell's process. Its live heap is large (every container's tenant Databases: up to 100,000 pools at
@@ -195,7 +228,7 @@ async function runGrid(): Promise<void> {
   const rows: Row[] = [];
   const runs: Record<
     string,
-    { config: FleetCellConfig; result: FleetCellResult; cost: ReturnType<typeof costOf> }
+    { config: FleetCellConfig; result: FleetCellResult; cost: ReturnType<typeof costOf>; ran?: CellRun }
   > = {};
   const started = performance.now();
   const cells = grid();
@@ -221,13 +254,29 @@ async function runGrid(): Promise<void> {
   // deterministic, so running two at once changes nothing but the wall time.
   const parallel = Math.max(1, Number(process.env.BENCH_FLEET_PARALLEL ?? 2));
   let next = 0;
-  const results = new Map<string, { result: FleetCellResult; peakRssBytes: number }>();
+  const results = new Map<string, { result: FleetCellResult; peakRssBytes: number; ran?: CellRun }>();
+  const commit = commitOf();
+  const sample = () => loadSamples.push({ at: Date.now(), load: loadavg()[0]! });
+  const sampler = setInterval(sample, 30_000);
+  sample();
   const worker = async () => {
     while (next < cells.length) {
       const c = cells[next++]!;
       console.error(`bench:fleet: ${c.name} (${c.messages.toLocaleString('en-US')} messages) ...`);
+      const startedAt = Date.now();
       const report = await runInChild<FleetCellResult>(engine, [JSON.stringify(c)], CELL_NODE_ARGS);
-      results.set(c.name, report);
+      sample();
+      const loads = loadSamples.filter((s) => s.at >= startedAt).map((s) => s.load);
+      const ran: CellRun = {
+        commit,
+        startedAt: new Date(startedAt).toISOString(),
+        endedAt: new Date().toISOString(),
+        loadAverage: {
+          mean: round(loads.reduce((sum, l) => sum + l, 0) / loads.length, 2),
+          max: round(Math.max(...loads), 2),
+        },
+      };
+      results.set(c.name, { ...report, ran });
       const r = report.result;
       console.error(
         `  ${c.name} done in ${round(r.wallMs / 1000, 1)} s wall, ${round(r.cpuMs / 1000, 1)} s cpu: ${JSON.stringify(rowOf(c, r, report.peakRssBytes))}`,
@@ -235,19 +284,38 @@ async function runGrid(): Promise<void> {
       // Kept as the grid goes, so an interrupted grid still has its finished cells.
       appendFileSync(
         `${resultsDir}fleet-cells.tmp`,
-        `${JSON.stringify({ config: c, result: r, peakRssBytes: report.peakRssBytes })}\n`,
+        `${JSON.stringify({ config: c, result: r, peakRssBytes: report.peakRssBytes, ran })}\n`,
       );
     }
   };
-  if (kept === undefined) await Promise.all(Array.from({ length: Math.min(parallel, cells.length) }, worker));
-  else
-    for (const k of kept) results.set(k.config.name, { result: k.result, peakRssBytes: k.peakRssBytes ?? 0 });
-  for (const c of kept?.map((k) => k.config) ?? cells) {
-    const { result, peakRssBytes } = results.get(c.name)!;
-    rows.push(rowOf(c, result, peakRssBytes));
-    runs[c.name] = { config: c, result, cost: costOf(result) };
+  if (kept === undefined) {
+    try {
+      await Promise.all(Array.from({ length: Math.min(parallel, cells.length) }, worker));
+    } finally {
+      clearInterval(sampler);
+    }
+  } else {
+    clearInterval(sampler);
+    for (const k of kept)
+      results.set(k.config.name, {
+        result: k.result,
+        peakRssBytes: k.peakRssBytes ?? 0,
+        ...(k.ran === undefined ? {} : { ran: k.ran }),
+      });
   }
-  const wallS = round((performance.now() - started) / 1000);
+  for (const c of kept?.map((k) => k.config) ?? cells) {
+    const { result, peakRssBytes, ran } = results.get(c.name)!;
+    rows.push(rowOf(c, result, peakRssBytes));
+    runs[c.name] = { config: c, result, cost: costOf(result), ...(ran === undefined ? {} : { ran }) };
+  }
+  // From the kept cells (--from-cells), the grid's wall time is first start to last end of its cells.
+  const spans = [...results.values()].flatMap((r) =>
+    r.ran === undefined ? [] : [[Date.parse(r.ran.startedAt), Date.parse(r.ran.endedAt)] as const],
+  );
+  const wallS =
+    kept !== undefined && spans.length > 0
+      ? round((Math.max(...spans.map((s) => s[1])) - Math.min(...spans.map((s) => s[0]))) / 1000)
+      : round((performance.now() - started) / 1000);
   writeResults(only === undefined ? 'fleet' : 'fleet-subset', rows, {
     messagesPerCell: MESSAGES,
     gridWallSeconds: wallS,

@@ -13,10 +13,24 @@
 //   mode", "Conditional writes"). Reads: one RRU per 4 KB of the summed item sizes of a strongly
 //   consistent Query, rounded up.
 // - Per-partition throughput: 1,000 write units/s and 3,000 read units/s ("Partitions and data
-//   distribution": "a single partition can support a maximum of 3,000 RCUs or 1,000 WCUs"). Modelled per
-//   partition key value (every shard item of one semaphore shares `pk = sem#<name>`): DynamoDB's split for
-//   heat can later spread one key's sort-key range over partitions, which this model does not do.
+//   distribution": "a single partition can support a maximum of 3,000 RCUs or 1,000 WCUs"). A partition
+//   key value's items (every shard item of one semaphore shares `pk = sem#<name>`) start in one partition.
 //   Exceeding it answers `ProvisionedThroughputExceededException` (HTTP 400), which the SDK retries.
+// - Split for heat ("Best practices for designing and using partition keys effectively" > "Isolate
+//   frequently accessed items", docs.aws.amazon.com/amazondynamodb/latest/developerguide/
+//   bp-partition-key-design.html#bp-partition-key-partitions-adaptive-split, and burst-adaptive-capacity.html
+//   #isolate-frequent-access-items): "If your application drives disproportionately high traffic to one or
+//   more items, adaptive capacity rebalances your partitions such that frequently accessed items don't
+//   reside on the same partition"; an item collection can be broken "into segments by sort key, as long as
+//   the item collection isn't traffic that is tracked by a monotonic increase or decrease of the sort key";
+//   not across partitions when the table has a local secondary index; and a single item still gets at most
+//   "the partition maximum of 3,000 RCUs and 1,000 WCUs". The project's table qualifies (on-demand, no LSI,
+//   semaphore sort keys `shard#<i>` hit at random, not monotonically). Modelled conservatively: a partition
+//   whose requests were throttled in every second (no full second without a throttle) for
+//   `splitForHeatAfterSeconds` splits in two at its middle sort key, each half with its own 1,000 WCU /
+//   3,000 RCU and a heat count from zero; a half holding one item splits no further. AWS gives no figure
+//   for how long the heat must last ("consistently high traffic", "sustained"): the default of 300 s is
+//   an ASSUMPTION of this model, not an AWS figure. Before, this model never split (a key = a partition).
 // - Latency: single-digit milliseconds, modelled lognormal (median 4 ms, p99 12 ms by default).
 // - The client: SDK v3's standard retry mode (3 attempts; full-jitter backoff with base 100 ms, 500 ms for
 //   throttling, cap 20 s), every wait abortable by the call's `abortSignal`.
@@ -96,6 +110,12 @@ export interface DynamoModelOptions {
   readonly readUnitsPerSecond?: number;
   /** Seconds of unused throughput a partition may bank (small: the per-partition limit is a hard one). @default 0.1 */
   readonly burstSeconds?: number;
+  /**
+   * Seconds a partition must be throttled without pause before it splits for heat (in two, at its middle
+   * sort key). AWS gives no figure; the default is this model's assumption. `Infinity`: never split.
+   * @default 300
+   */
+  readonly splitForHeatAfterSeconds?: number;
   /** Request latency. @default { medianMs: 4, p99Ms: 12 } */
   readonly latency?: { medianMs: number; p99Ms: number };
   /** Uniform [0, 1) source. */
@@ -105,6 +125,8 @@ export interface DynamoModelOptions {
 }
 
 interface PartitionState {
+  /** The lowest sort key this partition holds ('' for a key's first partition: every sort key). */
+  readonly from: string;
   writeTokens: number;
   readTokens: number;
   updatedAt: number;
@@ -115,6 +137,16 @@ interface PartitionState {
   writeUnits: number;
   throttled: number;
   largestItemBytes: number;
+  /** Start (epoch ms) of the run of seconds with a throttled request, and that run's last such second. */
+  heatSince: number | undefined;
+  lastThrottledSecond: number;
+}
+
+/** A split for heat: which partition key, when (simulated epoch ms), and the sort key the new half starts at. */
+export interface HeatSplit {
+  key: string;
+  atMs: number;
+  from: string;
 }
 
 /** What a cell reports about DynamoDB. */
@@ -128,6 +160,8 @@ export interface DynamoStats {
   throttled: number;
   hottestPartition: { key: string; peakWriteUnitsPerSecond: number; largestItemBytes: number } | undefined;
   largestItemBytes: number;
+  /** The splits for heat, in order (none when no partition stayed throttled long enough). */
+  splits: HeatSplit[];
 }
 
 /** The table side: items, partition throughput, consumed units. Synchronous; latency is the client's. */
@@ -135,10 +169,13 @@ export class DynamoTableModel {
   readonly #items = new Map<string, Map<string, Item>>();
   /** Stored items are never changed in place (a write stores a new object): their size is computed once. */
   readonly #sizes = new WeakMap<Item, number>();
-  readonly #partitions = new Map<string, PartitionState>();
+  /** Per partition key, its partitions in sort-key order (one until a split for heat). */
+  readonly #partitions = new Map<string, PartitionState[]>();
+  readonly #splits: HeatSplit[] = [];
   readonly #wcu: number;
   readonly #rcu: number;
   readonly #burst: number;
+  readonly #splitAfterMs: number;
   readonly #now: () => number;
   readonly #expressions = new ExpressionCache();
   readonly stats = {
@@ -152,11 +189,15 @@ export class DynamoTableModel {
   };
 
   constructor(
-    options: Pick<DynamoModelOptions, 'writeUnitsPerSecond' | 'readUnitsPerSecond' | 'burstSeconds' | 'now'>,
+    options: Pick<
+      DynamoModelOptions,
+      'writeUnitsPerSecond' | 'readUnitsPerSecond' | 'burstSeconds' | 'splitForHeatAfterSeconds' | 'now'
+    >,
   ) {
     this.#wcu = options.writeUnitsPerSecond ?? 1000;
     this.#rcu = options.readUnitsPerSecond ?? 3000;
     this.#burst = options.burstSeconds ?? 0.1;
+    this.#splitAfterMs = (options.splitForHeatAfterSeconds ?? 300) * 1000;
     this.#now = options.now;
   }
 
@@ -191,36 +232,59 @@ export class DynamoTableModel {
   report(): DynamoStats {
     let hottest: DynamoStats['hottestPartition'];
     let largest = 0;
-    for (const [key, p] of this.#partitions) {
-      largest = Math.max(largest, p.largestItemBytes);
-      if (hottest === undefined || p.peakUnitsPerSecond > hottest.peakWriteUnitsPerSecond) {
-        hottest = {
-          key,
-          peakWriteUnitsPerSecond: p.peakUnitsPerSecond,
-          largestItemBytes: p.largestItemBytes,
-        };
+    for (const [pk, partitions] of this.#partitions) {
+      for (const p of partitions) {
+        largest = Math.max(largest, p.largestItemBytes);
+        if (hottest === undefined || p.peakUnitsPerSecond > hottest.peakWriteUnitsPerSecond) {
+          hottest = {
+            // A split-off partition is named by the sort key it starts at.
+            key: p.from === '' ? pk : `${pk} [${p.from}..]`,
+            peakWriteUnitsPerSecond: p.peakUnitsPerSecond,
+            largestItemBytes: p.largestItemBytes,
+          };
+        }
       }
     }
-    return { ...this.stats, hottestPartition: hottest, largestItemBytes: largest };
+    return {
+      ...this.stats,
+      hottestPartition: hottest,
+      largestItemBytes: largest,
+      splits: this.#splits.map((split) => ({ ...split })),
+    };
   }
 
-  #partition(pk: string): PartitionState {
-    let p = this.#partitions.get(pk);
+  /** A new partition's state, its buckets full. */
+  #newPartition(from: string, now: number): PartitionState {
+    return {
+      from,
+      writeTokens: this.#wcu * this.#burst,
+      readTokens: this.#rcu * this.#burst,
+      updatedAt: now,
+      second: Math.floor(now / 1000),
+      unitsThisSecond: 0,
+      peakUnitsPerSecond: 0,
+      writeUnits: 0,
+      throttled: 0,
+      largestItemBytes: 0,
+      heatSince: undefined,
+      lastThrottledSecond: -1,
+    };
+  }
+
+  /** The partition holding `sk` under `pk` (the last one starting at or before it), its buckets refilled. */
+  #partition(pk: string, sk: string): PartitionState {
     const now = this.#now();
-    if (p === undefined) {
-      p = {
-        writeTokens: this.#wcu * this.#burst,
-        readTokens: this.#rcu * this.#burst,
-        updatedAt: now,
-        second: Math.floor(now / 1000),
-        unitsThisSecond: 0,
-        peakUnitsPerSecond: 0,
-        writeUnits: 0,
-        throttled: 0,
-        largestItemBytes: 0,
-      };
-      this.#partitions.set(pk, p);
+    let partitions = this.#partitions.get(pk);
+    if (partitions === undefined) {
+      partitions = [this.#newPartition('', now)];
+      this.#partitions.set(pk, partitions);
     }
+    let i = partitions.length - 1;
+    while (i > 0 && partitions[i]!.from > sk) i--;
+    return this.#refill(partitions[i]!, now);
+  }
+
+  #refill(p: PartitionState, now: number): PartitionState {
     const elapsed = (now - p.updatedAt) / 1000;
     if (elapsed > 0) {
       p.writeTokens = Math.min(this.#wcu * this.#burst, p.writeTokens + elapsed * this.#wcu);
@@ -230,9 +294,10 @@ export class DynamoTableModel {
     return p;
   }
 
-  #throttle(p: PartitionState): never {
+  #throttle(pk: string, p: PartitionState): never {
     p.throttled += 1;
     this.stats.throttled += 1;
+    this.#heat(pk, p);
     throw dynamoError(
       'ProvisionedThroughputExceededException',
       'The level of configured provisioned throughput for the table was exceeded.',
@@ -243,9 +308,9 @@ export class DynamoTableModel {
     this.stats.writeRequests += 1;
     const pk = keyString(keySource.pk);
     const sk = keyString(keySource.sk);
-    const p = this.#partition(pk);
+    const p = this.#partition(pk, sk);
     // Throttling is decided before the write (a throttled write changes nothing); at least one unit is needed.
-    if (p.writeTokens < 1) this.#throttle(p);
+    if (p.writeTokens < 1) this.#throttle(pk, p);
     const rows = this.#items.get(pk);
     const old = rows?.get(sk);
     const oldSize = old === undefined ? 0 : this.#sizeOf(old);
@@ -287,19 +352,56 @@ export class DynamoTableModel {
     p.largestItemBytes = Math.max(p.largestItemBytes, itemBytes);
   }
 
-  #read(pk: string, bytes: number): void {
+  /**
+   * A read of `items` (the page a request read under `pk`, or `sk` alone when it found nothing): billed
+   * one unit per started 4 KB of the whole; each partition it touched spends the units of its own items,
+   * and throttles the request if it has none left.
+   */
+  #read(pk: string, items: readonly Item[], sk: string): void {
     this.stats.readRequests += 1;
-    const p = this.#partition(pk);
-    if (p.readTokens < 1) this.#throttle(p);
-    const units = Math.max(1, Math.ceil(bytes / 4096));
-    p.readTokens -= units;
-    this.stats.readUnits += units;
+    let bytes = 0;
+    const touched = new Map<PartitionState, number>();
+    for (const item of items) {
+      const size = this.#sizeOf(item);
+      const p = this.#partition(pk, keyString(item.sk));
+      touched.set(p, (touched.get(p) ?? 0) + size);
+      bytes += size;
+    }
+    if (touched.size === 0) touched.set(this.#partition(pk, sk), 0);
+    for (const p of touched.keys()) if (p.readTokens < 1) this.#throttle(pk, p);
+    for (const [p, partBytes] of touched) p.readTokens -= Math.max(1, Math.ceil(partBytes / 4096));
+    this.stats.readUnits += Math.max(1, Math.ceil(bytes / 4096));
+  }
+
+  /**
+   * Split for heat: a partition throttled in every second for `splitForHeatAfterSeconds` (a second without
+   * a throttle starts the count again) splits at its middle sort key, if it holds two items or more.
+   */
+  #heat(pk: string, p: PartitionState): void {
+    const now = this.#now();
+    const second = Math.floor(now / 1000);
+    if (p.heatSince === undefined || second > p.lastThrottledSecond + 1) p.heatSince = now;
+    p.lastThrottledSecond = second;
+    if (now - p.heatSince < this.#splitAfterMs) return;
+    const partitions = this.#partitions.get(pk)!;
+    const index = partitions.indexOf(p);
+    const next = partitions[index + 1]?.from;
+    const keys = [...(this.#items.get(pk)?.keys() ?? [])]
+      .filter((sk) => sk >= p.from && (next === undefined || sk < next))
+      .sort();
+    if (keys.length < 2) return;
+    const from = keys[Math.floor(keys.length / 2)]!;
+    // Both halves start cool: the split-off one with full buckets, the old one keeps its tokens.
+    p.heatSince = undefined;
+    partitions.splice(index + 1, 0, this.#newPartition(from, now));
+    this.#splits.push({ key: pk, atMs: now, from });
   }
 
   #get(data: DynaliteRequest) {
     const pk = keyString(data.Key!.pk);
-    const item = this.#items.get(pk)?.get(keyString(data.Key!.sk));
-    this.#read(pk, item === undefined ? 0 : this.#sizeOf(item));
+    const sk = keyString(data.Key!.sk);
+    const item = this.#items.get(pk)?.get(sk);
+    this.#read(pk, item === undefined ? [] : [item], sk);
     return item === undefined ? {} : { Item: cloneAttributes(item) };
   }
 
@@ -323,10 +425,7 @@ export class DynamoTableModel {
       data._filter === undefined
         ? page
         : page.filter((item) => dynaliteDb.matchesExprFilter(item, data._filter!.expression));
-    this.#read(
-      pk,
-      page.reduce((sum, item) => sum + this.#sizeOf(item), 0),
-    );
+    this.#read(pk, page, '');
     const last = page[page.length - 1];
     return {
       Items: filtered.map((item) => cloneAttributes(item)),

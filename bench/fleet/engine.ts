@@ -75,7 +75,12 @@ export interface FleetCellConfig {
     /** That CPU is one for all containers (the local stack's single process), not one per container. @default false */
     clientCpuShared?: boolean;
   };
-  dynamo: { writeUnitsPerSecond: number; latency: { medianMs: number; p99Ms: number } };
+  dynamo: {
+    writeUnitsPerSecond: number;
+    latency: { medianMs: number; p99Ms: number };
+    /** Seconds of uninterrupted throttling before a partition splits for heat (the model's assumption). @default 300 */
+    splitForHeatAfterSeconds?: number;
+  };
   /** Handler settings (environment). */
   env: Record<string, string>;
   seed: number;
@@ -207,6 +212,9 @@ if (config.halveAtS !== undefined) {
 // DynamoDB: one table model, one client port (stateless apart from its counters) shared by the containers.
 const table = new DynamoTableModel({
   writeUnitsPerSecond: config.dynamo.writeUnitsPerSecond,
+  ...(config.dynamo.splitForHeatAfterSeconds === undefined
+    ? {}
+    : { splitForHeatAfterSeconds: config.dynamo.splitForHeatAfterSeconds }),
   now: () => Date.now(),
 });
 const dynamodb = new DynamoModelClient(table, { latency: config.dynamo.latency, random });

@@ -97,6 +97,11 @@ export function renderLineChart(options: ChartOptions): string {
         .map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`)
         .join(' ');
       out.push(`<polyline fill="none" stroke="${color}" stroke-width="1.5" points="${d}"/>`);
+      // A one-point series draws no line: mark its point.
+      if (!d.includes(' ') && d !== '') {
+        const [cx, cy] = d.split(',');
+        out.push(`<circle cx="${cx}" cy="${cy}" r="3" fill="${color}"/>`);
+      }
       const ly = top + 14 + i * 16;
       out.push(
         `<line x1="${width - margin.right + 12}" x2="${width - margin.right + 32}" y1="${ly - 4}" y2="${ly - 4}" stroke="${color}" stroke-width="2"/>`,

@@ -274,6 +274,143 @@ describe('workload and reports', () => {
   });
 });
 
+describe('DynamoTableModel: split for heat (AWS "Isolate frequently accessed items")', () => {
+  // 10 WCU/s per partition, one second of burst, a split after 5 s of throttling in every second.
+  function hotTable(now: () => number, splitForHeatAfterSeconds = 5, readUnitsPerSecond = 3000) {
+    return new DynamoTableModel({
+      now,
+      writeUnitsPerSecond: 10,
+      readUnitsPerSecond,
+      burstSeconds: 1,
+      splitForHeatAfterSeconds,
+    });
+  }
+  /** `n` one-unit writes to one item at the current instant; how many were accepted. */
+  function writes(t: DynamoTableModel, pk: string, sk: string, n: number): number {
+    let accepted = 0;
+    for (let i = 0; i < n; i++) {
+      try {
+        t.execute('PutItem', { TableName: 't', Item: { pk: { S: pk }, sk: { S: sk }, i: { N: String(i) } } });
+        accepted += 1;
+      } catch (error) {
+        expect(error).toMatchObject({ name: 'ProvisionedThroughputExceededException' });
+      }
+    }
+    return accepted;
+  }
+
+  it("splits a key's partition in two at its middle sort key only after it was throttled in every second for the set time", () => {
+    let now = 0;
+    const t = hotTable(() => now);
+    const accepted: number[] = [];
+    for (let second = 0; second <= 7; second++) {
+      now = second * 1000;
+      // 16 writes/s offered over two shard items; the shared partition takes 10.
+      accepted.push(writes(t, 'sem#x', 'shard#0', 8) + writes(t, 'sem#x', 'shard#1', 8));
+      if (second < 5) expect(t.report().splits).toEqual([]);
+    }
+    // Throttled from second 0; at second 5 the heat had lasted 5 s: shard#1 gets its own partition.
+    expect(t.report().splits).toEqual([{ key: 'sem#x', atMs: 5000, from: 'shard#1' }]);
+    expect(accepted.slice(0, 5)).toEqual([10, 10, 10, 10, 10]);
+    // From then on each item has 10 units/s of its own: all 16 fit.
+    expect(accepted.slice(6)).toEqual([16, 16]);
+    expect(t.report().hottestPartition?.key).toMatch(/^sem#x/);
+  });
+
+  it('starts the count again after a second without a throttle', () => {
+    let now = 0;
+    const t = hotTable(() => now);
+    const hot = () => writes(t, 'sem#x', 'shard#0', 8) + writes(t, 'sem#x', 'shard#1', 8);
+    for (let second = 0; second <= 3; second++) {
+      now = second * 1000;
+      hot();
+    }
+    now = 4000;
+    writes(t, 'sem#x', 'shard#0', 1); // second 4: no throttle
+    for (let second = 5; second <= 10; second++) {
+      now = second * 1000;
+      hot();
+      if (second < 10) expect(t.report().splits).toEqual([]);
+    }
+    expect(t.report().splits).toEqual([{ key: 'sem#x', atMs: 10_000, from: 'shard#1' }]);
+  });
+
+  it('never splits a single item: one item keeps the per-partition maximum', () => {
+    let now = 0;
+    const t = hotTable(() => now);
+    for (let second = 0; second <= 20; second++) {
+      now = second * 1000;
+      expect(writes(t, 'sem#one', 'shard#0', 16)).toBe(10);
+    }
+    expect(t.report().splits).toEqual([]);
+  });
+
+  it('splits again, down to one item per partition, each split after its own heat', () => {
+    let now = 0;
+    const t = hotTable(() => now, 2);
+    const shards = ['shard#0', 'shard#1', 'shard#2', 'shard#3'];
+    for (let second = 0; second <= 12; second++) {
+      now = second * 1000;
+      // 32 writes/s, two at a time to each item in turn.
+      for (let round = 0; round < 4; round++) for (const sk of shards) writes(t, 'sem#x', sk, 2);
+    }
+    // The first split (at shard#2, 2 s in) leaves two halves of 16 writes/s, each still too hot for 10/s:
+    // each splits 2 s later.
+    const splits = t.report().splits;
+    expect(splits[0]).toEqual({ key: 'sem#x', atMs: 2000, from: 'shard#2' });
+    expect(
+      splits
+        .slice(1)
+        .map((split) => [split.from, split.atMs])
+        .sort(),
+    ).toEqual([
+      ['shard#1', 4000],
+      ['shard#3', 4000],
+    ]);
+    now = 13_000;
+    expect(shards.map((sk) => writes(t, 'sem#x', sk, 8))).toEqual([8, 8, 8, 8]);
+  });
+
+  it('a query over a split key spends each partition its own read units; the bill is the same', () => {
+    let now = 0;
+    const t = hotTable(() => now, 1, 2);
+    const blob = 'x'.repeat(3000);
+    const query = () =>
+      t.execute('Query', {
+        TableName: 't',
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': { S: 'sem#x' } },
+        ConsistentRead: true,
+      });
+    for (const sk of ['shard#0', 'shard#1'])
+      t.execute('PutItem', {
+        TableName: 't',
+        Item: { pk: { S: 'sem#x' }, sk: { S: sk }, blob: { S: blob } },
+      });
+    now = 1000;
+    // One partition: 2 x 3 KB = 2 read units, all its bucket holds.
+    query();
+    expect(() => query()).toThrow(
+      expect.objectContaining({ name: 'ProvisionedThroughputExceededException' }),
+    );
+    for (let second = 1; second <= 2; second++) {
+      now = second * 1000;
+      writes(t, 'sem#x', 'shard#2', 12);
+    }
+    expect(t.report().splits).toHaveLength(1);
+    now = 3000;
+    const before = t.stats.readUnits;
+    // Split at shard#1: each partition spends 1 unit of its 2 per query (3 KB each, and the small shard#2
+    // with shard#1), so two queries fit; each is still billed 2 units (6 KB).
+    query();
+    query();
+    expect(t.stats.readUnits - before).toBe(4);
+    expect(() => query()).toThrow(
+      expect.objectContaining({ name: 'ProvisionedThroughputExceededException' }),
+    );
+  });
+});
+
 describe('DynamoTableModel queries', () => {
   it('finds the partition from the key condition whatever its placeholder, in sort-key order', () => {
     const t = table();

@@ -5,6 +5,7 @@
 // mutation testing found these never asserted.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MIN_PACE } from '../../../../lib/ingest/handler/grant-governor.js';
 import {
   dynamoSemaphores,
   SMALL_TENANT_WRITES,
@@ -97,6 +98,46 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
       { name: 'prefix:ignored-by-memory-store/t=big/', usage: usage(2, 2) },
       { name: 'prefix:ignored-by-memory-store/t=big/', released: true },
     ]);
+  });
+
+  it("steers a leased pool with the lease's latency: quick attempts pace it down, a throttle cuts it; none without report", async () => {
+    // Leases standing for 4 permits at a fleet latency of 1,000 ms: attempts of ~0 ms pace the pool to
+    // the floor (a quarter of the grant), a SlowDown cuts the grant. A lease without `report` (a static
+    // semaphore's) is not governed at all: the pool stays at its grant.
+    const seen: number[] = [];
+    const factoryWith =
+      (withReport: boolean) =>
+      (name: string, limit: number): Semaphore => {
+        const inner = new MemorySemaphore({ name, limit });
+        return {
+          name,
+          limit,
+          acquire: async (k, options) => {
+            const lease = await inner.acquire(k, options);
+            return {
+              permits: lease.permits,
+              fence: lease.fence,
+              expiresAt: lease.expiresAt,
+              latencyMs: 1_000,
+              extend: (ms, o) => lease.extend(ms, o),
+              release: (o) => lease.release(o),
+              ...(withReport ? { report: () => undefined } : {}),
+            };
+          },
+        };
+      };
+    for (const withReport of [true, false]) {
+      seen.length = 0;
+      const permits = new TenantPermits(testConfig({ S3_PREFIX_WRITE_RATE: '200' }), factoryWith(withReport));
+      const p = pool();
+      const big = { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: p };
+      await permits.run([big], window(), async () => {
+        for (let i = 0; i < 20; i++) await p.enqueue(async () => 'ok');
+        seen.push(p.concurrency);
+      });
+      if (withReport) expect(seen[0]).toBeCloseTo(4 * MIN_PACE, 6);
+      else expect(seen[0]).toBe(4);
+    }
   });
 
   it('counts only while the lease is held: work after it, or in a later lease, is not added', async () => {

@@ -50,8 +50,12 @@ const usage = (succeeded: number, throttled: number) => ({
   attemptMs: expect.any(Number),
 });
 
-/** Memory semaphores whose leases record what is reported to them, in order with the release. */
-function reportingFactory() {
+/**
+ * Memory semaphores whose leases record what is reported to them, in order with the release; `lease`
+ * shapes what else the leases say (the latency their grant stands for, or no `report` at all, as a static
+ * semaphore's).
+ */
+function reportingFactory(lease: { latencyMs?: number; report?: boolean } = {}) {
   const events: { name: string; usage?: LeaseUsage; released?: true }[] = [];
   const rates = new Map<string, number | undefined>();
   const factory = (name: string, limit: number, ratePerSecond?: number): Semaphore => {
@@ -61,13 +65,17 @@ function reportingFactory() {
       name,
       limit,
       acquire: async (k, options) => {
-        const lease = await inner.acquire(k, options);
+        const held = await inner.acquire(k, options);
         return {
-          ...lease,
-          report: (usage) => events.push({ name, usage }),
+          permits: held.permits,
+          fence: held.fence,
+          expiresAt: held.expiresAt,
+          extend: (ms, o) => held.extend(ms, o),
+          ...(lease.latencyMs === undefined ? {} : { latencyMs: lease.latencyMs }),
+          ...(lease.report === false ? {} : { report: (usage: LeaseUsage) => events.push({ name, usage }) }),
           release: async (o) => {
             events.push({ name, released: true });
-            await lease.release(o);
+            await held.release(o);
           },
         };
       },
@@ -105,30 +113,10 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
     // the floor (a quarter of the grant), a SlowDown cuts the grant. A lease without `report` (a static
     // semaphore's) is not governed at all: the pool stays at its grant.
     const seen: number[] = [];
-    const factoryWith =
-      (withReport: boolean) =>
-      (name: string, limit: number): Semaphore => {
-        const inner = new MemorySemaphore({ name, limit });
-        return {
-          name,
-          limit,
-          acquire: async (k, options) => {
-            const lease = await inner.acquire(k, options);
-            return {
-              permits: lease.permits,
-              fence: lease.fence,
-              expiresAt: lease.expiresAt,
-              latencyMs: 1_000,
-              extend: (ms, o) => lease.extend(ms, o),
-              release: (o) => lease.release(o),
-              ...(withReport ? { report: () => undefined } : {}),
-            };
-          },
-        };
-      };
     for (const withReport of [true, false]) {
       seen.length = 0;
-      const permits = new TenantPermits(testConfig({ S3_PREFIX_WRITE_RATE: '200' }), factoryWith(withReport));
+      const { factory } = reportingFactory({ latencyMs: 1_000, report: withReport });
+      const permits = new TenantPermits(testConfig({ S3_PREFIX_WRITE_RATE: '200' }), factory);
       const p = pool();
       const big = { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: p };
       await permits.run([big], window(), async () => {

@@ -57,6 +57,8 @@ const SYSTEM_FIELDS: ReadonlySet<string> = new Set(['id', 'createdAt', 'updatedA
  * and decides again; past this, `ConflictError` (transient: the message is redelivered).
  */
 export const MAX_SEQUENCED_ROUNDS = 5;
+/** Priority boost of a sequenced write's PUT over its caller's reads (see `applySequenced`). */
+const CONTINUATION_PRIORITY = 0.5;
 
 /** What one write of `applySequenced` came to, at its index. */
 export type SequencedOutcome =
@@ -305,7 +307,10 @@ export class Resource<T extends Document = Document> {
       try {
         const { etag } = await this.#ctx.calls.run(
           (signal) => this.#ctx.store.put(input, { signal }),
-          options,
+          // Once read, the record is written before the pool starts reading more (half a level up: never
+          // past a caller's higher priority, whose levels are integers): a fresh read conflicts less, and a
+          // deadline then stops a tenant with its records written, not all read and none written.
+          { ...options, priority: (options.priority ?? 0) + CONTINUATION_PRIORITY },
         );
         if (current.guessed === 'absent') this.#absent.observe(true);
         if (current.guessed === 'cached') this.#cacheCurrent.observe(true);

@@ -105,6 +105,11 @@ export class ExecutorPool {
   /** Those rests, so a raised concurrency can shorten them (`#shortenRests`). */
   readonly #rests = new Set<Rest>();
   #delayed = 0;
+  /** Least ms between two attempt starts (0: no pacing), see `setStartInterval`. */
+  #startGapMs = 0;
+  #lastStartAt = Number.NEGATIVE_INFINITY;
+  /** Pending while a queued task waits for the start interval to pass. */
+  #paceTimer: ReturnType<typeof setTimeout> | undefined;
   #seq = 0;
   #paused: boolean;
   #stopped = false;
@@ -192,6 +197,42 @@ export class ExecutorPool {
     this.#pump();
   }
 
+  /**
+   * Spaces attempt starts at least `ms` apart (0: no pacing; the default): a cap on the *rate* of starts on
+   * top of the cap on attempts in flight. A fleet-wide grant is a rate (`permits / latency`), and a pool
+   * that sends it in bursts (several slots freed by quick answers at once) meets SlowDown from an S3
+   * partition that admits only a fraction of a second of its rate in a burst, though its average is under
+   * the limit; evenly spaced starts at that rate are not refused. Retries and probes are paced alike.
+   * @example pool.setStartInterval(1000 / 45) // at most 45 starts per second
+   */
+  setStartInterval(ms: number): void {
+    if (!(ms >= 0 && Number.isFinite(ms))) {
+      throw new RangeError(`startInterval must be a finite number >= 0, got ${ms}`);
+    }
+    this.#startGapMs = ms;
+    if (this.#paceTimer !== undefined) {
+      clearTimeout(this.#paceTimer);
+      this.#paceTimer = undefined;
+    }
+    this.#pump();
+  }
+
+  /** The least ms between two attempt starts (0: none). */
+  get startInterval(): number {
+    return this.#startGapMs;
+  }
+
+  /** Whether the start interval holds the next start back at `now`; if so, a timer pumps when it passes. */
+  #paced(now: number): boolean {
+    const wait = this.#lastStartAt + this.#startGapMs - now;
+    if (!(wait > 0)) return false;
+    this.#paceTimer ??= setTimeout(() => {
+      this.#paceTimer = undefined;
+      this.#pump();
+    }, Math.ceil(wait));
+    return true;
+  }
+
   on<K extends PoolEventName>(event: K, listener: PoolListener<K>): this {
     this.#events.on(event, listener);
     return this;
@@ -257,7 +298,8 @@ export class ExecutorPool {
       !this.#paused &&
       this.#active + this.#resting < this.#cap &&
       this.#breaker === undefined &&
-      this.#member === undefined
+      this.#member === undefined &&
+      this.#startGapMs === 0
     ) {
       // Nothing waits and a slot is free: skip the queue.
       this.#start(task, false, now);
@@ -321,6 +363,8 @@ export class ExecutorPool {
     // Stryker disable next-line ConditionalExpression: a second stop() finds nothing to do (queue, backoffs and single-flight already empty, running attempts detached, each step idempotent).
     if (this.#stopped) return;
     this.#stopped = true;
+    clearTimeout(this.#paceTimer);
+    this.#paceTimer = undefined;
     this.#autotuner?.detach();
     this.#paused = true;
     this.#member?.cancelWait();
@@ -393,6 +437,11 @@ export class ExecutorPool {
   #pump(now = -1): void {
     const queue = this.#queue;
     while (!this.#paused && this.#active + this.#resting < this.#cap && queue.size > 0) {
+      if (this.#startGapMs > 0) {
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: `now` is this instant's clock reading; reading the clock again gives the same time
+        if (now < 0) now = performance.now();
+        if (this.#paced(now)) break;
+      }
       const admission = this.#admitHead();
       if (admission === HOLD) break;
       if (this.#member !== undefined && !this.#member.tryAcquire()) {
@@ -427,8 +476,13 @@ export class ExecutorPool {
 
   /** The budget offers this pool a slot (already counted as held); returns whether it was used. */
   #onSlotGranted(): boolean {
-    if (this.#paused || this.#active + this.#resting >= this.#cap || this.#queue.size === 0) {
-      // Nothing to start, but a producer waiting in `onQueueRoom` may enqueue into this slot once it is back.
+    if (
+      this.#paused ||
+      this.#active + this.#resting >= this.#cap ||
+      this.#queue.size === 0 ||
+      (this.#startGapMs > 0 && this.#paced(performance.now()))
+    ) {
+      // Nothing to start (or not yet: the pace timer pumps), but a producer waiting in `onQueueRoom` may enqueue into this slot once it is back.
       queueMicrotask(() => this.#offerRoom());
       return false;
     }
@@ -447,6 +501,7 @@ export class ExecutorPool {
   }
 
   #start(task: Task, probe: boolean, now: number): void {
+    this.#lastStartAt = now;
     task.state = RUNNING;
     task.attempts += 1;
     const extras = task.extras;

@@ -318,6 +318,7 @@ class AdaptiveLease implements Lease {
       throttled: usage.throttled,
       // Stryker disable next-line ConditionalExpression: adaptLimit reads an absent and an undefined `attemptMs` alike.
       ...(usage.attemptMs === undefined ? {} : { attemptMs: usage.attemptMs }),
+      ...(usage.writes === undefined ? {} : { writes: usage.writes }),
     };
     for (const g of this.grants) {
       const step = adaptLimit(g.seen, outcome, shards, law);

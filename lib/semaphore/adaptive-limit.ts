@@ -66,6 +66,8 @@ export interface LeaseOutcome {
   readonly throttled: number;
   /** Sum of the attempts' durations, ms, when the holder measured them (`LeaseUsage.attemptMs`). */
   readonly attemptMs?: number;
+  /** Write requests among the attempts, when the holder counted them (`LeaseUsage.writes`). */
+  readonly writes?: number;
 }
 
 /** The shard's next state and whether this step was a decrease (it then stamps `decreasedAt`). */
@@ -125,10 +127,17 @@ const MAX_RESCALE = 2;
 /** The most one release shrinks a shard by (a lease whose attempts were nearly all refused). */
 const DEEPEST_DECREASE = 0.5;
 
-/** More SlowDowns than noise explains (`TOLERATED_THROTTLE_SHARE`). */
-export function overloaded(outcome: Pick<LeaseOutcome, 'succeeded' | 'throttled'>): boolean {
-  const attempts = outcome.succeeded + outcome.throttled;
-  return outcome.throttled > Math.max(1, TOLERATED_THROTTLE_SHARE * attempts);
+/**
+ * The requests S3's limit counts: the writes when the holder counted them (a prefix's reads have their own,
+ * much higher, limit and are never refused at this one), else every attempt.
+ */
+function limitedRequests(outcome: Pick<LeaseOutcome, 'succeeded' | 'throttled' | 'writes'>): number {
+  return outcome.writes ?? outcome.succeeded + outcome.throttled;
+}
+
+/** More SlowDowns than noise explains (`TOLERATED_THROTTLE_SHARE` of the limited requests). */
+export function overloaded(outcome: Pick<LeaseOutcome, 'succeeded' | 'throttled' | 'writes'>): boolean {
+  return outcome.throttled > Math.max(1, TOLERATED_THROTTLE_SHARE * limitedRequests(outcome));
 }
 
 export function resolveAdaptiveLimitOptions(options: AdaptiveLimitOptions): ResolvedAdaptiveLimitOptions {
@@ -182,9 +191,10 @@ export function initialState(shards: number, options: ResolvedAdaptiveLimitOptio
 /**
  * One step of the control law, for one shard the lease held permits on, from the state the releasing
  * holder last saw and what its lease did:
- * - latency: the lease's permit-milliseconds per attempt (`permits x held / attempts`, so permits held
+ * - latency: the lease's permit-milliseconds per limited request (`permits x held / n`, so permits held
  *   idle count as latency, which is what limits the rate a permit carries) into the moving average, the
- *   measured attempt latency when the holder reported it (`attemptMs`);
+ *   measured slot time when the holder reported it (`attemptMs / n`); `n` is the writes when the holder
+ *   counted them (`writes`: a write's slot time then includes the read before it), else the attempts;
  * - the capacity moves with that average, so the rate it stands for (`capacity / latency`) stays: a limit
  *   is a rate, permits are how it is handed out (x2 / x0.5 at most per release);
  * - more SlowDown answers than noise explains (`overloaded`), and no decrease since this lease was granted:
@@ -201,13 +211,15 @@ export function adaptLimit(
   shards: number,
   options: ResolvedAdaptiveLimitOptions,
 ): AdaptiveStep {
-  const attempts = outcome.succeeded + outcome.throttled;
+  // Per write when the holder counted them: a write's slot time includes the read before it (a conditional
+  // write's GET), and the rate the limit stands for is the prefix's write rate. Per attempt otherwise.
+  const limited = limitedRequests(outcome);
   const heldMs = Math.max(0, outcome.releasedAt - outcome.takenAt);
   let latencyMs = state.latencyMs;
-  if (attempts > 0 && outcome.permits > 0) {
-    // Measured attempt latency when reported; else permit-ms per attempt (permits held idle count).
+  if (limited > 0 && outcome.permits > 0) {
+    // Measured slot time when reported; else permit-ms (permits held idle count).
     const sample =
-      outcome.attemptMs !== undefined ? outcome.attemptMs / attempts : (outcome.permits * heldMs) / attempts;
+      outcome.attemptMs !== undefined ? outcome.attemptMs / limited : (outcome.permits * heldMs) / limited;
     latencyMs = (1 - options.latencyWeight) * state.latencyMs + options.latencyWeight * sample;
     latencyMs = Math.min(MAX_LATENCY_MS, Math.max(MIN_LATENCY_MS, latencyMs));
   }
@@ -224,14 +236,15 @@ export function adaptLimit(
     if (outcome.takenAt > state.decreasedAt) {
       // In proportion to the share refused (a limit that halved refuses about half the attempts sent at
       // the old rate: one release brings the capacity near the new one), at least `decreaseFactor`.
-      const refused = outcome.throttled / attempts;
+      const refused = outcome.throttled / limited;
       capacity *= Math.max(DEEPEST_DECREASE, Math.min(options.decreaseFactor, 1 - refused));
       decreased = true;
     }
   } else if (
     outcome.throttled === 0 &&
     outcome.wanted > outcome.permits &&
-    outcome.succeeded > 0 &&
+    // Some limited request got through (a lease that only read says nothing about room for writes).
+    limited > outcome.throttled &&
     // A lease that began before the last decrease measured the old regime: it is no evidence of room now.
     outcome.takenAt > state.decreasedAt
   ) {

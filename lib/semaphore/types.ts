@@ -47,6 +47,14 @@ export interface LeaseUsage {
    * tenant's other work) as latency and so sizes the ceiling above what S3's rate allows.
    */
   readonly attemptMs?: number;
+  /**
+   * S3 write requests (PUT, DELETE) among the attempts, refused ones included, when the holder counted them.
+   * S3 limits a prefix's writes and its reads apart (3,500 and 5,500 per second), and the prefix limit is a
+   * write rate: with the count, the limit is sized by slot-milliseconds per write (`attemptMs / writes`), so
+   * the reads sharing the slots (the GET of a conditional write) do not count against the write rate. Without
+   * it every attempt counts as a write, and a pool that reads as often as it writes gets half its rate.
+   */
+  readonly writes?: number;
 }
 
 /**

@@ -3,6 +3,12 @@ import type { PoolEvents } from '../../pool/events.js';
 import { MIN_CAPACITY } from '../../semaphore/adaptive-limit.js';
 import type { ConcurrencyTarget } from '../../semaphore/with-permits.js';
 
+/** What the governor steers (`ExecutorPool` fits): its concurrency and, when it can, the spacing of its starts. */
+export interface GovernedTarget extends ConcurrencyTarget {
+  /** Least ms between two attempt starts (0: none), see `ExecutorPool.setStartInterval`. */
+  setStartInterval?(ms: number): void;
+}
+
 /** The pool events the governor listens to (`ExecutorPool` fits). */
 export interface ThrottleEvents {
   on(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
@@ -35,6 +41,8 @@ export const GRANT_DECREASE_FACTOR = 0.85;
  * cannot park a pool at a sliver of its grant.
  */
 export const MIN_PACE = 1 / 4;
+/** Decay per attempt of the recent attempt and write counts (the read/write mix over ~the last 10 attempts). */
+const MIX_DECAY = 0.9;
 /** Weight of one attempt's duration in the holder's own latency average (about the last 5 attempts). */
 const OWN_LATENCY_WEIGHT = 0.2;
 
@@ -54,6 +62,14 @@ export interface GrantGovernorOptions {
    * @default undefined (no pacing: the grant is the in-flight count)
    */
   latencyMs?: number;
+  /**
+   * The write requests this holder has sent so far under the lease, when it counts them: then `latencyMs`
+   * is the fleet's slot time per write (`LeaseUsage.writes`), and the holder compares its own slot time per
+   * write with it (its attempt latency x attempts / writes), so the reads sharing its slots (a conditional
+   * write's GET) do not make it look quicker than the fleet. No pacing until a write is counted.
+   * @default undefined (every attempt is a write)
+   */
+  writes?: () => number;
   /** @default () => performance.now() */
   now?: () => number;
 }
@@ -73,7 +89,14 @@ export class GrantGovernor {
   #concurrency: number;
   /** What the target was last set to: `#concurrency` x the pace. */
   #applied: number;
+  /** What the target's start interval was last set to (ms; NaN: never). */
+  #interval = Number.NaN;
   #ownLatencyMs: number | undefined;
+  /** Recent attempts and writes (decayed by `MIX_DECAY` per attempt): the pool's mix of reads and writes now. */
+  #recentAttempts = 0;
+  #recentWrites = 0;
+  #writesSeen = 0;
+  readonly #writes: (() => number) | undefined;
   #lastCutAt = Number.NEGATIVE_INFINITY;
   #cuts = 0;
   readonly #grant: number;
@@ -104,7 +127,7 @@ export class GrantGovernor {
 
   /** Starts at `grant` (the target is expected to run at it already) and listens to `events`. */
   constructor(
-    private readonly target: ConcurrencyTarget,
+    private readonly target: GovernedTarget,
     private readonly events: ThrottleEvents,
     grant: number,
     options: GrantGovernorOptions = {},
@@ -117,6 +140,8 @@ export class GrantGovernor {
     const usable = latency !== undefined && Number.isFinite(latency) && latency > 0;
     this.#fleetLatencyMs = usable ? latency : undefined;
     this.#now = options.now ?? (() => performance.now());
+    this.#writes = options.writes;
+    this.#space();
     events.on('pool:taskError', this.#onError);
     events.on('pool:taskCompleted', this.#onCompleted);
   }
@@ -139,25 +164,70 @@ export class GrantGovernor {
   stop(): void {
     this.events.off('pool:taskError', this.#onError);
     this.events.off('pool:taskCompleted', this.#onCompleted);
+    // The pool outlives the lease (warm containers): its next work may hold no grant, or another one.
+    if (this.#fleetLatencyMs !== undefined) this.target.setStartInterval?.(0);
   }
 
   #observe(durationMs: number): void {
     // Stryker disable next-line ConditionalExpression: observing without a fleet latency is harmless (#apply does not pace then); it only saves the work
     if (this.#fleetLatencyMs === undefined || !(durationMs >= 0)) return;
+    if (this.#writes !== undefined) {
+      const writes = this.#writes();
+      this.#recentAttempts = MIX_DECAY * this.#recentAttempts + 1;
+      this.#recentWrites = MIX_DECAY * this.#recentWrites + (writes - this.#writesSeen);
+      this.#writesSeen = writes;
+    }
     this.#ownLatencyMs =
       this.#ownLatencyMs === undefined
         ? durationMs
         : (1 - OWN_LATENCY_WEIGHT) * this.#ownLatencyMs + OWN_LATENCY_WEIGHT * durationMs;
   }
 
+  /** Own slot time per limited request: per attempt, or per write when writes are counted (none yet: unknown). */
+  #ownSlotMs(): number | undefined {
+    const own = this.#ownLatencyMs;
+    if (own === undefined || this.#writes === undefined) return own;
+    const perWrite = this.#attemptsPerWrite();
+    return perWrite === undefined ? undefined : own * perWrite;
+  }
+
+  /**
+   * Attempts per write in the pool's recent mix (>= 1); undefined while no write was counted. Recent, not
+   * since the lease began: a Database reads before writing until it learns its records are new, then
+   * writes blind, and a ratio from the reads of its first second would space its blind writes too close.
+   */
+  #attemptsPerWrite(): number | undefined {
+    if (!(this.#recentWrites > 0)) return undefined;
+    return Math.max(1, this.#recentAttempts / this.#recentWrites);
+  }
+
   #apply(): void {
     const fleet = this.#fleetLatencyMs;
-    const own = this.#ownLatencyMs;
+    const own = this.#ownSlotMs();
     // Stryker disable next-line ConditionalExpression: own latency is only ever set when there is a fleet latency
     const pace = fleet === undefined || own === undefined ? 1 : Math.min(1, Math.max(MIN_PACE, own / fleet));
     const next = Math.max(MIN_CAPACITY, this.#concurrency * pace);
+    this.#space();
     if (next === this.#applied) return;
     this.#applied = next;
     this.target.setConcurrency(next);
+  }
+
+  /**
+   * Spaces the pool's starts at the rate the grant (as cut) stands for: `concurrency / fleet latency`
+   * limited requests per ms, times the holder's attempts per write when it counts writes (its reads share
+   * the rate's slots but not S3's write limit). Measured why: bench:load's hot prefix met SlowDown in bursts
+   * of 6-9 writes within 100 ms while its 1 s rate was 30-60% of the limit (quick answers freeing several
+   * slots at once), against a partition admitting 0.1 s of its rate in a burst; evenly spaced starts at the
+   * grant's rate are not refused.
+   */
+  #space(): void {
+    const fleet = this.#fleetLatencyMs;
+    if (fleet === undefined || this.target.setStartInterval === undefined) return;
+    const attemptsPerWrite = this.#attemptsPerWrite() ?? 1;
+    const interval = fleet / (this.#concurrency * attemptsPerWrite);
+    if (interval === this.#interval) return;
+    this.#interval = interval;
+    this.target.setStartInterval(interval);
   }
 }

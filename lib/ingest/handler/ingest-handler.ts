@@ -21,6 +21,7 @@ import {
 import { observeSemaphores } from './observed-semaphores.js';
 import { OutcomeLedger } from './outcome-ledger.js';
 import { planBatch } from './plan-batch.js';
+import { PrefixWriteCounts } from './prefix-write-counts.js';
 import { backOffRedeliveries, SqsVisibility, type VisibilityPort } from './redelivery-backoff.js';
 import { runTenants } from './run-tenants.js';
 import { sendDeadLetters } from './send-dead-letters.js';
@@ -139,9 +140,14 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
   // The invocation running now. The store, the semaphores and the tenant pools are shared by warm
   // invocations, which Lambda runs one at a time per container: their calls are counted by the one running.
   let running: InvocationMetrics | undefined;
+  // Writes per tenant prefix for the leases' usage reports (the prefix limit is a write rate).
+  const prefixWrites = new PrefixWriteCounts();
   const store = new WriteCountingStore(
     options.store ?? new S3ObjectStore(clients.s3, config.bucketName),
-    () => running?.countWrite(),
+    (key) => {
+      running?.countWrite();
+      prefixWrites.count(key);
+    },
   );
   const table = config.semaphoreTable;
   const semaphoreFactory =
@@ -156,7 +162,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     store,
     budget: new ConcurrencyBudget(config.poolConcurrency),
   });
-  const permits = new TenantPermits(config, semaphores);
+  const permits = new TenantPermits(config, semaphores, prefixWrites);
   // Tenant-bound producers: without SOURCE_TENANTS, single-queue mode (any tenant from any source).
   const planOptions =
     config.sourceTenants === undefined ? {} : { binding: new SourceBinding(config.sourceTenants) };

@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LRUCache } from 'lru-cache';
+import { tenantPrefix } from '../../db/keys.js';
 import { isThrottling } from '../../errors/classify.js';
 import type { PoolEvents } from '../../pool/events.js';
 import { AdaptiveDynamoSemaphore } from '../../semaphore/adaptive-dynamo-semaphore.js';
@@ -10,6 +11,7 @@ import type { Lease, LeaseUsage, Semaphore } from '../../semaphore/types.js';
 import type { ConcurrencyTarget } from '../../semaphore/with-permits.js';
 import type { IngestConfig } from '../config.js';
 import { GRANT_DECREASE_FACTOR, GrantGovernor } from './grant-governor.js';
+import type { PrefixWriteCounts, WriteWatch } from './prefix-write-counts.js';
 
 /** The S3 write latency the permits are sized for (Little's law: 3,500 PUT/s x 20 ms = 70 in flight). */
 export const ASSUMED_WRITE_LATENCY_MS = 20;
@@ -162,7 +164,11 @@ class UsageCounter {
   #attemptMs = 0;
   readonly #stop: (() => void)[] = [];
 
-  constructor(pools: readonly unknown[]) {
+  /** `writes`: the lease's prefix's write requests, when the store counts them (`LeaseUsage.writes`). */
+  constructor(
+    pools: readonly unknown[],
+    private readonly writes?: WriteWatch,
+  ) {
     const completed = (e: PoolEvents['pool:taskCompleted']) => {
       this.#succeeded++;
       this.#attemptMs += e.durationMs;
@@ -185,7 +191,10 @@ class UsageCounter {
 
   stop(): LeaseUsage {
     for (const off of this.#stop.splice(0)) off();
-    return { succeeded: this.#succeeded, throttled: this.#throttled, attemptMs: this.#attemptMs };
+    const usage = { succeeded: this.#succeeded, throttled: this.#throttled, attemptMs: this.#attemptMs };
+    if (this.writes === undefined) return usage;
+    this.writes.stop();
+    return { ...usage, writes: this.writes.count };
   }
 }
 
@@ -210,10 +219,15 @@ export class TenantPermits {
   readonly #prefixLimit: number;
   readonly #releaseTimeoutMs: number;
 
-  /** `factory`: the distributed semaphores; without one, pools run bounded only by the invocation. */
+  /**
+   * `factory`: the distributed semaphores; without one, pools run bounded only by the invocation.
+   * `writeCounts`: the container store's writes per tenant prefix; with it a lease's report tells its
+   * writes apart from its reads (the prefix limit is a write rate), else every attempt counts as a write.
+   */
   constructor(
     private readonly config: IngestConfig,
     factory: SemaphoreFactory | undefined,
+    private readonly writeCounts?: PrefixWriteCounts,
   ) {
     this.#prefixLimit = permitsFor({
       ratePerSecond: config.s3PrefixWriteRate,
@@ -356,8 +370,14 @@ export class TenantPermits {
     // Records closer to the DLQ poll more often, so they tend to be the next to get a hot prefix's turn: a
     // turn lost at every receive is a record dead-lettered though S3 never refused it.
     const backoffCapMs = PREFIX_ACQUIRE_BACKOFF_CAP_MS / Math.max(1, tenant.receives ?? 1);
-    return this.#runUnder(semaphore, tenant.pool, want, window, releaseFailures, backoffCapMs, () =>
-      work(tenant),
+    return this.#runUnder(
+      semaphore,
+      tenant.pool,
+      want,
+      window,
+      releaseFailures,
+      { backoffCapMs, writesPrefix: tenantPrefix(tenant.tenant) },
+      () => work(tenant),
     );
   }
 
@@ -385,7 +405,7 @@ export class TenantPermits {
     want: number,
     window: PermitWindow,
     releaseFailures: ReleaseFailure[],
-    backoffCapMs: number,
+    { backoffCapMs, writesPrefix }: { backoffCapMs: number; writesPrefix: string },
     body: () => Promise<void>,
   ): Promise<PermitResult> {
     const capped = Math.min(want, semaphore.limit);
@@ -408,16 +428,15 @@ export class TenantPermits {
         unavailable: window.signal.aborted ? new SemaphoreTimeoutError(semaphore.name, 1, deadline) : err,
       };
     }
-    const usage = new UsageCounter([target]);
+    const writes = lease.report === undefined ? undefined : this.writeCounts?.watch(writesPrefix);
+    const usage = new UsageCounter([target], writes);
     // An adaptive lease (one that takes a report) also steers its pool between acquire and release.
     const governor =
       lease.report !== undefined && isUsageEvents(target)
-        ? new GrantGovernor(
-            target,
-            target,
-            lease.permits,
-            lease.latencyMs === undefined ? {} : { latencyMs: lease.latencyMs },
-          )
+        ? new GrantGovernor(target, target, lease.permits, {
+            ...(lease.latencyMs === undefined ? {} : { latencyMs: lease.latencyMs }),
+            ...(writes === undefined ? {} : { writes: () => writes.count }),
+          })
         : undefined;
     try {
       target.setConcurrency(lease.permits);

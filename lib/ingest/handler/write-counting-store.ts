@@ -16,7 +16,8 @@ import type {
 export class WriteCountingStore implements ObjectStore {
   constructor(
     private readonly inner: ObjectStore,
-    private readonly onWrite: () => void,
+    /** Called before each write request is sent, with its object key. */
+    private readonly onWrite: (key: string) => void,
   ) {}
 
   get bucket(): string {
@@ -24,12 +25,12 @@ export class WriteCountingStore implements ObjectStore {
   }
 
   put(input: PutObjectInput, options?: StoreCallOptions): Promise<{ etag: string }> {
-    this.onWrite();
+    this.onWrite(input.key);
     return this.inner.put(input, options);
   }
 
   delete(key: string, options?: StoreCallOptions): Promise<void> {
-    this.onWrite();
+    this.onWrite(key);
     return this.inner.delete(key, options);
   }
 

@@ -67,6 +67,18 @@ export interface S3ModelCounters {
   internalErrors: number;
   resets: number;
   stalls: number;
+  /**
+   * The write requests among them (PUT, DELETE, POST): the per-prefix limit S3 publishes is on these, and
+   * a prefix's reads (never throttled below their own, much higher, rate) must not count towards it.
+   */
+  writes: S3WriteCounters;
+}
+
+/** Write requests decided, accepted and answered 503 SlowDown. */
+export interface S3WriteCounters {
+  requests: number;
+  ok: number;
+  throttled: number;
 }
 
 /** Default prefix rule: up to and including the first `/`, else the whole key. */
@@ -91,7 +103,19 @@ interface PrefixState {
 }
 
 function zeroCounters(): S3ModelCounters {
-  return { requests: 0, ok: 0, throttled: 0, internalErrors: 0, resets: 0, stalls: 0 };
+  return {
+    requests: 0,
+    ok: 0,
+    throttled: 0,
+    internalErrors: 0,
+    resets: 0,
+    stalls: 0,
+    writes: { requests: 0, ok: 0, throttled: 0 },
+  };
+}
+
+function copyCounters(counters: S3ModelCounters): S3ModelCounters {
+  return { ...counters, writes: { ...counters.writes } };
 }
 
 function checkRate(option: string, value: number): number {
@@ -197,8 +221,8 @@ export class S3BehaviourModel implements BehaviourModel {
     // Drawn only when configured, so runs without it repeat the same sequence as before the option existed.
     const injectedSlowDown = this.#slowDownRate > 0 && this.#random() < this.#slowDownRate;
     const outcome = injectedSlowDown ? 'slowdown' : this.#take(bucket, rate) ? this.#fault(dice) : 'slowdown';
-    this.#count(state.counters, outcome);
-    this.#count(this.#total, outcome);
+    this.#count(state.counters, kind, outcome);
+    this.#count(this.#total, kind, outcome);
     return { outcome, latencyMs: outcome === 'stall' ? this.#stallMs : latencyMs };
   }
 
@@ -225,9 +249,9 @@ export class S3BehaviourModel implements BehaviourModel {
   stats(): { total: S3ModelCounters; byPrefix: Record<string, S3ModelCounters> } {
     const byPrefix: Record<string, S3ModelCounters> = {};
     for (const [prefix, state] of this.#prefixes) {
-      if (state.counters.requests > 0) byPrefix[prefix] = { ...state.counters };
+      if (state.counters.requests > 0) byPrefix[prefix] = copyCounters(state.counters);
     }
-    return { total: { ...this.#total }, byPrefix };
+    return { total: copyCounters(this.#total), byPrefix };
   }
 
   /** Zeroes the counters (token buckets keep their state). */
@@ -277,8 +301,13 @@ export class S3BehaviourModel implements BehaviourModel {
     return Math.exp(this.#latency.mu + this.#latency.sigma * z);
   }
 
-  #count(counters: S3ModelCounters, outcome: S3Outcome): void {
+  #count(counters: S3ModelCounters, kind: S3RequestKind, outcome: S3Outcome): void {
     counters.requests += 1;
+    if (kind === 'write') {
+      counters.writes.requests += 1;
+      if (outcome === 'ok') counters.writes.ok += 1;
+      else if (outcome === 'slowdown') counters.writes.throttled += 1;
+    }
     switch (outcome) {
       case 'ok':
         counters.ok += 1;

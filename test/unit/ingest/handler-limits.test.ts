@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
-import type { Semaphore } from '../../../lib/semaphore/types.js';
+import type { LeaseUsage, Semaphore } from '../../../lib/semaphore/types.js';
 import {
   failedIds,
   ids,
@@ -173,6 +173,40 @@ describe('semaphore permits', () => {
     const event = sqsEvent([...records('down', 10), ...records('up', 2)]);
     expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual(ids(event).slice(0, 10).sort());
     expect(store.keys()).toHaveLength(2);
+  });
+});
+
+describe("a lease's usage report", () => {
+  it("counts its own tenant's S3 writes apart from the reads beside them (the prefix limit is a write rate)", async () => {
+    const sem = semaphores(8);
+    const reports: { name: string; usage: LeaseUsage }[] = [];
+    const factory = (name: string): Semaphore => {
+      const inner = sem.factory(name);
+      return {
+        name,
+        limit: inner.limit,
+        acquire: async (k, options) => {
+          const lease = await inner.acquire(k, options);
+          return {
+            permits: lease.permits,
+            fence: lease.fence,
+            expiresAt: lease.expiresAt,
+            extend: (ms) => lease.extend(ms),
+            release: () => lease.release(),
+            report: (usage: LeaseUsage) => reports.push({ name, usage }),
+          };
+        },
+      };
+    };
+    const { handler, store } = await setup({}, { semaphores: factory });
+    // New records: each one a GET (absent) and a conditional PUT, so twice as many attempts as writes.
+    const event = sqsEvent([...records('acme', 12), ...records('globex', 10)]);
+    expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual([]);
+    expect(store.keys()).toHaveLength(22);
+    const byTenant = Object.fromEntries(reports.map((r) => [r.name.split('/t=')[1], r.usage]));
+    expect(byTenant['acme/']).toMatchObject({ writes: 12, throttled: 0 });
+    expect(byTenant['globex/']).toMatchObject({ writes: 10, throttled: 0 });
+    expect(byTenant['acme/']!.succeeded).toBeGreaterThan(12);
   });
 });
 

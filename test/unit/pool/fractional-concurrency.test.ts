@@ -163,3 +163,37 @@ describe('ExecutorPool fractional concurrency (an average in flight)', () => {
     expect(await drained).toBe(at);
   });
 });
+
+describe('ExecutorPool start interval (a rate cap on top of the concurrency cap)', () => {
+  useFakeTimersInEachTest();
+
+  it('spaces starts evenly however quick the answers, and keeps the concurrency cap', async () => {
+    const pool = new ExecutorPool({ concurrency: 4, timeout: 0 });
+    pool.setStartInterval(20);
+    expect(pool.startInterval).toBe(20);
+    // Answers in 1 ms: four slots would start a burst of four every millisecond; paced, one per 20 ms.
+    const { starts, peak } = await runTimed(pool, 10, () => 1);
+    const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(20);
+    for (const gap of gaps) expect(gap).toBeLessThanOrEqual(21);
+    expect(peak).toBe(1);
+    // Slow answers: the concurrency cap binds, not the interval (starts 20 ms apart up to 4 in flight).
+    const slow = await runTimed(pool, 8, () => 200);
+    expect(slow.peak).toBe(4);
+  });
+
+  it('applies a changed interval at once and 0 turns pacing off; refuses nonsense', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
+    pool.setStartInterval(1_000);
+    const first = runTimed(pool, 3, () => 1);
+    await vi.advanceTimersByTimeAsync(5);
+    // One started; the next would wait a second. Turning pacing off starts the rest now.
+    pool.setStartInterval(0);
+    const { starts } = await first;
+    expect(starts[2]! - starts[0]!).toBeLessThan(10);
+    for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => pool.setStartInterval(bad)).toThrow(RangeError);
+    }
+    pool.stop();
+  });
+});

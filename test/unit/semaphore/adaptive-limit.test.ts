@@ -26,6 +26,7 @@ const lease = (over: Partial<LeaseOutcome> & { t: number }): LeaseOutcome => ({
   succeeded: over.succeeded ?? 10,
   throttled: over.throttled ?? 0,
   ...(over.attemptMs === undefined ? {} : { attemptMs: over.attemptMs }),
+  ...(over.writes === undefined ? {} : { writes: over.writes }),
 });
 /** Attempt-milliseconds that keep the latency where `state` has it (the permits then hold still). */
 const steady = (state: AdaptiveState, attempts: number) => state.latencyMs * attempts;
@@ -50,6 +51,40 @@ describe('adaptive limit: control law', () => {
     // longer latency: 2 x 35 / 20), the increase capped there.
     expect(ceilingPerShard(step.latencyMs, 1, law)).toBeCloseTo(3.5, 9);
     expect(step.capacity).toBe(3.5);
+  });
+
+  it('sizes by slot-milliseconds per write when the holder counted its writes (reads share the slots, not the rate)', () => {
+    // 100 attempts of 20 ms, half of them reads (the GET of a conditional write): each write took 40 ms of a
+    // slot. Little's law for 100 writes/s needs 4 permits, not the 2 that 20 ms per attempt gives (which
+    // would carry 100 attempts/s = 50 writes/s: half the prefix's write rate).
+    const state: AdaptiveState = { capacity: 2, latencyMs: 40, decreasedAt: 0 };
+    const mixed = lease({ t: 1, permits: 2, wanted: 10, succeeded: 100, attemptMs: 2_000, writes: 50 });
+    const step = adaptLimit(state, mixed, 1, law);
+    expect(step.latencyMs).toBeCloseTo(40, 9);
+    expect(ceilingPerShard(step.latencyMs, 1, law)).toBeCloseTo(4, 9);
+    // Without the count the same lease reads as 20 ms per attempt: the permits halve with the latency.
+    const { writes: _, ...uncounted } = mixed;
+    expect(adaptLimit(state, uncounted, 1, law).latencyMs).toBeCloseTo(30, 9);
+    // A lease that wrote nothing (reads only) says nothing about the write latency: it holds still.
+    expect(adaptLimit(state, { ...mixed, writes: 0 }, 1, law).latencyMs).toBe(40);
+  });
+
+  it('takes the share refused among the writes (reads are never refused at the write limit)', () => {
+    const state: AdaptiveState = { capacity: 2, latencyMs: 100, decreasedAt: 0 };
+    // 40 of 80 writes refused, 120 reads beside them: half the writes, a fifth of the attempts.
+    const step = adaptLimit(
+      state,
+      lease({ t: 1, succeeded: 160, throttled: 40, attemptMs: 8_000, writes: 80 }),
+      1,
+      law,
+    );
+    expect(step.decreased).toBe(true);
+    expect(step.capacity).toBeCloseTo(1, 2);
+    // One refused write in 150 is noise whatever the reads: no decrease.
+    expect(overloaded({ succeeded: 399, throttled: 1, writes: 150 })).toBe(false);
+    // Two in 150 writes are more than 1% of the writes, though under 1% of the 400 attempts.
+    expect(overloaded({ succeeded: 398, throttled: 2, writes: 150 })).toBe(true);
+    expect(overloaded({ succeeded: 398, throttled: 2 })).toBe(false);
   });
 
   it('moves the permits with the latency, so the rate they stand for stays (a limit is a rate)', () => {

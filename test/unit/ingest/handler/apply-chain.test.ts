@@ -113,7 +113,7 @@ describe('applyChain', () => {
     expect(put).not.toHaveBeenCalled();
   });
 
-  it("the chain's storage calls run at its highest priority", async () => {
+  it("the chain's storage calls run at its highest priority (its write half a level up, after its read)", async () => {
     const { resource } = await orders();
     const enqueue = vi.spyOn(ExecutorPool.prototype, 'enqueue');
     await applyChain(
@@ -126,7 +126,9 @@ describe('applyChain', () => {
       open(),
     );
     expect(enqueue).toHaveBeenCalled();
-    for (const [, options] of enqueue.mock.calls) expect(options?.priority).toBe(90);
+    // The read (when the Resource reads first) at 90, the conditional PUT at 90.5: never another level.
+    for (const [, options] of enqueue.mock.calls) expect([90, 90.5]).toContain(options?.priority);
+    expect(enqueue.mock.calls.at(-1)?.[1]?.priority).toBe(90.5);
   });
 
   it('an empty chain is no call at all', async () => {

@@ -231,6 +231,75 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
     expect(pool.concurrency).toBeCloseTo(1.7 + 2 / 128, 9);
   });
 
+  it('paces by its slot time per write when it counts writes (the fleet latency is per write then)', () => {
+    // The fleet's 40 ms is per write: a GET and a PUT of 20 ms each. This holder's attempts also take 20 ms
+    // and it reads before every write: it sends exactly the write rate its grant stands for, so no pacing.
+    // Per attempt it would look twice as quick as the fleet and run at half its grant.
+    const pool = fakePool(2);
+    let writes = 0;
+    const governor = new GrantGovernor(pool, pool, 2, { latencyMs: 40, writes: () => writes });
+    // No write counted yet (the first attempts are reads): nothing to compare, no pacing.
+    pool.succeed(20);
+    expect(pool.concurrency).toBe(2);
+    for (let i = 0; i < 20; i++) {
+      writes += 1;
+      pool.succeed(20);
+      pool.succeed(20);
+    }
+    expect(pool.concurrency).toBeGreaterThan(1.8);
+    // Blind writes (no reads) of 10 ms: twice the rate per slot, so half the grant in flight.
+    for (let i = 0; i < 400; i++) {
+      writes += 1;
+      pool.succeed(10);
+    }
+    expect(pool.concurrency).toBeLessThan(2 * 0.75);
+    expect(pool.concurrency).toBeGreaterThanOrEqual(2 * MIN_PACE);
+    expect(governor.concurrency).toBe(2);
+    governor.stop();
+  });
+
+  it('spaces starts at the rate its grant stands for (permits / fleet latency), cut with it, off at stop', () => {
+    const pool = Object.assign(fakePool(2), {
+      interval: Number.NaN,
+      setStartInterval(ms: number) {
+        pool.interval = ms;
+      },
+    });
+    let writes = 0;
+    let now = 0;
+    const governor = new GrantGovernor(pool, pool, 2, {
+      latencyMs: 40,
+      writes: () => writes,
+      now: () => now,
+    });
+    // 2 permits at 40 ms per write: 50 writes/s, a start every 20 ms while nothing says reads share it.
+    expect(pool.interval).toBeCloseTo(20, 9);
+    // One read per write: 100 attempts/s carry the 50 writes/s, a start every 10 ms.
+    for (let i = 0; i < 10; i++) {
+      writes += 1;
+      pool.succeed(40);
+      pool.succeed(40);
+    }
+    expect(pool.interval).toBeGreaterThan(9);
+    expect(pool.interval).toBeLessThan(11);
+    // A refused write cuts the rate with the grant: 0.85 x 2 permits.
+    const before = pool.interval;
+    now += 1_000;
+    writes += 1;
+    pool.fail(slowDown(), 40);
+    expect(pool.interval).toBeGreaterThan(before * 1.1);
+    // Blind writes from then on: the recent mix is all writes and the cut is earned back (20 accepted
+    // attempts): a start per write at the whole grant's 50 writes/s, every 20 ms.
+    for (let i = 0; i < 100; i++) {
+      now += 40;
+      writes += 1;
+      pool.succeed(40);
+    }
+    expect(pool.interval).toBeCloseTo(20, 0);
+    governor.stop();
+    expect(pool.interval).toBe(0);
+  });
+
   it('without a fleet latency (or with a nonsense one) it never paces', () => {
     for (const latencyMs of [undefined, 0, Number.NaN, -5, Number.POSITIVE_INFINITY]) {
       const pool = fakePool(2);

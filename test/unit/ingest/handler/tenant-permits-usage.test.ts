@@ -6,6 +6,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MIN_PACE } from '../../../../lib/ingest/handler/grant-governor.js';
+import { PrefixWriteCounts } from '../../../../lib/ingest/handler/prefix-write-counts.js';
 import {
   dynamoSemaphores,
   SMALL_TENANT_WRITES,
@@ -106,6 +107,32 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
       { name: 'prefix:ignored-by-memory-store/t=big/', usage: usage(2, 2) },
       { name: 'prefix:ignored-by-memory-store/t=big/', released: true },
     ]);
+  });
+
+  it("reports the writes the store sent to the lease's own prefix, and paces by slot time per write", async () => {
+    // The fleet's 10 ms is per write. The pool's attempts take ~2 ms and only one in ten is a write (the
+    // store saw one write to t=big/ per ten attempts): ~20 ms of slot time per write, slower than the
+    // fleet's, so the pool runs at its whole grant. Per attempt it would look 5x quicker and be paced to a
+    // quarter. The report carries the prefix's write count, not another prefix's writes.
+    const { factory, events } = reportingFactory({ latencyMs: 10 });
+    const counts = new PrefixWriteCounts();
+    const permits = new TenantPermits(testConfig({ S3_PREFIX_WRITE_RATE: '200' }), factory, counts);
+    const p = pool();
+    const big = { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: p };
+    counts.count('t=big/r=items/before.json');
+    let inFlight = 0;
+    await permits.run([big], window(), async () => {
+      for (let i = 0; i < 30; i++) {
+        if (i % 10 === 0) counts.count(`t=big/r=items/${i}.json`);
+        counts.count(`t=other/r=items/${i}.json`);
+        await p.enqueue(() => new Promise((resolve) => setTimeout(resolve, 2)));
+      }
+      inFlight = p.concurrency;
+    });
+    counts.count('t=big/r=items/after.json');
+    expect(events[0]!.usage).toEqual({ ...usage(30, 0), writes: 3 });
+    expect(inFlight).toBe(4);
+    expect(counts.watching).toBe(0);
   });
 
   it("steers a leased pool with the lease's latency: quick attempts pace it down, a throttle cuts it; none without report", async () => {

@@ -64,6 +64,23 @@ describe('S3BehaviourModel throttling (virtual clock)', () => {
     expect(Object.keys(model.stats().byPrefix).sort()).toEqual(['t=acme/', 't=globex/']);
   });
 
+  it('counts writes apart from reads, per prefix and in total (the write limit is on writes only)', () => {
+    const clock = new ManualClock();
+    const model = new S3BehaviourModel({ clock, writesPerSecond: 10, burstSeconds: 1 });
+    for (let i = 0; i < 25; i++) model.decide('write', `t=hot/${i}`);
+    for (let i = 0; i < 7; i++) model.decide('read', `t=hot/${i}`);
+    const hot = model.stats().byPrefix['t=hot/']!;
+    expect(hot.requests).toBe(32);
+    expect(hot.ok).toBe(10 + 7);
+    expect(hot.writes).toEqual({ requests: 25, ok: 10, throttled: 15 });
+    expect(model.stats().total.writes).toEqual({ requests: 25, ok: 10, throttled: 15 });
+    // A copy: counting on does not change what was returned.
+    model.decide('write', 't=hot/x');
+    expect(hot.writes.requests).toBe(25);
+    model.resetStats();
+    expect(model.stats().total.writes).toEqual({ requests: 0, ok: 0, throttled: 0 });
+  });
+
   it('uses the whole key as prefix when it has no slash, and a custom prefixOf when given', () => {
     const model = new S3BehaviourModel();
     model.decide('write', 'plainkey');
@@ -170,7 +187,15 @@ describe('S3BehaviourModel faults and latency', () => {
     expect(model.decide('write', 'a/b')).toEqual({ outcome: 'ok', latencyMs: 0 });
     model.resetStats();
     expect(model.stats()).toEqual({
-      total: { requests: 0, ok: 0, throttled: 0, internalErrors: 0, resets: 0, stalls: 0 },
+      total: {
+        requests: 0,
+        ok: 0,
+        throttled: 0,
+        internalErrors: 0,
+        resets: 0,
+        stalls: 0,
+        writes: { requests: 0, ok: 0, throttled: 0 },
+      },
       byPrefix: {},
     });
   });

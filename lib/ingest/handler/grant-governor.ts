@@ -204,8 +204,13 @@ export class GrantGovernor {
   #apply(): void {
     const fleet = this.#fleetLatencyMs;
     const own = this.#ownSlotMs();
-    // Stryker disable next-line ConditionalExpression: own latency is only ever set when there is a fleet latency
-    const pace = fleet === undefined || own === undefined ? 1 : Math.min(1, Math.max(MIN_PACE, own / fleet));
+    // A target that spaces its starts (`#space`) is held at the grant's rate by the spacing, so its
+    // in-flight count is not paced down too: both together kept it under its rate whenever an answer was
+    // slower than the average the pace was computed from.
+    const spaced = this.target.setStartInterval !== undefined;
+    const pace =
+      // Stryker disable next-line ConditionalExpression: own latency is only ever set when there is a fleet latency
+      fleet === undefined || own === undefined || spaced ? 1 : Math.min(1, Math.max(MIN_PACE, own / fleet));
     const next = Math.max(MIN_CAPACITY, this.#concurrency * pace);
     this.#space();
     if (next === this.#applied) return;

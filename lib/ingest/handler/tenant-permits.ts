@@ -16,6 +16,15 @@ import type { PrefixWriteCounts, WriteWatch } from './prefix-write-counts.js';
 /** The S3 write latency the permits are sized for (Little's law: 3,500 PUT/s x 20 ms = 70 in flight). */
 export const ASSUMED_WRITE_LATENCY_MS = 20;
 /**
+ * The slot time per write a prefix's adaptive limit assumes until a lease has measured one: a GET and a
+ * conditional PUT (a Database reads each record until it learns they are new), 2 x 25 ms. Assuming more
+ * than the truth is safe because a holder spaces its starts at the rate its grant stands for
+ * (`GrantGovernor`), so the extra permits only allow more in flight; assuming less capped the first lease
+ * below its rate (bench:load, 20 ms assumed: the hot prefix's first lease ran 5 s at 15-20 writes/s of 50,
+ * its writes taking 50-70 ms of slot each).
+ */
+export const FIRST_LEASE_LATENCY_MS = 50;
+/**
  * Tenants with fewer writes than this in a batch write without a lease: a prefix that receives a handful of
  * writes from one invocation is in no danger of SlowDown, and a lease would cost two DynamoDB writes for a
  * few S3 writes. A tenant that S3 throttles anyway (one that is small in each batch but in every batch of a
@@ -94,7 +103,7 @@ export function dynamoSemaphores(
       limit: Math.max(limit, Math.ceil(rate)),
       adaptive: {
         ratePerSecond: rate,
-        initialLatencyMs: ASSUMED_WRITE_LATENCY_MS,
+        initialLatencyMs: FIRST_LEASE_LATENCY_MS,
         decreaseFactor: GRANT_DECREASE_FACTOR,
       },
       giveBackTimeoutMs,

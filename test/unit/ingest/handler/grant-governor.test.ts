@@ -296,6 +296,15 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
       pool.succeed(40);
     }
     expect(pool.interval).toBeCloseTo(20, 0);
+    // Quick answers do not pace its concurrency down: the spacing holds the rate, the grant stays the
+    // cap on requests in flight (pacing both ways left it under its rate whenever answers were slow).
+    for (let i = 0; i < 40; i++) {
+      now += 1;
+      writes += 1;
+      pool.succeed(1);
+    }
+    expect(pool.concurrency).toBe(2);
+    expect(pool.interval).toBeCloseTo(20, 0);
     governor.stop();
     expect(pool.interval).toBe(0);
   });

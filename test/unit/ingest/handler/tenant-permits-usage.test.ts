@@ -5,10 +5,10 @@
 // mutation testing found these never asserted.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MIN_PACE } from '../../../../lib/ingest/handler/grant-governor.js';
 import { PrefixWriteCounts } from '../../../../lib/ingest/handler/prefix-write-counts.js';
 import {
   dynamoSemaphores,
+  FIRST_LEASE_LATENCY_MS,
   SMALL_TENANT_WRITES,
   TenantPermits,
 } from '../../../../lib/ingest/handler/tenant-permits.js';
@@ -135,23 +135,32 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
     expect(counts.watching).toBe(0);
   });
 
-  it("steers a leased pool with the lease's latency: quick attempts pace it down, a throttle cuts it; none without report", async () => {
-    // Leases standing for 4 permits at a fleet latency of 1,000 ms: attempts of ~0 ms pace the pool to
-    // the floor (a quarter of the grant), a SlowDown cuts the grant. A lease without `report` (a static
-    // semaphore's) is not governed at all: the pool stays at its grant.
-    const seen: number[] = [];
+  it("steers a leased pool with the lease's latency: starts spaced at the grant's rate, off at release; none without report", async () => {
+    // Leases standing for 4 permits at a fleet latency of 20 ms: 200 writes/s, a start every 5 ms, at
+    // the whole grant in flight however quick the answers. A lease without `report` (a static
+    // semaphore's) is not governed at all: no spacing. After the release the warm pool is not spaced.
     for (const withReport of [true, false]) {
-      seen.length = 0;
-      const { factory } = reportingFactory({ latencyMs: 1_000, report: withReport });
+      const { factory } = reportingFactory({ latencyMs: 20, report: withReport });
       const permits = new TenantPermits(testConfig({ S3_PREFIX_WRITE_RATE: '200' }), factory);
       const p = pool();
       const big = { tenant: 'big', writes: SMALL_TENANT_WRITES, pool: p };
+      const starts: number[] = [];
+      let during = { interval: Number.NaN, concurrency: Number.NaN };
       await permits.run([big], window(), async () => {
-        for (let i = 0; i < 20; i++) await p.enqueue(async () => 'ok');
-        seen.push(p.concurrency);
+        await Promise.all(
+          Array.from({ length: 10 }, () => p.enqueue(async () => starts.push(performance.now()))),
+        );
+        during = { interval: p.startInterval, concurrency: p.concurrency };
       });
-      if (withReport) expect(seen[0]).toBeCloseTo(4 * MIN_PACE, 6);
-      else expect(seen[0]).toBe(4);
+      expect(during.concurrency).toBe(4);
+      expect(p.startInterval).toBe(0);
+      if (withReport) {
+        expect(during.interval).toBeCloseTo(5, 9);
+        // Timers fire on whole milliseconds: each start at least 4 ms after the one before.
+        for (let i = 1; i < starts.length; i++) expect(starts[i]! - starts[i - 1]!).toBeGreaterThan(4);
+      } else {
+        expect(during.interval).toBe(0);
+      }
     }
   });
 
@@ -245,6 +254,11 @@ describe('dynamoSemaphores', () => {
     expect(make('prefix:b/t=globex/', 70).limit).toBe(3500);
     // A limit above the rate is kept.
     expect(make('prefix:b/t=initech/', 5000, 3500).limit).toBe(5000);
+    // Sized for a first lease at a read and a write per record (its holder spaces starts at the rate).
+    expect((prefix as AdaptiveDynamoSemaphore).law).toMatchObject({
+      ratePerSecond: 3500,
+      initialLatencyMs: FIRST_LEASE_LATENCY_MS,
+    });
     const other = make('bucket:b/exports', 280, 14000);
     expect(other).toBeInstanceOf(DynamoSemaphore);
     expect(other.limit).toBe(280);

@@ -319,6 +319,7 @@ class AdaptiveLease implements Lease {
       // Stryker disable next-line ConditionalExpression: adaptLimit reads an absent and an undefined `attemptMs` alike.
       ...(usage.attemptMs === undefined ? {} : { attemptMs: usage.attemptMs }),
       ...(usage.writes === undefined ? {} : { writes: usage.writes }),
+      ...(usage.keptShare === undefined ? {} : { keptShare: usage.keptShare }),
     };
     for (const g of this.grants) {
       const step = adaptLimit(g.seen, outcome, shards, law);

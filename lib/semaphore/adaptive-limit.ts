@@ -68,6 +68,8 @@ export interface LeaseOutcome {
   readonly attemptMs?: number;
   /** Write requests among the attempts, when the holder counted them (`LeaseUsage.writes`). */
   readonly writes?: number;
+  /** Share of its grant the holder's own SlowDown cuts left it at (`LeaseUsage.keptShare`). */
+  readonly keptShare?: number;
 }
 
 /** The shard's next state and whether this step was a decrease (it then stamps `decreasedAt`). */
@@ -237,7 +239,11 @@ export function adaptLimit(
       // In proportion to the share refused (a limit that halved refuses about half the attempts sent at
       // the old rate: one release brings the capacity near the new one), at least `decreaseFactor`.
       const refused = outcome.throttled / limited;
-      capacity *= Math.max(DEEPEST_DECREASE, Math.min(options.decreaseFactor, 1 - refused));
+      // The holder's governor cut its own pool a step per round trip of SlowDowns while the release waited
+      // for the lease to end: where it got to is the freshest measure of what S3 accepts (bench:load: after
+      // the limit halved, one fixed step per release took four releases, ~10 s, to follow).
+      const kept = outcome.keptShare ?? 1;
+      capacity *= Math.max(DEEPEST_DECREASE, Math.min(options.decreaseFactor, 1 - refused, kept));
       decreased = true;
     }
   } else if (

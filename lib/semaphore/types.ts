@@ -55,6 +55,13 @@ export interface LeaseUsage {
    * it every attempt counts as a write, and a pool that reads as often as it writes gets half its rate.
    */
   readonly writes?: number;
+  /**
+   * Share of its grant the holder was running at when it released, after cutting itself on SlowDown
+   * (`GrantGovernor`: 0.85 per round trip of refusals, earned back per accepted attempt); 1 or absent when
+   * it never cut. An adaptive limit that shrinks for this lease shrinks at least to this share (never below
+   * half per release), so the fleet follows a drop in S3's limit at the holder's pace, not a step per release.
+   */
+  readonly keptShare?: number;
 }
 
 /**

@@ -9,6 +9,12 @@ export type AnswerS3Error = (
   message: string,
 ) => void;
 
+/** Why a conditional PUT is refused: its condition fails on an object, or `If-Match` meets none. */
+type Refusal = 'precondition' | 'missing';
+
+/** A check the emulator does not answer in this long fails (answered 500): it must not hold the key's queue. */
+const CHECK_TIMEOUT_MS = 5_000;
+
 /** Strips a weak marker and quotes: `W/"abc"` and `"abc"` compare as `abc`. */
 function bareEtag(value: string): string {
   return value.trim().replace(/^W\//, '').replace(/^"|"$/g, '');
@@ -57,7 +63,18 @@ export class ConditionalWrites {
 
   async #writeNow(req: IncomingMessage, res: ServerResponse, forward: () => void): Promise<void> {
     if (res.destroyed) return;
-    const refusal = req.method === 'PUT' ? await this.#refusal(req) : undefined;
+    let refusal: Refusal | undefined;
+    try {
+      refusal = req.method === 'PUT' ? await this.#refusal(req) : undefined;
+    } catch {
+      // The emulator did not answer the check: answer as S3 does when it cannot (the client retries).
+      if (!res.destroyed)
+        this.answerError(req, res, 500, 'InternalError', 'We encountered an internal error.');
+      return;
+    }
+    // The client may have gone while the check ran (its attempt timed out): its 'close' has fired already,
+    // and waiting for it below would hold every later write of this key for good.
+    if (res.destroyed || res.closed) return;
     if (refusal === 'precondition') {
       this.answerError(
         req,
@@ -80,7 +97,7 @@ export class ConditionalWrites {
   }
 
   /** Why S3 would refuse this PUT's condition now (`undefined`: it holds, or there is none). */
-  async #refusal(req: IncomingMessage): Promise<'precondition' | 'missing' | undefined> {
+  async #refusal(req: IncomingMessage): Promise<Refusal | undefined> {
     const ifNoneMatch = header(req, 'if-none-match');
     const ifMatch = header(req, 'if-match');
     if (ifNoneMatch === undefined && ifMatch === undefined) return undefined;
@@ -112,6 +129,7 @@ export class ConditionalWrites {
         },
       );
       head.on('error', reject);
+      head.setTimeout(CHECK_TIMEOUT_MS, () => head.destroy(new Error('conditional write check timed out')));
       head.end();
     });
   }

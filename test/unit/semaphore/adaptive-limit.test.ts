@@ -27,6 +27,7 @@ const lease = (over: Partial<LeaseOutcome> & { t: number }): LeaseOutcome => ({
   throttled: over.throttled ?? 0,
   ...(over.attemptMs === undefined ? {} : { attemptMs: over.attemptMs }),
   ...(over.writes === undefined ? {} : { writes: over.writes }),
+  ...(over.keptShare === undefined ? {} : { keptShare: over.keptShare }),
 });
 /** Attempt-milliseconds that keep the latency where `state` has it (the permits then hold still). */
 const steady = (state: AdaptiveState, attempts: number) => state.latencyMs * attempts;
@@ -315,6 +316,26 @@ describe('adaptive limit: control law', () => {
       law,
     );
     expect(ninety.capacity).toBe(1);
+  });
+
+  it("an overloaded lease's holder cut to a share of its grant: the limit goes there at once (>= half)", () => {
+    const state: AdaptiveState = { capacity: 2, latencyMs: 100, decreasedAt: 0 };
+    // 10% refused alone shrinks by decreaseFactor (0.7); the holder's governor found its way down to 0.55.
+    const overloaded = { t: 1, succeeded: 90, throttled: 10, attemptMs: steady(state, 100) };
+    expect(adaptLimit(state, lease(overloaded), 1, law).capacity).toBeCloseTo(1.4, 2);
+    expect(adaptLimit(state, lease({ ...overloaded, keptShare: 0.55 }), 1, law).capacity).toBeCloseTo(1.1, 2);
+    // Never below half in one release, and a share above the decrease changes nothing.
+    expect(adaptLimit(state, lease({ ...overloaded, keptShare: 0.2 }), 1, law).capacity).toBe(1);
+    expect(adaptLimit(state, lease({ ...overloaded, keptShare: 0.95 }), 1, law).capacity).toBeCloseTo(1.4, 2);
+    // Not overloaded (noise): the share is no reason to shrink.
+    const calm = lease({
+      t: 1,
+      succeeded: 300,
+      throttled: 1,
+      attemptMs: steady(state, 301),
+      keptShare: 0.85,
+    });
+    expect(adaptLimit(state, calm, 1, law).capacity).toBe(2);
   });
 
   it('keeps capacities on a 1/1024 grid, so free = capacity - held adds up exactly however often it moves', () => {

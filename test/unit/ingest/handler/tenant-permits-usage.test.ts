@@ -44,11 +44,12 @@ const slowDown = () =>
     $metadata: { httpStatusCode: 503 },
   });
 
-/** A report of `succeeded` and `throttled` attempts, whatever time they took. */
+/** A report of `succeeded` and `throttled` attempts, whatever time they took and the governor kept. */
 const usage = (succeeded: number, throttled: number) => ({
   succeeded,
   throttled,
   attemptMs: expect.any(Number),
+  keptShare: expect.any(Number),
 });
 
 /**
@@ -107,6 +108,10 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
       { name: 'prefix:ignored-by-memory-store/t=big/', usage: usage(2, 2) },
       { name: 'prefix:ignored-by-memory-store/t=big/', released: true },
     ]);
+    // The two SlowDowns cut the pool below its grant, and the report says how far.
+    const kept = events[0]!.usage!.keptShare!;
+    expect(kept).toBeLessThan(0.86);
+    expect(kept).toBeGreaterThan(0.5);
   });
 
   it("reports the writes the store sent to the lease's own prefix, and paces by slot time per write", async () => {

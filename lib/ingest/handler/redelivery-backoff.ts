@@ -25,10 +25,11 @@ export interface RedeliveryBackoffOptions {
    */
   readonly maxSeconds?: number;
   /**
-   * Invisibility after the first receive for a record that never reached S3 because its prefix's permits
-   * were all held until the invocation's cutoff (`permits-unavailable`): it waited for its turn, S3 did not
-   * refuse it, so it comes back sooner (doubling from this, up to `maxSeconds`) and the hot prefix is not
-   * left idle while its records sit out a backoff meant for an overloaded S3.
+   * Invisibility after the first receive for a record that only ran out of turn: its prefix's permits were
+   * all held until the invocation's cutoff (`permits-unavailable`), or the cutoff stopped its write
+   * (`deadline`). S3 did not refuse it, and back in the queue it waits for its prefix's permits again, so it
+   * comes back sooner (doubling from this, up to `maxSeconds`) and the hot prefix is not left idle while its
+   * records sit out a backoff meant for an overloaded S3.
    * @default 1
    */
   readonly turnSeconds?: number;

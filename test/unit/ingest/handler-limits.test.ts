@@ -1,5 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
+import {
+  DEFAULT_REDELIVERY_BASE_SECONDS,
+  DEFAULT_REDELIVERY_TURN_SECONDS,
+  type VisibilityPort,
+} from '../../../lib/ingest/handler/redelivery-backoff.js';
 import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
 import type { LeaseUsage, Semaphore } from '../../../lib/semaphore/types.js';
@@ -88,6 +93,43 @@ describe('deadline', () => {
     const event = sqsEvent(records('acme', 3));
     expect(failedIds(await handler(event, lambdaContext(900)))).toEqual(ids(event).sort());
     expect(store.calls).toEqual([]);
+  });
+});
+
+describe('redelivery backoff by what stopped a record', () => {
+  /** A visibility port recording the seconds each failed record was given. */
+  function visibilities() {
+    const seconds = new Map<string, number>();
+    const port: VisibilityPort = {
+      change: async (changes) => {
+        for (const c of changes) seconds.set(c.messageId, c.visibilityTimeoutSeconds);
+        return new Set();
+      },
+    };
+    return { port, seconds };
+  }
+
+  it('a record the cutoff stopped (its turn came too late) comes back after the turn backoff, not the SlowDown one', async () => {
+    const { port, seconds } = visibilities();
+    const { handler } = await setup(
+      { WRITE_TIMEOUT_MS: '800', DEADLINE_MARGIN_MS: '800' },
+      { store: new TrackingStore({ model: latency(60_000) }), redeliveries: port },
+    );
+    const event = sqsEvent(records('acme', 2));
+    expect(failedIds(await handler(event, lambdaContext(1_200)))).toEqual(ids(event).sort());
+    expect([...seconds.values()]).toEqual([DEFAULT_REDELIVERY_TURN_SECONDS, DEFAULT_REDELIVERY_TURN_SECONDS]);
+  });
+
+  it('a record S3 kept refusing waits out the SlowDown backoff', async () => {
+    const { port, seconds } = visibilities();
+    const refusing = new S3BehaviourModel({ writesPerSecond: 0 });
+    const { handler } = await setup(
+      { WRITE_RETRIES: '1' },
+      { store: new TrackingStore({ model: refusing }), redeliveries: port },
+    );
+    const event = sqsEvent(records('acme', 2));
+    expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual(ids(event).sort());
+    expect([...seconds.values()]).toEqual([DEFAULT_REDELIVERY_BASE_SECONDS, DEFAULT_REDELIVERY_BASE_SECONDS]);
   });
 });
 

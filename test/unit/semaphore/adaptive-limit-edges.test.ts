@@ -101,10 +101,11 @@ describe("Little's law per shard", () => {
     expect(ceilingPerShard(0.001, 1, roomy)).toBe(MIN_CAPACITY);
   });
 
-  it('starts whole permits from one permit up, a quantized share below, without headroom', () => {
+  it("starts at Little's law on the 1/1024 grid (whole permits or not), without headroom", () => {
     const at = (ratePerSecond: number, shards: number) =>
       initialState(shards, resolveAdaptiveLimitOptions({ ratePerSecond, initialLatencyMs: 10, headroom: 2 }));
-    expect(at(3_500, 3)).toEqual({ capacity: 11, latencyMs: 10, decreasedAt: 0 }); // 35 / 3 = 11.67
+    // 35 / 3 = 11.67: the nearest 1/1024, not 11 (a rounded-down start stood for 6% less than the rate).
+    expect(at(3_500, 3)).toEqual({ capacity: quantize(35 / 3), latencyMs: 10, decreasedAt: 0 });
     expect(at(100, 1).capacity).toBe(1); // exactly one
     expect(at(99, 1).capacity).toBe(quantize(0.99));
     expect(quantize(0.99)).toBe(1014 * CAPACITY_QUANTUM);

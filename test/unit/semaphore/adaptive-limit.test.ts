@@ -40,6 +40,9 @@ describe('adaptive limit: control law', () => {
     // Under one permit: a share of one slot's time (50/s x 15 ms = 0.75), on the 1/1024 grid.
     const small = resolveAdaptiveLimitOptions({ ratePerSecond: 50, initialLatencyMs: 15 });
     expect(initialState(1, small).capacity).toBe(0.75);
+    // Not rounded down to whole permits: 50/s x 50 ms is 2.5 permits, not 2 (which stand for 40/s).
+    const mid = resolveAdaptiveLimitOptions({ ratePerSecond: 50, initialLatencyMs: 50 });
+    expect(initialState(1, mid).capacity).toBe(2.5);
     // Never below MIN_CAPACITY, whatever the rate: a prefix always progresses.
     expect(initialState(4, resolveAdaptiveLimitOptions({ ratePerSecond: 1 })).capacity).toBe(MIN_CAPACITY);
   });

@@ -269,11 +269,15 @@ class AdaptiveLease implements Lease {
     return this.#until;
   }
 
-  /** The shards' measured latency the grant was sized with, weighted by the permits taken on each. */
+  /**
+   * The slot time per request the grant was sized with: the shards' measured latency, weighted by the
+   * permits taken on each, times the in-flight slack (the grant stands for `permits / latencyMs` a second).
+   */
   get latencyMs(): number | undefined {
     const permits = this.permits;
     if (!(permits > 0)) return undefined;
-    return this.grants.reduce((sum, g) => sum + g.n * g.seen.latencyMs, 0) / permits;
+    const latency = this.grants.reduce((sum, g) => sum + g.n * g.seen.latencyMs, 0) / permits;
+    return latency * this.semaphore.law.inFlightSlack;
   }
 
   report(usage: LeaseUsage): void {

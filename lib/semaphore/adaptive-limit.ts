@@ -40,6 +40,18 @@ export interface AdaptiveLimitOptions {
    * @default 1
    */
   headroom?: number;
+  /**
+   * Permits granted per request in flight that Little's law gives for the rate, >= 1: the limit holds
+   * `ratePerSecond x latency x inFlightSlack` permits and a grant stands for `permits / (latency x
+   * inFlightSlack)` requests per second (`Lease.latencyMs` is `latency x inFlightSlack`). For holders that
+   * pace their starts at that rate (the handler's pools): the extra permits let a slow answer not hold the
+   * holder under its rate, since at exactly Little's law the cap on requests in flight binds whenever
+   * answers are slower than their average (bench:load: a hot prefix's leases at 29-45 of their 50 writes/s).
+   * Without pacing, slack above 1 sends more than the rate.
+   * @default 1
+   * @example { ratePerSecond: 3500, inFlightSlack: 1.5 }
+   */
+  inFlightSlack?: number;
 }
 
 /** The adaptive state of one shard item, as stored in it (survives restarts of the whole fleet). */
@@ -150,6 +162,7 @@ export function resolveAdaptiveLimitOptions(options: AdaptiveLimitOptions): Reso
     increaseStep: options.increaseStep ?? 1,
     latencyWeight: options.latencyWeight ?? 0.3,
     headroom: options.headroom ?? 1,
+    inFlightSlack: options.inFlightSlack ?? 1,
   };
   const fail = (key: string, why: string) =>
     new InvalidSemaphoreOptionsError(
@@ -164,26 +177,34 @@ export function resolveAdaptiveLimitOptions(options: AdaptiveLimitOptions): Reso
   if (!(resolved.latencyWeight > 0 && resolved.latencyWeight <= 1))
     throw fail('latencyWeight', 'must be in (0, 1]');
   if (!(Number.isFinite(resolved.headroom) && resolved.headroom >= 1)) throw fail('headroom', 'must be >= 1');
+  if (!(Number.isFinite(resolved.inFlightSlack) && resolved.inFlightSlack >= 1))
+    throw fail('inFlightSlack', 'must be >= 1');
   return resolved;
 }
 
 /**
  * Little's law per shard: the permits one shard may grant so that all `shards` together carry
- * `ratePerSecond` at `latencyMs` per attempt, times the headroom; at least `MIN_CAPACITY` (a prefix always
- * progresses), possibly less than one permit.
+ * `ratePerSecond` at `latencyMs` per attempt, times the headroom and the in-flight slack; at least
+ * `MIN_CAPACITY` (a prefix always progresses), possibly less than one permit.
  */
 export function ceilingPerShard(
   latencyMs: number,
   shards: number,
   options: ResolvedAdaptiveLimitOptions,
 ): number {
-  return Math.max(MIN_CAPACITY, (options.ratePerSecond * latencyMs * options.headroom) / 1000 / shards);
+  return Math.max(
+    MIN_CAPACITY,
+    (options.ratePerSecond * latencyMs * options.headroom * options.inFlightSlack) / 1000 / shards,
+  );
 }
 
-/** The state of a shard nobody has reported to yet: Little's law with the assumed latency, no headroom. */
+/**
+ * The state of a shard nobody has reported to yet: Little's law with the assumed latency, times the in-flight
+ * slack (no headroom: the configured rate, not a probe past it).
+ */
 export function initialState(shards: number, options: ResolvedAdaptiveLimitOptions): AdaptiveState {
   const latencyMs = options.initialLatencyMs;
-  const exact = (options.ratePerSecond * latencyMs) / 1000 / shards;
+  const exact = (options.ratePerSecond * latencyMs * options.inFlightSlack) / 1000 / shards;
   // On the 1/1024 grid like every later capacity: whole permits lost a fifth of a 2.5-permit prefix's rate
   // (bench:load: 50 writes/s x 50 ms, the first leases granted 2 permits, i.e. 40 writes/s).
   return { capacity: quantize(Math.max(MIN_CAPACITY, exact)), latencyMs, decreasedAt: 0 };
@@ -219,8 +240,11 @@ export function adaptLimit(
   let latencyMs = state.latencyMs;
   if (limited > 0 && outcome.permits > 0) {
     // Measured slot time when reported; else permit-ms (permits held idle count).
+    // Permit-ms include the in-flight slack (permits held beyond Little's law), which is not latency.
     const sample =
-      outcome.attemptMs !== undefined ? outcome.attemptMs / limited : (outcome.permits * heldMs) / limited;
+      outcome.attemptMs !== undefined
+        ? outcome.attemptMs / limited
+        : (outcome.permits * heldMs) / limited / options.inFlightSlack;
     latencyMs = (1 - options.latencyWeight) * state.latencyMs + options.latencyWeight * sample;
     latencyMs = Math.min(MAX_LATENCY_MS, Math.max(MIN_LATENCY_MS, latencyMs));
   }

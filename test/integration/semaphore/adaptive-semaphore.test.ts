@@ -66,6 +66,18 @@ describe('AdaptiveDynamoSemaphore (dynalite)', () => {
     expect(await stored(name)).toMatchObject([{ sk: 'adaptive#0', capacity: 2, free: 2, held: 0 }]);
   });
 
+  it('with in-flight slack: slack x the permits, standing for the same rate (the lease says so)', async () => {
+    const name = `slack-${randomUUID().slice(0, 8)}`;
+    const sem = semaphore(name, {
+      adaptive: { ratePerSecond: 100, initialLatencyMs: 20, latencyWeight: 1, inFlightSlack: 1.5 },
+    });
+    const lease = await sem.acquire(5, { min: 1 });
+    expect(lease.permits).toBe(3);
+    // 3 permits at 30 ms of slot each: still 100 attempts/s (20 ms of latency x 1.5).
+    expect(lease.latencyMs).toBe(30);
+    await lease.release();
+  });
+
   it('grants a share of one permit when rate x latency is under one, whole, to one holder at a time', async () => {
     const name = `fraction-${randomUUID().slice(0, 8)}`;
     let now = 500_000;

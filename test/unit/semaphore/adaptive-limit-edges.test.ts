@@ -40,7 +40,7 @@ function refusal(options: AdaptiveLimitOptions): Error {
 }
 
 describe('adaptive limit options', () => {
-  it('documents its defaults: 20 ms, 0.7, 1 permit, 0.3, headroom 1', () => {
+  it('documents its defaults: 20 ms, 0.7, 1 permit, 0.3, headroom 1, no in-flight slack', () => {
     expect(resolveAdaptiveLimitOptions({ ratePerSecond: 3500 })).toEqual({
       ratePerSecond: 3500,
       initialLatencyMs: 20,
@@ -48,6 +48,7 @@ describe('adaptive limit options', () => {
       increaseStep: 1,
       latencyWeight: 0.3,
       headroom: 1,
+      inFlightSlack: 1,
     });
   });
 

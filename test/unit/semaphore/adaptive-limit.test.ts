@@ -91,6 +91,30 @@ describe('adaptive limit: control law', () => {
     expect(overloaded({ succeeded: 398, throttled: 2 })).toBe(false);
   });
 
+  it("with in-flight slack, grants slack x Little's law in permits for the same rate", () => {
+    const slack = resolveAdaptiveLimitOptions({
+      ratePerSecond: 100,
+      initialLatencyMs: 20,
+      inFlightSlack: 1.5,
+    });
+    // 100/s x 20 ms = 2 in flight on average; 3 permits, so a slow answer does not hold the rate down.
+    expect(initialState(1, slack).capacity).toBe(3);
+    expect(ceilingPerShard(20, 1, slack)).toBeCloseTo(3, 9);
+    // A holder that does not measure its attempts: permit-ms per attempt include the slack, which must
+    // not be read as latency (3 permits held 1 s for 100 attempts is 20 ms each, not 30).
+    const state = initialState(1, slack);
+    const step = adaptLimit(
+      state,
+      lease({ t: 1, permits: 3, succeeded: 100, releasedAt: 1_000, wanted: 3 }),
+      1,
+      slack,
+    );
+    expect(step.latencyMs).toBeCloseTo(20, 9);
+    expect(() => resolveAdaptiveLimitOptions({ ratePerSecond: 1, inFlightSlack: 0.5 })).toThrow(
+      InvalidSemaphoreOptionsError,
+    );
+  });
+
   it('moves the permits with the latency, so the rate they stand for stays (a limit is a rate)', () => {
     // Below the ceiling after a decrease: 1 permit at 20 ms is 50/s of the 100/s configured.
     const state: AdaptiveState = { capacity: 1, latencyMs: 20, decreasedAt: 0 };

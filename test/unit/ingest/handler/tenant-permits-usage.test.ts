@@ -9,6 +9,7 @@ import { PrefixWriteCounts } from '../../../../lib/ingest/handler/prefix-write-c
 import {
   dynamoSemaphores,
   FIRST_LEASE_LATENCY_MS,
+  IN_FLIGHT_SLACK,
   SMALL_TENANT_WRITES,
   TenantPermits,
 } from '../../../../lib/ingest/handler/tenant-permits.js';
@@ -263,6 +264,7 @@ describe('dynamoSemaphores', () => {
     expect((prefix as AdaptiveDynamoSemaphore).law).toMatchObject({
       ratePerSecond: 3500,
       initialLatencyMs: FIRST_LEASE_LATENCY_MS,
+      inFlightSlack: IN_FLIGHT_SLACK,
     });
     const other = make('bucket:b/exports', 280, 14000);
     expect(other).toBeInstanceOf(DynamoSemaphore);

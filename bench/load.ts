@@ -212,7 +212,8 @@ async function limitBound(): Promise<void> {
   writeResults('load-limit-bound', rows, {
     messages: base.messages,
     note:
-      'Hot prefix figures are measured at the chaos proxy (tenant-00 prefix). "bound" is min(limit, the ' +
+      'Hot prefix figures are the write requests (PUT/DELETE) of the tenant-00 prefix at the chaos proxy ' +
+      '(its reads are not limited and not counted). "bound" is min(limit, the ' +
       'hot prefix rate of the no-limit ceiling run). Re-converged: seconds from the halving until, for 3 s, ' +
       'every 1 s window of the hot prefix has <= 5% of requests answered 503 and accepts >= 80% of the new limit.',
     settings: base,

@@ -216,6 +216,40 @@ class UsageCounter {
   }
 }
 
+/**
+ * Waits for `target` to drain, but no longer than `graceMs` after `signal` aborts (the cutoff, which aborts
+ * every attempt in flight). An aborted request that never settles (a connection that ignores its abort) must
+ * not hold the invocation past its deadline: the handler hung until Lambda killed it, failing the batch's
+ * written records with it. Past the grace the permits go back with that request still out; it was aborted
+ * and starts nothing more.
+ */
+async function drainBy(
+  target: { drain?(): Promise<void> },
+  signal: AbortSignal,
+  graceMs: number,
+): Promise<void> {
+  const drained = target.drain?.();
+  if (drained === undefined) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const startGrace = (resolve: () => void) => {
+    timer = setTimeout(resolve, graceMs);
+  };
+  let onAbort: (() => void) | undefined;
+  const grace = new Promise<void>((resolve) => {
+    if (signal.aborted) startGrace(resolve);
+    else {
+      onAbort = () => startGrace(resolve);
+      signal.addEventListener('abort', onAbort, { once: true });
+    }
+  });
+  try {
+    await Promise.race([drained, grace]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+  }
+}
+
 function isUsageEvents(pool: unknown): pool is UsageEvents {
   const p = pool as Partial<UsageEvents> | null;
   return typeof p?.on === 'function' && typeof p.off === 'function';
@@ -297,7 +331,7 @@ export class TenantPermits {
       ...large.map(async (t) =>
         results.set(t, await this.#runUnderPrefixLease(factory, t, window, releaseFailures, work)),
       ),
-      this.#runSmallTenants(factory, small, results, work),
+      this.#runSmallTenants(factory, small, results, window, work),
     ]);
     return { results, releaseFailures };
   }
@@ -311,6 +345,7 @@ export class TenantPermits {
     factory: SemaphoreFactory,
     small: readonly T[],
     results: Map<T, PermitResult>,
+    window: PermitWindow,
     work: (tenant: T) => Promise<void>,
   ): Promise<void> {
     const cap = Math.max(1, Math.floor(this.config.poolConcurrency * SMALL_TENANTS_SHARE_OF_POOL));
@@ -322,7 +357,7 @@ export class TenantPermits {
         const tenant = small[next++]!;
         results.set(tenant, await this.#runWithoutLease(factory, tenant, work, share));
         // Its lane is free only once its writes (timed-out ones included) have settled.
-        await tenant.pool.drain?.();
+        await drainBy(tenant.pool, window.signal, this.#releaseTimeoutMs);
       }
     };
     await Promise.all(Array.from({ length: lanes }, lane));
@@ -460,7 +495,7 @@ export class TenantPermits {
       target.setConcurrency(lease.permits);
       await body();
       // No write outlives its permit: in-flight (and timed-out, still settling) work ends first.
-      await target.drain?.();
+      await drainBy(target, window.signal, this.#releaseTimeoutMs);
     } finally {
       governor?.stop();
       // What S3 answered under the lease rides on the release (an adaptive semaphore's limit moves with it),

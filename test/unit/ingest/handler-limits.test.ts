@@ -88,6 +88,32 @@ describe('deadline', () => {
     for (const s of sem.made.values()) expect(s.available).toBe(10);
   });
 
+  it.each([
+    ['a leased tenant', 12],
+    ['a small tenant (no lease, a lane of its own)', 3],
+  ])('returns by its deadline when a storage call ignores its abort and never settles (%s)', async (_, n) => {
+    const store = new TrackingStore();
+    // A request that neither answers nor honours its signal: the pool's drain would wait for it forever.
+    let answer: () => void = () => undefined;
+    const never = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    store.hook = () => never;
+    const sem = semaphores(10);
+    const { handler } = await setup(
+      { WRITE_TIMEOUT_MS: '300', DEADLINE_MARGIN_MS: '800' },
+      { store, semaphores: sem.factory },
+    );
+    const event = sqsEvent(records('acme', n));
+    const started = Date.now();
+    const response = await handler(event, lambdaContext(1_500));
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(failedIds(response)).toEqual(ids(event).sort());
+    // The lease was given back though the request is still out (it was aborted at the cutoff).
+    for (const s of sem.made.values()) expect(s.available).toBe(10);
+    answer(); // lets the test's close() drain
+  });
+
   it('starts nothing when the remaining time is already under the margin', async () => {
     const { handler, store } = await setup({ WRITE_TIMEOUT_MS: '500', DEADLINE_MARGIN_MS: '1000' });
     const event = sqsEvent(records('acme', 3));

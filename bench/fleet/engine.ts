@@ -4,6 +4,8 @@
 // simulated Lambda containers, each with its own handler instance and warm state, cold starts included;
 // the handler's ports are the S3 model (MemoryObjectStore + S3BehaviourModel per prefix), the DynamoDB
 // model behind the client port the semaphore uses, and an SQS client model for its dead letters.
+
+import { writeSync } from 'node:fs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSRecord } from 'aws-lambda';
@@ -468,6 +470,14 @@ let done = false;
 setTimeout(sample, 1000);
 void queue.whenSettled().then(() => {
   done = true;
+});
+// `kill -USR2 <pid>`: how far the cell is, on stderr (written past the counted streams: it is not a log
+// line of the simulated fleet). A cell stopped for lack of time can then say where it got.
+process.on('SIGUSR2', () => {
+  writeSync(
+    2,
+    `${config.name}: ${(time.now / 1000).toFixed(1)} simulated s, ${queue.sent} sent, ${queue.settled} final, ${queue.running} invocations running, backlog ${queue.backlog}, ${invocations} invocations so far\n`,
+  );
 });
 const LIMIT_MS = 6 * 3600_000;
 await time.run(() => done || time.now > LIMIT_MS);

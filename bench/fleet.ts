@@ -305,7 +305,8 @@ async function runGrid(): Promise<void> {
   }
   for (const c of kept?.map((k) => k.config) ?? cells) {
     const { result, peakRssBytes, ran } = results.get(c.name)!;
-    rows.push(rowOf(c, result, peakRssBytes));
+    // Cells kept from earlier runs (--from-cells) may have run on other code: each row says which.
+    rows.push({ ...rowOf(c, result, peakRssBytes), commit: ran?.commit ?? commit });
     runs[c.name] = { config: c, result, cost: costOf(result), ...(ran === undefined ? {} : { ran }) };
   }
   // From the kept cells (--from-cells), the grid's wall time is first start to last end of its cells.

@@ -31,5 +31,8 @@ describe('PrefixWriteCounts', () => {
     expect([first.count, second.count]).toEqual([2, 2]);
     second.stop();
     expect(counts.watching).toBe(0);
+    // Stopping again once the prefix is forgotten is still a no-op.
+    expect(() => second.stop()).not.toThrow();
+    expect(second.count).toBe(2);
   });
 });

@@ -113,6 +113,9 @@ describe('adaptive limit: control law', () => {
     expect(() => resolveAdaptiveLimitOptions({ ratePerSecond: 1, inFlightSlack: 0.5 })).toThrow(
       InvalidSemaphoreOptionsError,
     );
+    expect(() => resolveAdaptiveLimitOptions({ ratePerSecond: 1, inFlightSlack: Number.NaN })).toThrow(
+      'adaptive.inFlightSlack must be >= 1, got NaN',
+    );
   });
 
   it('moves the permits with the latency, so the rate they stand for stays (a limit is a rate)', () => {

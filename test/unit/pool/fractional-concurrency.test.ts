@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { ExecutorPool } from '../../../lib/pool/index.js';
+import { ConcurrencyBudget, ExecutorPool } from '../../../lib/pool/index.js';
 import { useFakeTimersInEachTest } from './helpers.js';
 
 /** Runs `count` tasks of `latencyMs` each (timers) and records when each one started. */
@@ -195,5 +195,32 @@ describe('ExecutorPool start interval (a rate cap on top of the concurrency cap)
       expect(() => pool.setStartInterval(bad)).toThrow(RangeError);
     }
     pool.stop();
+  });
+});
+
+describe('ExecutorPool start interval with a shared ConcurrencyBudget (the handler pools)', () => {
+  useFakeTimersInEachTest();
+
+  it('a budget slot offered too soon is handed on, and the paced pool takes one when its interval has passed', async () => {
+    const budget = new ConcurrencyBudget(1);
+    const other = new ExecutorPool({ concurrency: 1, timeout: 0, budget });
+    const paced = new ExecutorPool({ concurrency: 4, timeout: 0, budget });
+    paced.setStartInterval(20);
+    // The other pool holds the only budget slot for 50 ms; the paced pool waits in the budget's line.
+    const holding = other.enqueue(() => new Promise((resolve) => setTimeout(resolve, 50)));
+    const started = Date.now();
+    const starts: number[] = [];
+    const tasks = Array.from({ length: 3 }, () =>
+      paced.enqueue(async () => {
+        starts.push(Date.now() - started);
+      }),
+    );
+    await vi.runAllTimersAsync();
+    await Promise.all([holding, ...tasks]);
+    // Offered the slot at 50 ms, then again at once after each instant task: each later offer is too soon.
+    expect(starts).toEqual([50, 70, 90]);
+    expect(budget.available).toBe(1);
+    other.stop();
+    paced.stop();
   });
 });

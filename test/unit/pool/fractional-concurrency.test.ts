@@ -194,6 +194,19 @@ describe('ExecutorPool start interval (a rate cap on top of the concurrency cap)
     for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
       expect(() => pool.setStartInterval(bad)).toThrow(RangeError);
     }
+    expect(() => pool.setStartInterval(-1)).toThrow('startInterval must be a finite number >= 0, got -1');
+    pool.stop();
+  });
+
+  it('a shortened interval applies to the start already waiting (its timer is not the old, longer one)', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
+    pool.setStartInterval(1_000);
+    const started = Date.now();
+    const first = runTimed(pool, 2, () => 1);
+    await vi.advanceTimersByTimeAsync(5);
+    pool.setStartInterval(10);
+    const { starts } = await first;
+    expect(starts[1]! - started).toBeLessThanOrEqual(11);
     pool.stop();
   });
 });

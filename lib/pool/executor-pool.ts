@@ -209,7 +209,11 @@ export class ExecutorPool {
     if (!(ms >= 0 && Number.isFinite(ms))) {
       throw new RangeError(`startInterval must be a finite number >= 0, got ${ms}`);
     }
+    const shorter = ms < this.#startGapMs;
     this.#startGapMs = ms;
+    // Called per completed attempt by a governor: a longer (or the same) interval starts nothing sooner, and a
+    // pending timer re-checks the wait when it fires, so only a shorter one re-arms and pumps.
+    if (!shorter) return;
     // Stryker disable next-line ConditionalExpression: equivalent, clearing no timer does nothing
     if (this.#paceTimer !== undefined) {
       // Stryker disable next-line CallExpression: equivalent, a stale timer only pumps once more (its start is paced again); forgetting it below is what lets a shorter interval set its own

@@ -62,7 +62,14 @@ const round = (v: number, digits = 1) => Math.round(v * 10 ** digits) / 10 ** di
 const pct = (v: number) => round(v * 100, 1);
 
 /** Figures reported with their range across runs (BENCH_LOAD_REPEAT > 1). */
-const RANGED = new Set(['% of bound', '% of bound after halving', 'hot 503s %', 'lost', 'p50 vs naive']);
+const RANGED = new Set([
+  '% of bound',
+  '% of bound after halving',
+  'hot 503s %',
+  'lost',
+  'p50 vs naive',
+  'other tenants p50 vs naive',
+]);
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -147,6 +154,8 @@ async function limitBound(): Promise<void> {
       'e2e p50 ms': Math.round(r.e2e.p50),
       'e2e p99 ms': Math.round(r.e2e.p99),
       'p50 vs naive': round(r.e2e.p50 / naive.e2e.p50, 2),
+      'other tenants e2e p50 ms': Math.round(r.e2eCold.p50),
+      'other tenants p50 vs naive': round(r.e2eCold.p50 / naive.e2eCold.p50, 2),
       redelivered: r.redelivered,
       lost: r.lost,
       'DynamoDB writes': r.dynamoWrites,

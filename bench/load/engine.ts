@@ -2,7 +2,7 @@
 // stack (fauxqs SQS + S3, dynalite, the S3 chaos proxy), the producer feeding the queue, the event-source
 // runner invoking the engine's handler in Lambda-like containers, then a check of what landed in the bucket.
 
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
@@ -110,6 +110,8 @@ export interface LoadRunResult {
   /** The hot prefix's adaptive semaphore at the end (sum over its shard items), when it has one. */
   hotAdaptive?: { capacity: number; latencyMs: number };
   e2e: { p50: number; p99: number; max: number; count: number };
+  /** `e2e` of the other tenants' records only (not the hot tenant's): what a hot tenant costs its neighbours. */
+  e2eCold: { p50: number; p99: number; max: number; count: number };
   throttled: number;
   s3Requests: number;
   s3Attempts: number;
@@ -138,7 +140,17 @@ function tenantOf(config: LoadRunConfig, i: number): string {
   return `tenant-${String(index).padStart(2, '0')}`;
 }
 
-const HOT_PREFIX = 't=tenant-00/';
+const HOT_TENANT = 'tenant-00';
+const HOT_PREFIX = `t=${HOT_TENANT}/`;
+
+/** Whether an SQS body (contract v1, written by the Producer) is a write of the hot tenant. */
+function isHotRecord(body: string): boolean {
+  try {
+    return (JSON.parse(body) as { tenant?: unknown }).tenant === HOT_TENANT;
+  } catch {
+    return false;
+  }
+}
 const DYNAMO_WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand']);
 
 /** Counts the DynamoDB writes a client sends (attempts, failed conditional writes included). */
@@ -227,11 +239,26 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
   });
   let dynamoWrites = 0;
   const model = aws.chaos!.model;
+  // BENCH_LOAD_HOTLOG=<file>: every request the hot prefix's model decided (ms since start, kind, outcome),
+  // one JSON line each, to see the gaps between holders; written when the run ends.
+  const hotLog = process.env.BENCH_LOAD_HOTLOG;
+  const hotRequests: string[] = [];
+  if (hotLog !== undefined) {
+    const decide = model.decide.bind(model);
+    const t0 = performance.now();
+    model.decide = (kind, key) => {
+      const decision = decide(kind, key);
+      if (key.startsWith(HOT_PREFIX))
+        hotRequests.push(`[${Math.round(performance.now() - t0)},"${kind}","${decision.outcome}"]`);
+      return decision;
+    };
+  }
   const admin = clientConfigFor(aws.emulatorEndpoints);
   const sqs = new SQSClient(admin.sqs);
   const s3Direct = new S3Client(admin.s3);
   const inFlight = new InFlightCounter();
   const e2e = new Histogram();
+  const e2eCold = new Histogram();
   const pool = { retries: 0, throttles: 0, timeouts: 0, deadlineReached: 0 };
   try {
     const visibility = Math.ceil(config.functionTimeoutMs / 1000) + VISIBILITY_SLACK_S;
@@ -317,7 +344,10 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       const now = Date.now();
       const failed = new Set(response?.batchItemFailures.map((f) => f.itemIdentifier));
       for (const record of event.Records) {
-        if (!failed.has(record.messageId)) e2e.record(now - Number(record.attributes.SentTimestamp));
+        if (failed.has(record.messageId)) continue;
+        const ms = now - Number(record.attributes.SentTimestamp);
+        e2e.record(ms);
+        if (!isHotRecord(record.body)) e2eCold.record(ms);
       }
       return response;
     };
@@ -398,6 +428,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
     sample();
     stateClient.destroy();
     const stats = await runner.stop();
+    if (hotLog !== undefined) writeFileSync(hotLog, `${hotRequests.join('\n')}\n`);
     await containers.close();
 
     const written = await countObjects(s3Direct, resources.bucket);
@@ -418,6 +449,12 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       s3Writes: inFlight.writeAttempts,
       ...(hotAdaptive === undefined ? {} : { hotAdaptive }),
       e2e: { p50: e2e.quantile(0.5), p99: e2e.quantile(0.99), max: e2e.max, count: e2e.count },
+      e2eCold: {
+        p50: e2eCold.quantile(0.5),
+        p99: e2eCold.quantile(0.99),
+        max: e2eCold.max,
+        count: e2eCold.count,
+      },
       throttled: total.throttled,
       s3Requests: total.requests,
       s3Attempts: inFlight.attempts,

@@ -8,6 +8,12 @@ export interface AcquireRounds<G extends { n: number }> {
   /** The least a round's grants may add up to, read after each round (default `min`): an adaptive
    * semaphore whose whole limit is under `min` is had whole. */
   readonly enough?: () => number;
+  /**
+   * Epoch ms at which the holders in the way expect to be done, read after a short round (`undefined`:
+   * unknown, poll). The next round waits until then instead of polling, then polls from the base delay; a
+   * time past the deadline ends the acquire at once (`SemaphoreTimeoutError`): waiting cannot succeed.
+   */
+  readonly nextRoundAt?: () => number | undefined;
   readonly deadline: number | undefined;
   readonly signal: AbortSignal | undefined;
   readonly backoffBaseMs: number;
@@ -43,7 +49,17 @@ export async function acquireInRounds<G extends { n: number }>(a: AcquireRounds<
       const now = a.now();
       if (a.deadline !== undefined && now >= a.deadline)
         throw new SemaphoreTimeoutError(a.name, a.min, a.deadline);
-      const delay = backoffDelay(attempt, a.backoffBaseMs, a.backoffCapMs, a.random);
+      const at = a.nextRoundAt?.();
+      let delay: number;
+      if (at !== undefined && at > now) {
+        if (a.deadline !== undefined && at > a.deadline)
+          throw new SemaphoreTimeoutError(a.name, a.min, a.deadline);
+        // Waiters that read the same due time wake spread over one base delay, then poll from the base.
+        delay = at - now + a.random() * a.backoffBaseMs;
+        attempt = -1;
+      } else {
+        delay = backoffDelay(attempt, a.backoffBaseMs, a.backoffCapMs, a.random);
+      }
       await sleep(a.deadline === undefined ? delay : Math.min(delay, a.deadline - now), a.signal);
     }
   } catch (err) {

@@ -16,7 +16,7 @@ import { acquireBackoffCap } from './backoff.js';
 import type { DynamoSemaphoreOptions } from './dynamo-semaphore.js';
 import { LeaseLostError } from './errors.js';
 import { newLeaseId } from './lease-id.js';
-import { expiredHolders } from './shard-table.js';
+import { expiredHolders, type HolderEntry } from './shard-table.js';
 import type { AcquireOptions, Lease, LeaseCallOptions, LeaseUsage, Semaphore } from './types.js';
 import {
   checkLeaseMs,
@@ -120,10 +120,12 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
     const fence = newLeaseId();
     let until = 0;
     let enough = min;
+    let freeAt: number | undefined;
     const grants = await acquireInRounds({
       name: this.name,
       min,
       enough: () => enough,
+      nextRoundAt: () => freeAt,
       deadline,
       signal,
       now: this.now,
@@ -132,8 +134,9 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       backoffCapMs: acquireBackoffCap(this.backoffCapMs, options.backoffCapMs),
       round: () => {
         until = this.now() + leaseMs;
-        return this.#takeUpTo(fence, k, min, until, signal, (least) => {
+        return this.#takeUpTo(fence, k, until, options, (least, at) => {
           enough = least;
+          freeAt = at;
         });
       },
       giveBack: (short) => this.giveBack(fence, short),
@@ -170,30 +173,35 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
   /**
    * One round: read every shard (create missing ones, reclaim expired holders), then take up to `k` of what
    * is free: the shard that fits the rest whole, else the roomiest in turn. Writes nothing when fewer than
-   * `min` are free.
+   * `min` are free; it then tells `seen` when the holders expect enough to be free (`freeAt`).
    */
   async #takeUpTo(
     fence: string,
     k: number,
-    min: number,
     until: number,
-    signal: AbortSignal | undefined,
-    setEnough: (least: number) => void,
+    options: AcquireOptions,
+    seen: (enough: number, freeAt: number | undefined) => void,
   ): Promise<Grant[]> {
+    const { signal, requests } = options;
     const grants: Grant[] = [];
     const attempted: Grant[] = [];
     try {
       const rooms = await this.#survey(signal);
       // A semaphore that grants less than `min` in all (a limit under one permit) is had whole.
       const capacity = rooms.reduce((sum, r) => sum + r.seen.capacity, 0);
-      const enough = Math.min(min, floorToQuantum(capacity));
-      setEnough(enough);
-      if (rooms.reduce((sum, r) => sum + r.free, 0) < enough) return grants;
+      const enough = Math.min(options.min ?? k, floorToQuantum(capacity));
+      if (rooms.reduce((sum, r) => sum + r.free, 0) < enough) {
+        seen(enough, freeAt(rooms, enough, this.now()));
+        return grants;
+      }
+      seen(enough, undefined);
       const start = Math.floor(this.random() * rooms.length);
       const rotated = rooms.map((_, j) => rooms[(start + j) % rooms.length]!);
       const remaining = () => k - grants.reduce((sum, g) => sum + g.n, 0);
       const whole = rotated.find((r) => r.free >= k);
       const order = whole !== undefined ? [whole] : [...rotated].sort((a, b) => b.free - a.free);
+      const planned = plan(order, k);
+      const due = requests === undefined ? undefined : this.#due(planned, requests);
       for (const room of order) {
         if (remaining() === 0 || room.free <= 0) break;
         const grant = {
@@ -202,7 +210,7 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
           seen: room.seen,
         };
         attempted.push(grant);
-        if (await this.table.take(room.index, this.#shards, fence, grant.n, until, signal))
+        if (await this.table.take(room.index, this.#shards, fence, { n: grant.n, until, due }, signal))
           grants.push(grant);
       }
       return grants;
@@ -213,9 +221,18 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
     }
   }
 
-  async #survey(
-    signal: AbortSignal | undefined,
-  ): Promise<{ index: number; free: number; seen: AdaptiveState }[]> {
+  /**
+   * When a holder of the `planned` grants, making `requests` requests at the rate they stand for
+   * (`permits / (latency x slack)`), expects to be done: the time waiters sleep until.
+   */
+  #due(planned: readonly { n: number; seen: AdaptiveState }[], requests: number): number | undefined {
+    const permits = planned.reduce((sum, g) => sum + g.n, 0);
+    if (!(permits > 0)) return undefined;
+    const latency = planned.reduce((sum, g) => sum + g.n * g.seen.latencyMs, 0) / permits;
+    return Math.round(this.now() + (requests * latency * this.law.inFlightSlack) / permits);
+  }
+
+  async #survey(signal: AbortSignal | undefined): Promise<Room[]> {
     const items = await this.table.readAll(signal);
     const stored = items[0]?.shards;
     if (stored !== undefined && stored > 0) this.#shards = stored;
@@ -233,16 +250,73 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
           };
           await this.table.create(index, this.#shards, state, signal);
           // Created by us or by a racing acquirer; either way the take is conditional on `free >= n`.
-          return { index, free: floorToQuantum(state.capacity), seen: state };
+          return {
+            index,
+            free: floorToQuantum(state.capacity),
+            unclamped: state.capacity,
+            holders: [],
+            seen: state,
+          };
         }
         const expired = expiredHolders(item, now);
         // Stryker disable next-line ConditionalExpression,EqualityOperator: reclaiming no expired holders sends nothing and frees 0 either way.
         const freed = expired.length > 0 ? await this.table.reclaim(index, expired, signal) : 0;
         const seen = { capacity: item.capacity, latencyMs: item.latencyMs, decreasedAt: item.decreasedAt };
-        return { index, free: Math.max(0, floorToQuantum(item.free + freed)), seen };
+        const reclaimed = new Set(expired.map(([fence]) => fence));
+        return {
+          index,
+          free: Math.max(0, floorToQuantum(item.free + freed)),
+          unclamped: item.free + freed,
+          holders: [...item.holders].filter(([fence]) => !reclaimed.has(fence)).map(([, entry]) => entry),
+          seen,
+        };
       }),
     );
   }
+}
+
+/** A shard as one round saw it. */
+interface Room {
+  index: number;
+  /** Permits a take may ask for now (never negative). */
+  free: number;
+  /** `free` before clamping: negative while holders exceed a shrunk capacity. */
+  unclamped: number;
+  /** Its holders after reclaiming the expired ones. */
+  holders: readonly HolderEntry[];
+  seen: AdaptiveState;
+}
+
+/** The grants a round would make from `order` (the takes it is about to send), for the holder's due time. */
+function plan(order: readonly Room[], k: number): { n: number; seen: AdaptiveState }[] {
+  const planned: { n: number; seen: AdaptiveState }[] = [];
+  let remaining = k;
+  for (const room of order) {
+    if (remaining <= 0 || room.free <= 0) break;
+    const n = floorToQuantum(Math.min(remaining, room.free));
+    planned.push({ n, seen: room.seen });
+    remaining -= n;
+  }
+  return planned;
+}
+
+/**
+ * The earliest time `enough` permits are expected free, from the holders' announced due times (earliest
+ * first); `undefined` when a holder in the way announced none or is already late (its caller polls), so
+ * only holders that said when they are done can make a waiter sleep, or give up.
+ */
+function freeAt(rooms: readonly Room[], enough: number, now: number): number | undefined {
+  const free = rooms.map((r) => r.unclamped);
+  const total = () => free.reduce((sum, f) => sum + Math.max(0, floorToQuantum(f)), 0);
+  const leaving = rooms
+    .flatMap((room, shard) => room.holders.map((h) => ({ shard, n: h.n, due: h.due })))
+    .sort((a, b) => (a.due ?? Number.POSITIVE_INFINITY) - (b.due ?? Number.POSITIVE_INFINITY));
+  for (const holder of leaving) {
+    if (holder.due === undefined || holder.due <= now) return undefined;
+    free[holder.shard]! += holder.n;
+    if (total() >= enough) return holder.due;
+  }
+  return undefined;
 }
 
 class AdaptiveLease implements Lease {

@@ -11,7 +11,7 @@ import { type HolderEntry, parseHolders } from './shard-table.js';
  *   sk           S  "adaptive#<i>"         i in 0..shards-1
  *   capacity     N  permits this shard grants now (fractional; moved by releases, see adaptive-limit.ts)
  *   free         N  capacity minus the permits held; negative after a shrink while holders exceed it
- *   holders      M  { "<leaseId>": { n: N, until: N (epoch ms) } }
+ *   holders      M  { "<leaseId>": { n: N, until: N (epoch ms), due?: N (epoch ms the holder expects to give back) } }
  *   latencyMs    N  moving average of permit-ms per S3 attempt, reported by releases
  *   decreasedAt  N  epoch ms of the last multiplicative decrease
  *   shards       N  the shard count, fixed at creation
@@ -85,14 +85,25 @@ export class AdaptiveShardTable {
     return raw.map(parseAdaptiveItem).filter((item): item is AdaptiveShardItem => item !== undefined);
   }
 
-  /** Takes `n` permits of shard `index` for lease `fence` when `free >= n`; `false` when not. */
-  take(index: number, shards: number, fence: string, n: number, until: number, signal?: AbortSignal) {
+  /**
+   * Takes `n` permits of shard `index` for lease `fence` when `free >= n`; `false` when not. `due`: when the
+   * holder expects to give them back (waiters read it to sleep until then).
+   */
+  take(
+    index: number,
+    shards: number,
+    fence: string,
+    grant: { n: number; until: number; due?: number | undefined },
+    signal?: AbortSignal,
+  ) {
+    const { n, until, due } = grant;
+    const entry = { n: num(n), until: num(until), ...(due === undefined ? {} : { due: num(due) }) };
     return this.update(
       index,
       'SET #holders.#lease = :entry, #free = #free - :n',
       '#free >= :n AND #shards = :shards AND attribute_not_exists(#holders.#lease)',
       { '#lease': fence },
-      { ':entry': { M: { n: num(n), until: num(until) } }, ':n': num(n), ':shards': num(shards) },
+      { ':entry': { M: entry }, ':n': num(n), ':shards': num(shards) },
       signal,
     );
   }

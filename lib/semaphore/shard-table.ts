@@ -20,6 +20,8 @@ import { num, SemaphoreItems } from './semaphore-items.js';
 export interface HolderEntry {
   n: number;
   until: number;
+  /** Epoch ms at which the holder expects to give its permits back (adaptive holders that said so). */
+  due?: number;
 }
 
 /** A shard item as read from the table. */
@@ -188,7 +190,12 @@ export class ShardTable {
 export function parseHolders(raw: Record<string, AttributeValue>): Map<string, HolderEntry> {
   const holders = new Map<string, HolderEntry>();
   for (const [fence, value] of Object.entries(raw.holders?.M ?? {})) {
-    holders.set(fence, { n: Number(value.M?.n?.N ?? 0), until: Number(value.M?.until?.N ?? 0) });
+    const due = value.M?.due?.N;
+    holders.set(fence, {
+      n: Number(value.M?.n?.N ?? 0),
+      until: Number(value.M?.until?.N ?? 0),
+      ...(due === undefined ? {} : { due: Number(due) }),
+    });
   }
   return holders;
 }

@@ -79,7 +79,11 @@ export interface LeaseCallOptions {
 export interface AcquireOptions {
   /** Fewest permits worth having; the grant is between `min` and `k`. Default: `k` (all or nothing). */
   min?: number;
-  /** Epoch ms. When `min` permits cannot be had by then, the call rejects with `SemaphoreTimeoutError`. Default: wait until `signal` aborts. */
+  /**
+   * Epoch ms. When `min` permits cannot be had by then, the call rejects with `SemaphoreTimeoutError`; an
+   * adaptive semaphore rejects at once when its holders say (`requests`) they will not be done by then.
+   * Default: wait until `signal` aborts.
+   */
   deadline?: number;
   /**
    * Aborting it rejects the call with `signal.reason`, including while a request is in flight (every
@@ -97,6 +101,17 @@ export interface AcquireOptions {
    * @example { backoffCapMs: 25 }
    */
   backoffCapMs?: number;
+  /**
+   * How many requests the holder will make under the lease (an adaptive semaphore; the others ignore it).
+   * Its holder entry then says when it expects to give the permits back, at the rate the grant stands for
+   * (`requests x lease.latencyMs / permits`), and a waiter sleeps until the earliest time enough holders
+   * expect to be done instead of polling, or gives up at once when that is past its `deadline`: a waiter
+   * that cannot get a turn frees its caller (an invocation slot) instead of polling until its deadline.
+   * A holder that announced nothing (or is late) is polled for as before.
+   * @default undefined (no announcement)
+   * @example { requests: 100 }
+   */
+  requests?: number;
 }
 
 /** A counting semaphore whose permits are leased. Implemented by `DynamoSemaphore` and `MemorySemaphore`. */

@@ -21,6 +21,8 @@ export function checkPermitRequest(name: string, limit: number, k: number, optio
     throw fail(`deadline must be epoch milliseconds, got ${String(options.deadline)}`);
   }
   if (options.leaseMs !== undefined) checkLeaseMs(name, options.leaseMs);
+  if (options.requests !== undefined && !(Number.isFinite(options.requests) && options.requests >= 0))
+    throw fail(`requests must be a finite number >= 0, got ${String(options.requests)}`);
   return min;
 }
 

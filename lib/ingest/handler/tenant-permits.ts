@@ -429,7 +429,7 @@ export class TenantPermits {
       want,
       window,
       releaseFailures,
-      { backoffCapMs, writesPrefix: tenantPrefix(tenant.tenant) },
+      { backoffCapMs, writesPrefix: tenantPrefix(tenant.tenant), requests: tenant.writes },
       () => work(tenant),
     );
   }
@@ -458,7 +458,11 @@ export class TenantPermits {
     want: number,
     window: PermitWindow,
     releaseFailures: ReleaseFailure[],
-    { backoffCapMs, writesPrefix }: { backoffCapMs: number; writesPrefix: string },
+    {
+      backoffCapMs,
+      writesPrefix,
+      requests,
+    }: { backoffCapMs: number; writesPrefix: string; requests: number },
     body: () => Promise<void>,
   ): Promise<PermitResult> {
     const capped = Math.min(want, semaphore.limit);
@@ -474,6 +478,10 @@ export class TenantPermits {
         signal: window.signal,
         leaseMs: window.leaseMs,
         backoffCapMs,
+        // The holder says when it expects to be done (its writes at its grant's rate): waiters sleep until
+        // then, and one that could not get its turn before its deadline gives up at once, so its invocation
+        // hands its records back instead of holding a slot of the queue's concurrency until the deadline.
+        requests,
       });
     } catch (err) {
       // Out of time, aborted, or DynamoDB unreachable: only these tenants' writes are redelivered.

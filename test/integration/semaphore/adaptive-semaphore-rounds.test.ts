@@ -10,7 +10,7 @@ import {
   InvalidSemaphoreOptionsError,
   LeaseLostError,
 } from '../../../lib/semaphore/index.js';
-import { semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
+import { semaphoreItems, semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
 import { type DynamoCall, faultInjecting, operationOf } from './support/fault-injecting-client.js';
 
 let direct: DynamoDBClient;
@@ -305,5 +305,112 @@ describe('AdaptiveDynamoSemaphore leases', () => {
     lease.report?.({ succeeded: 7, throttled: 3 });
     await lease.release();
     expect(await storedAdaptiveShards(direct, tableName, name)).toMatchObject([{ decreasedAt: clock }]);
+  });
+});
+
+describe('AdaptiveDynamoSemaphore: holders say when they will be done (`requests`)', () => {
+  const surveys = (calls: readonly DynamoCall[]) => calls.filter((c) => operationOf(c) === 'survey').length;
+
+  it("a holder's entry says when it expects to give back: requests x slot time / permits", async () => {
+    const name = fresh();
+    const clock = 40_000_000;
+    // 200/s x 20 ms = 4 permits over 2 shards; one shard's 2 permits stand for 100 requests/s.
+    const { sem } = semaphore(name, { now: () => clock, random: () => 0 });
+    const lease = await sem.acquire(2, { requests: 50, leaseMs: 60_000 });
+    const [raw] = (await semaphoreItems(direct, tableName, name)).filter(
+      (i) => Object.keys(i.holders?.M ?? {}).length > 0,
+    );
+    const entry = Object.values(raw!.holders!.M!)[0]!.M!;
+    expect(Number(entry.due!.N)).toBe(clock + 500);
+    expect(Number(entry.until!.N)).toBe(clock + 60_000);
+    await lease.release();
+  });
+
+  it('a waiter whose deadline comes before the holders are due gives up after one read, not at its deadline', async () => {
+    const name = fresh();
+    const holder = await semaphore(name).sem.acquire(4, { requests: 4_000 }); // due in ~20 s
+    const { sem, calls } = semaphore(name);
+    const started = Date.now();
+    await expect(sem.acquire(1, { deadline: started + 5_000 })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    expect(Date.now() - started).toBeLessThan(2_500);
+    expect(surveys(calls)).toBe(1);
+    expect(takesOf(calls)).toEqual([]);
+    await holder.release();
+  });
+
+  it('a waiter sleeps until the holder is due instead of polling, and gets the permits it gives back', async () => {
+    const name = fresh();
+    const holder = await semaphore(name).sem.acquire(4, { requests: 120 }); // 4 permits: 200/s, due in 600 ms
+    const { sem, calls } = semaphore(name);
+    const waiting = sem.acquire(2, { deadline: Date.now() + 5_000 });
+    // Released about when it said: the waiter, polling from the base delay once it is due, takes over.
+    await new Promise((resolve) => setTimeout(resolve, 650));
+    await holder.release();
+    const lease = await waiting;
+    expect(lease.permits).toBe(2);
+    // Polling at 5..20 ms would have read ~50 times in 650 ms.
+    expect(surveys(calls)).toBeLessThanOrEqual(10);
+    await lease.release();
+  });
+
+  it('a holder that announced nothing is polled for: the waiter keeps its deadline', async () => {
+    const name = fresh();
+    const holder = await semaphore(name).sem.acquire(4);
+    const { sem, calls } = semaphore(name);
+    const started = Date.now();
+    await expect(sem.acquire(1, { deadline: started + 300 })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    expect(surveys(calls)).toBeGreaterThan(3);
+    await holder.release();
+  });
+
+  it('a late holder (past its due) is polled for until the deadline, as is one beside an unannounced one', async () => {
+    const name = fresh();
+    let offset = 0;
+    const now = () => Date.now() + offset;
+    const late = await semaphore(name, { now, random: () => 0 }).sem.acquire(2, { requests: 2 }); // due in 20 ms
+    const silent = await semaphore(name, { now, random: () => 0.99 }).sem.acquire(2);
+    offset += 1_000; // the announced holder is late now
+    for (const k of [2, 3]) {
+      const { sem, calls } = semaphore(name, { now });
+      const started = now();
+      await expect(sem.acquire(k, { deadline: started + 200 })).rejects.toMatchObject({
+        name: 'SemaphoreTimeoutError',
+      });
+      expect(now() - started).toBeGreaterThanOrEqual(190);
+      expect(surveys(calls)).toBeGreaterThan(3);
+    }
+    await Promise.all([late.release(), silent.release()]);
+  });
+
+  it("a waiter that needs an unannounced holder's permits too polls until its deadline, whatever the other is due", async () => {
+    const name = fresh();
+    const announced = await semaphore(name, { random: () => 0 }).sem.acquire(2, { requests: 4_000 }); // due in 40 s
+    const silent = await semaphore(name, { random: () => 0.99 }).sem.acquire(2);
+    const { sem, calls } = semaphore(name);
+    const started = Date.now();
+    await expect(sem.acquire(3, { deadline: started + 200 })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    expect(surveys(calls)).toBeGreaterThan(3);
+    // Needing only what the announced one holds, a waiter gives up at once.
+    const { sem: one, calls: oneCalls } = semaphore(name);
+    await expect(one.acquire(1, { deadline: Date.now() + 5_000 })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+    });
+    expect(surveys(oneCalls)).toBe(1);
+    await Promise.all([announced.release(), silent.release()]);
+  });
+
+  it('refuses a negative or non-finite `requests`', async () => {
+    const { sem } = semaphore(fresh());
+    for (const requests of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      await expect(sem.acquire(1, { requests })).rejects.toMatchObject({ name: 'InvalidPermitRequestError' });
+    }
   });
 });

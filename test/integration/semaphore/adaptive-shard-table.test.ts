@@ -72,8 +72,8 @@ describe('AdaptiveShardTable (dynalite)', () => {
     const name = `decrease-${randomUUID().slice(0, 8)}`;
     const table = new AdaptiveShardTable(client, tableName, name);
     await table.create(0, 1, { capacity: 10, latencyMs: 20, decreasedAt: 0 });
-    expect(await table.take(0, 1, 'early', 2, 9_999_999)).toBe(true);
-    expect(await table.take(0, 1, 'late', 2, 9_999_999)).toBe(true);
+    expect(await table.take(0, 1, 'early', { n: 2, until: 9_999_999 })).toBe(true);
+    expect(await table.take(0, 1, 'late', { n: 2, until: 9_999_999 })).toBe(true);
     const decrease = (takenAt: number, at: number) => ({
       from: 10,
       delta: -3,

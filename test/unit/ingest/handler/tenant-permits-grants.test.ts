@@ -171,6 +171,13 @@ describe('TenantPermits: what each tenant asks for', () => {
     ]);
   });
 
+  it('a leased tenant tells the semaphore how many writes it will make (its holder entry says when it is due)', async () => {
+    const { factory, acquires } = recordingFactory(5);
+    const permits = new TenantPermits(testConfig(), factory);
+    await permits.run([tenant('a', 12), tenant('b', 40)], window(), async () => undefined);
+    expect(acquires.map((a) => a.options?.requests).sort((x, y) => (x ?? 0) - (y ?? 0))).toEqual([12, 40]);
+  });
+
   it('without a semaphore factory each pool runs at min(POOL_CONCURRENCY, its writes), at least 1', async () => {
     const permits = new TenantPermits(testConfig({ POOL_CONCURRENCY: '8' }), undefined);
     const a = tenant('a', 3);

@@ -1,0 +1,40 @@
+import type { SQSRecord } from 'aws-lambda';
+
+/**
+ * Message attribute of a deferred copy: the SQS `messageId` of the message it stands for. The copy is a
+ * new SQS message (new id, receive count 1), but its data identity stays the original's: a message-keyed
+ * insert derives its record id from it, and sequenced writes break `seq` ties with it.
+ */
+export const ORIGIN_ATTRIBUTE = 's3-ingest-origin';
+/** Message attribute of a deferred copy: how many times the message has been deferred so far. */
+export const DEFERRALS_ATTRIBUTE = 's3-ingest-deferrals';
+
+/** One record to put back in its source queue as a new message, visible after `delaySeconds`. */
+export interface Deferral {
+  /** The record as delivered: its body, attributes and source queue (`eventSourceARN`) are re-sent. */
+  readonly record: SQSRecord;
+  /** 0..900 (SQS `DelaySeconds`). */
+  readonly delaySeconds: number;
+}
+
+/**
+ * Where records that did not get their turn wait (`SqsDeferrals` in Lambda: `SendMessageBatch` to the
+ * record's own queue). A deferred record is acknowledged: its copy carries the write, with the deferral
+ * count and its origin's message id as attributes. Resolves the message ids that were NOT deferred (those
+ * are redelivered, never acknowledged); may reject as a whole (none deferred).
+ */
+export interface DeferralPort {
+  defer(deferrals: readonly Deferral[], options: { signal: AbortSignal }): Promise<ReadonlySet<string>>;
+}
+
+/** The message id a record's data is keyed by: its origin's when it is a deferred copy, else its own. */
+export function originOf(record: Pick<SQSRecord, 'messageId' | 'messageAttributes'>): string {
+  const origin = record.messageAttributes?.[ORIGIN_ATTRIBUTE]?.stringValue;
+  return typeof origin === 'string' && origin !== '' ? origin : record.messageId;
+}
+
+/** How many times the record was deferred before this delivery (0 for a producer's message). */
+export function deferralsOf(record: Pick<SQSRecord, 'messageAttributes'>): number {
+  const n = Number(record.messageAttributes?.[DEFERRALS_ATTRIBUTE]?.stringValue);
+  return Number.isInteger(n) && n > 0 ? n : 0;
+}

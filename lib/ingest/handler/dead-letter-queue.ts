@@ -1,11 +1,8 @@
 import { createHash } from 'node:crypto';
-import {
-  SendMessageBatchCommand,
-  type SendMessageBatchRequestEntry,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
+import type { SendMessageBatchRequestEntry, SQSClient } from '@aws-sdk/client-sqs';
 import { escapeForSqs } from '../sqs-text.js';
 import type { DeadLetterReason } from './dead-letter-reason.js';
+import { type OutgoingMessage, sendMessageBatches } from './send-message-batches.js';
 
 /** One message to move to the DLQ: the original body, verbatim, plus why. */
 export interface DeadLetter {
@@ -42,9 +39,6 @@ export const DEAD_LETTER_GROUP_ID = 's3-ingest-dead-letters';
 /** MessageGroupId and MessageDeduplicationId: 1..128 characters of alphanumerics and punctuation. */
 const FIFO_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
-const ENTRIES_PER_BATCH = 10;
-// SQS caps a whole SendMessageBatch at 256 KiB (bodies + attributes, measured by `entryBytes`); a margin.
-const BATCH_BYTES = 250 * 1024;
 const DETAIL_CHARS = 500;
 /**
  * A body this large could not travel to the DLQ whole once attributes are added (a source queue may take
@@ -94,23 +88,7 @@ interface Attribute {
   readonly StringValue: string;
 }
 
-/** One letter's entry without its `Id` (its position in its batch, set when batches are formed). */
-type Entry = Omit<SendMessageBatchRequestEntry, 'Id' | 'MessageBody' | 'MessageAttributes'> & {
-  readonly MessageBody: string;
-  readonly MessageAttributes: Readonly<Record<string, Attribute>>;
-};
-
-/** What SQS counts against its size limits: the body plus each attribute's name, type and value. */
-function entryBytes(entry: Entry): number {
-  let bytes = Buffer.byteLength(entry.MessageBody);
-  for (const [name, value] of Object.entries(entry.MessageAttributes)) {
-    bytes += Buffer.byteLength(name) + Buffer.byteLength(value.DataType);
-    bytes += Buffer.byteLength(value.StringValue);
-  }
-  return bytes;
-}
-
-function entryOf(letter: DeadLetter, fifo: boolean): Entry {
+function entryOf(letter: DeadLetter, fifo: boolean): OutgoingMessage['entry'] {
   const { body, truncatedFrom } = bodyOf(letter);
   return {
     MessageBody: body,
@@ -148,45 +126,11 @@ export class DeadLetterQueue {
   }
 
   async send(letters: readonly DeadLetter[], options: DeadLetterSendOptions = {}): Promise<Set<string>> {
-    const failed = new Set<string>();
-    const batches: Array<Array<{ letter: DeadLetter; entry: Entry }>> = [];
-    let current: (typeof batches)[number] = [];
-    let bytes = 0;
-    for (const letter of letters) {
-      const entry = entryOf(letter, this.#fifo);
-      const size = entryBytes(entry);
-      if (current.length === ENTRIES_PER_BATCH || (current.length > 0 && bytes + size > BATCH_BYTES)) {
-        batches.push(current);
-        current = [];
-        bytes = 0;
-      }
-      current.push({ letter, entry });
-      bytes += size;
-    }
-    if (current.length > 0) batches.push(current);
-
-    await Promise.all(
-      batches.map(async (batch) => {
-        try {
-          const out = await this.client.send(
-            new SendMessageBatchCommand({
-              QueueUrl: this.queueUrl,
-              Entries: batch.map((b, i) => ({ ...b.entry, Id: String(i) })),
-            }),
-            // A stalled SQS must not hold the invocation: its letters are then redelivered.
-            { abortSignal: options.signal },
-          );
-          // Only what SQS lists as Successful is dead-lettered: an entry it lists in Failed, or not at all,
-          // is redelivered rather than acknowledged with no letter anywhere.
-          const sent = new Set(out.Successful?.map((entry) => entry.Id));
-          batch.forEach(({ letter }, i) => {
-            if (!sent.has(String(i))) failed.add(letter.messageId);
-          });
-        } catch {
-          for (const { letter } of batch) failed.add(letter.messageId);
-        }
-      }),
+    return sendMessageBatches(
+      this.client,
+      this.queueUrl,
+      letters.map((letter) => ({ key: letter.messageId, entry: entryOf(letter, this.#fifo) })),
+      options.signal,
     );
-    return failed;
   }
 }

@@ -1,0 +1,115 @@
+import type { MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
+import {
+  DEFERRALS_ATTRIBUTE,
+  type Deferral,
+  type DeferralPort,
+  deferralsOf,
+  ORIGIN_ATTRIBUTE,
+  originOf,
+} from './deferral-port.js';
+import { queueUrlOf } from './redelivery-backoff.js';
+import { type OutgoingMessage, sendMessageBatches } from './send-message-batches.js';
+
+/** SQS refuses a message with more than 10 message attributes. */
+export const MAX_MESSAGE_ATTRIBUTES = 10;
+/** SQS's largest `DelaySeconds` (15 minutes). */
+export const MAX_DELAY_SECONDS = 900;
+
+/** `seconds` as SQS takes it: a whole number of seconds, 0..900 (rounded up: never visible earlier than asked). */
+export function clampDelaySeconds(seconds: number): number {
+  if (Number.isNaN(seconds)) return 0;
+  return Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.ceil(seconds)));
+}
+
+/**
+ * A record's attributes as the SDK sends them, from Lambda's event format (`stringValue`, `binaryValue` in
+ * base64, `dataType`, which may carry a custom suffix such as `Number.int` or `Binary.gzip`). Undefined
+ * when one has no value for its type (SQS would refuse the entry).
+ */
+function sdkAttributesOf(
+  attributes: SQSMessageAttributes | undefined,
+): Record<string, MessageAttributeValue> | undefined {
+  const converted: Record<string, MessageAttributeValue> = {};
+  for (const [name, attribute] of Object.entries(attributes ?? {})) {
+    const { dataType, stringValue, binaryValue } = attribute;
+    if (dataType.startsWith('Binary')) {
+      if (binaryValue === undefined) return undefined;
+      converted[name] = { DataType: dataType, BinaryValue: Buffer.from(binaryValue, 'base64') };
+    } else {
+      if (stringValue === undefined) return undefined;
+      converted[name] = { DataType: dataType, StringValue: stringValue };
+    }
+  }
+  return converted;
+}
+
+/**
+ * The copy of `record` to send, or undefined when it cannot be one: an empty body (SQS cannot carry it),
+ * an attribute without its value, or more than 10 attributes once origin and count are added.
+ */
+function copyOf(record: SQSRecord, delaySeconds: number): OutgoingMessage['entry'] | undefined {
+  if (record.body === '') return undefined;
+  const own = sdkAttributesOf(record.messageAttributes);
+  if (own === undefined) return undefined;
+  const attributes: Record<string, MessageAttributeValue> = {
+    // Spread first: whatever the producer set under our two names is replaced, never counted twice.
+    ...own,
+    [ORIGIN_ATTRIBUTE]: { DataType: 'String', StringValue: originOf(record) },
+    [DEFERRALS_ATTRIBUTE]: { DataType: 'Number', StringValue: String(deferralsOf(record) + 1) },
+  };
+  if (Object.keys(attributes).length > MAX_MESSAGE_ATTRIBUTES) return undefined;
+  return {
+    MessageBody: record.body,
+    MessageAttributes: attributes,
+    DelaySeconds: clampDelaySeconds(delaySeconds),
+  };
+}
+
+/**
+ * Defers records by re-sending each to its own source queue as a new message (receive count 1), visible
+ * after the deferral's `DelaySeconds` (clamped to 0..900): `SendMessageBatch` per queue, at most 10
+ * entries and 250 KiB per request, every request carrying the caller's signal. The copy's body is the
+ * record's, verbatim; its attributes are the record's own plus `ORIGIN_ATTRIBUTE` (the message id its data
+ * is keyed by, `originOf`) and `DEFERRALS_ATTRIBUTE` (`deferralsOf` + 1), replacing any the producer set
+ * under those names.
+ *
+ * Resolves the message ids NOT deferred, which the handler must redeliver: records from a FIFO queue
+ * (per-message delays are invalid there, and a copy would leave its group's order), from an ARN that names
+ * no queue, with an empty body, with more than 10 attributes once the two are added; entries SQS listed in
+ * `Failed` or in neither list; entries of a request that failed, or that the signal aborted or kept from
+ * starting. Never rejects.
+ *
+ * The function's role needs `sqs:SendMessage` on every ingest queue (infra/ingest-stack.ts grants it).
+ */
+export class SqsDeferrals implements DeferralPort {
+  constructor(private readonly sqs: SQSClient) {}
+
+  async defer(
+    deferrals: readonly Deferral[],
+    options: { signal: AbortSignal },
+  ): Promise<ReadonlySet<string>> {
+    const notDeferred = new Set<string>();
+    const byQueue = new Map<string, OutgoingMessage[]>();
+    for (const { record, delaySeconds } of deferrals) {
+      const queueUrl = record.eventSourceARN.endsWith('.fifo')
+        ? undefined
+        : queueUrlOf(record.eventSourceARN);
+      const entry = queueUrl === undefined ? undefined : copyOf(record, delaySeconds);
+      if (queueUrl === undefined || entry === undefined) {
+        notDeferred.add(record.messageId);
+        continue;
+      }
+      const queued = byQueue.get(queueUrl) ?? [];
+      queued.push({ key: record.messageId, entry });
+      byQueue.set(queueUrl, queued);
+    }
+    const unsent = await Promise.all(
+      [...byQueue].map(([queueUrl, messages]) =>
+        sendMessageBatches(this.sqs, queueUrl, messages, options.signal),
+      ),
+    );
+    for (const ids of unsent) for (const id of ids) notDeferred.add(id);
+    return notDeferred;
+  }
+}

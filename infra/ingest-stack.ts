@@ -169,11 +169,10 @@ export class IngestStack extends Stack {
     // Without `producers`: today's single queue (same logical id). With them: one queue per producer,
     // only its principals may send, and the function binds each queue to its tenants (SOURCE_TENANTS).
     const producers = config.producers ?? [];
-    this.producerQueues = producers.map((producer) => {
-      const queue = ingestQueue(`ProducerQueue-${producer.name}`);
-      restrictSenders(queue, producer.principals);
-      return { producer, queue };
-    });
+    this.producerQueues = producers.map((producer) => ({
+      producer,
+      queue: ingestQueue(`ProducerQueue-${producer.name}`),
+    }));
     this.queues =
       this.producerQueues.length === 0
         ? [ingestQueue('IngestQueue')]
@@ -192,6 +191,13 @@ export class IngestStack extends Stack {
       description: `s3-ingest ${envName}: ingest function (tenant objects, own queues, own table, own logs)`,
     });
     logGroup.grantWrite(role);
+    // Deferred records (SqsDeferrals): a record whose tenant cannot get its turn soon is re-sent by the
+    // function to the queue it came from. Not on FIFO queues, where SqsDeferrals defers nothing (a
+    // per-message delay is invalid there and a copy would leave its group's order).
+    const defers = !config.fifo;
+    for (const { producer, queue } of this.producerQueues) {
+      restrictSenders(queue, producer.principals, defers ? role.roleArn : undefined);
+    }
 
     const metrics = ingestMetricsScope(props.environment);
     this.fn = new NodejsFunction(this, 'IngestFunction', {
@@ -273,6 +279,16 @@ export class IngestStack extends Stack {
         resources: [this.rejectedQueue.queueArn],
       }),
     );
+    // The event source mapping grants consume only; a deferred copy is a SendMessage to the record's own queue.
+    if (defers) {
+      role.addToPrincipalPolicy(
+        new PolicyStatement({
+          sid: 'DeferRecords',
+          actions: ['sqs:SendMessage'],
+          resources: this.queues.map((queue) => queue.queueArn),
+        }),
+      );
+    }
     // What lib/semaphore calls: PutItem (shard init), UpdateItem (acquire, release, reclaim), Query (read).
     this.table.grant(role, 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
     role.addToPrincipalPolicy(
@@ -386,14 +402,21 @@ export class IngestStack extends Stack {
  * of `sqs:SendMessage` to every other principal, which beats any identity policy in the account (an
  * explicit Deny wins). Accounts match `aws:PrincipalAccount`, roles and users `aws:PrincipalArn`; a
  * principal matching neither is denied. Without principals the account's IAM policies decide who sends.
+ * `functionRoleArn`, when given, is exempt from the Deny (the function re-sends deferred records to the
+ * queue they came from); its own identity policy allows it, so it is not added to the Allow.
  */
-function restrictSenders(queue: Queue, principals: readonly string[] | undefined): void {
+function restrictSenders(
+  queue: Queue,
+  principals: readonly string[] | undefined,
+  functionRoleArn: string | undefined,
+): void {
   if (principals === undefined) return;
   const accounts = principals.filter((p) => /^\d{12}$/.test(p));
-  const arns = principals.filter((p) => p.startsWith('arn:'));
+  const producerArns = principals.filter((p) => p.startsWith('arn:'));
+  const arns = functionRoleArn === undefined ? producerArns : [...producerArns, functionRoleArn];
   const allowed: IPrincipal[] = [
     ...accounts.map((a) => new AccountPrincipal(a)),
-    ...arns.map((a) => new ArnPrincipal(a)),
+    ...producerArns.map((a) => new ArnPrincipal(a)),
   ];
   queue.addToResourcePolicy(
     new PolicyStatement({

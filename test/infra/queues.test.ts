@@ -48,6 +48,12 @@ const ofType = (t: CfnTemplate, type: string) =>
 const getAtt = (id: string) => ({ 'Fn::GetAtt': [id, 'Arn'] });
 const logicalId = (b: BuiltApp, construct: { node: { defaultChild?: unknown } }) =>
   b.stack.getLogicalId(construct.node.defaultChild as Parameters<typeof b.stack.getLogicalId>[0]);
+const asArray = <T>(v: T | T[]): T[] => (Array.isArray(v) ? v : [v]);
+/** Every statement of the template's identity policies (the function role's). */
+const identityStatements = (t: CfnTemplate): Statement[] =>
+  ofType(t, 'AWS::IAM::Policy').flatMap(
+    ([, r]) => (r.Properties!.PolicyDocument as { Statement: Statement[] }).Statement,
+  );
 const FIFO = { fifo: true, batchSize: 10, maxBatchingWindowSeconds: 0 };
 const PRODUCERS = {
   producers: [
@@ -110,6 +116,16 @@ describe('fifo: true', () => {
 
   it('passes cdk-nag', () => {
     expect(new AwsSolutionsChecks().validateScope(b.app).violations.map((v) => v.ruleName)).toEqual([]);
+  });
+
+  it('does not let the function send to its FIFO queue (SqsDeferrals defers nothing from a FIFO source)', () => {
+    const sends = identityStatements(t).filter((s) => asArray(s.Action).includes('sqs:SendMessage'));
+    expect(sends.map((s) => s.Resource)).toEqual([getAtt(logicalId(b, b.stack.rejectedQueue))]);
+    // The standard queue's twin does grant it: the difference is FIFO, not the test's reading of policies.
+    const standardSends = identityStatements(standard).filter((s) =>
+      asArray(s.Action).includes('sqs:SendMessage'),
+    );
+    expect(standardSends).toHaveLength(2);
   });
 
   it.each([
@@ -179,14 +195,26 @@ describe('producers', () => {
     const allow = billing.find((s) => s.Sid === 'ProducerMaySend')!;
     expect(allow.Effect).toBe('Allow');
     expect(JSON.stringify(allow.Principal)).toContain(BILLING_ROLE);
+    // The function's own role is not denied: it re-sends deferred records to the queue they came from.
+    const functionRole = getAtt(logicalId(b, b.stack.fn.role!));
     const deny = billing.find((s) => s.Sid === 'OnlyTheProducerSends')!;
     expect(deny).toMatchObject({ Effect: 'Deny', Principal: { AWS: '*' }, Action: 'sqs:SendMessage' });
-    expect(deny.Condition).toEqual({ ArnNotLike: { 'aws:PrincipalArn': [BILLING_ROLE] } });
+    expect(deny.Condition).toEqual({ ArnNotLike: { 'aws:PrincipalArn': [BILLING_ROLE, functionRole] } });
     const partner = policyOf('partner').find((s) => s.Sid === 'OnlyTheProducerSends')!;
     expect(partner.Condition).toEqual({
       StringNotEquals: { 'aws:PrincipalAccount': [PARTNER_ACCOUNT] },
-      ArnNotLike: { 'aws:PrincipalArn': [BILLING_ROLE] },
+      ArnNotLike: { 'aws:PrincipalArn': [BILLING_ROLE, functionRole] },
     });
+    // ... and its identity policy allows it every producer queue (the Allow here is for producers only).
+    expect(JSON.stringify(allow.Principal)).not.toContain(logicalId(b, b.stack.fn.role!));
+    const defer = identityStatements(t).filter((s) => s.Sid === 'DeferRecords');
+    expect(defer).toHaveLength(1);
+    expect(defer[0]!.Action).toBe('sqs:SendMessage');
+    const queueIds = (resources: unknown[]) =>
+      resources.map((r) => (r as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0]).sort();
+    expect(queueIds(asArray(defer[0]!.Resource))).toEqual(
+      queueIds(['billing', 'partner', 'open'].map((n) => getAtt(logicalId(b, queueOf(n))))),
+    );
     // TLS only, like every queue of the stack.
     expect(
       billing.some((s) => s.Effect === 'Deny' && JSON.stringify(s.Condition).includes('aws:SecureTransport')),

@@ -3,12 +3,7 @@
 // body and attributes. Issue 14's mutation testing found batches over 256 KiB and partially failed entries
 // unasserted.
 import { createHash } from 'node:crypto';
-import type {
-  SendMessageBatchCommand,
-  SendMessageBatchRequestEntry,
-  SendMessageBatchResult,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import type { SendMessageBatchRequestEntry, SendMessageBatchResult } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import {
   DEAD_LETTER_GROUP_ID,
@@ -16,6 +11,7 @@ import {
   DeadLetterQueue,
   MAX_DEAD_LETTER_BODY_BYTES,
 } from '../../../../lib/ingest/handler/dead-letter-queue.js';
+import { allSent, batchBytes, recordingClient } from './recording-sqs.js';
 
 const QUEUE = 'https://sqs.us-east-1.amazonaws.com/000000000000/dlq';
 
@@ -31,43 +27,6 @@ function letter(overrides: Partial<DeadLetter> = {}): DeadLetter {
     tenant: 'acme',
     ...overrides,
   };
-}
-
-type Answer = (entries: SendMessageBatchRequestEntry[], call: number) => SendMessageBatchResult | Error;
-
-/** Every entry Successful unless `answer` says otherwise. */
-const allSent: Answer = (entries) => ({
-  Successful: entries.map((e) => ({ Id: e.Id! })) as never,
-  Failed: [],
-});
-
-/** An SQS client that records each SendMessageBatch and answers with `answer`. */
-function recordingClient(answer: Answer = allSent) {
-  const calls: { entries: SendMessageBatchRequestEntry[]; queueUrl?: string; signal?: AbortSignal }[] = [];
-  const client = {
-    send: async (command: SendMessageBatchCommand, options?: { abortSignal?: AbortSignal }) => {
-      const entries = command.input.Entries ?? [];
-      calls.push({ entries, queueUrl: command.input.QueueUrl, signal: options?.abortSignal });
-      const out = answer(entries, calls.length - 1);
-      if (out instanceof Error) throw out;
-      return out;
-    },
-  } as unknown as SQSClient;
-  return { client, calls };
-}
-
-/** What SQS counts against its 256 KiB: bodies plus attribute names, types and values. */
-function batchBytes(entries: readonly SendMessageBatchRequestEntry[]): number {
-  let bytes = 0;
-  for (const e of entries) {
-    bytes += Buffer.byteLength(e.MessageBody ?? '');
-    for (const [name, v] of Object.entries(e.MessageAttributes ?? {}))
-      bytes +=
-        Buffer.byteLength(name) +
-        Buffer.byteLength(v.DataType ?? '') +
-        Buffer.byteLength(v.StringValue ?? '');
-  }
-  return bytes;
 }
 
 const attr = (e: SendMessageBatchRequestEntry, name: string) => e.MessageAttributes?.[name]?.StringValue;

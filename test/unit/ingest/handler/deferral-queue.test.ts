@@ -3,10 +3,8 @@
 // answers, failures and an aborted signal make of them. MemoryDeferrals at the end.
 import type {
   MessageAttributeValue,
-  SendMessageBatchCommand,
   SendMessageBatchRequestEntry,
   SendMessageBatchResult,
-  SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +15,7 @@ import {
 } from '../../../../lib/ingest/handler/deferral-port.js';
 import { clampDelaySeconds, SqsDeferrals } from '../../../../lib/ingest/handler/deferral-queue.js';
 import { MemoryDeferrals } from '../../../../lib/ingest/handler/memory-deferrals.js';
+import { allSent, batchBytes, recordingClient } from './recording-sqs.js';
 import { sqsRecord } from './support.js';
 
 const INGEST_ARN = 'arn:aws:sqs:us-east-1:000000000000:ingest';
@@ -33,49 +32,9 @@ const deferral = (r: SQSRecord, delaySeconds = 5): Deferral => ({ record: r, del
 const strings = (values: Record<string, string>): SQSMessageAttributes =>
   Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { dataType: 'String', stringValue: v }]));
 
-type Answer = (
-  entries: SendMessageBatchRequestEntry[],
-  call: number,
-  signal?: AbortSignal,
-) => SendMessageBatchResult | Error | Promise<SendMessageBatchResult>;
-
-const allSent: Answer = (entries) => ({
-  Successful: entries.map((e) => ({ Id: e.Id! })) as never,
-  Failed: [],
-});
-
-function recordingClient(answer: Answer = allSent) {
-  const calls: { entries: SendMessageBatchRequestEntry[]; queueUrl?: string; signal?: AbortSignal }[] = [];
-  const client = {
-    send: async (command: SendMessageBatchCommand, options?: { abortSignal?: AbortSignal }) => {
-      const entries = command.input.Entries ?? [];
-      calls.push({ entries, queueUrl: command.input.QueueUrl, signal: options?.abortSignal });
-      const out = await answer(entries, calls.length - 1, options?.abortSignal);
-      if (out instanceof Error) throw out;
-      return out;
-    },
-  } as unknown as SQSClient;
-  return { client, calls };
-}
-
 const signal = () => new AbortController().signal;
 const sorted = (ids: Iterable<string>) => [...ids].sort();
 const origin = (e: SendMessageBatchRequestEntry) => e.MessageAttributes?.[ORIGIN_ATTRIBUTE]?.StringValue;
-
-/** What SQS counts against its 256 KiB: bodies plus attribute names, types and values. */
-function batchBytes(entries: readonly SendMessageBatchRequestEntry[]): number {
-  let bytes = 0;
-  for (const e of entries) {
-    bytes += Buffer.byteLength(e.MessageBody ?? '');
-    for (const [name, v] of Object.entries(e.MessageAttributes ?? {}))
-      bytes +=
-        Buffer.byteLength(name) +
-        Buffer.byteLength(v.DataType ?? '') +
-        Buffer.byteLength(v.StringValue ?? '') +
-        (v.BinaryValue?.byteLength ?? 0);
-  }
-  return bytes;
-}
 
 describe('SqsDeferrals groups and packs copies', () => {
   it("sends at most 10 entries per call to the record's own queue, ids 0..n-1, in order", async () => {

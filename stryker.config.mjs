@@ -30,6 +30,9 @@ export const MODULES = {
   handler: [
     'lib/ingest/handler/invocation-metrics.ts',
     'lib/ingest/handler/dead-letter-queue.ts',
+    // SendMessageBatch packing and sending, shared by the DLQ and the deferrals (moved out of dead-letter-queue.ts).
+    'lib/ingest/handler/send-message-batches.ts',
+    'lib/ingest/handler/deferral-queue.ts',
     'lib/ingest/handler/send-dead-letters.ts',
     'lib/ingest/handler/tenant-databases.ts',
     'lib/ingest/handler/tenant-permits.ts',

@@ -1,4 +1,4 @@
-import type { MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import {
   DEFERRALS_ATTRIBUTE,
@@ -9,7 +9,7 @@ import {
   originOf,
 } from './deferral-port.js';
 import { queueUrlOf } from './redelivery-backoff.js';
-import { type OutgoingMessage, sendMessageBatches } from './send-message-batches.js';
+import { type OutgoingAttribute, type OutgoingMessage, sendMessageBatches } from './send-message-batches.js';
 
 /** SQS refuses a message with more than 10 message attributes. */
 export const MAX_MESSAGE_ATTRIBUTES = 10;
@@ -29,8 +29,8 @@ export function clampDelaySeconds(seconds: number): number {
  */
 function sdkAttributesOf(
   attributes: SQSMessageAttributes | undefined,
-): Record<string, MessageAttributeValue> | undefined {
-  const converted: Record<string, MessageAttributeValue> = {};
+): Record<string, OutgoingAttribute> | undefined {
+  const converted: Record<string, OutgoingAttribute> = {};
   for (const [name, attribute] of Object.entries(attributes ?? {})) {
     const { dataType, stringValue, binaryValue } = attribute;
     if (dataType.startsWith('Binary')) {
@@ -52,7 +52,7 @@ function copyOf(record: SQSRecord, delaySeconds: number): OutgoingMessage['entry
   if (record.body === '') return undefined;
   const own = sdkAttributesOf(record.messageAttributes);
   if (own === undefined) return undefined;
-  const attributes: Record<string, MessageAttributeValue> = {
+  const attributes: Record<string, OutgoingAttribute> = {
     // Spread first: whatever the producer set under our two names is replaced, never counted twice.
     ...own,
     [ORIGIN_ATTRIBUTE]: { DataType: 'String', StringValue: originOf(record) },
@@ -64,6 +64,19 @@ function copyOf(record: SQSRecord, delaySeconds: number): OutgoingMessage['entry
     MessageAttributes: attributes,
     DelaySeconds: clampDelaySeconds(delaySeconds),
   };
+}
+
+/** Where and what to send for `deferral`, or undefined when its record cannot be deferred. */
+function outgoingOf({
+  record,
+  delaySeconds,
+}: Deferral): { queueUrl: string; message: OutgoingMessage } | undefined {
+  // FIFO: SQS refuses a per-message DelaySeconds there, and a copy would leave its group's order.
+  if (record.eventSourceARN.endsWith('.fifo')) return undefined;
+  const queueUrl = queueUrlOf(record.eventSourceARN);
+  if (queueUrl === undefined) return undefined;
+  const entry = copyOf(record, delaySeconds);
+  return entry === undefined ? undefined : { queueUrl, message: { key: record.messageId, entry } };
 }
 
 /**
@@ -91,18 +104,15 @@ export class SqsDeferrals implements DeferralPort {
   ): Promise<ReadonlySet<string>> {
     const notDeferred = new Set<string>();
     const byQueue = new Map<string, OutgoingMessage[]>();
-    for (const { record, delaySeconds } of deferrals) {
-      const queueUrl = record.eventSourceARN.endsWith('.fifo')
-        ? undefined
-        : queueUrlOf(record.eventSourceARN);
-      const entry = queueUrl === undefined ? undefined : copyOf(record, delaySeconds);
-      if (queueUrl === undefined || entry === undefined) {
-        notDeferred.add(record.messageId);
+    for (const deferral of deferrals) {
+      const outgoing = outgoingOf(deferral);
+      if (outgoing === undefined) {
+        notDeferred.add(deferral.record.messageId);
         continue;
       }
-      const queued = byQueue.get(queueUrl) ?? [];
-      queued.push({ key: record.messageId, entry });
-      byQueue.set(queueUrl, queued);
+      const queued = byQueue.get(outgoing.queueUrl) ?? [];
+      queued.push(outgoing.message);
+      byQueue.set(outgoing.queueUrl, queued);
     }
     const unsent = await Promise.all(
       [...byQueue].map(([queueUrl, messages]) =>

@@ -131,6 +131,7 @@ export class IngestDashboard extends Construct {
         own('RecordsProcessed'),
         own('RecordsFailed'),
         own('RecordsDeadLettered'),
+        own('RecordsDeferred'),
         own('StaleWrites'),
       ]),
     );

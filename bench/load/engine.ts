@@ -6,11 +6,12 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
-import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { createS3Client } from '../../lib/db/s3-client.js';
 import { loadConfig } from '../../lib/ingest/config.js';
 import { createAwsClients } from '../../lib/ingest/handler/aws-clients.js';
+import { deferralsOf, originOf, originSentOf } from '../../lib/ingest/handler/deferral-port.js';
 import { createIngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
 import { dynamoSemaphores } from '../../lib/ingest/handler/tenant-permits.js';
 import type { ProducerWrite } from '../../lib/ingest/message/types.js';
@@ -110,6 +111,7 @@ export interface LoadRunResult {
   /** The hot prefix's adaptive semaphore at the end (sum over its shard items), when it has one. */
   hotAdaptive?: { capacity: number; latencyMs: number };
   e2e: { p50: number; p99: number; max: number; count: number };
+  deferred?: number;
   /** `e2e` of the other tenants' records only (not the hot tenant's): what a hot tenant costs its neighbours. */
   e2eCold: { p50: number; p99: number; max: number; count: number };
   throttled: number;
@@ -258,6 +260,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
   const s3Direct = new S3Client(admin.s3);
   const inFlight = new InFlightCounter();
   const e2e = new Histogram();
+  const deferredIds = new Set<string>();
   const e2eCold = new Histogram();
   const pool = { retries: 0, throttles: 0, timeouts: 0, deadlineReached: 0 };
   try {
@@ -316,6 +319,43 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
               redeliveries: false as const,
             }
           : {}),
+        ...(process.env.HACK_DEFER === '1'
+          ? {
+              deferrals: {
+                defer: async (list: readonly { record: SQSRecord; delaySeconds: number }[]) => {
+                  const failed = new Set<string>();
+                  for (let i = 0; i < list.length; i += 10) {
+                    const chunk = list.slice(i, i + 10);
+                    const out = await sqs.send(
+                      new SendMessageBatchCommand({
+                        QueueUrl: resources.queueUrl,
+                        Entries: chunk.map(({ record, delaySeconds }, j) => ({
+                          Id: String(j),
+                          MessageBody: record.body,
+                          DelaySeconds: delaySeconds,
+                          MessageAttributes: {
+                            's3-ingest-origin': { DataType: 'String', StringValue: originOf(record) },
+                            's3-ingest-origin-sent': {
+                              DataType: 'String',
+                              StringValue: String(originSentOf(record)),
+                            },
+                            's3-ingest-deferrals': {
+                              DataType: 'Number',
+                              StringValue: String(deferralsOf(record) + 1),
+                            },
+                          },
+                        })),
+                      }),
+                    );
+                    for (const f of out.Failed ?? []) failed.add(chunk[Number(f.Id)]!.record.messageId);
+                  }
+                  for (const d of list)
+                    if (!failed.has(d.record.messageId)) deferredIds.add(d.record.messageId);
+                  return failed;
+                },
+              },
+            }
+          : {}),
         logger: new Logger({ serviceName: 'bench-load', logLevel: 'ERROR' }),
         // Published (dropped) after every invocation, so samples never pile up into a mid-run flush.
         metrics: new SilentMetrics({ namespace: 'bench-load', serviceName: 'bench-load' }),
@@ -343,9 +383,10 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       const response = await containers.invoke(event, context);
       const now = Date.now();
       const failed = new Set(response?.batchItemFailures.map((f) => f.itemIdentifier));
+      const deferred = deferredIds;
       for (const record of event.Records) {
-        if (failed.has(record.messageId)) continue;
-        const ms = now - Number(record.attributes.SentTimestamp);
+        if (failed.has(record.messageId) || deferred.has(record.messageId)) continue;
+        const ms = now - Number(originSentOf(record));
         e2e.record(ms);
         if (!isHotRecord(record.body)) e2eCold.record(ms);
       }
@@ -383,7 +424,8 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       readHotCapacity();
       const { total, byPrefix } = model.stats();
       const t = Math.round(performance.now() - started) / 1000;
-      const acked = runner.stats.deleted;
+      // A deferred original is deleted too, but its copy is still to be written.
+      const acked = runner.stats.deleted - deferredIds.size;
       if (
         config.halveAt !== undefined &&
         halvedAt === undefined &&
@@ -415,7 +457,9 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
     let sent = 0;
     while (sent < config.messages) {
       // Backpressure: a bounded backlog keeps latency about the pipeline, not about an ever-growing queue.
-      await runner.until((s) => sent - s.deleted <= config.backlog - chunk, { timeoutMs: 600_000 });
+      await runner.until((s) => sent + deferredIds.size - s.deleted <= config.backlog - chunk, {
+        timeoutMs: 600_000,
+      });
       const to = Math.min(config.messages, sent + chunk);
       const results = await producer.sendMany(writesFor(config, sent, to, Date.now()));
       const failed = results.filter((r) => r.error !== undefined);
@@ -448,6 +492,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       dynamoWrites,
       s3Writes: inFlight.writeAttempts,
       ...(hotAdaptive === undefined ? {} : { hotAdaptive }),
+      deferred: deferredIds.size,
       e2e: { p50: e2e.quantile(0.5), p99: e2e.quantile(0.99), max: e2e.max, count: e2e.count },
       e2eCold: {
         p50: e2eCold.quantile(0.5),

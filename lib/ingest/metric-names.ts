@@ -68,6 +68,12 @@ export const INGEST_METRIC_CATALOGUE = {
     kind: 'count',
     description: 'SQS records the function sent to its rejected-messages queue itself (permanent failures).',
   },
+  RecordsDeferred: {
+    unit: 'Count',
+    kind: 'count',
+    description:
+      'SQS records whose tenant did not get its prefix permits in time, re-sent to their own queue with a delay (acknowledged; the copy carries the write). Not in RecordsFailed.',
+  },
   RecordsRejected: {
     unit: 'Count',
     kind: 'count',

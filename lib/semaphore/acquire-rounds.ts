@@ -53,9 +53,10 @@ export async function acquireInRounds<G extends { n: number }>(a: AcquireRounds<
       let delay: number;
       if (at !== undefined && at > now) {
         if (a.deadline !== undefined && at > a.deadline)
-          throw new SemaphoreTimeoutError(a.name, a.min, a.deadline);
-        // Waiters that read the same due time wake spread over one base delay, then poll from the base.
-        delay = at - now + a.random() * a.backoffBaseMs;
+          throw new SemaphoreTimeoutError(a.name, a.min, a.deadline, at);
+        // Waiters that read the same due time wake spread over their backoff cap (one that polls more
+        // often, closer to giving up, tends to wake first), then poll from the base delay.
+        delay = at - now + a.random() * a.backoffCapMs;
         attempt = -1;
       } else {
         delay = backoffDelay(attempt, a.backoffBaseMs, a.backoffCapMs, a.random);

@@ -8,9 +8,16 @@ export class SemaphoreTimeoutError extends S3IngestError {
     readonly semaphore: string,
     readonly min: number,
     readonly deadline: number,
+    /**
+     * Epoch ms at which the holders in the way said they would be done (an adaptive semaphore whose
+     * holders announced it), when that is why the acquire gave up before its deadline; else undefined.
+     */
+    readonly freeAt?: number,
   ) {
     super(
-      `semaphore "${semaphore}": could not acquire ${min} permit(s) before the deadline ${new Date(deadline).toISOString()}`,
+      freeAt === undefined
+        ? `semaphore "${semaphore}": could not acquire ${min} permit(s) before the deadline ${new Date(deadline).toISOString()}`
+        : `semaphore "${semaphore}": ${min} permit(s) are not expected free before ${new Date(freeAt).toISOString()}, after the deadline ${new Date(deadline).toISOString()}`,
     );
   }
 }

@@ -13,9 +13,9 @@ export interface AppliedWrite {
   readonly stale: boolean;
 }
 
-/** The write as the store orders it: its `seq`, ties broken by the SQS message id. */
+/** The write as the store orders it: its `seq`, ties broken by the SQS message id (its origin's, for a copy). */
 export function sequencedWrite(write: IngestWrite): SequencedWrite {
-  const stamp = { seq: write.seq, tie: write.messageId };
+  const stamp = { seq: write.seq, tie: write.originId ?? write.messageId };
   if (write.op === 'delete') return { op: 'delete', stamp };
   return { op: write.op, stamp, data: write.data as Document };
 }

@@ -6,6 +6,11 @@ import type { SQSRecord } from 'aws-lambda';
  * insert derives its record id from it, and sequenced writes break `seq` ties with it.
  */
 export const ORIGIN_ATTRIBUTE = 's3-ingest-origin';
+/**
+ * Message attribute of a deferred copy: its origin's `SentTimestamp` (epoch ms), the stand-in `seq` of a
+ * message without one, so a copy orders against other writes as its origin did.
+ */
+export const ORIGIN_SENT_ATTRIBUTE = 's3-ingest-origin-sent';
 /** Message attribute of a deferred copy: how many times the message has been deferred so far. */
 export const DEFERRALS_ATTRIBUTE = 's3-ingest-deferrals';
 
@@ -31,6 +36,14 @@ export interface DeferralPort {
 export function originOf(record: Pick<SQSRecord, 'messageId' | 'messageAttributes'>): string {
   const origin = record.messageAttributes?.[ORIGIN_ATTRIBUTE]?.stringValue;
   return typeof origin === 'string' && origin !== '' ? origin : record.messageId;
+}
+
+/** The `SentTimestamp` a record's data is ordered by: its origin's when it is a deferred copy, else its own. */
+export function originSentOf(
+  record: Pick<SQSRecord, 'attributes' | 'messageAttributes'>,
+): string | undefined {
+  const sent = record.messageAttributes?.[ORIGIN_SENT_ATTRIBUTE]?.stringValue;
+  return typeof sent === 'string' && sent !== '' ? sent : record.attributes?.SentTimestamp;
 }
 
 /** How many times the record was deferred before this delivery (0 for a producer's message). */

@@ -6,7 +6,9 @@ import {
   type DeferralPort,
   deferralsOf,
   ORIGIN_ATTRIBUTE,
+  ORIGIN_SENT_ATTRIBUTE,
   originOf,
+  originSentOf,
 } from './deferral-port.js';
 import { queueUrlOf } from './redelivery-backoff.js';
 import { type OutgoingAttribute, type OutgoingMessage, sendMessageBatches } from './send-message-batches.js';
@@ -46,7 +48,7 @@ function sdkAttributesOf(
 
 /**
  * The copy of `record` to send, or undefined when it cannot be one: an empty body (SQS cannot carry it),
- * an attribute without its value, or more than 10 attributes once origin and count are added.
+ * an attribute without its value, or more than 10 attributes once origin, its sent time and count are added.
  */
 function copyOf(record: SQSRecord, delaySeconds: number): OutgoingMessage['entry'] | undefined {
   if (record.body === '') return undefined;
@@ -58,6 +60,11 @@ function copyOf(record: SQSRecord, delaySeconds: number): OutgoingMessage['entry
     [ORIGIN_ATTRIBUTE]: { DataType: 'String', StringValue: originOf(record) },
     [DEFERRALS_ATTRIBUTE]: { DataType: 'Number', StringValue: String(deferralsOf(record) + 1) },
   };
+  // The origin's SentTimestamp stands in for the `seq` of a message without one: the copy orders as it did.
+  const sent = Number(originSentOf(record));
+  if (Number.isSafeInteger(sent) && sent > 0)
+    attributes[ORIGIN_SENT_ATTRIBUTE] = { DataType: 'Number', StringValue: String(sent) };
+  else delete attributes[ORIGIN_SENT_ATTRIBUTE];
   if (Object.keys(attributes).length > MAX_MESSAGE_ATTRIBUTES) return undefined;
   return {
     MessageBody: record.body,
@@ -84,7 +91,7 @@ function outgoingOf({
  * after the deferral's `DelaySeconds` (clamped to 0..900): `SendMessageBatch` per queue, at most 10
  * entries and 250 KiB per request, every request carrying the caller's signal. The copy's body is the
  * record's, verbatim; its attributes are the record's own plus `ORIGIN_ATTRIBUTE` (the message id its data
- * is keyed by, `originOf`) and `DEFERRALS_ATTRIBUTE` (`deferralsOf` + 1), replacing any the producer set
+ * is keyed by, `originOf`), `ORIGIN_SENT_ATTRIBUTE` (the origin's `SentTimestamp`, `originSentOf`) and `DEFERRALS_ATTRIBUTE` (`deferralsOf` + 1), replacing any the producer set
  * under those names.
  *
  * Resolves the message ids NOT deferred, which the handler must redeliver: records from a FIFO queue

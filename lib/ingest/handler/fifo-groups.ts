@@ -36,7 +36,7 @@ export class FifoGroupBlockedError extends S3IngestError {
   }
 }
 
-type NotWritten = Exclude<WriteOutcome, { kind: 'written' }>;
+type NotWritten = Extract<WriteOutcome, { kind: 'permanent' | 'transient' }>;
 
 /**
  * The plan-time half of AWS's rule for FIFO partial batch responses: within a message group, once a
@@ -92,7 +92,8 @@ export function withholdFifoLetters(ledger: OutcomeLedger): void {
     if (group === undefined) continue;
     const blocker = blockedBy.get(group);
     if (blocker === undefined) {
-      if (fate === undefined || fate.state === 'redeliver') blockedBy.set(group, record.messageId);
+      if (fate === undefined || fate.state === 'redeliver' || fate.state === 'out-of-turn')
+        blockedBy.set(group, record.messageId);
     } else if (fate?.state === 'refused') {
       ledger.withholdLetter(
         record.messageId,

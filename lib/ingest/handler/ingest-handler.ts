@@ -10,6 +10,9 @@ import { type AwsClients, createAwsClients } from './aws-clients.js';
 import { type Clock, systemClock } from './clock.js';
 import { DeadLetterQueue } from './dead-letter-queue.js';
 import type { DeadLetterSink } from './dead-letter-sink.js';
+import { deferOutOfTurn, TURN_WAIT_MS } from './defer-out-of-turn.js';
+import type { DeferralPort } from './deferral-port.js';
+import { SqsDeferrals } from './deferral-queue.js';
 import { withholdFifoLetters } from './fifo-groups.js';
 import { InvocationDeadline } from './invocation-deadline.js';
 import {
@@ -84,6 +87,17 @@ export interface IngestHandlerOptions {
    */
   readonly redeliveries?: VisibilityPort | false;
   /**
+   * Deferral port: where records whose tenant did not get its prefix's permits within `TURN_WAIT_MS` go
+   * (a copy in their own queue, delayed 1 s doubling per deferral up to 30 s, at most `MAX_DEFERRALS`
+   * times; `defer-out-of-turn.ts`), so a hot tenant's waiting records do not hold the queue's concurrent
+   * invocations from the other tenants; `false` keeps them waiting for their permits until the cutoff,
+   * then redelivers them.
+   * @default new SqsDeferrals(clients.sqs) (SendMessageBatch to each record's own queue; FIFO records are
+   * never deferred)
+   * @example { deferrals: new MemoryDeferrals() }
+   */
+  readonly deferrals?: DeferralPort | false;
+  /**
    * Time port: the invocation's start, duration and cutoff timer.
    * @default systemClock (Date.now and setTimeout)
    * @example { clock: { now: () => fake.now, schedule: (ms, fn) => fake.at(ms, fn) } }
@@ -157,6 +171,8 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     semaphoreFactory === undefined ? undefined : observeSemaphores(semaphoreFactory, () => running);
   const deadLetters = options.deadLetters ?? new DeadLetterQueue(clients.sqs, config.dlqUrl);
   const redeliveries = options.redeliveries ?? new SqsVisibility(clients.sqs);
+  const deferrals =
+    options.deferrals === false ? undefined : (options.deferrals ?? new SqsDeferrals(clients.sqs));
   const databases = new TenantDatabases({
     config,
     store,
@@ -194,7 +210,9 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
         leaseMs: Math.max(1, remainingMs + config.semaphoreLeaseMarginMs),
         metrics: invocation,
         logger,
+        ...(deferrals === undefined ? {} : { turnWaitMs: TURN_WAIT_MS }),
       });
+      await deferOutOfTurn(ledger, deferrals, logger, deadline.settleSignal);
       withholdFifoLetters(ledger);
       await sendDeadLetters(ledger, deadLetters, logger, deadline.settleSignal);
       if (redeliveries !== false) {

@@ -49,6 +49,7 @@ export class InvocationMetrics implements SemaphoreObserver {
     RecordsProcessed: 0,
     RecordsFailed: 0,
     RecordsDeadLettered: 0,
+    RecordsDeferred: 0,
     StaleWrites: 0,
     Writes: 0,
     Retries: 0,
@@ -123,6 +124,7 @@ export class InvocationMetrics implements SemaphoreObserver {
     this.counts.RecordsProcessed = ledger.written;
     this.counts.RecordsDeadLettered = ledger.deadLettered;
     this.counts.RecordsFailed = ledger.redelivered;
+    this.counts.RecordsDeferred = ledger.deferred;
     this.counts.DeadlineReached = deadlineReached ? 1 : 0;
     this.#splits = {
       RecordsRedelivered: Object.fromEntries(ledger.redeliveredByCause),

@@ -6,11 +6,15 @@ import { messageGroupOf } from './message-group.js';
 import type { TransientCause, WriteOutcome } from './write-outcome.js';
 
 /**
- * Where a record stands. `written`, `dead-lettered` and `redeliver` are final; `refused` (a permanent
- * failure) waits for the DLQ and becomes `dead-lettered`, or `redeliver` when the DLQ does not take it.
+ * Where a record stands. `written`, `dead-lettered`, `deferred` and `redeliver` are final; `refused` (a
+ * permanent failure) waits for the DLQ and becomes `dead-lettered`, or `redeliver` when the DLQ does not
+ * take it; `out-of-turn` (its prefix's permits were not to be had in time) waits for the deferral port and
+ * becomes `deferred` (a copy is in its queue), or `redeliver` (cause `permits-unavailable`).
  */
 export type RecordFate =
   | { readonly state: 'written' }
+  | { readonly state: 'out-of-turn'; readonly error: unknown }
+  | { readonly state: 'deferred' }
   | { readonly state: 'refused'; readonly reason: DeadLetterReason; readonly error: Error }
   | { readonly state: 'dead-lettered'; readonly reason: DeadLetterReason; readonly error: Error }
   | { readonly state: 'redeliver'; readonly cause: TransientCause; readonly error: unknown };
@@ -25,11 +29,14 @@ interface Entry {
 export interface LedgerCounts {
   readonly written: number;
   readonly deadLettered: number;
-  /** Records SQS must redeliver: `redeliver`, still `refused`, or never reached. */
+  /** Re-sent to their queue as new messages (acknowledged; their copies carry the writes). */
+  readonly deferred: number;
+  /** Records SQS must redeliver: `redeliver`, still `refused` or `out-of-turn`, or never reached. */
   readonly redelivered: number;
   /**
    * `redelivered` split by cause (adds up to it). A record no stage reached counts as `unexpected` (a bug
-   * of ours left it), one still waiting for the DLQ as `dead-letter-failed`.
+   * of ours left it), one still waiting for the DLQ as `dead-letter-failed`, one still out of turn as
+   * `permits-unavailable`.
    */
   readonly redeliveredByCause: ReadonlyMap<TransientCause, number>;
   /** `deadLettered` split by the letter's reason (adds up to it). */
@@ -39,8 +46,8 @@ export interface LedgerCounts {
 /**
  * The fate of every record of one SQS batch, owned in one place. Each record gets at most one final
  * outcome and a final outcome never changes: a second `settle` throws `OutcomeAlreadySettledError` and
- * leaves the first in place. The response acknowledges only what is `written` or `dead-lettered`; every
- * other record, including one no stage reached, is redelivered by construction.
+ * leaves the first in place. The response acknowledges only what is `written`, `dead-lettered` or
+ * `deferred`; every other record, including one no stage reached, is redelivered by construction.
  */
 export class OutcomeLedger {
   readonly #entries = new Map<string, Entry>();
@@ -114,6 +121,26 @@ export class OutcomeLedger {
     entry.fate = { state: 'redeliver', cause, error };
   }
 
+  /** Records out of turn, waiting for the deferral port, in batch order, with why (`SemaphoreTimeoutError`). */
+  pendingDeferrals(): { readonly record: SQSRecord; readonly error: unknown }[] {
+    const pending: { record: SQSRecord; error: unknown }[] = [];
+    for (const { record, fate } of this.#order) {
+      if (fate?.state === 'out-of-turn') pending.push({ record, error: fate.error });
+    }
+    return pending;
+  }
+
+  /** A copy of the out-of-turn record is in its queue: final, acknowledged. */
+  deferred(messageId: string): void {
+    this.#outOfTurn(messageId, 'deferred').entry.fate = { state: 'deferred' };
+  }
+
+  /** The out-of-turn record could not be deferred: final, redelivered (`permits-unavailable`). */
+  notDeferred(messageId: string): void {
+    const { entry, fate } = this.#outOfTurn(messageId, 'redeliver');
+    entry.fate = { state: 'redeliver', cause: 'permits-unavailable', error: fate.error };
+  }
+
   /** The batch's records in order (one entry per message id) with their fates so far. */
   *records(): IterableIterator<{ readonly record: SQSRecord; readonly fate: RecordFate | undefined }> {
     for (const { record, fate } of this.#order) yield { record, fate };
@@ -121,6 +148,7 @@ export class OutcomeLedger {
 
   counts(): LedgerCounts {
     let written = 0;
+    let deferred = 0;
     const redeliveredByCause = new Map<TransientCause, number>();
     const deadLetteredByReason = new Map<DeadLetterReason, number>();
     const add = <K>(map: Map<K, number>, key: K) => map.set(key, (map.get(key) ?? 0) + 1);
@@ -128,24 +156,28 @@ export class OutcomeLedger {
       if (fate === undefined) add(redeliveredByCause, 'unexpected');
       else if (fate.state === 'written') written++;
       else if (fate.state === 'dead-lettered') add(deadLetteredByReason, fate.reason);
+      else if (fate.state === 'deferred') deferred++;
       else if (fate.state === 'redeliver') add(redeliveredByCause, fate.cause);
+      else if (fate.state === 'out-of-turn') add(redeliveredByCause, 'permits-unavailable');
       else add(redeliveredByCause, 'dead-letter-failed');
     }
     const deadLettered = sum(deadLetteredByReason);
     return {
       written,
       deadLettered,
-      redelivered: this.#order.length - written - deadLettered,
+      deferred,
+      redelivered: this.#order.length - written - deadLettered - deferred,
       redeliveredByCause,
       deadLetteredByReason,
     };
   }
 
-  /** `batchItemFailures`: every record not `written` or `dead-lettered`, in batch order. */
+  /** `batchItemFailures`: every record not `written`, `dead-lettered` or `deferred`, in batch order. */
   response(): SQSBatchResponse {
     const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
     for (const { record, fate } of this.#order) {
-      if (fate?.state === 'written' || fate?.state === 'dead-lettered') continue;
+      const state = fate?.state;
+      if (state === 'written' || state === 'dead-lettered' || state === 'deferred') continue;
       batchItemFailures.push({ itemIdentifier: record.messageId });
     }
     return { batchItemFailures };
@@ -155,6 +187,19 @@ export class OutcomeLedger {
     const entry = this.#entries.get(messageId);
     if (entry === undefined) throw new UnknownRecordError(messageId);
     return entry;
+  }
+
+  /** The entry of a record out of turn; anything else has no deferral to settle. */
+  #outOfTurn(
+    messageId: string,
+    next: string,
+  ): { entry: Entry; fate: Extract<RecordFate, { state: 'out-of-turn' }> } {
+    const entry = this.#entry(messageId);
+    const fate = entry.fate;
+    if (fate?.state !== 'out-of-turn') {
+      throw new OutcomeAlreadySettledError(messageId, fate?.state ?? 'unsettled', next);
+    }
+    return { entry, fate };
   }
 
   /** The entry of a record waiting for the DLQ; anything else has no letter to settle. */
@@ -185,5 +230,7 @@ function fateOf(outcome: WriteOutcome): RecordFate {
       return { state: 'refused', reason: outcome.reason, error: outcome.error };
     case 'transient':
       return { state: 'redeliver', cause: outcome.cause, error: outcome.error };
+    case 'out-of-turn':
+      return { state: 'out-of-turn', error: outcome.error };
   }
 }

@@ -3,6 +3,7 @@ import type { ResourceSchema } from '../config.js';
 import { InvalidMessageError } from '../errors.js';
 import { parseIngestMessage } from '../message/parse.js';
 import type { IngestWrite } from '../message/types.js';
+import { deferralsOf, originOf, originSentOf } from './deferral-port.js';
 import { FifoGroupGate } from './fifo-groups.js';
 import { messageGroupOf } from './message-group.js';
 import type { SourceBinding } from './source-binding.js';
@@ -15,6 +16,10 @@ export interface TenantPlan {
   readonly writes: number;
   /** The most times SQS delivered any of its records (`ApproximateReceiveCount`, 1 when absent). */
   readonly receives: number;
+  /** The most times any of its records was deferred already (`s3-ingest-deferrals`, 0 when none). */
+  readonly deferrals: number;
+  /** Whether any of its records belongs to a FIFO message group (those cannot be deferred out of order). */
+  readonly ordered: boolean;
   /**
    * One chain per record `(resource, id)`, its writes in message order. Chains are ordered by their first
    * write's priority, highest first (stable for equal ones): the pool starts the first enqueued write at
@@ -28,7 +33,7 @@ export interface TenantPlan {
 export interface Unparsed {
   readonly messageId: string;
   /** `permanent` (a contract violation, dead-lettered) or `transient` (a bug of ours: redelivered). */
-  readonly outcome: Exclude<WriteOutcome, { kind: 'written' }>;
+  readonly outcome: Extract<WriteOutcome, { kind: 'permanent' | 'transient' }>;
   /** The tenant, when the message named a valid one (it goes into the dead letter). */
   readonly tenant?: string;
 }
@@ -75,11 +80,14 @@ export function parseRecord(
   resources: Readonly<Record<string, ResourceSchema>>,
 ): IngestWrite | Unparsed {
   try {
-    return parseIngestMessage(record.body, {
-      messageId: record.messageId,
+    // A deferred copy keeps its origin's data identity: the id an insert derives, the `seq` and its tie.
+    const originId = originOf(record);
+    const write = parseIngestMessage(record.body, {
+      messageId: originId,
       resources,
-      sentTimestamp: record.attributes?.SentTimestamp,
+      sentTimestamp: originSentOf(record),
     });
+    return originId === record.messageId ? write : { ...write, messageId: record.messageId, originId };
   } catch (error) {
     if (error instanceof InvalidMessageError) {
       return { messageId: record.messageId, outcome: { kind: 'permanent', reason: error.reason, error } };
@@ -163,11 +171,13 @@ export function planBatch(
   // FIFO queues: a message group's later messages wait for its earlier ones (fifo-groups.ts).
   const groups = new Map<string, string>();
   const receives = new Map<string, number>();
+  const deferrals = new Map<string, number>();
   const gate = new FifoGroupGate();
   for (const record of records) {
     if (seen.has(record.messageId)) continue;
     seen.add(record.messageId);
     receives.set(record.messageId, receiveCountOf(record));
+    deferrals.set(record.messageId, deferralsOf(record));
     const group = messageGroupOf(record);
     if (group !== undefined) groups.set(record.messageId, group);
     const parsed = admitRecord(record, parseRecord(record, resources), options);
@@ -189,6 +199,8 @@ export function planBatch(
     tenant,
     writes: writes.length,
     receives: Math.max(...writes.map((w) => receives.get(w.messageId) ?? 1)),
+    deferrals: Math.max(...writes.map((w) => deferrals.get(w.messageId) ?? 0)),
+    ordered: writes.some((w) => groups.has(w.messageId)),
     chains: chainsOf(
       writes,
       (messageId) => groups.get(messageId),

@@ -1,4 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import { SemaphoreTimeoutError } from '../../semaphore/errors.js';
+import { canDefer } from './defer-out-of-turn.js';
 import type { InvocationDeadline } from './invocation-deadline.js';
 import type { InvocationMetrics } from './invocation-metrics.js';
 import type { OutcomeLedger } from './outcome-ledger.js';
@@ -16,6 +18,11 @@ export interface RunContext {
   readonly leaseMs: number;
   readonly metrics: InvocationMetrics;
   readonly logger: Logger;
+  /**
+   * How long a tenant whose records can be deferred waits for its permits (`canDefer`); one that does not
+   * get them is `out-of-turn`. @default undefined (no deferral: every tenant waits until the cutoff)
+   */
+  readonly turnWaitMs?: number;
 }
 
 /** One tenant at run time: its plan with its Database and pool (what the permit planner hands back). */
@@ -25,6 +32,7 @@ interface TenantRun extends TenantDatabase {
   readonly plan: TenantPlan;
   readonly writes: number;
   readonly receives: number;
+  readonly maxWaitMs: number | undefined;
 }
 
 /** Marks every write of a tenant that could not run: redelivered, with why. */
@@ -37,6 +45,13 @@ function redeliverTenant(
   for (const chain of plan.chains) {
     for (const write of chain)
       ledger.settle(write.messageId, { kind: 'transient', cause, error }, write.tenant);
+  }
+}
+
+/** Marks every write of a tenant whose permits were held by others past its wait: `out-of-turn`. */
+function outOfTurn(ledger: OutcomeLedger, plan: TenantPlan, error: SemaphoreTimeoutError): void {
+  for (const chain of plan.chains) {
+    for (const write of chain) ledger.settle(write.messageId, { kind: 'out-of-turn', error }, write.tenant);
   }
 }
 
@@ -58,7 +73,14 @@ export async function runTenants(
       plans.map(async (plan) => {
         try {
           const entry = await databases.get(plan.tenant);
-          runs.push({ ...entry, entry, plan, writes: plan.writes, receives: plan.receives });
+          runs.push({
+            ...entry,
+            entry,
+            plan,
+            writes: plan.writes,
+            receives: plan.receives + plan.deferrals,
+            maxWaitMs: context.turnWaitMs !== undefined && canDefer(plan) ? context.turnWaitMs : undefined,
+          });
           metrics.watch(entry.pool);
         } catch (error) {
           logger.error('tenant database unavailable', { tenant: plan.tenant, error });
@@ -87,6 +109,11 @@ export async function runTenants(
     for (const [run, result] of report.results) {
       if ('permits' in result) {
         metrics.counts.PermitsHeld += result.permits;
+        continue;
+      }
+      if ('outOfTurn' in result && result.unavailable instanceof SemaphoreTimeoutError) {
+        // Only out of turn (the permits were held by others): deferred when it can be, else redelivered.
+        outOfTurn(ledger, run.plan, result.unavailable);
         continue;
       }
       logger.warn('no semaphore permits: tenant writes redelivered', {

@@ -131,6 +131,11 @@ export interface TenantPermitRequest {
    * for its prefix's permits more often (`PREFIX_ACQUIRE_BACKOFF_CAP_MS / receives`). @default 1
    */
   readonly receives?: number;
+  /**
+   * The longest it waits for its prefix's permits (a tenant whose records can be deferred: its invocation's
+   * slot is worth more than its turn). @default until `LEAST_USEFUL_LEASE_MS` before the window's deadline
+   */
+  readonly maxWaitMs?: number | undefined;
 }
 
 export interface PermitWindow {
@@ -141,8 +146,14 @@ export interface PermitWindow {
   readonly leaseMs: number;
 }
 
-/** What happened to a tenant's permits: it ran with `permits` (0: no semaphore), or none could be had. */
-export type PermitResult = { readonly permits: number } | { readonly unavailable: unknown };
+/**
+ * What happened to a tenant's permits: it ran with `permits` (0: no semaphore), or none could be had;
+ * `outOfTurn` when the semaphore itself gave up before the cutoff (others held the permits), not a failing
+ * or stalled semaphore.
+ */
+export type PermitResult =
+  | { readonly permits: number }
+  | { readonly unavailable: unknown; readonly outOfTurn?: true };
 
 /** A lease whose release failed: it expires by itself; nothing about the writes made under it changes. */
 export interface ReleaseFailure {
@@ -429,7 +440,12 @@ export class TenantPermits {
       want,
       window,
       releaseFailures,
-      { backoffCapMs, writesPrefix: tenantPrefix(tenant.tenant), requests: tenant.writes },
+      {
+        backoffCapMs,
+        writesPrefix: tenantPrefix(tenant.tenant),
+        requests: tenant.writes,
+        maxWaitMs: tenant.maxWaitMs,
+      },
       () => work(tenant),
     );
   }
@@ -462,13 +478,16 @@ export class TenantPermits {
       backoffCapMs,
       writesPrefix,
       requests,
-    }: { backoffCapMs: number; writesPrefix: string; requests: number },
+      maxWaitMs,
+    }: { backoffCapMs: number; writesPrefix: string; requests: number; maxWaitMs: number | undefined },
     body: () => Promise<void>,
   ): Promise<PermitResult> {
     const capped = Math.min(want, semaphore.limit);
     const now = Date.now();
-    const deadline =
-      window.deadline - Math.min(LEAST_USEFUL_LEASE_MS, Math.max(0, window.deadline - now) / 4);
+    const deadline = Math.min(
+      now + (maxWaitMs ?? Number.POSITIVE_INFINITY),
+      window.deadline - Math.min(LEAST_USEFUL_LEASE_MS, Math.max(0, window.deadline - now) / 4),
+    );
     let lease: Lease;
     try {
       lease = await semaphore.acquire(capped, {
@@ -485,9 +504,11 @@ export class TenantPermits {
       });
     } catch (err) {
       // Out of time, aborted, or DynamoDB unreachable: only these tenants' writes are redelivered.
-      return {
-        unavailable: window.signal.aborted ? new SemaphoreTimeoutError(semaphore.name, 1, deadline) : err,
-      };
+      if (window.signal.aborted)
+        return { unavailable: new SemaphoreTimeoutError(semaphore.name, 1, deadline) };
+      return err instanceof SemaphoreTimeoutError
+        ? { unavailable: err, outOfTurn: true }
+        : { unavailable: err };
     }
     const writes = lease.report === undefined ? undefined : this.writeCounts?.watch(writesPrefix);
     const usage = new UsageCounter([target], writes);

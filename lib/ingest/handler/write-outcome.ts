@@ -10,7 +10,13 @@ export type WriteOutcome =
    * Not applied this time (throttling, timeouts, 5xx, deadline, no permits, an earlier write to the same
    * record failed): reported in `batchItemFailures` so SQS redelivers it.
    */
-  | { readonly kind: 'transient'; readonly cause: TransientCause; readonly error: unknown };
+  | { readonly kind: 'transient'; readonly cause: TransientCause; readonly error: unknown }
+  /**
+   * Not attempted: its prefix's permits were held by others past the time it could wait (`error`, a
+   * `SemaphoreTimeoutError`). Deferred (re-sent to its queue, acknowledged) when it can be, else
+   * redelivered with cause `permits-unavailable`.
+   */
+  | { readonly kind: 'out-of-turn'; readonly error: unknown };
 
 export type TransientCause =
   | 'storage'

@@ -18,6 +18,11 @@ interface IngestWriteBase {
   readonly key?: string;
   /** The SQS message id the write came from (the handler reports failures by it). */
   readonly messageId: string;
+  /**
+   * The message id its data is keyed by when it differs from `messageId`: a deferred copy's origin (the
+   * handler re-sent the message as a new one). Derived ids and `seq` ties use it.
+   */
+  readonly originId?: string;
   /** Where `id` came from: the message itself, or derived from `key` or from `messageId`. */
   readonly idSource: 'message' | 'key' | 'message-id';
   /**

@@ -12,6 +12,7 @@ import {
   DEFERRALS_ATTRIBUTE,
   type Deferral,
   ORIGIN_ATTRIBUTE,
+  ORIGIN_SENT_ATTRIBUTE,
 } from '../../../../lib/ingest/handler/deferral-port.js';
 import { clampDelaySeconds, SqsDeferrals } from '../../../../lib/ingest/handler/deferral-queue.js';
 import { MemoryDeferrals } from '../../../../lib/ingest/handler/memory-deferrals.js';
@@ -139,7 +140,7 @@ describe('SqsDeferrals copies a record', () => {
     expect(entry.MessageBody).toBe(body);
     const attributes = entry.MessageAttributes as Record<string, MessageAttributeValue>;
     expect(Object.keys(attributes).sort()).toEqual(
-      ['blob', 'count', DEFERRALS_ATTRIBUTE, ORIGIN_ATTRIBUTE, 'trace'].sort(),
+      ['blob', 'count', DEFERRALS_ATTRIBUTE, ORIGIN_ATTRIBUTE, ORIGIN_SENT_ATTRIBUTE, 'trace'].sort(),
     );
     expect(attributes.trace).toEqual({ DataType: 'String', StringValue: 'abc' });
     expect(attributes.count).toEqual({ DataType: 'Number.int', StringValue: '42' });
@@ -148,6 +149,24 @@ describe('SqsDeferrals copies a record', () => {
     expect(attributes.blob!.StringValue).toBeUndefined();
     expect(attributes[ORIGIN_ATTRIBUTE]).toEqual({ DataType: 'String', StringValue: r.messageId });
     expect(attributes[DEFERRALS_ATTRIBUTE]).toEqual({ DataType: 'Number', StringValue: '1' });
+    expect(attributes[ORIGIN_SENT_ATTRIBUTE]).toEqual({
+      DataType: 'Number',
+      StringValue: r.attributes.SentTimestamp,
+    });
+  });
+
+  it("keeps a copy's origin sent time, and sends none for a record without a usable one", async () => {
+    const copy = record({ messageAttributes: strings({ [ORIGIN_SENT_ATTRIBUTE]: '1700000000000' }) });
+    expect((await entryOf(copy)).MessageAttributes![ORIGIN_SENT_ATTRIBUTE]).toEqual({
+      DataType: 'Number',
+      StringValue: '1700000000000',
+    });
+    const r = record();
+    r.attributes.SentTimestamp = '';
+    expect((await entryOf(r)).MessageAttributes![ORIGIN_SENT_ATTRIBUTE]).toBeUndefined();
+    const forged = record({ messageAttributes: strings({ [ORIGIN_SENT_ATTRIBUTE]: 'soon' }) });
+    forged.attributes.SentTimestamp = '';
+    expect((await entryOf(forged)).MessageAttributes![ORIGIN_SENT_ATTRIBUTE]).toBeUndefined();
   });
 
   it('keeps the origin of a copy and counts one more deferral, replacing what the record carried', async () => {
@@ -158,7 +177,7 @@ describe('SqsDeferrals copies a record', () => {
     const attributes = (await entryOf(r)).MessageAttributes!;
     expect(attributes[ORIGIN_ATTRIBUTE]).toEqual({ DataType: 'String', StringValue: 'first-message' });
     expect(attributes[DEFERRALS_ATTRIBUTE]).toEqual({ DataType: 'Number', StringValue: '4' });
-    expect(Object.keys(attributes)).toHaveLength(2);
+    expect(Object.keys(attributes)).toHaveLength(3);
   });
 
   it("overwrites a producer's malformed values under the two names", async () => {
@@ -210,14 +229,19 @@ describe('SqsDeferrals refuses what it cannot copy', () => {
     expect(calls.flatMap((c) => c.entries.map(origin))).toEqual([fine.messageId]);
   });
 
-  it('a record with more than 8 attributes of its own (10 with the two added) is not deferred', async () => {
+  it('a record with more than 7 attributes of its own (10 with the three added) is not deferred', async () => {
     const { client, calls } = recordingClient();
     const names = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`a${i}`, 'v']));
-    const eight = record({ messageAttributes: strings(names(8)) });
-    const nine = record({ messageAttributes: strings(names(9)) });
-    // Its own attributes under the two names do not count twice: 8 others + the 2 replaced = 10.
+    const eight = record({ messageAttributes: strings(names(7)) });
+    const nine = record({ messageAttributes: strings(names(8)) });
+    // Its own attributes under the three names do not count twice: 7 others + the 3 replaced = 10.
     const replacing = record({
-      messageAttributes: strings({ ...names(8), [ORIGIN_ATTRIBUTE]: 'o', [DEFERRALS_ATTRIBUTE]: '1' }),
+      messageAttributes: strings({
+        ...names(7),
+        [ORIGIN_ATTRIBUTE]: 'o',
+        [ORIGIN_SENT_ATTRIBUTE]: '5',
+        [DEFERRALS_ATTRIBUTE]: '1',
+      }),
     });
     const notDeferred = await new SqsDeferrals(client).defer(
       [eight, nine, replacing].map((r) => deferral(r)),

@@ -143,6 +143,7 @@ describe('InvocationMetrics from the other ports and the ledger', () => {
       {
         written: 3,
         deadLettered: 2,
+        deferred: 5,
         redelivered: 4,
         redeliveredByCause: new Map([
           ['storage', 3],
@@ -156,6 +157,7 @@ describe('InvocationMetrics from the other ports and the ledger', () => {
       RecordsProcessed: 3,
       RecordsDeadLettered: 2,
       RecordsFailed: 4,
+      RecordsDeferred: 5,
       DeadlineReached: 1,
     });
     expect(m.splits()).toEqual({
@@ -166,6 +168,7 @@ describe('InvocationMetrics from the other ports and the ledger', () => {
       {
         written: 0,
         deadLettered: 0,
+        deferred: 0,
         redelivered: 0,
         redeliveredByCause: new Map(),
         deadLetteredByReason: new Map(),
@@ -206,6 +209,7 @@ describe('InvocationMetrics.addTo', () => {
       {
         written: 1,
         deadLettered: 1,
+        deferred: 0,
         redelivered: 2,
         redeliveredByCause: new Map([['storage', 2]]),
         deadLetteredByReason: new Map([['invalid-json', 1]]),

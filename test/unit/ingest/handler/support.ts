@@ -288,8 +288,9 @@ export function testHandler(env: Record<string, string> = {}, options: TestHandl
   const handler = createIngestHandler(config, {
     logger: silentLogger(),
     metrics: quietMetrics(),
-    // No SQS here: a test that checks the redelivery backoff passes its own port.
+    // No SQS here: a test that checks the redelivery backoff or deferrals passes its own port.
     redeliveries: false,
+    deferrals: false,
     ...options,
     store,
     deadLetters,

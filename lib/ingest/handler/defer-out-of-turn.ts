@@ -1,0 +1,96 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { SQSRecord } from 'aws-lambda';
+import { SemaphoreTimeoutError } from '../../semaphore/errors.js';
+import { type DeferralPort, deferralsOf } from './deferral-port.js';
+import { messageGroupOf } from './message-group.js';
+import type { OutcomeLedger } from './outcome-ledger.js';
+import { rejectOnAbort } from './send-dead-letters.js';
+
+/**
+ * Deferrals a record may have; past this it is redelivered instead, so SQS's receive count and redrive
+ * policy bound it again (a prefix that never frees cannot keep a record circulating for ever). With the
+ * delays below, 20 deferrals are about 9 minutes of waiting for a turn.
+ */
+export const MAX_DEFERRALS = 20;
+/** Delay of a record's first deferred copy, doubling with each deferral. */
+export const FIRST_DEFERRAL_DELAY_SECONDS = 1;
+/** The longest delay of a deferred copy (SQS allows 900). */
+export const MAX_DEFERRAL_DELAY_SECONDS = 30;
+/**
+ * How long a tenant whose records can be deferred waits for its prefix's permits. A waiting tenant holds
+ * its invocation, and with it one of the queue's few concurrent slots: in bench:load limit-bound the
+ * other tenants' messages waited in the queue behind invocations whose hot tenant waited up to 5.5 s for
+ * its turn (their e2e p50 6.75 s against 1.04 s with a naive handler). A hot prefix is held by one
+ * invocation at a time, so one waiter at its hand-over is enough; the others' records are better off as
+ * delayed copies in the queue. Waiting this long (with the holders' announced due times: a waiter whose
+ * turn cannot come in this time gives up at once) keeps a waiter at most hand-overs.
+ */
+export const TURN_WAIT_MS = 1_000;
+
+/** Whether a tenant's records could be deferred if its permits do not come: no FIFO group, not at the cap. */
+export function canDefer(plan: { readonly ordered: boolean; readonly deferrals: number }): boolean {
+  return !plan.ordered && plan.deferrals < MAX_DEFERRALS;
+}
+
+/**
+ * The delay of a deferred copy: until its prefix's holders said they would be done (`freeAtMs`, epoch
+ * ms, rounded up to whole seconds), so the copy comes back for the hand-over; when they said nothing,
+ * `FIRST x 2^deferrals`. Between `FIRST` and `MAX` seconds either way.
+ */
+export function deferralDelaySeconds(deferrals: number, freeAtMs?: number, nowMs = Date.now()): number {
+  if (freeAtMs !== undefined && Number.isFinite(freeAtMs)) {
+    const seconds = Math.floor((freeAtMs - nowMs) / 1000);
+    return Math.min(Math.max(seconds, FIRST_DEFERRAL_DELAY_SECONDS), MAX_DEFERRAL_DELAY_SECONDS);
+  }
+  const n = Number.isInteger(deferrals) && deferrals > 0 ? Math.min(Math.floor(deferrals / 4), 30) : 0;
+  return Math.min(FIRST_DEFERRAL_DELAY_SECONDS * 2 ** n, MAX_DEFERRAL_DELAY_SECONDS);
+}
+
+/** A record the port may take: from a standard queue, under the deferral cap. */
+function deferrable(record: SQSRecord): boolean {
+  const fifo = typeof record.eventSourceARN === 'string' && record.eventSourceARN.endsWith('.fifo');
+  return !fifo && messageGroupOf(record) === undefined && deferralsOf(record) < MAX_DEFERRALS;
+}
+
+/**
+ * Settles every out-of-turn record of the ledger: `deferred` once the port has put its copy in its queue
+ * (delayed by `deferralDelaySeconds`), else `redeliver` (no port, a FIFO record, at the cap, not taken,
+ * the port failing, or not answering before `signal`, the invocation's settle signal). A record is
+ * acknowledged only once its copy is safely queued.
+ */
+export async function deferOutOfTurn(
+  ledger: OutcomeLedger,
+  port: DeferralPort | undefined,
+  logger: Logger,
+  signal: AbortSignal,
+): Promise<void> {
+  const pending = ledger.pendingDeferrals();
+  if (pending.length === 0) return;
+  const now = Date.now();
+  const eligible = port === undefined ? [] : pending.filter(({ record }) => deferrable(record));
+  const notDeferred = new Set(
+    pending.filter((p) => !eligible.includes(p)).map(({ record }) => record.messageId),
+  );
+  if (port !== undefined && eligible.length > 0) {
+    const deferrals = eligible.map(({ record, error }) => ({
+      record,
+      delaySeconds: deferralDelaySeconds(
+        deferralsOf(record),
+        error instanceof SemaphoreTimeoutError ? error.freeAt : undefined,
+        now,
+      ),
+    }));
+    try {
+      // A port that ignores its signal must not hold the invocation past the settle budget.
+      const refused = await Promise.race([port.defer(deferrals, { signal }), rejectOnAbort(signal)]);
+      for (const id of refused) notDeferred.add(id);
+    } catch (error) {
+      for (const { record } of eligible) notDeferred.add(record.messageId);
+      logger.warn('deferral failed: records redelivered', { error, records: eligible.length });
+    }
+  }
+  for (const { record } of pending) {
+    if (notDeferred.has(record.messageId)) ledger.notDeferred(record.messageId);
+    else ledger.deferred(record.messageId);
+  }
+}

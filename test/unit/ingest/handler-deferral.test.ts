@@ -1,0 +1,184 @@
+// Deferred records (issue 16): a tenant whose prefix's permits are held by another invocation past
+// TURN_WAIT_MS is re-sent to its queue as a delayed copy and acknowledged, so its invocation frees its slot;
+// the copy keeps its origin's data identity (derived insert id, seq) and FIFO records are never deferred.
+import type { SQSRecord } from 'aws-lambda';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TURN_WAIT_MS } from '../../../lib/ingest/handler/defer-out-of-turn.js';
+import {
+  DEFERRALS_ATTRIBUTE,
+  ORIGIN_ATTRIBUTE,
+  ORIGIN_SENT_ATTRIBUTE,
+} from '../../../lib/ingest/handler/deferral-port.js';
+import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
+import { MemoryDeferrals } from '../../../lib/ingest/handler/memory-deferrals.js';
+import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
+import type { Semaphore } from '../../../lib/semaphore/types.js';
+import {
+  body,
+  failedIds,
+  lambdaContext,
+  sqsEvent,
+  sqsRecord,
+  type TestHandlerOptions,
+  testHandler,
+} from './handler/support.js';
+
+const handlers: IngestHandler[] = [];
+afterEach(async () => {
+  await Promise.all(handlers.splice(0).map((h) => h.close()));
+});
+
+/** Memory semaphores of `limit` permits by name, so a test can hold a prefix's permits itself. */
+function semaphores(limit: number) {
+  const made = new Map<string, MemorySemaphore>();
+  const factory = (name: string): Semaphore => {
+    let s = made.get(name);
+    if (s === undefined) {
+      s = new MemorySemaphore({ name, limit });
+      made.set(name, s);
+    }
+    return s;
+  };
+  return { made, factory };
+}
+
+function setup(options: TestHandlerOptions = {}, env: Record<string, string> = {}) {
+  const t = testHandler(env, options);
+  handlers.push(t.handler);
+  return t;
+}
+
+const PREFIX = 'prefix:ignored-by-memory-store/t=acme/';
+const acme = (n: number, from = 0) =>
+  Array.from({ length: n }, (_, i) => ({ tenant: 'acme', id: `a-${from + i}` }));
+
+describe('deferred records', () => {
+  it('a tenant whose prefix is held elsewhere is deferred after TURN_WAIT_MS, acknowledged, its copies delayed', async () => {
+    const sem = semaphores(4);
+    const held = await sem.factory(PREFIX).acquire(4);
+    const deferrals = new MemoryDeferrals();
+    const { handler, summaries, store } = setup({ semaphores: sem.factory, deferrals });
+    const event = sqsEvent([...acme(12), { tenant: 'globex', id: 'g-1' }]);
+    const started = Date.now();
+    const response = await handler(event, lambdaContext(30_000));
+    // Not the cutoff (28 s away): the turn wait, then the copies.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(TURN_WAIT_MS - 20);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(failedIds(response)).toEqual([]);
+    const acmeIds = event.Records.slice(0, 12).map((r) => r.messageId);
+    expect([...deferrals.deferred.keys()].sort()).toEqual([...acmeIds].sort());
+    // No holder said when it would be done: the first delay.
+    expect([...deferrals.deferred.values()].map((d) => d.delaySeconds)).toEqual(Array(12).fill(1));
+    expect(summaries[0]).toMatchObject({ RecordsDeferred: 12, RecordsProcessed: 1, RecordsFailed: 0 });
+    expect(store.keys().filter((k) => k.startsWith('t=acme/'))).toEqual([]);
+    await held.release();
+  });
+
+  it('without a deferral port the tenant waits for its permits until the cutoff, then is redelivered', async () => {
+    const sem = semaphores(4);
+    const held = await sem.factory(PREFIX).acquire(4);
+    const { handler, summaries } = setup({ semaphores: sem.factory, deferrals: false });
+    const event = sqsEvent(acme(12));
+    const started = Date.now();
+    const response = await handler(event, lambdaContext(4_000));
+    expect(Date.now() - started).toBeGreaterThan(1_200);
+    expect(failedIds(response)).toEqual(event.Records.map((r) => r.messageId).sort());
+    expect(summaries[0]!.RecordsDeferred).toBe(0);
+    expect(summaries[0]!.splits.RecordsRedelivered).toEqual({ 'permits-unavailable': 12 });
+    await held.release();
+  });
+
+  it('records the port does not take, FIFO records and records at the cap are redelivered, not deferred', async () => {
+    const sem = semaphores(4);
+    const held = await sem.factory(PREFIX).acquire(4);
+    const deferrals = new MemoryDeferrals();
+    const refusedId = 'refused-by-port';
+    deferrals.accept = (d) => d.record.messageId !== refusedId;
+    const { handler, summaries } = setup({ semaphores: sem.factory, deferrals });
+    const plain = acme(11).map((m) => sqsRecord(body(m)));
+    const refused = sqsRecord(body({ tenant: 'acme', id: 'r' }), refusedId);
+    const capped = sqsRecord(body({ tenant: 'acme', id: 'c' }));
+    capped.messageAttributes[DEFERRALS_ATTRIBUTE] = {
+      dataType: 'Number',
+      stringValue: '20',
+      stringListValues: [],
+      binaryListValues: [],
+    };
+    // A record at the cap makes its tenant wait like one that cannot be deferred (until the cutoff).
+    const response = await handler(sqsEvent([...plain, refused, capped]), lambdaContext(3_000));
+    expect(failedIds(response)).toEqual([refused.messageId, capped.messageId].sort());
+    expect(deferrals.deferred.size).toBe(11);
+    expect(summaries[0]).toMatchObject({ RecordsDeferred: 11, RecordsFailed: 2 });
+    expect(summaries[0]!.splits.RecordsRedelivered).toEqual({ 'permits-unavailable': 2 });
+
+    // A FIFO source: never deferred, and its tenant waits for its permits until the cutoff.
+    const fifo = acme(12, 100).map((m, i) => {
+      const r = sqsRecord(body(m));
+      r.eventSourceARN = 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo';
+      (r.attributes as SQSRecord['attributes'] & { MessageGroupId?: string }).MessageGroupId = `g-${i}`;
+      return r;
+    });
+    const started = Date.now();
+    const fifoResponse = await handler(sqsEvent(fifo), lambdaContext(4_000));
+    expect(Date.now() - started).toBeGreaterThan(1_200);
+    expect(failedIds(fifoResponse)).toEqual(fifo.map((r) => r.messageId).sort());
+    expect(deferrals.deferred.size).toBe(11);
+    await held.release();
+  });
+
+  it('a port that fails redelivers the records; the others of the batch keep their outcomes', async () => {
+    const sem = semaphores(4);
+    const held = await sem.factory(PREFIX).acquire(4);
+    const { handler, summaries } = setup({
+      semaphores: sem.factory,
+      deferrals: {
+        defer: async () => {
+          throw new Error('SQS unavailable');
+        },
+      },
+    });
+    const event = sqsEvent([...acme(10), { tenant: 'globex', id: 'g' }]);
+    const response = await handler(event, lambdaContext(30_000));
+    expect(failedIds(response)).toEqual(
+      event.Records.slice(0, 10)
+        .map((r) => r.messageId)
+        .sort(),
+    );
+    expect(summaries[0]).toMatchObject({ RecordsDeferred: 0, RecordsProcessed: 1, RecordsFailed: 10 });
+    await held.release();
+  });
+
+  it("a copy writes its origin's record: an insert without id derives it from the origin's message id", async () => {
+    const sem = semaphores(4);
+    const held = await sem.factory(PREFIX).acquire(4);
+    const deferrals = new MemoryDeferrals();
+    const { handler, store } = setup({ semaphores: sem.factory, deferrals });
+    const inserts = Array.from({ length: 10 }, (_, i) =>
+      sqsRecord(body({ tenant: 'acme', op: 'insert', data: { n: i } })),
+    );
+    await handler(sqsEvent(inserts), lambdaContext(30_000));
+    expect(deferrals.deferred.size).toBe(10);
+    await held.release();
+
+    // The copies, as SQS would deliver them (new ids, the attributes SqsDeferrals sets).
+    const copies = inserts.map((original) => {
+      const copy = sqsRecord(original.body);
+      copy.messageAttributes = {
+        [ORIGIN_ATTRIBUTE]: attribute('String', original.messageId),
+        [ORIGIN_SENT_ATTRIBUTE]: attribute('Number', original.attributes.SentTimestamp),
+        [DEFERRALS_ATTRIBUTE]: attribute('Number', '1'),
+      };
+      return copy;
+    });
+    expect(failedIds(await handler(sqsEvent(copies), lambdaContext(30_000)))).toEqual([]);
+    const keys = store.keys().filter((k) => k.startsWith('t=acme/'));
+    expect(keys).toHaveLength(10);
+    // The original delivered again (its deletion was lost): the same ten records, nothing more.
+    expect(failedIds(await handler(sqsEvent(inserts), lambdaContext(30_000)))).toEqual([]);
+    expect(store.keys().filter((k) => k.startsWith('t=acme/'))).toEqual(keys);
+  });
+});
+
+function attribute(dataType: string, stringValue: string) {
+  return { dataType, stringValue, stringListValues: [], binaryListValues: [] };
+}

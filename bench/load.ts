@@ -157,6 +157,7 @@ async function limitBound(): Promise<void> {
       'other tenants e2e p50 ms': Math.round(r.e2eCold.p50),
       'other tenants p50 vs naive': round(r.e2eCold.p50 / naive.e2eCold.p50, 2),
       redelivered: r.redelivered,
+      deferred: r.deferred ?? 0,
       lost: r.lost,
       'DynamoDB writes': r.dynamoWrites,
       'S3 writes': r.s3Writes,

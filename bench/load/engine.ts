@@ -6,12 +6,13 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
-import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { createS3Client } from '../../lib/db/s3-client.js';
 import { loadConfig } from '../../lib/ingest/config.js';
 import { createAwsClients } from '../../lib/ingest/handler/aws-clients.js';
-import { deferralsOf, originOf, originSentOf } from '../../lib/ingest/handler/deferral-port.js';
+import { type DeferralPort, originSentOf } from '../../lib/ingest/handler/deferral-port.js';
+import { SqsDeferrals } from '../../lib/ingest/handler/deferral-queue.js';
 import { createIngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
 import { dynamoSemaphores } from '../../lib/ingest/handler/tenant-permits.js';
 import type { ProducerWrite } from '../../lib/ingest/message/types.js';
@@ -111,6 +112,7 @@ export interface LoadRunResult {
   /** The hot prefix's adaptive semaphore at the end (sum over its shard items), when it has one. */
   hotAdaptive?: { capacity: number; latencyMs: number };
   e2e: { p50: number; p99: number; max: number; count: number };
+  /** Records the handler deferred (re-sent to the queue as delayed copies, then acknowledged). */
   deferred?: number;
   /** `e2e` of the other tenants' records only (not the hot tenant's): what a hot tenant costs its neighbours. */
   e2eCold: { p50: number; p99: number; max: number; count: number };
@@ -261,6 +263,13 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
   const inFlight = new InFlightCounter();
   const e2e = new Histogram();
   const deferredIds = new Set<string>();
+  const watchDeferrals = (port: DeferralPort): DeferralPort => ({
+    defer: async (deferrals, options) => {
+      const refused = await port.defer(deferrals, options);
+      for (const d of deferrals) if (!refused.has(d.record.messageId)) deferredIds.add(d.record.messageId);
+      return refused;
+    },
+  });
   const e2eCold = new Histogram();
   const pool = { retries: 0, throttles: 0, timeouts: 0, deadlineReached: 0 };
   try {
@@ -310,6 +319,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
         dynamoWrites += 1;
       });
       const staticPermits = config.engine === 'static';
+      const handlerSqs = createAwsClients(ingestConfig).sqs;
       return createIngestHandler(ingestConfig, {
         clients: { s3, dynamodb },
         // Today's handler: static permits, failed records wait out the queue's visibility timeout.
@@ -319,43 +329,11 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
               redeliveries: false as const,
             }
           : {}),
-        ...(process.env.HACK_DEFER === '1'
-          ? {
-              deferrals: {
-                defer: async (list: readonly { record: SQSRecord; delaySeconds: number }[]) => {
-                  const failed = new Set<string>();
-                  for (let i = 0; i < list.length; i += 10) {
-                    const chunk = list.slice(i, i + 10);
-                    const out = await sqs.send(
-                      new SendMessageBatchCommand({
-                        QueueUrl: resources.queueUrl,
-                        Entries: chunk.map(({ record, delaySeconds }, j) => ({
-                          Id: String(j),
-                          MessageBody: record.body,
-                          DelaySeconds: delaySeconds,
-                          MessageAttributes: {
-                            's3-ingest-origin': { DataType: 'String', StringValue: originOf(record) },
-                            's3-ingest-origin-sent': {
-                              DataType: 'String',
-                              StringValue: String(originSentOf(record)),
-                            },
-                            's3-ingest-deferrals': {
-                              DataType: 'Number',
-                              StringValue: String(deferralsOf(record) + 1),
-                            },
-                          },
-                        })),
-                      }),
-                    );
-                    for (const f of out.Failed ?? []) failed.add(chunk[Number(f.Id)]!.record.messageId);
-                  }
-                  for (const d of list)
-                    if (!failed.has(d.record.messageId)) deferredIds.add(d.record.messageId);
-                  return failed;
-                },
-              },
-            }
-          : {}),
+        // Deferred records go back to the queue through the real port; the run watches which were deferred
+        // (acknowledged but not yet written: their e2e is measured when a copy is written).
+        ...(staticPermits
+          ? { deferrals: false as const }
+          : { deferrals: watchDeferrals(new SqsDeferrals(handlerSqs)) }),
         logger: new Logger({ serviceName: 'bench-load', logLevel: 'ERROR' }),
         // Published (dropped) after every invocation, so samples never pile up into a mid-run flush.
         metrics: new SilentMetrics({ namespace: 'bench-load', serviceName: 'bench-load' }),

@@ -321,6 +321,9 @@ function coldStart(): Container {
   coldStarts += 1;
   const handler = createIngestHandler(ingestConfig, {
     clients: { s3: { destroy() {} } as never, sqs: sqsClient as never, dynamodb: dynamodb as never },
+    // The SQS model has no deferred copies yet (its SendMessageBatch is the DLQ's): the simulated handler
+    // waits for its permits as before deferral (issue 16) rather than acknowledging copies no queue keeps.
+    deferrals: false,
     store:
       cpuStore ??
       ((config.s3.clientCpuMsPerCall ?? 0) > 0

@@ -53,6 +53,32 @@ describe('OutcomeLedger', () => {
     expect(ledger.response()).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-1' }] });
   });
 
+  it('an out-of-turn record waits for the deferral port: acknowledged once deferred, redelivered if not', () => {
+    const { ledger, records } = ledgerOf(4);
+    const turn = new Error('no turn');
+    for (const id of ['m-0', 'm-1', 'm-2']) ledger.settle(id, { kind: 'out-of-turn', error: turn }, 'acme');
+    ledger.settle('m-3', written);
+    expect(ledger.pendingDeferrals()).toEqual(records.slice(0, 3).map((record) => ({ record, error: turn })));
+    // Still pending: redelivered (permits-unavailable) if no stage settles it.
+    expect(ledger.counts()).toMatchObject({ written: 1, deferred: 0, redelivered: 3 });
+    expect(ledger.counts().redeliveredByCause).toEqual(new Map([['permits-unavailable', 3]]));
+    ledger.deferred('m-0');
+    ledger.notDeferred('m-1');
+    expect(ledger.fateOf('m-0')).toEqual({ state: 'deferred' });
+    expect(ledger.fateOf('m-1')).toEqual({ state: 'redeliver', cause: 'permits-unavailable', error: turn });
+    expect(ledger.pendingDeferrals().map((p) => p.record.messageId)).toEqual(['m-2']);
+    expect(ledger.response()).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm-1' }, { itemIdentifier: 'm-2' }],
+    });
+    expect(ledger.counts()).toMatchObject({ written: 1, deferred: 1, deadLettered: 0, redelivered: 2 });
+    // Final: neither settles twice, and a record not out of turn has no deferral to settle.
+    expect(() => ledger.deferred('m-0')).toThrow(OutcomeAlreadySettledError);
+    expect(() => ledger.notDeferred('m-1')).toThrow(OutcomeAlreadySettledError);
+    expect(() => ledger.deferred('m-3')).toThrow(OutcomeAlreadySettledError);
+    expect(() => ledger.settle('m-2', written)).toThrow(OutcomeAlreadySettledError);
+    expect(ledger.fateOf('m-0')).toEqual({ state: 'deferred' });
+  });
+
   it('a permanent failure waits for the DLQ: acknowledged once dead-lettered, redelivered if not', () => {
     const { ledger, records } = ledgerOf(3);
     ledger.settle('m-0', permanent());

@@ -1,4 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import {
+  DEFERRALS_ATTRIBUTE,
+  ORIGIN_ATTRIBUTE,
+  ORIGIN_SENT_ATTRIBUTE,
+} from '../../../lib/ingest/handler/deferral-port.js';
 import { parseRecord, planBatch } from '../../../lib/ingest/handler/plan-batch.js';
 import { body, sqsRecord } from './handler/support.js';
 
@@ -123,6 +128,50 @@ describe('planBatch (pure)', () => {
       ['m-3', 'permanent', 'invalid-json'],
     ]);
     expect(plan.tenants[0]!.chains.flat().map((w) => w.messageId)).toEqual(['m-2', 'm-4']);
+  });
+
+  it("a deferred copy keeps its origin's data identity; the ledger still knows it by its own id", () => {
+    const copy = sqsRecord(body({ op: 'insert', data: { n: 1 } }), 'copy-1');
+    copy.attributes.SentTimestamp = '1700000009999';
+    copy.messageAttributes = {
+      [ORIGIN_ATTRIBUTE]: {
+        dataType: 'String',
+        stringValue: 'origin-1',
+        stringListValues: [],
+        binaryListValues: [],
+      },
+      [ORIGIN_SENT_ATTRIBUTE]: {
+        dataType: 'Number',
+        stringValue: '1700000000000',
+        stringListValues: [],
+        binaryListValues: [],
+      },
+      [DEFERRALS_ATTRIBUTE]: {
+        dataType: 'Number',
+        stringValue: '3',
+        stringListValues: [],
+        binaryListValues: [],
+      },
+    };
+    const original = sqsRecord(body({ op: 'insert', data: { n: 1 } }), 'origin-1');
+    original.attributes.SentTimestamp = '1700000000000';
+    const write = parseRecord(copy, resources);
+    const first = parseRecord(original, resources);
+    expect(write).toMatchObject({ messageId: 'copy-1', originId: 'origin-1', seq: 1_700_000_000_000_000 });
+    expect('id' in write && 'id' in first && write.id === first.id).toBe(true);
+    expect(first).not.toHaveProperty('originId');
+    const plan = planBatch([copy, sqsRecord(body({ id: 'other' }), 'm-2')], resources);
+    expect(plan.tenants[0]).toMatchObject({ deferrals: 3, ordered: false });
+    expect(planBatch([sqsRecord(body({ id: 'z' }), 'm-3')], resources).tenants[0]).toMatchObject({
+      deferrals: 0,
+    });
+  });
+
+  it('a tenant with a FIFO message group is ordered (its records are never deferred)', () => {
+    const fifo = sqsRecord(body({ id: 'f' }), 'm-f');
+    fifo.eventSourceARN = 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo';
+    (fifo.attributes as typeof fifo.attributes & { MessageGroupId: string }).MessageGroupId = 'g';
+    expect(planBatch([fifo], resources).tenants[0]!.ordered).toBe(true);
   });
 
   it('gives the same plan for the same records (no hidden state)', () => {

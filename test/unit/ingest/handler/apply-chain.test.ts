@@ -150,4 +150,9 @@ describe('sequencedWrite', () => {
     const del = write({ op: 'delete', seq: 8, messageId: 'm-b' });
     expect(sequencedWrite(del)).toStrictEqual({ op: 'delete', stamp: { seq: 8, tie: 'm-b' } });
   });
+
+  it("a deferred copy's write is tied by its origin's message id (it orders as its origin did)", () => {
+    const copy = write({ op: 'upsert', seq: 7, messageId: 'copy-id', originId: 'm-a', data: { total: 1 } });
+    expect(sequencedWrite(copy).stamp).toStrictEqual({ seq: 7, tie: 'm-a' });
+  });
 });

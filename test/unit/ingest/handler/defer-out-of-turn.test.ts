@@ -1,0 +1,115 @@
+// The deferral stage and its policy: which out-of-turn records are deferred, with what delay, and what
+// happens when the port refuses, fails or does not answer (they are redelivered, never lost).
+import { describe, expect, it } from 'vitest';
+import {
+  canDefer,
+  deferOutOfTurn,
+  deferralDelaySeconds,
+  FIRST_DEFERRAL_DELAY_SECONDS,
+  MAX_DEFERRAL_DELAY_SECONDS,
+  MAX_DEFERRALS,
+} from '../../../../lib/ingest/handler/defer-out-of-turn.js';
+import { DEFERRALS_ATTRIBUTE, type DeferralPort } from '../../../../lib/ingest/handler/deferral-port.js';
+import { MemoryDeferrals } from '../../../../lib/ingest/handler/memory-deferrals.js';
+import { OutcomeLedger } from '../../../../lib/ingest/handler/outcome-ledger.js';
+import { SemaphoreTimeoutError } from '../../../../lib/semaphore/errors.js';
+import { silentLogger, sqsRecord } from './support.js';
+
+const open = () => new AbortController().signal;
+
+function outOfTurn(n: number, error: unknown = new SemaphoreTimeoutError('prefix:t', 1, Date.now())) {
+  const records = Array.from({ length: n }, (_, i) => sqsRecord(`body-${i}`, `m-${i}`));
+  const ledger = new OutcomeLedger(records);
+  for (const r of records) ledger.settle(r.messageId, { kind: 'out-of-turn', error }, 'acme');
+  return { records, ledger };
+}
+
+function withDeferrals(record: ReturnType<typeof sqsRecord>, n: number) {
+  record.messageAttributes[DEFERRALS_ATTRIBUTE] = {
+    dataType: 'Number',
+    stringValue: String(n),
+    stringListValues: [],
+    binaryListValues: [],
+  };
+  return record;
+}
+
+describe('deferralDelaySeconds', () => {
+  it('until the holders are due, rounded down to whole seconds, between the first and the longest delay', () => {
+    const now = 1_000_000;
+    expect(deferralDelaySeconds(0, now + 4_900, now)).toBe(4);
+    expect(deferralDelaySeconds(7, now + 4_900, now)).toBe(4);
+    expect(deferralDelaySeconds(0, now + 300, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
+    expect(deferralDelaySeconds(0, now - 5_000, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
+    expect(deferralDelaySeconds(0, now + 600_000, now)).toBe(MAX_DEFERRAL_DELAY_SECONDS);
+  });
+
+  it('when no holder said: the first delay, doubling every fourth deferral, up to the longest', () => {
+    expect([0, 1, 3, 4, 7, 8, 12, 16, 19, 40].map((n) => deferralDelaySeconds(n))).toEqual([
+      1, 1, 1, 2, 2, 4, 8, 16, 16, 30,
+    ]);
+    expect(deferralDelaySeconds(-2)).toBe(1);
+    expect(deferralDelaySeconds(Number.NaN)).toBe(1);
+    expect(deferralDelaySeconds(0, Number.NaN)).toBe(1);
+  });
+});
+
+describe('canDefer', () => {
+  it('a tenant with no FIFO group, under the cap', () => {
+    expect(canDefer({ ordered: false, deferrals: MAX_DEFERRALS - 1 })).toBe(true);
+    expect(canDefer({ ordered: false, deferrals: MAX_DEFERRALS })).toBe(false);
+    expect(canDefer({ ordered: true, deferrals: 0 })).toBe(false);
+  });
+});
+
+describe('deferOutOfTurn', () => {
+  it('defers every eligible record with the delay its holders announced; nothing pending, no call', async () => {
+    const now = Date.now();
+    const { ledger, records } = outOfTurn(3, new SemaphoreTimeoutError('p', 1, now, now + 3_500));
+    const port = new MemoryDeferrals();
+    await deferOutOfTurn(ledger, port, silentLogger(), open());
+    expect([...port.deferred.keys()]).toEqual(records.map((r) => r.messageId));
+    expect([...port.deferred.values()].map((d) => d.delaySeconds)).toEqual([3, 3, 3]);
+    expect(ledger.counts()).toMatchObject({ deferred: 3, redelivered: 0 });
+    await deferOutOfTurn(ledger, port, silentLogger(), open());
+    expect(port.calls).toHaveLength(1);
+  });
+
+  it('FIFO records, records at the cap and those the port refuses are redelivered; no port: all of them', async () => {
+    const { ledger, records } = outOfTurn(4);
+    records[0]!.eventSourceARN = 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo';
+    withDeferrals(records[1]!, MAX_DEFERRALS);
+    withDeferrals(records[2]!, MAX_DEFERRALS - 1);
+    const port = new MemoryDeferrals();
+    port.accept = (d) => d.record.messageId !== 'm-3';
+    await deferOutOfTurn(ledger, port, silentLogger(), open());
+    expect(port.calls.flat().map((d) => d.record.messageId)).toEqual(['m-2', 'm-3']);
+    expect(ledger.fateOf('m-2')).toEqual({ state: 'deferred' });
+    for (const id of ['m-0', 'm-1', 'm-3'])
+      expect(ledger.fateOf(id)).toMatchObject({ state: 'redeliver', cause: 'permits-unavailable' });
+
+    const none = outOfTurn(2);
+    await deferOutOfTurn(none.ledger, undefined, silentLogger(), open());
+    expect(none.ledger.counts()).toMatchObject({ deferred: 0, redelivered: 2 });
+  });
+
+  it('a port that fails, or does not answer before the signal, leaves every record redelivered', async () => {
+    const failing: DeferralPort = {
+      defer: async () => {
+        throw new Error('SQS down');
+      },
+    };
+    const a = outOfTurn(2);
+    await deferOutOfTurn(a.ledger, failing, silentLogger(), open());
+    expect(a.ledger.counts()).toMatchObject({ deferred: 0, redelivered: 2 });
+
+    const silent: DeferralPort = { defer: () => new Promise(() => undefined) };
+    const b = outOfTurn(2);
+    const controller = new AbortController();
+    const settled = deferOutOfTurn(b.ledger, silent, silentLogger(), controller.signal);
+    controller.abort(new Error('settle budget spent'));
+    await settled;
+    expect(b.ledger.counts()).toMatchObject({ deferred: 0, redelivered: 2 });
+    expect(b.ledger.pendingDeferrals()).toEqual([]);
+  });
+});

@@ -102,13 +102,13 @@ export class OutcomeLedger {
 
   /** The DLQ took the letter: final, acknowledged. */
   deadLettered(messageId: string): void {
-    const { entry, fate } = this.#refused(messageId, 'dead-lettered');
+    const { entry, fate } = this.#pending(messageId, 'refused', 'dead-lettered');
     entry.fate = { state: 'dead-lettered', reason: fate.reason, error: fate.error };
   }
 
   /** The DLQ did not take the letter: final, redelivered (SQS's redrive policy still moves it eventually). */
   deadLetterFailed(messageId: string, error?: unknown): void {
-    const { entry } = this.#refused(messageId, 'redeliver');
+    const { entry } = this.#pending(messageId, 'refused', 'redeliver');
     entry.fate = { state: 'redeliver', cause: 'dead-letter-failed', error };
   }
 
@@ -117,7 +117,7 @@ export class OutcomeLedger {
    * redelivered): final, redelivered with `cause`, so SQS hands the group back in order.
    */
   withholdLetter(messageId: string, cause: TransientCause, error?: unknown): void {
-    const { entry } = this.#refused(messageId, 'redeliver');
+    const { entry } = this.#pending(messageId, 'refused', 'redeliver');
     entry.fate = { state: 'redeliver', cause, error };
   }
 
@@ -132,12 +132,12 @@ export class OutcomeLedger {
 
   /** A copy of the out-of-turn record is in its queue: final, acknowledged. */
   deferred(messageId: string): void {
-    this.#outOfTurn(messageId, 'deferred').entry.fate = { state: 'deferred' };
+    this.#pending(messageId, 'out-of-turn', 'deferred').entry.fate = { state: 'deferred' };
   }
 
   /** The out-of-turn record could not be deferred: final, redelivered (`permits-unavailable`). */
   notDeferred(messageId: string): void {
-    const { entry, fate } = this.#outOfTurn(messageId, 'redeliver');
+    const { entry, fate } = this.#pending(messageId, 'out-of-turn', 'redeliver');
     entry.fate = { state: 'redeliver', cause: 'permits-unavailable', error: fate.error };
   }
 
@@ -189,30 +189,21 @@ export class OutcomeLedger {
     return entry;
   }
 
-  /** The entry of a record out of turn; anything else has no deferral to settle. */
-  #outOfTurn(
+  /**
+   * The entry of a record in a pending state (`refused`: waiting for the DLQ; `out-of-turn`: waiting for the
+   * deferral port); anything else has nothing of that kind to settle.
+   */
+  #pending<S extends 'refused' | 'out-of-turn'>(
     messageId: string,
+    state: S,
     next: string,
-  ): { entry: Entry; fate: Extract<RecordFate, { state: 'out-of-turn' }> } {
+  ): { entry: Entry; fate: Extract<RecordFate, { state: S }> } {
     const entry = this.#entry(messageId);
     const fate = entry.fate;
-    if (fate?.state !== 'out-of-turn') {
+    if (fate?.state !== state) {
       throw new OutcomeAlreadySettledError(messageId, fate?.state ?? 'unsettled', next);
     }
-    return { entry, fate };
-  }
-
-  /** The entry of a record waiting for the DLQ; anything else has no letter to settle. */
-  #refused(
-    messageId: string,
-    next: string,
-  ): { entry: Entry; fate: Extract<RecordFate, { state: 'refused' }> } {
-    const entry = this.#entry(messageId);
-    const fate = entry.fate;
-    if (fate?.state !== 'refused') {
-      throw new OutcomeAlreadySettledError(messageId, fate?.state ?? 'unsettled', next);
-    }
-    return { entry, fate };
+    return { entry, fate: fate as Extract<RecordFate, { state: S }> };
   }
 }
 

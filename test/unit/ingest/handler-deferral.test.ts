@@ -11,12 +11,11 @@ import {
 } from '../../../lib/ingest/handler/deferral-port.js';
 import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import { MemoryDeferrals } from '../../../lib/ingest/handler/memory-deferrals.js';
-import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
-import type { Semaphore } from '../../../lib/semaphore/types.js';
 import {
   body,
   failedIds,
   lambdaContext,
+  memorySemaphores,
   sqsEvent,
   sqsRecord,
   type TestHandlerOptions,
@@ -28,19 +27,7 @@ afterEach(async () => {
   await Promise.all(handlers.splice(0).map((h) => h.close()));
 });
 
-/** Memory semaphores of `limit` permits by name, so a test can hold a prefix's permits itself. */
-function semaphores(limit: number) {
-  const made = new Map<string, MemorySemaphore>();
-  const factory = (name: string): Semaphore => {
-    let s = made.get(name);
-    if (s === undefined) {
-      s = new MemorySemaphore({ name, limit });
-      made.set(name, s);
-    }
-    return s;
-  };
-  return { made, factory };
-}
+const semaphores = memorySemaphores;
 
 function setup(options: TestHandlerOptions = {}, env: Record<string, string> = {}) {
   const t = testHandler(env, options);

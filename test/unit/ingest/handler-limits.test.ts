@@ -6,13 +6,13 @@ import {
   type VisibilityPort,
 } from '../../../lib/ingest/handler/redelivery-backoff.js';
 import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
-import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
 import type { LeaseUsage, Semaphore } from '../../../lib/semaphore/types.js';
 import {
   failedIds,
   ids,
   keyOf,
   lambdaContext,
+  memorySemaphores,
   silentLogger,
   sqsEvent,
   type TestHandlerOptions,
@@ -26,19 +26,7 @@ afterEach(async () => {
   await Promise.all(handlers.splice(0).map((h) => h.close()));
 });
 
-/** Memory semaphores of `limit` permits whatever the handler asks for, by name. */
-function semaphores(limit: number) {
-  const made = new Map<string, MemorySemaphore>();
-  const factory = (name: string): Semaphore => {
-    let s = made.get(name);
-    if (s === undefined) {
-      s = new MemorySemaphore({ name, limit });
-      made.set(name, s);
-    }
-    return s;
-  };
-  return { made, factory };
-}
+const semaphores = memorySemaphores;
 
 function latency(ms: number): S3BehaviourModel {
   return new S3BehaviourModel({ latency: { medianMs: ms, p99Ms: ms }, writesPerSecond: Infinity });

@@ -24,6 +24,8 @@ import {
   type InvocationSummary,
 } from '../../../../lib/ingest/handler/ingest-handler.js';
 import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/memory-dead-letter-sink.js';
+import { MemorySemaphore } from '../../../../lib/semaphore/memory-semaphore.js';
+import type { Semaphore } from '../../../../lib/semaphore/types.js';
 
 /** A Lambda `Context` whose `getRemainingTimeInMillis()` counts down (wall clock) from `remainingMs`. */
 export function lambdaContext(remainingMs: number): Context {
@@ -315,4 +317,18 @@ export function internalError(): S3ServiceException {
     $metadata: { httpStatusCode: 500 },
     message: 'We encountered an internal error. Please try again.',
   });
+}
+
+/** Memory semaphores of `limit` permits whatever the handler asks for, by name (so a test can hold them). */
+export function memorySemaphores(limit: number) {
+  const made = new Map<string, MemorySemaphore>();
+  const factory = (name: string): Semaphore => {
+    let s = made.get(name);
+    if (s === undefined) {
+      s = new MemorySemaphore({ name, limit });
+      made.set(name, s);
+    }
+    return s;
+  };
+  return { made, factory };
 }

@@ -1,6 +1,6 @@
 // The deferral stage and its policy: which out-of-turn records are deferred, with what delay, and what
 // happens when the port refuses, fails or does not answer (they are redelivered, never lost).
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   canDefer,
   deferOutOfTurn,
@@ -91,6 +91,34 @@ describe('deferOutOfTurn', () => {
     const none = outOfTurn(2);
     await deferOutOfTurn(none.ledger, undefined, silentLogger(), open());
     expect(none.ledger.counts()).toMatchObject({ deferred: 0, redelivered: 2 });
+  });
+
+  it('asks no port when nothing pending can be deferred, and hands the port the settle signal', async () => {
+    const { ledger, records } = outOfTurn(1);
+    records[0]!.eventSourceARN = 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo';
+    const port = new MemoryDeferrals();
+    await deferOutOfTurn(ledger, port, silentLogger(), open());
+    expect(port.calls).toEqual([]);
+    expect(ledger.fateOf('m-0')).toMatchObject({ state: 'redeliver' });
+
+    const seen: AbortSignal[] = [];
+    const watching: DeferralPort = {
+      defer: async (_, options) => {
+        seen.push(options.signal);
+        return new Set();
+      },
+    };
+    const controller = new AbortController();
+    await deferOutOfTurn(outOfTurn(1).ledger, watching, silentLogger(), controller.signal);
+    expect(seen).toEqual([controller.signal]);
+  });
+
+  it('logs a failing port with how many records it redelivers', async () => {
+    const logger = silentLogger();
+    const warn = vi.spyOn(logger, 'warn');
+    const error = new Error('SQS down');
+    await deferOutOfTurn(outOfTurn(3).ledger, { defer: () => Promise.reject(error) }, logger, open());
+    expect(warn).toHaveBeenCalledWith('deferral failed: records redelivered', { error, records: 3 });
   });
 
   it('a port that fails, or does not answer before the signal, leaves every record redelivered', async () => {

@@ -89,8 +89,12 @@ describe('deferOutOfTurn', () => {
       expect(ledger.fateOf(id)).toMatchObject({ state: 'redeliver', cause: 'permits-unavailable' });
 
     const none = outOfTurn(2);
-    await deferOutOfTurn(none.ledger, undefined, silentLogger(), open());
+    const logger = silentLogger();
+    const warn = vi.spyOn(logger, 'warn');
+    await deferOutOfTurn(none.ledger, undefined, logger, open());
     expect(none.ledger.counts()).toMatchObject({ deferred: 0, redelivered: 2 });
+    // No port is not a failing port.
+    expect(warn).not.toHaveBeenCalled();
   });
 
   it('asks no port when nothing pending can be deferred, and hands the port the settle signal', async () => {

@@ -75,6 +75,7 @@ export async function deferOutOfTurn(
   const notDeferred = new Set(
     pending.filter((p) => !eligible.includes(p)).map(({ record }) => record.messageId),
   );
+  // Stryker disable next-line ConditionalExpression: without a port `eligible` is empty, so the second test decides alone.
   if (port !== undefined && eligible.length > 0) {
     const deferrals = eligible.map(({ record, error }) => ({
       record,

@@ -303,13 +303,20 @@ function plan(order: readonly Room[], k: number): { n: number; seen: AdaptiveSta
 /**
  * The earliest time `enough` permits are expected free, from the holders' announced due times (earliest
  * first); `undefined` when a holder in the way announced none or is already late (its caller polls), so
- * only holders that said when they are done can make a waiter sleep, or give up.
+ * only holders that said when they are done can make a waiter sleep, or give up. A holder is gone by its
+ * lease's end whatever it announced (an expired holder is reclaimed), so it is due by `until` at the latest.
  */
 function freeAt(rooms: readonly Room[], enough: number, now: number): number | undefined {
   const free = rooms.map((r) => r.unclamped);
   const total = () => free.reduce((sum, f) => sum + Math.max(0, floorToQuantum(f)), 0);
   const leaving = rooms
-    .flatMap((room, shard) => room.holders.map((h) => ({ shard, n: h.n, due: h.due })))
+    .flatMap((room, shard) =>
+      room.holders.map((h) => ({
+        shard,
+        n: h.n,
+        due: h.due === undefined ? undefined : Math.min(h.due, h.until),
+      })),
+    )
     .sort((a, b) => (a.due ?? Number.POSITIVE_INFINITY) - (b.due ?? Number.POSITIVE_INFINITY));
   for (const holder of leaving) {
     if (holder.due === undefined || holder.due <= now) return undefined;

@@ -343,6 +343,19 @@ describe('AdaptiveDynamoSemaphore: holders say when they will be done (`requests
     await holder.release();
   });
 
+  it('a holder due after its lease ends is free when its lease ends: the waiter does not give up on its due', async () => {
+    const name = fresh();
+    // Due in ~20 s (4,000 requests at 200/s), but its lease ends in 300 ms: it cannot hold past that.
+    const holder = await semaphore(name).sem.acquire(4, { requests: 4_000, leaseMs: 300 });
+    const { sem } = semaphore(name);
+    const started = Date.now();
+    const lease = await sem.acquire(1, { deadline: started + 3_000 });
+    expect(lease.permits).toBe(1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    await lease.release();
+    await holder.release().catch(() => undefined); // reclaimed: its release finds nothing
+  });
+
   it('a waiter sleeps until the holder is due instead of polling, and gets the permits it gives back', async () => {
     const name = fresh();
     const holder = await semaphore(name).sem.acquire(4, { requests: 120 }); // 4 permits: 200/s, due in 600 ms

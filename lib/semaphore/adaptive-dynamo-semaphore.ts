@@ -201,7 +201,9 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       const whole = rotated.find((r) => r.free >= k);
       const order = whole !== undefined ? [whole] : [...rotated].sort((a, b) => b.free - a.free);
       const planned = plan(order, k);
-      const due = requests === undefined ? undefined : this.#due(planned, requests);
+      const estimate = requests === undefined ? undefined : this.#due(planned, requests);
+      // Gone by its lease's end whatever it estimates (and a huge one is a number DynamoDB refuses).
+      const due = estimate === undefined ? undefined : Math.min(estimate, until);
       for (const room of order) {
         if (remaining() === 0 || room.free <= 0) break;
         const grant = {

@@ -423,6 +423,19 @@ describe('AdaptiveDynamoSemaphore: holders say when they will be done (`requests
     await Promise.all([announced.release(), silent.release()]);
   });
 
+  it('a holder announces its due no later than its lease ends, however many requests it says (DynamoDB takes the number)', async () => {
+    const name = fresh();
+    const clock = 41_000_000;
+    const { sem } = semaphore(name, { now: () => clock, random: () => 0 });
+    const lease = await sem.acquire(2, { requests: 1e130, leaseMs: 60_000 });
+    const [raw] = (await semaphoreItems(direct, tableName, name)).filter(
+      (i) => Object.keys(i.holders?.M ?? {}).length > 0,
+    );
+    const entry = Object.values(raw!.holders!.M!)[0]!.M!;
+    expect(Number(entry.due!.N)).toBe(clock + 60_000);
+    await lease.release();
+  });
+
   it('refuses a negative or non-finite `requests`', async () => {
     const { sem } = semaphore(fresh());
     for (const requests of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {

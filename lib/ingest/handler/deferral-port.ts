@@ -29,6 +29,13 @@ export interface Deferral {
  * are redelivered, never acknowledged); may reject as a whole (none deferred).
  */
 export interface DeferralPort {
+  /**
+   * Whether the port could ever take `record` (`SqsDeferrals`: not one from a FIFO queue or whose copy
+   * would have more than 10 attributes). A tenant with a record it could not take waits for its permits
+   * until the cutoff, as one that cannot be deferred, rather than giving up its turn after `TURN_WAIT_MS`
+   * for a copy that is then refused. Absent: every record.
+   */
+  takes?(record: SQSRecord): boolean;
   defer(deferrals: readonly Deferral[], options: { signal: AbortSignal }): Promise<ReadonlySet<string>>;
 }
 

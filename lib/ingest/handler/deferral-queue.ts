@@ -105,6 +105,10 @@ function outgoingOf({
 export class SqsDeferrals implements DeferralPort {
   constructor(private readonly sqs: SQSClient) {}
 
+  takes(record: SQSRecord): boolean {
+    return outgoingOf({ record, delaySeconds: 0 }) !== undefined;
+  }
+
   async defer(
     deferrals: readonly Deferral[],
     options: { signal: AbortSignal },

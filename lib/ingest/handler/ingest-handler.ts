@@ -200,6 +200,8 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     const invocation = new InvocationMetrics();
     running = invocation;
     const plan = planBatch(records, config.resources, planOptions);
+    const takes = deferrals?.takes?.bind(deferrals);
+    const byId = takes === undefined ? undefined : new Map(records.map((r) => [r.messageId, r]));
 
     // Process.
     try {
@@ -211,6 +213,14 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
         metrics: invocation,
         logger,
         ...(deferrals === undefined ? {} : { turnWaitMs: TURN_WAIT_MS }),
+        ...(takes === undefined || byId === undefined
+          ? {}
+          : {
+              deferrable: (messageId: string) => {
+                const record = byId.get(messageId);
+                return record !== undefined && takes(record);
+              },
+            }),
       });
       await deferOutOfTurn(ledger, deferrals, logger, deadline.settleSignal);
       withholdFifoLetters(ledger);

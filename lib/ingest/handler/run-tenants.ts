@@ -23,6 +23,11 @@ export interface RunContext {
    * get them is `out-of-turn`. @default undefined (no deferral: every tenant waits until the cutoff)
    */
   readonly turnWaitMs?: number;
+  /**
+   * Whether the deferral port could take the record of this message id (`DeferralPort.takes`): a tenant
+   * with one it could not waits for its permits until the cutoff. @default every record
+   */
+  readonly deferrable?: (messageId: string) => boolean;
 }
 
 /** One tenant at run time: its plan with its Database and pool (what the permit planner hands back). */
@@ -67,6 +72,9 @@ export async function runTenants(
   context: RunContext,
 ): Promise<void> {
   const { ledger, deadline, logger, metrics } = context;
+  const deferrable = (plan: TenantPlan) =>
+    canDefer(plan) &&
+    plan.chains.every((chain) => chain.every((w) => context.deferrable?.(w.messageId) ?? true));
   const runs: TenantRun[] = [];
   try {
     await Promise.all(
@@ -79,7 +87,7 @@ export async function runTenants(
             plan,
             writes: plan.writes,
             receives: plan.receives + plan.deferrals,
-            maxWaitMs: context.turnWaitMs !== undefined && canDefer(plan) ? context.turnWaitMs : undefined,
+            maxWaitMs: context.turnWaitMs !== undefined && deferrable(plan) ? context.turnWaitMs : undefined,
           });
           metrics.watch(entry.pool);
         } catch (error) {

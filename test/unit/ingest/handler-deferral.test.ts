@@ -9,8 +9,10 @@ import {
   ORIGIN_ATTRIBUTE,
   ORIGIN_SENT_ATTRIBUTE,
 } from '../../../lib/ingest/handler/deferral-port.js';
+import { SqsDeferrals } from '../../../lib/ingest/handler/deferral-queue.js';
 import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import { MemoryDeferrals } from '../../../lib/ingest/handler/memory-deferrals.js';
+import { recordingClient } from './handler/recording-sqs.js';
 import {
   body,
   failedIds,
@@ -111,6 +113,25 @@ describe('deferred records', () => {
     expect(failedIds(fifoResponse)).toEqual(fifo.map((r) => r.messageId).sort());
     expect(deferrals.deferred.size).toBe(11);
     await held.release();
+  });
+
+  it('a tenant whose records SqsDeferrals could never send waits for its permits like one that cannot be deferred', async () => {
+    const sem = semaphores(4);
+    const held = await sem.factory(PREFIX).acquire(4);
+    const { client, calls } = recordingClient();
+    const { handler, summaries } = setup({ semaphores: sem.factory, deferrals: new SqsDeferrals(client) });
+    // Eight producer attributes: with origin, sent time and count the copy would carry 11 (SQS takes 10).
+    const records = acme(12).map((m) => {
+      const r = sqsRecord(body(m));
+      for (let i = 0; i < 8; i++) r.messageAttributes[`a${i}`] = attribute('String', `v${i}`);
+      return r;
+    });
+    // The holder is done after TURN_WAIT_MS, well before the cutoff: the tenant gets its turn.
+    setTimeout(() => void held.release(), TURN_WAIT_MS + 500);
+    const response = await handler(sqsEvent(records), lambdaContext(6_000));
+    expect(failedIds(response)).toEqual([]);
+    expect(summaries[0]).toMatchObject({ RecordsProcessed: 12, RecordsDeferred: 0, RecordsFailed: 0 });
+    expect(calls).toEqual([]);
   });
 
   it('a port that fails redelivers the records; the others of the batch keep their outcomes', async () => {

@@ -349,3 +349,17 @@ describe('MemoryDeferrals', () => {
     expect(port.calls[0]).toHaveLength(2);
   });
 });
+
+describe('SqsDeferrals.takes: whether a record could ever be deferred', () => {
+  it('takes a standard-queue record, not a FIFO one, one whose ARN names no queue, nor one with too many attributes', () => {
+    const port = new SqsDeferrals(recordingClient().client);
+    expect(port.takes(record())).toBe(true);
+    expect(port.takes(record({ eventSourceARN: `${INGEST_ARN}.fifo` }))).toBe(false);
+    expect(port.takes(record({ eventSourceARN: 'not-an-arn' }))).toBe(false);
+    const seven = strings(Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`a${i}`, 'v'])));
+    expect(port.takes(record({ messageAttributes: seven }))).toBe(true);
+    expect(
+      port.takes(record({ messageAttributes: { ...seven, a7: { dataType: 'String', stringValue: 'v' } } })),
+    ).toBe(false);
+  });
+});

@@ -33,8 +33,8 @@ export function canDefer(plan: { readonly ordered: boolean; readonly deferrals: 
 
 /**
  * The delay of a deferred copy: until its prefix's holders said they would be done (`freeAtMs`, epoch
- * ms, rounded up to whole seconds), so the copy comes back for the hand-over; when they said nothing,
- * `FIRST x 2^deferrals`. Between `FIRST` and `MAX` seconds either way.
+ * ms, rounded down to whole seconds), so the copy comes back for the hand-over; when they said nothing,
+ * `FIRST x 2^floor(deferrals / 4)`. Between `FIRST` and `MAX` seconds either way.
  */
 export function deferralDelaySeconds(deferrals: number, freeAtMs?: number, nowMs = Date.now()): number {
   // Stryker disable next-line ConditionalExpression: Number.isFinite(undefined) is false, so the first test only reads clearly.

@@ -7,8 +7,10 @@ import { rejectOnAbort } from './send-dead-letters.js';
 
 /**
  * Deferrals a record may have; past this it is redelivered instead, so SQS's receive count and redrive
- * policy bound it again (a prefix that never frees cannot keep a record circulating for ever). With the
- * delays below, 20 deferrals are about 9 minutes of waiting for a turn.
+ * policy bound it again (a prefix that never frees cannot keep a record circulating for ever). When no
+ * holder says when it is due, the delays below make 20 deferrals about 2 minutes of waiting; when holders
+ * do, a copy comes back for each hand-over (1-2 s apart on a hot prefix), so 20 deferrals can pass in under a
+ * minute of continuous overload, and a record still waiting then burns its receive count (known limit).
  */
 export const MAX_DEFERRALS = 20;
 /** Delay of a record's first deferred copy, doubling with each deferral. */

@@ -109,4 +109,30 @@ describe('acquireInRounds', () => {
     await expect(acquireInRounds(a)).rejects.toThrow('cutoff');
     expect(givenBack).toEqual([{ n: 1 }]);
   });
+
+  it('an aborted signal ends it before any round; a round failing after an abort reports the reason', async () => {
+    const early = new AbortController();
+    early.abort(new Error('already cut off'));
+    const first = rounds({ signal: early.signal });
+    await expect(acquireInRounds(first.a)).rejects.toThrow('already cut off');
+    expect(first.at).toEqual([]);
+
+    const controller = new AbortController();
+    const { a } = rounds({
+      signal: controller.signal,
+      round: async () => {
+        controller.abort(new Error('cutoff'));
+        throw new Error('AbortError from the SDK');
+      },
+    });
+    await expect(acquireInRounds(a)).rejects.toThrow('cutoff');
+  });
+
+  it('with no deadline it backs off the same, bounded by nothing else', async () => {
+    const { a, at } = rounds({ deadline: undefined, grantAt: 60 });
+    const done = acquireInRounds(a);
+    await vi.runAllTimersAsync();
+    await done;
+    expect(at).toEqual([0, 10, 30, 70]);
+  });
 });

@@ -161,11 +161,22 @@ function rowOf(c: FleetCellConfig, r: FleetCellResult, peakRssBytes: number): Ro
     '503 %': round((100 * r.s3.throttled) / Math.max(1, r.s3.requests), 2),
     'DDB hottest WCU/s (of 1,000)': hot?.peakWriteUnitsPerSecond ?? 0,
     'DDB largest item B': r.dynamo.largestItemBytes,
+    // The waiters' reads: over the run, and on the partition that spent the most (3,000 RCU/s each).
+    'DDB reads/s': round(r.dynamo.readRequests / (r.simulatedMs / 1000)),
+    'DDB hottest RCU/s peak/mean': (() => {
+      const hot = r.dynamo.hottestReadPartition;
+      return hot === undefined
+        ? '-'
+        : `${hot.peakReadUnitsPerSecond}/${round(hot.readUnits / (r.simulatedMs / 1000))}`;
+    })(),
     'DDB throttles': r.dynamo.throttled,
     'lease wait p50/p99 ms': `${round(r.leaseWaitMs.p50)}/${round(r.leaseWaitMs.p99)}`,
     'invocation p50/p99 ms': `${round(r.invocationMs.p50)}/${round(r.invocationMs.p99)}`,
     'e2e p50/p99 s': `${round(r.e2eMs.p50 / 1000, 1)}/${round(r.e2eMs.p99 / 1000, 1)}`,
     redeliveries: r.sqs.redeliveries,
+    // Older cells (before the queue modelled copies) have no deferral counters: 0, the handler had none.
+    deferrals: r.sqs.deferrals ?? 0,
+    'deferrals per msg': round((r.sqs.deferrals ?? 0) / r.messages, 3),
     'permits unavailable': r.handler.permitsUnavailable,
     DLQ: r.deadLettered + r.redriven,
     lost: r.lost,

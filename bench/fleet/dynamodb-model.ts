@@ -140,6 +140,11 @@ interface PartitionState {
   /** Start (epoch ms) of the run of seconds with a throttled request, and that run's last such second. */
   heatSince: number | undefined;
   lastThrottledSecond: number;
+  /** Read units spent in `readSecond`, the most in any second so far, and in all. */
+  readSecond: number;
+  readUnitsThisSecond: number;
+  peakReadUnitsPerSecond: number;
+  readUnits: number;
 }
 
 /** A split for heat: which partition key, when (simulated epoch ms), and the sort key the new half starts at. */
@@ -159,6 +164,8 @@ export interface DynamoStats {
   conditionalFailures: number;
   throttled: number;
   hottestPartition: { key: string; peakWriteUnitsPerSecond: number; largestItemBytes: number } | undefined;
+  /** The partition that spent the most read units (a partition serves at most 3,000 RCU/s). */
+  hottestReadPartition: { key: string; readUnits: number; peakReadUnitsPerSecond: number } | undefined;
   largestItemBytes: number;
   /** The splits for heat, in order (none when no partition stayed throttled long enough). */
   splits: HeatSplit[];
@@ -231,9 +238,17 @@ export class DynamoTableModel {
   /** Per-partition figures, for the cell's report. */
   report(): DynamoStats {
     let hottest: DynamoStats['hottestPartition'];
+    let hottestRead: DynamoStats['hottestReadPartition'];
     let largest = 0;
     for (const [pk, partitions] of this.#partitions) {
       for (const p of partitions) {
+        if (hottestRead === undefined || p.readUnits > hottestRead.readUnits) {
+          hottestRead = {
+            key: p.from === '' ? pk : `${pk} [${p.from}..]`,
+            readUnits: p.readUnits,
+            peakReadUnitsPerSecond: p.peakReadUnitsPerSecond,
+          };
+        }
         largest = Math.max(largest, p.largestItemBytes);
         if (hottest === undefined || p.peakUnitsPerSecond > hottest.peakWriteUnitsPerSecond) {
           hottest = {
@@ -248,6 +263,7 @@ export class DynamoTableModel {
     return {
       ...this.stats,
       hottestPartition: hottest,
+      hottestReadPartition: hottestRead,
       largestItemBytes: largest,
       splits: this.#splits.map((split) => ({ ...split })),
     };
@@ -268,6 +284,10 @@ export class DynamoTableModel {
       largestItemBytes: 0,
       heatSince: undefined,
       lastThrottledSecond: -1,
+      readSecond: -1,
+      readUnitsThisSecond: 0,
+      peakReadUnitsPerSecond: 0,
+      readUnits: 0,
     };
   }
 
@@ -369,7 +389,18 @@ export class DynamoTableModel {
     }
     if (touched.size === 0) touched.set(this.#partition(pk, sk), 0);
     for (const p of touched.keys()) if (p.readTokens < 1) this.#throttle(pk, p);
-    for (const [p, partBytes] of touched) p.readTokens -= Math.max(1, Math.ceil(partBytes / 4096));
+    const second = Math.floor(this.#now() / 1000);
+    for (const [p, partBytes] of touched) {
+      const units = Math.max(1, Math.ceil(partBytes / 4096));
+      p.readTokens -= units;
+      p.readUnits += units;
+      if (second !== p.readSecond) {
+        p.readSecond = second;
+        p.readUnitsThisSecond = 0;
+      }
+      p.readUnitsThisSecond += units;
+      p.peakReadUnitsPerSecond = Math.max(p.peakReadUnitsPerSecond, p.readUnitsThisSecond);
+    }
     this.stats.readUnits += Math.max(1, Math.ceil(bytes / 4096));
   }
 

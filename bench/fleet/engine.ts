@@ -3,14 +3,16 @@
 // (createIngestHandler: plan, tenant pools, permit planner, DynamoSemaphore, autotune, dead letters) in
 // simulated Lambda containers, each with its own handler instance and warm state, cold starts included;
 // the handler's ports are the S3 model (MemoryObjectStore + S3BehaviourModel per prefix), the DynamoDB
-// model behind the client port the semaphore uses, and an SQS client model for its dead letters.
+// model behind the client port the semaphore uses, and an SQS client model for its dead letters and its
+// deferred records (copies sent to the ingest queue itself, issue 16).
 
 import { writeSync } from 'node:fs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import type { SQSRecord } from 'aws-lambda';
+import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { MemoryBucket, MemoryObjectStore } from '../../lib/db/memory-object-store.js';
 import { loadConfig } from '../../lib/ingest/config.js';
+import { ORIGIN_ATTRIBUTE } from '../../lib/ingest/handler/deferral-port.js';
 import { createIngestHandler, type IngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
 import { createLambdaContext } from '../../lib/local/lambda/sqs-event.js';
 import { systemClock } from '../../lib/local/s3-behaviour/clock.js';
@@ -147,6 +149,8 @@ export interface FleetCellResult {
     semaphoreErrors: number;
     permitsUnavailable: number;
     permitReleaseFailures: number;
+    /** Records the handler deferred (`RecordsDeferred`): each a copy sent to the queue. */
+    deferred: number;
   };
 }
 
@@ -225,24 +229,65 @@ let queue: QueueWithEventSource;
 const visibilityTimeoutMs =
   config.visibilityTimeoutMs ?? 6 * config.functionTimeoutMs + config.batchingWindowMs;
 const messageIndex = (messageId: string) => Number(messageId.slice(2));
+const DLQ_URL = 'https://sqs.us-east-1.amazonaws.com/000000000000/ingest-dlq';
+const QUEUE_ARN = 'arn:aws:sqs:us-east-1:000000000000:ingest';
+/** The ingest queue's URL, as the handler derives it from a record's ARN (`queueUrlOf`). */
+const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/000000000000/ingest';
 
-// SQS as the handler sees it: SendMessageBatch to the DLQ (everything is accepted), and the redelivery
-// backoff's GetQueueAttributes (the queue's visibility timeout) and ChangeMessageVisibilityBatch.
+// SQS as the handler sees it: SendMessageBatch to the DLQ (everything is accepted) or to the ingest queue
+// (deferred copies), and the redelivery backoff's GetQueueAttributes (the queue's visibility timeout) and
+// ChangeMessageVisibilityBatch.
+interface SqsEntry {
+  Id?: string;
+  MessageBody?: string;
+  ReceiptHandle?: string;
+  VisibilityTimeout?: number;
+  DelaySeconds?: number;
+  MessageAttributes?: Record<string, { DataType?: string; StringValue?: string; BinaryValue?: Uint8Array }>;
+}
 interface SqsCommand {
   readonly constructor: { readonly name: string };
-  readonly input: {
-    Entries?: Array<{
-      Id?: string;
-      MessageBody?: string;
-      ReceiptHandle?: string;
-      VisibilityTimeout?: number;
-      MessageAttributes?: Record<string, { StringValue?: string }>;
-    }>;
+  readonly input: { QueueUrl?: string; Entries?: SqsEntry[] };
+}
+
+/** An entry's attributes as Lambda delivers them (`messageAttributes`), and the bytes SQS counts of them. */
+function lambdaAttributesOf(entry: SqsEntry): { attributes: SQSMessageAttributes; bytes: number } {
+  const attributes: SQSMessageAttributes = {};
+  let bytes = 0;
+  for (const [name, value] of Object.entries(entry.MessageAttributes ?? {})) {
+    const dataType = value.DataType ?? 'String';
+    attributes[name] = {
+      dataType,
+      stringListValues: [],
+      binaryListValues: [],
+      ...(value.StringValue === undefined ? {} : { stringValue: value.StringValue }),
+      ...(value.BinaryValue === undefined
+        ? {}
+        : { binaryValue: Buffer.from(value.BinaryValue).toString('base64') }),
+    };
+    bytes +=
+      name.length + dataType.length + (value.StringValue?.length ?? 0) + (value.BinaryValue?.length ?? 0);
+  }
+  return { attributes, bytes };
+}
+
+/**
+ * The SQS client of one container. A deferral's entry names its record only by its origin
+ * (`s3-ingest-origin`), so the container keeps, for the invocation it runs, the deliveries of each origin
+ * in its batch: the copy is charged to one of them, which is then acknowledged as deferred, not written.
+ */
+function sqsClientFor(container: { batch: Map<number, number[]> }) {
+  return {
+    async send(command: SqsCommand) {
+      await wait(lognormalSqs());
+      return answer(command, container.batch);
+    },
+    destroy() {},
   };
 }
-const sqsClient = {
-  async send(command: SqsCommand) {
-    await wait(lognormalSqs());
+
+function answer(command: SqsCommand, batch: Map<number, number[]>) {
+  {
     const entries = command.input.Entries ?? [];
     switch (command.constructor.name) {
       case 'GetQueueAttributesCommand':
@@ -259,6 +304,26 @@ const sqsClient = {
         };
       }
       case 'SendMessageBatchCommand': {
+        if (command.input.QueueUrl === QUEUE_URL) {
+          let bytes = 0;
+          for (const entry of entries) {
+            const { attributes, bytes: attributeBytes } = lambdaAttributesOf(entry);
+            bytes += (entry.MessageBody?.length ?? 0) + attributeBytes;
+            const origin = messageIndex(attributes[ORIGIN_ATTRIBUTE]?.stringValue ?? '');
+            const delivery = batch.get(origin)?.shift();
+            if (delivery === undefined)
+              throw new Error(`SQS model: a deferral of m-${origin}, not in the batch`);
+            queue.defer(delivery, entry.DelaySeconds ?? 0, attributes);
+          }
+          queue.counters.deferralSendRequests += chunks(entries.length, bytes);
+          return {
+            Successful: entries.map((e) => ({ Id: e.Id, MessageId: `copy-${e.Id}`, MD5OfMessageBody: '' })),
+            Failed: [],
+          };
+        }
+        if (command.input.QueueUrl !== DLQ_URL) {
+          throw new Error(`SQS model: SendMessageBatch to ${command.input.QueueUrl} is not modelled`);
+        }
         const bytes = entries.reduce((s, e) => s + (e.MessageBody?.length ?? 0) + 200, 0);
         queue.counters.dlqSendRequests += chunks(1, bytes);
         for (const entry of entries) {
@@ -273,14 +338,13 @@ const sqsClient = {
       default:
         throw new Error(`SQS model: ${command.constructor.name} is not modelled`);
     }
-  },
-  destroy() {},
-};
+  }
+}
 const lognormalSqs = lognormal(8, 30, random);
 
 const ingestConfig = loadConfig({
   BUCKET_NAME: 'fleet-bucket',
-  DLQ_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/ingest-dlq',
+  DLQ_URL,
   SEMAPHORE_TABLE: 'semaphores',
   RESOURCES: JSON.stringify({ items: {} }),
   AWS_REGION: 'us-east-1',
@@ -296,12 +360,15 @@ const handlerStats = {
   semaphoreErrors: 0,
   permitsUnavailable: 0,
   permitReleaseFailures: 0,
+  deferred: 0,
 };
 const leaseWait = new Histogram();
 const invocationMs = new Histogram();
 
 interface Container {
   handler: IngestHandler;
+  /** The deliveries of the invocation it runs, by origin message (see `sqsClientFor`). */
+  batch: Map<number, number[]>;
 }
 const idle: Container[] = [];
 let coldStarts = 0;
@@ -319,11 +386,14 @@ const cpuStore =
 
 function coldStart(): Container {
   coldStarts += 1;
-  const handler = createIngestHandler(ingestConfig, {
-    clients: { s3: { destroy() {} } as never, sqs: sqsClient as never, dynamodb: dynamodb as never },
-    // The SQS model has no deferred copies yet (its SendMessageBatch is the DLQ's): the simulated handler
-    // waits for its permits as before deferral (issue 16) rather than acknowledging copies no queue keeps.
-    deferrals: false,
+  const container = { batch: new Map<number, number[]>() } as Container;
+  // The default handler: its deferral port is SqsDeferrals over this client (the queue model keeps copies).
+  container.handler = createIngestHandler(ingestConfig, {
+    clients: {
+      s3: { destroy() {} } as never,
+      sqs: sqsClientFor(container) as never,
+      dynamodb: dynamodb as never,
+    },
     store:
       cpuStore ??
       ((config.s3.clientCpuMsPerCall ?? 0) > 0
@@ -337,15 +407,16 @@ function coldStart(): Container {
       handlerStats.semaphoreThrottles += summary.SemaphoreThrottles;
       handlerStats.semaphoreErrors += summary.SemaphoreErrors;
       handlerStats.permitReleaseFailures += summary.permitReleaseFailures;
+      handlerStats.deferred += summary.RecordsDeferred;
       handlerStats.permitsUnavailable += summary.splits.RecordsRedelivered['permits-unavailable'] ?? 0;
       if (summary.deadlineReached) handlerStats.deadlineReached += 1;
       for (const ms of summary.samples.PermitWaitMs) leaseWait.record(ms);
     },
   });
-  return { handler };
+  return container;
 }
 
-async function invoke(records: SQSRecord[]): Promise<Set<number>> {
+async function invoke(records: SQSRecord[], indices: readonly number[]): Promise<Set<number>> {
   invocations += 1;
   let container = idle.pop();
   let initMs = 0;
@@ -353,6 +424,13 @@ async function invoke(records: SQSRecord[]): Promise<Set<number>> {
     container = coldStart();
     initMs = coldStartMs();
     await wait(initMs);
+  }
+  container.batch = new Map();
+  for (const index of indices) {
+    const origin = queue.originOf(index);
+    const deliveries = container.batch.get(origin);
+    if (deliveries === undefined) container.batch.set(origin, [index]);
+    else deliveries.push(index);
   }
   const startedAt = Date.now();
   const deadline = startedAt + config.functionTimeoutMs;
@@ -387,21 +465,27 @@ async function invoke(records: SQSRecord[]): Promise<Set<number>> {
   }
 }
 
-function makeRecord(index: number, receive: number, sentAt: number): SQSRecord {
+function makeRecord(
+  index: number,
+  receive: number,
+  sentAt: number,
+  origin: number,
+  attributes: SQSMessageAttributes | undefined,
+): SQSRecord {
   return {
     messageId: `m-${index}`,
     receiptHandle: `${index}.${receive}`,
-    body: bodyOf(index),
+    body: bodyOf(origin),
     attributes: {
       ApproximateReceiveCount: String(receive),
       SentTimestamp: String(Math.floor(sentAt)),
       SenderId: 'AIDAFLEET',
       ApproximateFirstReceiveTimestamp: String(Math.floor(sentAt)),
     },
-    messageAttributes: {},
+    messageAttributes: attributes ?? {},
     md5OfBody: '',
     eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:ingest',
+    eventSourceARN: QUEUE_ARN,
     awsRegion: 'us-east-1',
   };
 }
@@ -418,7 +502,7 @@ queue = new QueueWithEventSource(
   },
   random,
   makeRecord,
-  (records) => invoke(records),
+  (records, indices) => invoke(records, indices),
   bodyBytes,
 );
 
@@ -524,6 +608,7 @@ const sqsRequests =
   queue.counters.receiveRequests +
   queue.counters.deleteRequests +
   queue.counters.dlqSendRequests +
+  queue.counters.deferralSendRequests +
   queue.counters.visibilityRequests;
 const result: FleetCellResult = {
   name: config.name,

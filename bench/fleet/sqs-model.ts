@@ -13,9 +13,12 @@
 //   is delivered again (possibly to another invocation at the same time).
 // - ChangeMessageVisibility (the handler's redelivery backoff) makes an in-flight message reappear after
 //   the given timeout, counted from the change; only the latest receive's receipt handle is accepted.
+// - SendMessageBatch to the queue itself (the handler's deferred records, issue 16) enqueues each entry as a
+//   NEW message: its own message id, receive count 1, visible after its `DelaySeconds`, carrying its message
+//   attributes into the records it is delivered in. Its data's fate follows its origin (`defer`).
 // - Requests are billed per 64 KB chunk of payload: a ReceiveMessage returns at most 10 messages, a
 //   DeleteMessageBatch and SendMessageBatch take at most 10 entries ("Amazon SQS pricing").
-import type { SQSRecord } from 'aws-lambda';
+import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 
 export interface EventSourceOptions {
   batchSize: number;
@@ -48,10 +51,24 @@ export interface QueueCounters {
   /** Records acknowledged for a message that was already final (a duplicate written twice: harmless). */
   duplicateAcks: number;
   payloadBytesSent: number;
+  /** Deferred copies sent (SendMessageBatch entries to the queue itself), and the requests they took. */
+  deferrals: number;
+  deferralSendRequests: number;
+  /** Deliveries acknowledged because their record was deferred (their origin's fate waits for a copy). */
+  deferredAcks: number;
 }
 
-/** Builds the SQS record of delivery `receive` of message `index`. */
-export type RecordFactory = (index: number, receive: number, sentAt: number) => SQSRecord;
+/**
+ * Builds the SQS record of delivery `receive` of message `index` (an origin, or a deferred copy of origin
+ * `origin` carrying `attributes`, Lambda's event format), sent at `sentAt`.
+ */
+export type RecordFactory = (
+  index: number,
+  receive: number,
+  sentAt: number,
+  origin: number,
+  attributes: SQSMessageAttributes | undefined,
+) => SQSRecord;
 
 /**
  * The queue's state in typed arrays (a million messages cost a few MB), a FIFO of visible copies, and the
@@ -59,12 +76,22 @@ export type RecordFactory = (index: number, receive: number, sentAt: number) => 
  * rejects for a failed invocation (every record comes back).
  */
 export class QueueWithEventSource {
+  /** Per origin message (0..messages-1): its data's fate, sent time and when the fate became final. */
   readonly state: Uint8Array;
-  readonly receives: Uint16Array;
   readonly sentAt: Float64Array;
   readonly ackedAt: Float64Array;
-  /** When a ChangeMessageVisibility during the current receive set one: the epoch ms it reappears (0: none). */
-  readonly #visibleAt: Float64Array;
+  // Per SQS message, origins first then deferred copies (grown as copies are sent): its receives, its
+  // origin, its own send time, when a ChangeMessageVisibility during the current receive makes it reappear
+  // (0: none), and whether it was deleted (acknowledged) or redriven.
+  #receives: Uint16Array;
+  #origin: Int32Array;
+  #ownSentAt: Float64Array;
+  #visibleAt: Float64Array;
+  #gone: Uint8Array;
+  #total: number;
+  readonly #attributes = new Map<number, SQSMessageAttributes>();
+  /** Deliveries whose record the handler deferred: their acknowledgement does not settle their origin. */
+  readonly #deferredDeliveries = new Set<number>();
   readonly counters: QueueCounters = {
     sendRequests: 0,
     receiveRequests: 0,
@@ -76,6 +103,9 @@ export class QueueWithEventSource {
     duplicates: 0,
     duplicateAcks: 0,
     payloadBytesSent: 0,
+    deferrals: 0,
+    deferralSendRequests: 0,
+    deferredAcks: 0,
   };
   /** Messages the handler's dead-letter sends took: final as dead-lettered once acknowledged. */
   readonly deadLettered = new Set<number>();
@@ -97,10 +127,63 @@ export class QueueWithEventSource {
     private readonly bodyBytes: (index: number) => number,
   ) {
     this.state = new Uint8Array(messages);
-    this.receives = new Uint16Array(messages);
     this.sentAt = new Float64Array(messages);
     this.ackedAt = new Float64Array(messages);
+    this.#receives = new Uint16Array(messages);
+    this.#origin = Int32Array.from({ length: messages }, (_, i) => i);
+    this.#ownSentAt = this.sentAt;
     this.#visibleAt = new Float64Array(messages);
+    this.#gone = new Uint8Array(messages);
+    this.#total = messages;
+  }
+
+  /** Receives so far of SQS message `index` (an origin or a copy). */
+  receivesOf(index: number): number {
+    return this.#receives[index] ?? 0;
+  }
+
+  /** The origin message whose data SQS message `index` carries (itself for an origin). */
+  originOf(index: number): number {
+    return this.#origin[index] ?? -1;
+  }
+
+  /** SQS messages sent so far: origins, then deferred copies. */
+  get total(): number {
+    return this.#total;
+  }
+
+  /**
+   * The handler deferred the record of delivery `index` (SendMessageBatch to this queue): a new message,
+   * receive count 1, visible after `delaySeconds`, with `attributes` (Lambda's event format). When that
+   * delivery is acknowledged, its origin's fate is left to the copy (written once any copy is written).
+   * Returns the copy's index.
+   */
+  defer(index: number, delaySeconds: number, attributes: SQSMessageAttributes): number {
+    this.#deferredDeliveries.add(index);
+    if (this.#total === this.#receives.length) this.#grow();
+    const copy = this.#total++;
+    this.#origin[copy] = this.#origin[index]!;
+    this.#ownSentAt[copy] = Date.now();
+    this.#attributes.set(copy, attributes);
+    this.counters.deferrals += 1;
+    setTimeout(() => {
+      this.#visible.push(copy);
+      this.pump();
+    }, Math.max(0, delaySeconds) * 1000);
+    return copy;
+  }
+
+  #grow(): void {
+    const size = Math.max(1024, this.#receives.length * 2);
+    const grown = <T extends Uint16Array | Int32Array | Float64Array | Uint8Array>(from: T, to: T): T => {
+      to.set(from);
+      return to;
+    };
+    this.#receives = grown(this.#receives, new Uint16Array(size));
+    this.#origin = grown(this.#origin, new Int32Array(size));
+    this.#ownSentAt = grown(this.#ownSentAt, new Float64Array(size));
+    this.#visibleAt = grown(this.#visibleAt, new Float64Array(size));
+    this.#gone = grown(this.#gone, new Uint8Array(size));
   }
 
   /**
@@ -110,8 +193,9 @@ export class QueueWithEventSource {
    */
   changeVisibility(receiptHandle: string, seconds: number): boolean {
     const [index, receive] = receiptHandle.split('.').map(Number);
-    if (index === undefined || receive === undefined || !(index >= 0 && index < this.messages)) return false;
-    if (this.receives[index] !== receive || this.state[index] !== PENDING) return false;
+    if (index === undefined || receive === undefined || !(index >= 0 && index < this.#total)) return false;
+    if (this.#receives[index] !== receive || this.#gone[index] === 1) return false;
+    if (this.state[this.#origin[index]!] !== PENDING) return false;
     this.#visibleAt[index] = Date.now() + Math.max(0, seconds) * 1000;
     this.counters.visibilityChanges += 1;
     return true;
@@ -145,6 +229,7 @@ export class QueueWithEventSource {
     let bytes = 0;
     for (let i = this.#sent; i < to; i++) {
       this.sentAt[i] = now;
+      this.#ownSentAt[i] = now;
       this.#visible.push(i);
       bytes += this.bodyBytes(i);
     }
@@ -199,9 +284,11 @@ export class QueueWithEventSource {
       if (index === undefined) break;
       // A copy of a message already final (a duplicate, or a redelivery raced by its duplicate) is
       // still delivered by SQS: it counts, and the handler must treat it idempotently.
-      const receive = ++this.receives[index]!;
-      if (receive > this.options.maxReceiveCount && this.state[index] === PENDING) {
-        this.#finish(index, REDRIVEN);
+      const receive = ++this.#receives[index]!;
+      const origin = this.#origin[index]!;
+      if (receive > this.options.maxReceiveCount && this.state[origin] === PENDING) {
+        this.#gone[index] = 1;
+        this.#finish(origin, REDRIVEN);
         continue;
       }
       if (receive > 1) this.counters.redeliveries += 1;
@@ -212,8 +299,9 @@ export class QueueWithEventSource {
         this.#visible.push(index);
       }
       indices.push(index);
-      records.push(this.makeRecord(index, receive, this.sentAt[index]!));
-      bytes += this.bodyBytes(index);
+      const attributes = this.#attributes.get(index);
+      records.push(this.makeRecord(index, receive, this.#ownSentAt[index]!, origin, attributes));
+      bytes += this.bodyBytes(origin) + (attributes === undefined ? 0 : attributeBytes(attributes));
     }
     if (indices.length === 0) return;
     // A ReceiveMessage returns at most 10 messages.
@@ -225,16 +313,24 @@ export class QueueWithEventSource {
       .then((failed) => {
         let acked = 0;
         for (const index of indices) {
+          const origin = this.#origin[index]!;
           if (failed.has(index)) {
-            if (this.state[index] === PENDING) {
+            // A record returned in batchItemFailures was not deferred, whatever its copy became.
+            this.#deferredDeliveries.delete(index);
+            if (this.state[origin] === PENDING && this.#gone[index] === 0) {
               const changed = this.#visibleAt[index]!;
               this.#redeliverAt(index, changed > 0 ? changed : receivedAt + this.options.visibilityTimeoutMs);
             }
             continue;
           }
           acked += 1;
-          if (this.state[index] === PENDING) {
-            this.#finish(index, this.deadLettered.has(index) ? DEAD_LETTERED : ACKED);
+          this.#gone[index] = 1;
+          if (this.#deferredDeliveries.delete(index)) {
+            this.counters.deferredAcks += 1;
+            continue;
+          }
+          if (this.state[origin] === PENDING) {
+            this.#finish(origin, this.deadLettered.has(index) ? DEAD_LETTERED : ACKED);
           } else this.counters.duplicateAcks += 1;
         }
         this.counters.deleteRequests += Math.ceil(acked / 10);
@@ -246,7 +342,7 @@ export class QueueWithEventSource {
   #redeliverAt(index: number, at: number): void {
     setTimeout(
       () => {
-        if (this.state[index] !== PENDING) return;
+        if (this.state[this.#origin[index]!] !== PENDING || this.#gone[index] === 1) return;
         this.#visible.push(index);
         this.pump();
       },
@@ -260,6 +356,16 @@ export class QueueWithEventSource {
     this.#settled += 1;
     if (this.#settled === this.messages) this.#onSettled?.();
   }
+}
+
+/** What SQS counts of a message's attributes: each one's name, type and value. */
+export function attributeBytes(attributes: SQSMessageAttributes): number {
+  let bytes = 0;
+  for (const [name, value] of Object.entries(attributes)) {
+    bytes += name.length + value.dataType.length + (value.stringValue?.length ?? 0);
+    if (value.binaryValue !== undefined) bytes += Math.floor((value.binaryValue.length * 3) / 4);
+  }
+  return bytes;
 }
 
 /** SQS bills each 64 KB chunk of a request's payload as one request. */

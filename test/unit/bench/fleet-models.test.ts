@@ -10,6 +10,7 @@ import { generateWorkload, sampleCdf, twoHotTenant, zipfCdf } from '../../../ben
 import { MemoryObjectStore } from '../../../lib/db/memory-object-store.js';
 import { isTimeout } from '../../../lib/errors/classify.js';
 import { seededRandom } from '../../../lib/local/s3-behaviour/seeded-random.js';
+import { AdaptiveShardTable } from '../../../lib/semaphore/adaptive-shard-table.js';
 import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
 
 const key = { pk: { S: 'sem#a' }, sk: { S: 'shard#0' } };
@@ -130,6 +131,48 @@ describe('DynamoTableModel', () => {
   });
 });
 
+describe("DynamoTableModel: the holders' announced due times (issue 16)", () => {
+  const client = (t: DynamoTableModel) =>
+    new DynamoModelClient(t, { latency: { medianMs: 0.01, p99Ms: 0.05 }, random: seededRandom(5) });
+  const state = { capacity: 8, latencyMs: 20, decreasedAt: 0 };
+
+  it("stores a take's `due` in the holder's entry, and counts it in the item's size", async () => {
+    const sizes: number[] = [];
+    for (const due of [undefined, 1_800_000_123_457]) {
+      const t = table(() => Date.now(), 100_000);
+      const shards = new AdaptiveShardTable(client(t) as never, 't', 'prefix:x');
+      await shards.create(0, 1, state);
+      expect(await shards.take(0, 1, 'lease-1', { n: 2, until: 1_800_000_000_500, due })).toBe(true);
+      const [item] = t.itemsOf('sem#prefix:x');
+      expect(item?.holders?.M?.['lease-1']?.M?.due?.N).toBe(due === undefined ? undefined : String(due));
+      const [read] = await shards.readAll();
+      expect(read?.holders.get('lease-1')?.due).toBe(due);
+      sizes.push(t.report().largestItemBytes);
+    }
+    // "due" (3 bytes), its number (1 byte + 1 per two significant digits: 13 -> 8) and the map's 1 byte
+    // per element: 12 bytes more (DynamoDB's item size rules, as dynalite encodes them).
+    expect(sizes[1]! - sizes[0]!).toBe(12);
+  });
+
+  it('reports the partition that spent the most read units, and its peak per second', async () => {
+    let now = 0;
+    const t = table(() => now, 100_000);
+    const shards = new AdaptiveShardTable(client(t) as never, 't', 'prefix:hot');
+    const cool = new AdaptiveShardTable(client(t) as never, 't', 'prefix:cool');
+    await shards.create(0, 1, state);
+    await cool.create(0, 1, state);
+    for (let i = 0; i < 5; i++) await shards.readAll();
+    now = 1000;
+    for (let i = 0; i < 3; i++) await shards.readAll();
+    await cool.readAll();
+    expect(t.report().hottestReadPartition).toEqual({
+      key: 'sem#prefix:hot',
+      readUnits: 8,
+      peakReadUnitsPerSecond: 5,
+    });
+  });
+});
+
 describe('QueueWithEventSource', () => {
   const options = {
     batchSize: 2,
@@ -172,7 +215,7 @@ describe('QueueWithEventSource', () => {
       (index, receive) => ({ messageId: `m-${index}`, receiptHandle: `${index}.${receive}` }) as never,
       async (records, indices) => {
         deliveries.push(...indices);
-        if (!indices.includes(1) || queue.receives[1] !== 1) return new Set<number>();
+        if (!indices.includes(1) || queue.receivesOf(1) !== 1) return new Set<number>();
         // A stale receipt handle (an earlier receive) is refused; the current one is applied.
         refusedStale = !queue.changeVisibility('1.0', 0);
         expect(queue.changeVisibility(records[indices.indexOf(1)]!.receiptHandle, 0)).toBe(true);
@@ -208,6 +251,109 @@ describe('QueueWithEventSource', () => {
     expect(queue.counters.duplicates).toBeGreaterThanOrEqual(2);
     expect(queue.counters.duplicateAcks).toBeGreaterThanOrEqual(1);
     expect([...queue.state]).toEqual([ACKED, ACKED]);
+  });
+
+  const copyAttributes = (origin: number) => ({
+    's3-ingest-origin': {
+      stringValue: `m-${origin}`,
+      dataType: 'String',
+      stringListValues: [],
+      binaryListValues: [],
+    },
+  });
+
+  it('delivers a deferred copy as a new message after its delay, with its attributes; the origin is written by the copy', async () => {
+    const start = Date.now();
+    const seen: Array<{ index: number; receive: number; body: string; attributes: unknown; at: number }> = [];
+    const queue: QueueWithEventSource = new QueueWithEventSource(
+      1,
+      { ...options, visibilityTimeoutMs: 3_600_000 },
+      () => 0.5,
+      (index, _receive, _sentAt, origin, attributes) =>
+        ({ messageId: `m-${index}`, body: `b-${origin}`, messageAttributes: attributes ?? {} }) as never,
+      async (records, indices) => {
+        seen.push({
+          index: indices[0]!,
+          receive: queue.receivesOf(indices[0]!),
+          body: records[0]!.body,
+          attributes: records[0]!.messageAttributes,
+          at: Date.now(),
+        });
+        // The first delivery is deferred (and acknowledged); the copy is written.
+        if (indices[0] === 0) queue.defer(0, 0.05, copyAttributes(0));
+        return new Set<number>();
+      },
+      () => 100,
+    );
+    queue.send(1);
+    await queue.whenSettled();
+    expect(seen.map((s) => s.index)).toEqual([0, 1]);
+    expect(seen[1]!.receive).toBe(1);
+    expect(seen[1]!.body).toBe('b-0');
+    expect(seen[1]!.attributes).toEqual(copyAttributes(0));
+    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(50);
+    expect(queue.originOf(1)).toBe(0);
+    expect([...queue.state]).toEqual([ACKED]);
+    // Final when the copy was written, not when the deferred delivery was acknowledged.
+    expect(queue.ackedAt[0]! - start).toBeGreaterThanOrEqual(50);
+    expect(queue.counters).toMatchObject({
+      deferrals: 1,
+      deferredAcks: 1,
+      redeliveries: 0,
+      duplicateAcks: 0,
+    });
+  });
+
+  it("follows a copy of a copy to its origin; a copy's redrive is the origin's fate, never written", async () => {
+    let deferralsOf0 = 0;
+    const queue: QueueWithEventSource = new QueueWithEventSource(
+      2,
+      { ...options, batchSize: 1, visibilityTimeoutMs: 1 },
+      () => 0.5,
+      (index) => ({ messageId: `m-${index}` }) as never,
+      async (_records, [index]) => {
+        const origin = queue.originOf(index!);
+        // Origin 0: deferred twice, then its second copy is written. Origin 1: deferred once, and its
+        // copy always fails (redriven after maxReceiveCount).
+        if (origin === 0 && deferralsOf0++ < 2) queue.defer(index!, 0, copyAttributes(0));
+        else if (origin === 1 && index === 1) queue.defer(index, 0, copyAttributes(1));
+        else if (origin === 1) return new Set([index!]);
+        return new Set<number>();
+      },
+      () => 100,
+    );
+    queue.send(2);
+    await queue.whenSettled();
+    expect([...queue.state]).toEqual([ACKED, REDRIVEN]);
+    expect(queue.total).toBe(5);
+    expect([2, 3, 4].map((copy) => queue.originOf(copy)).sort()).toEqual([0, 0, 1]);
+    expect(queue.counters.deferrals).toBe(3);
+    expect(queue.counters.deferredAcks).toBe(3);
+  });
+
+  it('a deferred delivery returned in batchItemFailures is redelivered: its ack is then a write', async () => {
+    let deliveriesOf0 = 0;
+    const queue: QueueWithEventSource = new QueueWithEventSource(
+      1,
+      { ...options, visibilityTimeoutMs: 1 },
+      () => 0.5,
+      (index) => ({ messageId: `m-${index}` }) as never,
+      async (_records, indices) => {
+        if (indices[0] !== 0) return new Promise<Set<number>>(() => {}); // the copy never finishes
+        deliveriesOf0 += 1;
+        if (deliveriesOf0 === 1) {
+          queue.defer(0, 3600, copyAttributes(0));
+          return new Set([0]);
+        }
+        return new Set<number>();
+      },
+      () => 100,
+    );
+    queue.send(1);
+    await queue.whenSettled();
+    expect(deliveriesOf0).toBe(2);
+    expect([...queue.state]).toEqual([ACKED]);
+    expect(queue.counters.deferredAcks).toBe(0);
   });
 });
 

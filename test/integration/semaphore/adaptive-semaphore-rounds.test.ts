@@ -326,6 +326,41 @@ describe('AdaptiveDynamoSemaphore: holders say when they will be done (`requests
     await lease.release();
   });
 
+  it("a grant over two shards is due at its permits' weighted slot time, with the in-flight slack", async () => {
+    const name = fresh();
+    for (const [index, latencyMs] of [20, 60].entries()) {
+      await direct.send(
+        new PutItemCommand({
+          TableName: tableName,
+          Item: {
+            pk: { S: `sem#${name}` },
+            sk: { S: `adaptive#${index}` },
+            capacity: { N: '2' },
+            free: { N: '2' },
+            holders: { M: {} },
+            latencyMs: { N: String(latencyMs) },
+            decreasedAt: { N: '0' },
+            shards: { N: '2' },
+          },
+        }),
+      );
+    }
+    const clock = 60_000_000;
+    const { sem } = semaphore(name, {
+      now: () => clock,
+      random: () => 0,
+      adaptive: { ratePerSecond: 200, initialLatencyMs: 20, inFlightSlack: 1.5 },
+    });
+    // 3 of the 4 free: 2 on shard 0 (20 ms), 1 on shard 1 (60 ms): (2 x 20 + 60) / 3 ms per permit, x 1.5.
+    const lease = await sem.acquire(3, { requests: 30 });
+    expect(lease.permits).toBe(3);
+    const dues = (await semaphoreItems(direct, tableName, name)).flatMap((i) =>
+      Object.values(i.holders?.M ?? {}).map((h) => Number(h.M?.due?.N)),
+    );
+    expect(dues).toEqual([clock + 500, clock + 500]);
+    await lease.release();
+  });
+
   it('a waiter whose deadline comes before the holders are due gives up after one read, not at its deadline', async () => {
     const name = fresh();
     const holder = await semaphore(name).sem.acquire(4, { requests: 4_000 }); // due in ~20 s

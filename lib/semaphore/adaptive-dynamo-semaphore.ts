@@ -277,8 +277,8 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
   }
 }
 
-/** A shard as one round saw it. */
-interface Room {
+/** @internal A shard as one round saw it. */
+export interface Room {
   index: number;
   /** Permits a take may ask for now (never negative). */
   free: number;
@@ -303,12 +303,13 @@ function plan(order: readonly Room[], k: number): { n: number; seen: AdaptiveSta
 }
 
 /**
+ * @internal (exported for its unit test)
  * The earliest time `enough` permits are expected free, from the holders' announced due times (earliest
  * first); `undefined` when a holder in the way announced none or is already late (its caller polls), so
  * only holders that said when they are done can make a waiter sleep, or give up. A holder is gone by its
  * lease's end whatever it announced (an expired holder is reclaimed), so it is due by `until` at the latest.
  */
-function freeAt(rooms: readonly Room[], enough: number, now: number): number | undefined {
+export function freeAt(rooms: readonly Room[], enough: number, now: number): number | undefined {
   const free = rooms.map((r) => r.unclamped);
   const total = () => free.reduce((sum, f) => sum + Math.max(0, floorToQuantum(f)), 0);
   const leaving = rooms

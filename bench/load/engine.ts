@@ -361,9 +361,8 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       const response = await containers.invoke(event, context);
       const now = Date.now();
       const failed = new Set(response?.batchItemFailures.map((f) => f.itemIdentifier));
-      const deferred = deferredIds;
       for (const record of event.Records) {
-        if (failed.has(record.messageId) || deferred.has(record.messageId)) continue;
+        if (failed.has(record.messageId) || deferredIds.has(record.messageId)) continue;
         const ms = now - Number(originSentOf(record));
         e2e.record(ms);
         if (!isHotRecord(record.body)) e2eCold.record(ms);

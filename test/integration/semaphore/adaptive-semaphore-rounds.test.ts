@@ -37,6 +37,34 @@ function semaphore(name: string, over: Partial<AdaptiveDynamoSemaphoreOptions> =
   return { sem, calls };
 }
 
+/** Writes adaptive shard item `index` of `name` as a test needs it (no holders, never decreased). */
+function putShard(
+  name: string,
+  index: number,
+  {
+    capacity,
+    free,
+    latencyMs = 20,
+    shards,
+  }: { capacity: number; free: number; latencyMs?: number; shards: number },
+) {
+  return direct.send(
+    new PutItemCommand({
+      TableName: tableName,
+      Item: {
+        pk: { S: `sem#${name}` },
+        sk: { S: `adaptive#${index}` },
+        capacity: { N: String(capacity) },
+        free: { N: String(free) },
+        holders: { M: {} },
+        latencyMs: { N: String(latencyMs) },
+        decreasedAt: { N: '0' },
+        shards: { N: String(shards) },
+      },
+    }),
+  );
+}
+
 const takesOf = (calls: readonly DynamoCall[]) =>
   calls.filter((c) => operationOf(c) === 'take').map((c) => c.input.Key?.sk?.S);
 const fresh = () => `adaptive-rounds-${randomUUID().slice(0, 8)}`;
@@ -165,21 +193,7 @@ describe('AdaptiveDynamoSemaphore after a shrink', () => {
   it("a shard whose holders exceed its shrunk capacity counts as no room, not as debt against the others' room", async () => {
     const name = fresh();
     const item = (index: number, capacity: number, free: number) =>
-      direct.send(
-        new PutItemCommand({
-          TableName: tableName,
-          Item: {
-            pk: { S: `sem#${name}` },
-            sk: { S: `adaptive#${index}` },
-            capacity: { N: String(capacity) },
-            free: { N: String(free) },
-            holders: { M: {} },
-            latencyMs: { N: '20' },
-            decreasedAt: { N: '0' },
-            shards: { N: '2' },
-          },
-        }),
-      );
+      putShard(name, index, { capacity, free, shards: 2 });
     await item(0, 1, -2); // shrunk to 1 while 3 are still held
     await item(1, 2, 2);
     const lease = await semaphore(name).sem.acquire(2, { deadline: Date.now() });
@@ -192,21 +206,7 @@ describe('AdaptiveDynamoSemaphore takes, precisely', () => {
   /** Shards of `name` with the given free permits (capacity = the largest, so frees fit). */
   async function shardsWithFree(name: string, frees: readonly number[]) {
     for (const [index, free] of frees.entries()) {
-      await direct.send(
-        new PutItemCommand({
-          TableName: tableName,
-          Item: {
-            pk: { S: `sem#${name}` },
-            sk: { S: `adaptive#${index}` },
-            capacity: { N: String(Math.max(...frees)) },
-            free: { N: String(free) },
-            holders: { M: {} },
-            latencyMs: { N: '20' },
-            decreasedAt: { N: '0' },
-            shards: { N: String(frees.length) },
-          },
-        }),
-      );
+      await putShard(name, index, { capacity: Math.max(...frees), free, shards: frees.length });
     }
   }
 
@@ -329,21 +329,7 @@ describe('AdaptiveDynamoSemaphore: holders say when they will be done (`requests
   it("a grant over two shards is due at its permits' weighted slot time, with the in-flight slack", async () => {
     const name = fresh();
     for (const [index, latencyMs] of [20, 60].entries()) {
-      await direct.send(
-        new PutItemCommand({
-          TableName: tableName,
-          Item: {
-            pk: { S: `sem#${name}` },
-            sk: { S: `adaptive#${index}` },
-            capacity: { N: '2' },
-            free: { N: '2' },
-            holders: { M: {} },
-            latencyMs: { N: String(latencyMs) },
-            decreasedAt: { N: '0' },
-            shards: { N: '2' },
-          },
-        }),
-      );
+      await putShard(name, index, { capacity: 2, free: 2, latencyMs, shards: 2 });
     }
     const clock = 60_000_000;
     const { sem } = semaphore(name, {

@@ -9,6 +9,7 @@ import {
   MIN_CAPACITY,
   quantize,
   type ResolvedAdaptiveLimitOptions,
+  rescaleForLatency,
   resolveAdaptiveLimitOptions,
 } from './adaptive-limit.js';
 import { AdaptiveShardTable, type CapacityChange } from './adaptive-shard-table.js';
@@ -55,8 +56,10 @@ function floorToQuantum(permits: number): number {
 interface Grant {
   shard: number;
   n: number;
-  /** The shard's adaptive state as read just before the take: the release's step starts from it. */
+  /** The shard's adaptive state as read just before the take (or left by a resize): the release's step starts from it. */
   seen: AdaptiveState;
+  /** The count a resize whose answer was lost may have left in the entry: given back if `n` is not there. */
+  resizedTo?: number;
 }
 
 /**
@@ -141,7 +144,7 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       },
       giveBack: (short) => this.giveBack(fence, short),
     });
-    return new AdaptiveLease(this, fence, grants, k, this.now(), until);
+    return new AdaptiveLease(this, fence, grants, k, this.now(), until, options.requests);
   }
 
   /**
@@ -163,8 +166,12 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       Promise.all(
         grants.map(async (g) => {
           const change = changes.get(g.shard);
-          const done = await this.table.giveBack(g.shard, fence, g.n, change, bound);
-          if (!done && change !== undefined) await this.table.giveBack(g.shard, fence, g.n, undefined, bound);
+          let done = await this.table.giveBack(g.shard, fence, g.n, change, bound);
+          if (!done && change !== undefined)
+            done = await this.table.giveBack(g.shard, fence, g.n, undefined, bound);
+          // A resize that landed with its answer lost left the resized count in the entry.
+          if (!done && g.resizedTo !== undefined)
+            await this.table.giveBack(g.shard, fence, g.resizedTo, undefined, bound);
         }),
       ),
     );
@@ -228,10 +235,7 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
    * (`permits / (latency x slack)`), expects to be done: the time waiters sleep until.
    */
   #due(planned: readonly { n: number; seen: AdaptiveState }[], requests: number): number | undefined {
-    const permits = planned.reduce((sum, g) => sum + g.n, 0);
-    if (!(permits > 0)) return undefined;
-    const latency = planned.reduce((sum, g) => sum + g.n * g.seen.latencyMs, 0) / permits;
-    return Math.round(this.now() + (requests * latency * this.law.inFlightSlack) / permits);
+    return dueAt(planned, requests, this.now(), this.law.inFlightSlack);
   }
 
   async #survey(signal: AbortSignal | undefined): Promise<Room[]> {
@@ -275,6 +279,22 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       }),
     );
   }
+}
+
+/**
+ * When a holder of `grants`, making `requests` more requests at the rate they stand for
+ * (`permits / (latency x slack)`), expects to be done; undefined without permits.
+ */
+function dueAt(
+  grants: readonly { n: number; seen: AdaptiveState }[],
+  requests: number,
+  now: number,
+  inFlightSlack: number,
+): number | undefined {
+  const permits = grants.reduce((sum, g) => sum + g.n, 0);
+  if (!(permits > 0)) return undefined;
+  const latency = grants.reduce((sum, g) => sum + g.n * g.seen.latencyMs, 0) / permits;
+  return Math.round(now + (requests * latency * inFlightSlack) / permits);
 }
 
 /** @internal A shard as one round saw it. */
@@ -334,6 +354,7 @@ class AdaptiveLease implements Lease {
   #until: number;
   #releasing: Promise<void> | undefined;
   #usage: LeaseUsage | undefined;
+  #resized = false;
 
   constructor(
     private readonly semaphore: AdaptiveDynamoSemaphore,
@@ -342,6 +363,8 @@ class AdaptiveLease implements Lease {
     private readonly wanted: number,
     private readonly takenAt: number,
     until: number,
+    /** The requests the holder announced at acquire (`AcquireOptions.requests`): a resize re-announces the rest. */
+    private readonly requests: number | undefined,
   ) {
     this.#until = until;
   }
@@ -367,6 +390,64 @@ class AdaptiveLease implements Lease {
 
   report(usage: LeaseUsage): void {
     this.#usage = usage;
+  }
+
+  async resize(usage: LeaseUsage, options: LeaseCallOptions = {}): Promise<number> {
+    const limited = usage.writes ?? usage.succeeded + usage.throttled;
+    if (this.#resized || this.#releasing !== undefined || usage.attemptMs === undefined || !(limited > 0))
+      return this.permits;
+    const sampleMs = usage.attemptMs / limited;
+    const { law, limit, shards } = this.semaphore;
+    let room = this.wanted - this.permits;
+    const steps = this.grants.flatMap((g) => {
+      const next = rescaleForLatency(g.seen, sampleMs, shards, law);
+      if (next === undefined) return [];
+      const capacity = Math.max(g.seen.capacity, Math.min(next.capacity, floorToQuantum(limit / shards)));
+      // This lease's share of the rescale (never more than it asked for in all): the rest is free for others.
+      const extra = Math.max(
+        0,
+        Math.min(room, floorToQuantum((g.n * capacity) / g.seen.capacity) - g.n, capacity - g.seen.capacity),
+      );
+      room -= extra;
+      return [{ grant: g, seen: { ...next, capacity }, to: g.n + extra }];
+    });
+    if (steps.length === 0) return this.permits;
+    this.#resized = true;
+    const after = this.grants.map((g) => {
+      const step = steps.find((s) => s.grant === g);
+      return step === undefined ? g : { n: step.to, seen: step.seen };
+    });
+    const due =
+      this.requests === undefined
+        ? undefined
+        : dueAt(after, Math.max(0, this.requests - limited), this.semaphore.now(), law.inFlightSlack);
+    const bound = options.signal ?? AbortSignal.timeout(this.semaphore.giveBackTimeoutMs);
+    await withAbortReason(
+      bound,
+      Promise.all(
+        steps.map(async ({ grant, seen, to }) => {
+          grant.resizedTo = to;
+          const done = await this.semaphore.table.resize(
+            grant.shard,
+            this.fence,
+            {
+              from: grant.seen.capacity,
+              delta: seen.capacity - grant.seen.capacity,
+              latencyMs: seen.latencyMs,
+              n: grant.n,
+              to,
+              due: due === undefined ? undefined : Math.min(due, this.#until),
+            },
+            bound,
+          );
+          grant.resizedTo = undefined;
+          if (!done) return;
+          grant.n = to;
+          grant.seen = seen;
+        }),
+      ),
+    );
+    return this.permits;
   }
 
   release(options: LeaseCallOptions = {}): Promise<void> {

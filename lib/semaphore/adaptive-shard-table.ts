@@ -144,6 +144,43 @@ export class AdaptiveShardTable {
     return this.update(index, update, condition, { '#lease': fence }, values, signal);
   }
 
+  /**
+   * A resize of lease `fence` on shard `index` (`Lease.resize`): the capacity moves by `delta` to the
+   * rescaled state, and the lease's entry from `n` to `to` permits (its share of the rescaled capacity, so
+   * `to - n <= delta` and `free` never drops). Conditional on the entry still holding `n` and the capacity
+   * still being `from` (a state another holder moved since is not stepped from twice); `false` when not.
+   * `due`: when the holder now expects to give the permits back.
+   */
+  resize(
+    index: number,
+    fence: string,
+    step: { from: number; delta: number; latencyMs: number; n: number; to: number; due?: number | undefined },
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    const values: Record<string, AttributeValue> = {
+      ':delta': num(step.delta),
+      ':freed': num(step.delta - (step.to - step.n)),
+      ':latency': num(step.latencyMs),
+      ':to': num(step.to),
+      ':n': num(step.n),
+      ':from': num(step.from),
+    };
+    let update =
+      'SET #capacity = #capacity + :delta, #free = #free + :freed, #latency = :latency, #holders.#lease.n = :to';
+    if (step.due !== undefined) {
+      update += ', #holders.#lease.due = :due';
+      values[':due'] = num(step.due);
+    }
+    return this.update(
+      index,
+      update,
+      '#holders.#lease.n = :n AND #capacity = :from',
+      { '#lease': fence },
+      values,
+      signal,
+    );
+  }
+
   /** Moves lease `fence`'s expiry on shard `index`; `false` when its entry is gone (reclaimed). */
   setUntil(index: number, fence: string, until: number, signal?: AbortSignal) {
     return this.items.setHolderUntil(`${SK_PREFIX}${index}`, fence, until, signal);

@@ -99,8 +99,8 @@ export class GrantGovernor {
   readonly #writes: (() => number) | undefined;
   #lastCutAt = Number.NEGATIVE_INFINITY;
   #cuts = 0;
-  readonly #grant: number;
-  readonly #fleetLatencyMs: number | undefined;
+  #grant: number;
+  #fleetLatencyMs: number | undefined;
   readonly #now: () => number;
   readonly #onError = (e: PoolEvents['pool:taskError']): void => {
     if (!isThrottling(e.error)) return;
@@ -159,6 +159,25 @@ export class GrantGovernor {
   /** Cuts made under this lease. */
   get cuts(): number {
     return this.#cuts;
+  }
+
+  /**
+   * The lease grew (`Lease.resize`): the same share of the grant as cut, now of `grant`, paced at the
+   * fleet latency the grow was sized with (ignored when not usable, as at construction).
+   */
+  regrant(grant: number, latencyMs: number | undefined): void {
+    // Stryker disable next-line ConditionalExpression: equivalent, a grant of 0 leaves the share at 1 either way
+    const share = this.#grant > 0 ? this.#concurrency / this.#grant : 1;
+    this.#grant = grant;
+    this.#concurrency = Math.max(MIN_CAPACITY, grant * share);
+    if (
+      this.#fleetLatencyMs !== undefined &&
+      latencyMs !== undefined &&
+      Number.isFinite(latencyMs) &&
+      latencyMs > 0
+    )
+      this.#fleetLatencyMs = latencyMs;
+    this.#apply();
   }
 
   stop(): void {

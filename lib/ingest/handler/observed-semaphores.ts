@@ -1,5 +1,11 @@
 import { SemaphoreTimeoutError } from '../../semaphore/errors.js';
-import type { AcquireOptions, Lease, Semaphore } from '../../semaphore/types.js';
+import type {
+  AcquireOptions,
+  Lease,
+  LeaseCallOptions,
+  LeaseUsage,
+  Semaphore,
+} from '../../semaphore/types.js';
 import type { SemaphoreFactory } from './tenant-permits.js';
 
 /** What the invocation learns from its semaphore calls. */
@@ -81,5 +87,19 @@ function observedLease(lease: Lease, observer: SemaphoreObserver | undefined): L
     extend: (ms, options) => lease.extend(ms, options),
     // What the work saw goes through to an adaptive semaphore's release.
     report: (usage) => lease.report?.(usage),
+    // Only a lease that can resize says it can (the handler watches its work only then); a failed resize
+    // is a semaphore failure like a failed release (still thrown: the lease keeps its permits).
+    ...(lease.resize === undefined
+      ? {}
+      : {
+          resize: async (usage: LeaseUsage, options?: LeaseCallOptions) => {
+            try {
+              return await lease.resize!(usage, options);
+            } catch (error) {
+              observer?.semaphoreFailure(error);
+              throw error;
+            }
+          },
+        }),
   };
 }

@@ -11,6 +11,7 @@ import type { Lease, LeaseUsage, Semaphore } from '../../semaphore/types.js';
 import type { ConcurrencyTarget } from '../../semaphore/with-permits.js';
 import type { IngestConfig } from '../config.js';
 import { GRANT_DECREASE_FACTOR, GrantGovernor } from './grant-governor.js';
+import { LeaseResize } from './lease-resize.js';
 import type { PrefixWriteCounts, WriteWatch } from './prefix-write-counts.js';
 
 /** The S3 write latency the permits are sized for (Little's law: 3,500 PUT/s x 20 ms = 70 in flight). */
@@ -218,12 +219,16 @@ class UsageCounter {
     }
   }
 
+  /** The usage so far, still counting. */
+  snapshot(): LeaseUsage {
+    const usage = { succeeded: this.#succeeded, throttled: this.#throttled, attemptMs: this.#attemptMs };
+    return this.writes === undefined ? usage : { ...usage, writes: this.writes.count };
+  }
+
   stop(): LeaseUsage {
     for (const off of this.#stop.splice(0)) off();
-    const usage = { succeeded: this.#succeeded, throttled: this.#throttled, attemptMs: this.#attemptMs };
-    if (this.writes === undefined) return usage;
-    this.writes.stop();
-    return { ...usage, writes: this.writes.count };
+    this.writes?.stop();
+    return this.snapshot();
   }
 }
 
@@ -520,12 +525,24 @@ export class TenantPermits {
             ...(writes === undefined ? {} : { writes: () => writes.count }),
           })
         : undefined;
+    // A lease sized with a latency far below what its writes take (a new prefix's assumed one) grows once.
+    const resize =
+      governor !== undefined && isUsageEvents(target)
+        ? new LeaseResize(lease, {
+            usage: () => usage.snapshot(),
+            events: target,
+            resized: (permits, latencyMs) => governor.regrant(permits, latencyMs),
+            bound: () => AbortSignal.any([window.signal, AbortSignal.timeout(this.#releaseTimeoutMs)]),
+          })
+        : undefined;
     try {
       target.setConcurrency(lease.permits);
       await body();
       // No write outlives its permit: in-flight (and timed-out, still settling) work ends first.
       await drainBy(target, window.signal, this.#releaseTimeoutMs);
     } finally {
+      // The release comes after a resize in flight (it gives back what the shard then holds).
+      await resize?.stop();
       governor?.stop();
       // What S3 answered under the lease rides on the release (an adaptive semaphore's limit moves with it),
       // with where the governor's SlowDown cuts left the pool.

@@ -182,6 +182,24 @@ describe('ExecutorPool start interval (a rate cap on top of the concurrency cap)
     expect(slow.peak).toBe(4);
   });
 
+  it('lateness does not add up: a start late by less than half an interval is counted at its slot', async () => {
+    const pool = new ExecutorPool({ concurrency: 4, timeout: 0 });
+    // Timers fire on whole ms: each start of a 10.4 ms interval comes up to 0.6 ms late. Counted when it
+    // happened, 11 starts would take 10 x 11 = 110 ms; counted at their slots, 104 ms and its rounding.
+    pool.setStartInterval(10.4);
+    const { starts } = await runTimed(pool, 11, () => 1);
+    expect(starts.at(-1)! - starts[0]!).toBeLessThanOrEqual(105);
+    expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(104);
+    // Catching up never bunches starts: never closer than half an interval.
+    const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(5.2);
+    // After a pause (no work), no credit: the next two starts are a whole interval apart.
+    await vi.advanceTimersByTimeAsync(1_000);
+    const later = await runTimed(pool, 2, () => 1);
+    expect(later.starts[1]! - later.starts[0]!).toBeGreaterThanOrEqual(10.4);
+    pool.stop();
+  });
+
   it('applies a changed interval at once and 0 turns pacing off; refuses nonsense', async () => {
     const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
     pool.setStartInterval(1_000);

@@ -13,6 +13,7 @@ import {
   type LeaseOutcome,
   MIN_CAPACITY,
   quantize,
+  rescaleForLatency,
   resolveAdaptiveLimitOptions,
 } from '../../../lib/semaphore/adaptive-limit.js';
 import { InvalidSemaphoreOptionsError } from '../../../lib/semaphore/errors.js';
@@ -164,5 +165,35 @@ describe('adaptLimit', () => {
     // Latency 20 -> (20 + 10) / 2 = 15 ms: ceiling 100/s x 15 ms = 1.5, under the capacity of 2.
     const step = adaptLimit(state, outcome({ attemptMs: 100 }), 1, law);
     expect(step.capacity).toBe(1.5);
+  });
+});
+
+describe('rescaleForLatency (a lease resized mid-lease)', () => {
+  const state: AdaptiveState = { capacity: 2, latencyMs: 20, decreasedAt: 7 };
+
+  it('moves the latency to a slower sample at once and the capacity with it (the same rate)', () => {
+    expect(rescaleForLatency(state, 30, 1, law)).toEqual({ capacity: 3, latencyMs: 30, decreasedAt: 7 });
+  });
+
+  it('never more than x2 per resize, and never past the ceiling (rate x latency)', () => {
+    expect(rescaleForLatency(state, 100, 1, law)).toEqual({ capacity: 4, latencyMs: 40, decreasedAt: 7 });
+    // A capacity above its ceiling (a rate configured lower since it was stored) is brought to the ceiling.
+    const full = { capacity: 2, latencyMs: 10, decreasedAt: 0 };
+    expect(rescaleForLatency(full, 15, 1, law)).toEqual({ capacity: 1.5, latencyMs: 15, decreasedAt: 0 });
+    // Two shards share the ceiling.
+    expect(rescaleForLatency(state, 30, 2, law)?.capacity).toBe(1.5);
+  });
+
+  it('a sample no slower than the average: no step (a resize only grows)', () => {
+    expect(rescaleForLatency(state, 20, 1, law)).toBeUndefined();
+    expect(rescaleForLatency(state, 5, 1, law)).toBeUndefined();
+    expect(rescaleForLatency(state, Number.NaN, 1, law)).toBeUndefined();
+  });
+
+  it('on the capacity grid, at least MIN_CAPACITY', () => {
+    const tiny = { capacity: MIN_CAPACITY, latencyMs: 0.1, decreasedAt: 0 };
+    const step = rescaleForLatency(tiny, 0.13, 1, law)!;
+    expect(step.capacity).toBeGreaterThanOrEqual(MIN_CAPACITY);
+    expect(step.capacity / CAPACITY_QUANTUM).toBe(Math.round(step.capacity / CAPACITY_QUANTUM));
   });
 });

@@ -331,4 +331,32 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
     expect(governor.cuts).toBe(1);
     governor.stop();
   });
+
+  it('regrant (a lease that grew): the same share of the new grant as cut, spaced at the new latency', () => {
+    const pool = Object.assign(fakePool(4), {
+      interval: Number.NaN,
+      setStartInterval(ms: number) {
+        pool.interval = ms;
+      },
+    });
+    let now = 1_000;
+    const governor = new GrantGovernor(pool, pool, 4, { latencyMs: 80, now: () => now });
+    // 4 permits at 80 ms: a start every 20 ms.
+    expect(pool.interval).toBeCloseTo(20, 9);
+    pool.fail(slowDown(), 20);
+    now += 100;
+    expect(governor.concurrency).toBeCloseTo(3.4, 9);
+    // Grown to 8 permits standing for the same rate at 160 ms: still cut to 0.85 of it, still 50 starts/s.
+    governor.regrant(8, 160);
+    expect(governor.concurrency).toBeCloseTo(6.8, 9);
+    expect(pool.concurrency).toBeCloseTo(6.8, 9);
+    expect(pool.interval).toBeCloseTo(160 / 6.8, 9);
+    // Recovery climbs back to the new grant, not the old one.
+    for (let i = 0; i < 200; i++) pool.succeed(20);
+    expect(governor.concurrency).toBe(8);
+    // A latency it cannot pace by is ignored (the spacing stays at the last usable one).
+    governor.regrant(8, Number.NaN);
+    expect(pool.interval).toBeCloseTo(20, 9);
+    governor.stop();
+  });
 });

@@ -59,6 +59,39 @@ describe('observeSemaphores', () => {
     expect(plain.latencyMs).toBeUndefined();
   });
 
+  it('passes a resize through only for a lease that can resize, and counts a failed one as a failure', async () => {
+    const boom = new Error('dynamodb down');
+    const asked: LeaseUsage[] = [];
+    let fail = false;
+    const inner: Lease = {
+      permits: 2,
+      fence: 'f-3',
+      expiresAt: 0,
+      release: async () => undefined,
+      extend: async () => undefined,
+      resize: async (usage) => {
+        asked.push(usage);
+        if (fail) throw boom;
+        return 4;
+      },
+    };
+    const { observer, failures } = recorder();
+    const wrap = (lease: Lease) =>
+      observeSemaphores(
+        () => semaphoreWith(lease),
+        () => observer,
+      )('x', 1).acquire(1);
+    const lease = await wrap(inner);
+    await expect(lease.resize!({ succeeded: 8, throttled: 0, attemptMs: 800 })).resolves.toBe(4);
+    expect(asked).toEqual([{ succeeded: 8, throttled: 0, attemptMs: 800 }]);
+    expect(failures).toEqual([]);
+    fail = true;
+    await expect(lease.resize!({ succeeded: 9, throttled: 0 })).rejects.toBe(boom);
+    expect(failures).toEqual([boom]);
+    const { resize: _, ...fixed } = inner;
+    expect((await wrap(fixed)).resize).toBeUndefined();
+  });
+
   it('counts a failed release or acquire as a failure, running out of time as none', async () => {
     const boom = new Error('dynamodb down');
     const inner: Lease = {

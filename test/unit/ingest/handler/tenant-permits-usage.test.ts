@@ -115,6 +115,57 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
     expect(kept).toBeGreaterThan(0.5);
   });
 
+  it('a lease whose writes are slower than its grant assumed is resized once, its pool grows, and the release comes after', async () => {
+    const order: string[] = [];
+    const state = { permits: 2, latencyMs: 1 };
+    const factory = (name: string, limit: number): Semaphore => {
+      const inner = new MemorySemaphore({ name, limit });
+      return {
+        name,
+        limit,
+        acquire: async (k, options) => {
+          const held = await inner.acquire(k, options);
+          return {
+            get permits() {
+              return state.permits;
+            },
+            get latencyMs() {
+              return state.latencyMs;
+            },
+            fence: held.fence,
+            expiresAt: held.expiresAt,
+            extend: (ms, o) => held.extend(ms, o),
+            report: () => order.push('report'),
+            resize: async () => {
+              order.push('resize');
+              state.permits = 4;
+              state.latencyMs = 2;
+              return state.permits;
+            },
+            release: async (o) => {
+              order.push('release');
+              await held.release(o);
+            },
+          };
+        },
+      };
+    };
+    const permits = new TenantPermits(testConfig(), factory);
+    const p = pool();
+    const big = { tenant: 'big', writes: 30, pool: p };
+    const concurrency: number[] = [];
+    await permits.run([big], window(), async () => {
+      // Every attempt takes ~3 ms of slot, each a write: far above the 1 ms the grant stands for.
+      for (let i = 0; i < 30; i++) {
+        await p.enqueue(() => new Promise((resolve) => setTimeout(resolve, 3)));
+        concurrency.push(p.concurrency);
+      }
+    });
+    expect(order).toEqual(['resize', 'report', 'release']);
+    expect(concurrency[0]).toBe(2);
+    expect(concurrency.at(-1)).toBe(4);
+  });
+
   it("reports the writes the store sent to the lease's own prefix, and paces by slot time per write", async () => {
     // The fleet's 10 ms is per write. The pool's attempts take ~2 ms and only one in ten is a write (the
     // store saw one write to t=big/ per ten attempts): ~20 ms of slot time per write, slower than the

@@ -1,0 +1,171 @@
+// A lease's resize (dynalite): a holder whose writes take longer than the latency its grant was sized with
+// moves the fleet's latency and limit now, mid-lease, and grows by its share; never over-grants, once per
+// lease, and its release gives back what the shard holds even when the resize's answer was lost.
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  AdaptiveDynamoSemaphore,
+  type AdaptiveDynamoSemaphoreOptions,
+} from '../../../lib/semaphore/index.js';
+import { semaphoreItems, semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
+import { faultInjecting, operationOf } from './support/fault-injecting-client.js';
+
+let client: DynamoDBClient;
+let tableName: string;
+
+beforeAll(async () => {
+  ({ client, tableName } = await semaphoreTable());
+});
+
+const stored = (name: string) => storedAdaptiveShards(client, tableName, name);
+
+// 50/s at an assumed 50 ms with 1.5 slack: 3.75 permits to start with (the handler's first lease), cap 50.
+const semaphore = (name: string, over: Partial<AdaptiveDynamoSemaphoreOptions> = {}) =>
+  new AdaptiveDynamoSemaphore({
+    client,
+    tableName,
+    name,
+    limit: 50,
+    adaptive: { ratePerSecond: 50, initialLatencyMs: 50, inFlightSlack: 1.5 },
+    backoffBaseMs: 5,
+    backoffCapMs: 20,
+    ...over,
+  });
+
+const fresh = (what: string) => `${what}-${randomUUID().slice(0, 8)}`;
+
+describe('AdaptiveLease.resize (dynalite)', () => {
+  it('writes slower than the grant assumed: the latency and the limit move now, and the lease grows by its share', async () => {
+    const name = fresh('grow');
+    const sem = semaphore(name);
+    const lease = await sem.acquire(20, { min: 1 });
+    expect(lease.permits).toBe(3.75);
+    expect(lease.latencyMs).toBe(75);
+    // 10 writes of 80 ms of slot each: above the 50 assumed; the latency moves to 80 (not averaged).
+    const permits = await lease.resize!({ succeeded: 20, throttled: 0, attemptMs: 800, writes: 10 });
+    expect(permits).toBe(6);
+    expect(lease.permits).toBe(6);
+    // The same rate: 6 permits at 80 ms x 1.5 are 50 writes/s, as 3.75 at 50 ms x 1.5 were.
+    expect(lease.latencyMs).toBe(120);
+    expect(await stored(name)).toMatchObject([{ capacity: 6, free: 0, held: 6, latencyMs: 80 }]);
+    await lease.release();
+    expect(await stored(name)).toMatchObject([{ capacity: 6, free: 6, held: 0 }]);
+  });
+
+  it('at most x2 per resize, and once per lease', async () => {
+    const name = fresh('twice');
+    const sem = semaphore(name);
+    const lease = await sem.acquire(20, { min: 1 });
+    expect(await lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 1_400, writes: 10 })).toBe(7.5);
+    expect(lease.latencyMs).toBe(150);
+    // Still slower than the grant assumes, but a lease resizes once: no second write.
+    expect(await lease.resize!({ succeeded: 30, throttled: 0, attemptMs: 6_000, writes: 30 })).toBe(7.5);
+    expect(await stored(name)).toMatchObject([{ capacity: 7.5, free: 0, latencyMs: 100 }]);
+    await lease.release();
+  });
+
+  it('writes as quick as assumed or quicker, or nothing counted: no write, the same permits', async () => {
+    const name = fresh('quick');
+    const sem = semaphore(name);
+    const lease = await sem.acquire(20, { min: 1 });
+    expect(await lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 500, writes: 10 })).toBe(3.75);
+    expect(await lease.resize!({ succeeded: 0, throttled: 0, attemptMs: 0, writes: 0 })).toBe(3.75);
+    expect(await lease.resize!({ succeeded: 10, throttled: 0 })).toBe(3.75);
+    // None of those was a resize: a slow sample still may.
+    expect(await lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 800, writes: 10 })).toBe(6);
+    await lease.release();
+  });
+
+  it('grows by its share only: the rest of the rescale is free for the other holders', async () => {
+    const name = fresh('share');
+    const sem = semaphore(name, { adaptive: { ratePerSecond: 100, initialLatencyMs: 40 } });
+    // 4 permits: b holds 2, a the other 2 (it asked for up to 10).
+    const b = await sem.acquire(2);
+    const a = await sem.acquire(10, { min: 1 });
+    expect(a.permits).toBe(2);
+    expect(await a.resize!({ succeeded: 10, throttled: 0, attemptMs: 600, writes: 10 })).toBe(3);
+    // Capacity 4 -> 6: a holds 3 (its half), b still 2, 1 free for anyone.
+    expect(await stored(name)).toMatchObject([{ capacity: 6, free: 1, held: 5, latencyMs: 60 }]);
+    const c = await sem.acquire(1, { deadline: sem.now() });
+    expect(c.permits).toBe(1);
+    await Promise.all([a.release(), b.release(), c.release()]);
+    expect(await stored(name)).toMatchObject([{ capacity: 6, free: 6, held: 0 }]);
+  });
+
+  it('never more than the lease asked for', async () => {
+    const name = fresh('asked');
+    const sem = semaphore(name);
+    const lease = await sem.acquire(4, { min: 1 });
+    expect(lease.permits).toBe(3.75);
+    expect(await lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 })).toBe(4);
+    // The limit rescaled all the same: 3.5 free for others.
+    expect(await stored(name)).toMatchObject([{ capacity: 7.5, free: 3.5, held: 4 }]);
+    await lease.release();
+  });
+
+  it('a limit another holder moved since the take: the resize is dropped, the lease keeps its permits', async () => {
+    const name = fresh('moved');
+    const sem = semaphore(name, { adaptive: { ratePerSecond: 100, initialLatencyMs: 40 } });
+    const a = await sem.acquire(2);
+    const b = await sem.acquire(2);
+    b.report!({ succeeded: 10, throttled: 0, attemptMs: 500, writes: 10 });
+    await b.release();
+    const moved = (await stored(name))[0]!.capacity;
+    expect(moved).not.toBe(4);
+    expect(await a.resize!({ succeeded: 10, throttled: 0, attemptMs: 600, writes: 10 })).toBe(2);
+    await a.release();
+    expect(await stored(name)).toMatchObject([{ capacity: moved, free: moved, held: 0 }]);
+  });
+
+  it('announces when it will be done at its new rate (waiters sleep until then)', async () => {
+    const name = fresh('due');
+    let clock = 1_000_000;
+    const sem = semaphore(name, { now: () => clock });
+    const lease = await sem.acquire(20, { min: 1, requests: 30 });
+    // 30 writes at 3.75 permits x 75 ms: 600 ms.
+    const dueOf = async () =>
+      Number((await semaphoreItems(client, tableName, name))[0]!.holders!.M![lease.fence]!.M!.due!.N);
+    expect(await dueOf()).toBe(clock + 600);
+    clock += 400;
+    // 10 done; 20 left at 6 permits x 120 ms: 400 ms from now.
+    await lease.resize!({ succeeded: 20, throttled: 0, attemptMs: 800, writes: 10 });
+    expect(await dueOf()).toBe(clock + 400);
+    await lease.release();
+  });
+
+  it('a resize whose answer is lost after it landed: the release still gives back all the shard holds', async () => {
+    const name = fresh('lost');
+    const { client: lossy } = faultInjecting(client, {
+      after: (call) => {
+        if (operationOf(call) === 'resize') throw new Error('answer lost');
+      },
+    });
+    const sem = semaphore(name, { client: lossy });
+    const lease = await sem.acquire(20, { min: 1 });
+    await expect(lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 800, writes: 10 })).rejects.toThrow(
+      'answer lost',
+    );
+    // It landed: the entry holds 6, the lease knows only its 3.75 for sure.
+    expect(await stored(name)).toMatchObject([{ capacity: 6, held: 6 }]);
+    expect(lease.permits).toBe(3.75);
+    await lease.release();
+    expect(await stored(name)).toMatchObject([{ capacity: 6, free: 6, held: 0 }]);
+  });
+
+  it('a resize that failed before it landed: the release gives back the permits taken', async () => {
+    const name = fresh('unsent');
+    const { client: failingResize } = faultInjecting(client, {
+      before: (call) => {
+        if (operationOf(call) === 'resize') throw new Error('DynamoDB unreachable');
+      },
+    });
+    const sem = semaphore(name, { client: failingResize });
+    const lease = await sem.acquire(20, { min: 1 });
+    await expect(lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 800, writes: 10 })).rejects.toThrow(
+      'unreachable',
+    );
+    await lease.release();
+    expect(await stored(name)).toMatchObject([{ capacity: 3.75, free: 3.75, held: 0 }]);
+  });
+});

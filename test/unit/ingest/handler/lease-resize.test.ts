@@ -1,0 +1,176 @@
+// LeaseResize: a holder whose writes take longer than the latency its grant was sized with asks the
+// semaphore once to resize its lease (issue 16: a new prefix's first lease ran its batch at half its rate),
+// never before it measured enough writes, never when in step, and never after its work is done.
+import { describe, expect, it } from 'vitest';
+import {
+  type CompletionEvents,
+  LeaseResize,
+  RESIZE_AFTER_WRITES,
+} from '../../../../lib/ingest/handler/lease-resize.js';
+import type { PoolEvents } from '../../../../lib/pool/events.js';
+import type { Lease, LeaseCallOptions, LeaseUsage } from '../../../../lib/semaphore/types.js';
+
+/** Lets pending promise reactions run (the resize's answer reaching the watcher). */
+async function flush(turns = 10): Promise<void> {
+  for (let i = 0; i < turns; i++) await Promise.resolve();
+}
+
+type Completed = (e: PoolEvents['pool:taskCompleted']) => void;
+
+function events() {
+  const listeners = new Set<Completed>();
+  const on: CompletionEvents = {
+    on: (_event, l) => listeners.add(l),
+    off: (_event, l) => listeners.delete(l),
+  };
+  const complete = () => {
+    for (const l of [...listeners]) l({ id: 't', attempt: 1, queueWaitMs: 0, durationMs: 1 });
+  };
+  return { on, listeners, complete };
+}
+
+/** A lease of `permits` sized at `latencyMs` whose resize doubles both (or does what `resize` says). */
+function lease(resize?: (usage: LeaseUsage, options?: LeaseCallOptions) => Promise<number>) {
+  const calls: { usage: LeaseUsage; signal: AbortSignal | undefined }[] = [];
+  const state = { permits: 4, latencyMs: 60 };
+  const held: Lease = {
+    get permits() {
+      return state.permits;
+    },
+    get latencyMs() {
+      return state.latencyMs;
+    },
+    fence: 'f',
+    expiresAt: Number.POSITIVE_INFINITY,
+    release: async () => undefined,
+    extend: async () => undefined,
+    resize: async (usage, options) => {
+      calls.push({ usage, signal: options?.signal });
+      if (resize !== undefined) return resize(usage, options);
+      state.permits *= 2;
+      state.latencyMs *= 2;
+      return state.permits;
+    },
+  };
+  return { held, calls, state };
+}
+
+describe('LeaseResize', () => {
+  it('resizes once, when the slot time per write is above what the grant stands for, and tells the new grant', async () => {
+    const pool = events();
+    const { held, calls } = lease();
+    const usage = { succeeded: 0, throttled: 0, attemptMs: 0, writes: 0 };
+    const told: [number, number | undefined][] = [];
+    const signal = new AbortController().signal;
+    const resize = new LeaseResize(held, {
+      usage: () => ({ ...usage }),
+      events: pool.on,
+      resized: (permits, latencyMs) => told.push([permits, latencyMs]),
+      bound: () => signal,
+    });
+    // Slow writes, but fewer than it needs to judge: nothing.
+    usage.writes = RESIZE_AFTER_WRITES - 1;
+    usage.attemptMs = 100 * usage.writes;
+    pool.complete();
+    expect(calls).toHaveLength(0);
+    // Enough writes, in step with the grant (60 ms per write): nothing.
+    usage.writes = RESIZE_AFTER_WRITES;
+    usage.attemptMs = 60 * usage.writes;
+    pool.complete();
+    expect(calls).toHaveLength(0);
+    // Slower than the grant: one resize, with the usage so far and the bound's signal.
+    usage.attemptMs = 61 * usage.writes;
+    pool.complete();
+    pool.complete();
+    await flush();
+    expect(told).toEqual([[8, 120]]);
+    await resize.stop();
+    expect(calls).toEqual([{ usage: { ...usage }, signal }]);
+    // Once: later completions ask nothing (and nothing listens after stop).
+    pool.complete();
+    expect(calls).toHaveLength(1);
+    expect(pool.listeners.size).toBe(0);
+  });
+
+  it('counts attempts as writes when the store does not count writes', async () => {
+    const pool = events();
+    const { held, calls } = lease();
+    const resize = new LeaseResize(held, {
+      usage: () => ({
+        succeeded: RESIZE_AFTER_WRITES - 1,
+        throttled: 1,
+        attemptMs: 100 * RESIZE_AFTER_WRITES,
+      }),
+      events: pool.on,
+      resized: () => undefined,
+      bound: () => new AbortController().signal,
+    });
+    pool.complete();
+    await resize.stop();
+    expect(calls).toHaveLength(1);
+  });
+
+  it('a resize that grows nothing or fails tells nothing, and the work goes on', async () => {
+    for (const outcome of [async () => 4, async () => Promise.reject(new Error('DynamoDB unreachable'))]) {
+      const pool = events();
+      const { held, calls } = lease(outcome);
+      const told: number[] = [];
+      const resize = new LeaseResize(held, {
+        usage: () => ({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 }),
+        events: pool.on,
+        resized: (permits) => told.push(permits),
+        bound: () => new AbortController().signal,
+      });
+      pool.complete();
+      await expect(resize.stop()).resolves.toBeUndefined();
+      expect(calls).toHaveLength(1);
+      expect(told).toEqual([]);
+    }
+  });
+
+  it('stop waits for a resize in flight (the release must come after it), and tells nothing once stopped', async () => {
+    const pool = events();
+    let answer!: (permits: number) => void;
+    const { held } = lease(() => new Promise<number>((resolve) => (answer = resolve)));
+    const told: number[] = [];
+    const resize = new LeaseResize(held, {
+      usage: () => ({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 }),
+      events: pool.on,
+      resized: (permits) => told.push(permits),
+      bound: () => new AbortController().signal,
+    });
+    pool.complete();
+    let stopped = false;
+    const stopping = resize.stop().then(() => {
+      stopped = true;
+    });
+    await Promise.resolve();
+    expect(stopped).toBe(false);
+    answer(8);
+    await stopping;
+    expect(stopped).toBe(true);
+    // The work was done: its pool is not regranted.
+    expect(told).toEqual([]);
+  });
+
+  it('a lease that cannot resize (a static semaphore) is not watched', async () => {
+    const pool = events();
+    const fixed: Lease = {
+      permits: 4,
+      latencyMs: 60,
+      fence: 'f',
+      expiresAt: Number.POSITIVE_INFINITY,
+      release: async () => undefined,
+      extend: async () => undefined,
+    };
+    const watcher = new LeaseResize(fixed, {
+      usage: () => ({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 }),
+      events: pool.on,
+      resized: () => undefined,
+      bound: () => new AbortController().signal,
+    });
+    expect(pool.listeners.size).toBe(0);
+    await watcher.stop();
+    expect(pool.listeners.size).toBe(0);
+  });
+});

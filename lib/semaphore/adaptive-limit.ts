@@ -114,8 +114,12 @@ const MAX_INCREASE_SHARE = 1 / 8;
  * have scaled the prefix up).
  */
 export const CAUTIOUS_INCREASE_SHARE = 1 / 64;
-/** How long after a decrease the increase stays cautious (`CAUTIOUS_INCREASE_SHARE`), ms. */
-export const CAUTIOUS_FOR_MS = 30_000;
+/**
+ * How long after a decrease the increase stays cautious (`CAUTIOUS_INCREASE_SHARE`), ms. Two minutes: S3
+ * scales a prefix up over minutes, not seconds, and every return to the full pace overshot the limit the
+ * decrease had found (bench:load, 30 s: 6 of the hot prefix's 28 SlowDowns came in the 10 s after it ended).
+ */
+export const CAUTIOUS_FOR_MS = 120_000;
 /**
  * Capacities are multiples of 1/1024: binary fractions add and subtract exactly in a double, and print as
  * exact decimals for DynamoDB, so `free` (sums of permits and deltas) never drifts to 0.9999999 and a

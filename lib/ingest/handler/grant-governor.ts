@@ -18,11 +18,15 @@ export interface ThrottleEvents {
 }
 
 /**
- * Share of its grant a cut pool takes back per attempt S3 accepted that was sent after the last cut. A
- * prefix held at its limit meets the odd 503 from latency noise alone; without a way back, each one cut the
- * rest of a lease of ~100 attempts for good (3 noise 503s: 0.61 x the grant). From one cut (0.85) back to
- * the grant takes 20 accepted attempts. Not faster: at 1/32 a holder refused a third of the time (a halved
- * limit) earned back most of each cut before the next one and stayed there (bench:load: 30% 503s for 5 s).
+ * Share of its grant a cut pool takes back per attempt S3 accepted that was sent after the last cut, after
+ * its first cut of the lease; each further cut halves it. A prefix held at its limit meets the odd 503 from
+ * latency noise alone; without a way back, each one cut the rest of a lease of ~100 attempts for good (3
+ * noise 503s: 0.61 x the grant). From one cut (0.85) back to the grant takes 20 accepted attempts. Not
+ * faster: at 1/32 a holder refused a third of the time (a halved limit) earned back most of each cut before
+ * the next one and stayed there (bench:load: 30% 503s for 5 s). Halved per further cut because a pool that
+ * keeps meeting SlowDown is above S3's limit, not unlucky: at a fixed 1/128 a lease under a halved limit
+ * climbed back to its grant and was refused again every 0.5-0.7 s for 6 s (bench:load, 10 of its 28 503s),
+ * and reported that it had recovered, so the fleet's limit shrank slowly too.
  */
 export const RECOVERY_PER_ACCEPTED = 1 / 128;
 
@@ -80,8 +84,8 @@ export interface GrantGovernorOptions {
  * workload on the prefix), the holder would keep sending at its grant and collect 503s until it gives the
  * permits back. So on SlowDown the holder cuts its own pool to 0.85 x what it ran at, once per round trip
  * (only a throttled attempt that started after the last cut cuts again: the others were sent at the old
- * rate), never below `MIN_CAPACITY`, and takes back `RECOVERY_PER_ACCEPTED` of the grant per attempt S3
- * accepts after a cut. It never grows past the grant: only the fleet's limit, moved by the release that
+ * rate), never below `MIN_CAPACITY`, and takes back `RECOVERY_PER_ACCEPTED` of the grant (halved per
+ * further cut) per attempt S3 accepts after a cut. It never grows past the grant: only the fleet's limit, moved by the release that
  * reports these throttles, grows. With `latencyMs` it also paces: see `GrantGovernorOptions.latencyMs`.
  */
 export class GrantGovernor {
@@ -120,7 +124,10 @@ export class GrantGovernor {
     // Sent before the last cut: it says nothing about the rate the pool runs at now.
     // Stryker disable next-line ConditionalExpression,EqualityOperator: at the grant Math.min below keeps it there
     if (this.#concurrency < this.#grant && this.#now() - e.durationMs >= this.#lastCutAt) {
-      this.#concurrency = Math.min(this.#grant, this.#concurrency + this.#grant * RECOVERY_PER_ACCEPTED);
+      this.#concurrency = Math.min(
+        this.#grant,
+        this.#concurrency + (this.#grant * RECOVERY_PER_ACCEPTED) / 2 ** Math.max(0, this.#cuts - 1),
+      );
     }
     this.#apply();
   };

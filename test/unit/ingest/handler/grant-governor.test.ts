@@ -208,7 +208,29 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
     expect(governor.cuts).toBe(2);
     now += 20;
     pool.succeed(20);
-    expect(governor.concurrency).toBeCloseTo(4 * 0.85 * 0.85 + 4 / 128, 9);
+    // The second cut of the lease: recovery at half the pace.
+    expect(governor.concurrency).toBeCloseTo(4 * 0.85 * 0.85 + 4 / 128 / 2, 9);
+  });
+
+  it('each further cut of a lease halves the pace of recovery, so a limit below the grant is not probed again and again', () => {
+    const pool = fakePool(4);
+    let now = 1_000;
+    const governor = new GrantGovernor(pool, pool, 4, { now: () => now });
+    const recoveryAfter = (cuts: number) => {
+      for (let i = 0; i < cuts; i++) {
+        now += 100;
+        pool.fail(slowDown(), 20);
+      }
+      const cut = governor.concurrency;
+      now += 100;
+      pool.succeed(20);
+      return governor.concurrency - cut;
+    };
+    expect(recoveryAfter(1)).toBeCloseTo(4 / 128, 9);
+    expect(recoveryAfter(1)).toBeCloseTo(4 / 256, 9);
+    expect(recoveryAfter(2)).toBeCloseTo(4 / 1024, 9);
+    expect(governor.cuts).toBe(4);
+    governor.stop();
   });
 
   it('with a real pool and its own clock: one cut per round trip, recovery from completions, silence after stop', async () => {

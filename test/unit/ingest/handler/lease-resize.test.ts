@@ -20,8 +20,12 @@ type Completed = (e: PoolEvents['pool:taskCompleted']) => void;
 function events() {
   const listeners = new Set<Completed>();
   const on: CompletionEvents = {
-    on: (_event, l) => listeners.add(l),
-    off: (_event, l) => listeners.delete(l),
+    on: (event, l) => {
+      if (event === 'pool:taskCompleted') listeners.add(l);
+    },
+    off: (event, l) => {
+      if (event === 'pool:taskCompleted') listeners.delete(l);
+    },
   };
   const complete = () => {
     for (const l of [...listeners]) l({ id: 't', attempt: 1, queueWaitMs: 0, durationMs: 1 });
@@ -92,6 +96,28 @@ describe('LeaseResize', () => {
     expect(pool.listeners.size).toBe(0);
   });
 
+  it('no measured time, or a grant that says no latency: no resize', async () => {
+    for (const [usage, latencyMs] of [
+      [{ succeeded: 10, throttled: 0, writes: 10 }, 60],
+      [{ succeeded: 10, throttled: 0, attemptMs: 10_000, writes: 10 }, undefined],
+    ] as const) {
+      const pool = events();
+      const { held, calls, state } = lease();
+      Object.defineProperty(held, 'latencyMs', {
+        get: () => (latencyMs === undefined ? undefined : state.latencyMs),
+      });
+      const resize = new LeaseResize(held, {
+        usage: () => usage,
+        events: pool.on,
+        resized: () => undefined,
+        bound: () => new AbortController().signal,
+      });
+      pool.complete();
+      await resize.stop();
+      expect(calls).toHaveLength(0);
+    }
+  });
+
   it('counts attempts as writes when the store does not count writes', async () => {
     const pool = events();
     const { held, calls } = lease();
@@ -122,9 +148,10 @@ describe('LeaseResize', () => {
         bound: () => new AbortController().signal,
       });
       pool.complete();
+      await flush();
+      expect(told).toEqual([]);
       await expect(resize.stop()).resolves.toBeUndefined();
       expect(calls).toHaveLength(1);
-      expect(told).toEqual([]);
     }
   });
 

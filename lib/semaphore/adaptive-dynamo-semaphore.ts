@@ -394,9 +394,9 @@ class AdaptiveLease implements Lease {
 
   async resize(usage: LeaseUsage, options: LeaseCallOptions = {}): Promise<number> {
     const limited = usage.writes ?? usage.succeeded + usage.throttled;
-    if (this.#resized || this.#releasing !== undefined || usage.attemptMs === undefined || !(limited > 0))
-      return this.permits;
-    const sampleMs = usage.attemptMs / limited;
+    if (this.#resized || this.#releasing !== undefined || !(limited > 0)) return this.permits;
+    // No measured time is no sample (NaN: `rescaleForLatency` takes no step).
+    const sampleMs = (usage.attemptMs ?? Number.NaN) / limited;
     const { law, limit, shards } = this.semaphore;
     let room = this.wanted - this.permits;
     const steps = this.grants.flatMap((g) => {

@@ -173,16 +173,12 @@ export class GrantGovernor {
    * fleet latency the grow was sized with (ignored when not usable, as at construction).
    */
   regrant(grant: number, latencyMs: number | undefined): void {
-    // Stryker disable next-line ConditionalExpression: equivalent, a grant of 0 leaves the share at 1 either way
+    // A pool that had no grant to cut (0 permits) starts the new one whole.
     const share = this.#grant > 0 ? this.#concurrency / this.#grant : 1;
     this.#grant = grant;
     this.#concurrency = Math.max(MIN_CAPACITY, grant * share);
-    if (
-      this.#fleetLatencyMs !== undefined &&
-      latencyMs !== undefined &&
-      Number.isFinite(latencyMs) &&
-      latencyMs > 0
-    )
+    // Only a pool paced before is paced now, and only by a latency it can pace by.
+    if (this.#fleetLatencyMs !== undefined && (latencyMs ?? 0) > 0 && Number.isFinite(latencyMs))
       this.#fleetLatencyMs = latencyMs;
     this.#apply();
   }

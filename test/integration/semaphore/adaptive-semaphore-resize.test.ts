@@ -107,13 +107,16 @@ describe('AdaptiveLease.resize (dynalite)', () => {
   it('a limit another holder moved since the take: the resize is dropped, the lease keeps its permits', async () => {
     const name = fresh('moved');
     const sem = semaphore(name, { adaptive: { ratePerSecond: 100, initialLatencyMs: 40 } });
-    const a = await sem.acquire(2);
     const b = await sem.acquire(2);
+    // a would grow to 3 on a capacity rescaled from 4 to 6 (it asked for up to 10).
+    const a = await sem.acquire(10, { min: 1 });
+    expect(a.permits).toBe(2);
     b.report!({ succeeded: 10, throttled: 0, attemptMs: 500, writes: 10 });
     await b.release();
     const moved = (await stored(name))[0]!.capacity;
     expect(moved).not.toBe(4);
     expect(await a.resize!({ succeeded: 10, throttled: 0, attemptMs: 600, writes: 10 })).toBe(2);
+    expect(a.permits).toBe(2);
     await a.release();
     expect(await stored(name)).toMatchObject([{ capacity: moved, free: moved, held: 0 }]);
   });
@@ -132,6 +135,36 @@ describe('AdaptiveLease.resize (dynalite)', () => {
     await lease.resize!({ succeeded: 20, throttled: 0, attemptMs: 800, writes: 10 });
     expect(await dueOf()).toBe(clock + 400);
     await lease.release();
+  });
+
+  it('grown less than its share (it asked for less): announces its due at the rate it now has', async () => {
+    const name = fresh('due-capped');
+    let clock = 2_000_000;
+    const sem = semaphore(name, { now: () => clock });
+    const lease = await sem.acquire(4, { min: 1, requests: 30 });
+    const dueOf = async () =>
+      Number((await semaphoreItems(client, tableName, name))[0]!.holders!.M![lease.fence]!.M!.due!.N);
+    clock += 400;
+    // 10 done; 4 permits (not 6) at 80 x 1.5 ms: 20 left take 600 ms, not the 400 of its whole share.
+    expect(await lease.resize!({ succeeded: 20, throttled: 0, attemptMs: 800, writes: 10 })).toBe(4);
+    expect(await dueOf()).toBe(clock + 600);
+    await lease.release();
+  });
+
+  it('no resize for a released lease, for a lease that only read, or from attempts when writes are not counted', async () => {
+    const name = fresh('nothing');
+    const sem = semaphore(name);
+    const released = await sem.acquire(20, { min: 1 });
+    await released.release();
+    expect(await released.resize!({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 })).toBe(3.75);
+    const reader = await sem.acquire(20, { min: 1 });
+    // Reads only: no write to size by, however slow.
+    expect(await reader.resize!({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 0 })).toBe(3.75);
+    expect(await stored(name)).toMatchObject([{ capacity: 3.75, latencyMs: 50 }]);
+    // No write count: every attempt (succeeded and refused) is one: 600 ms over 10 attempts is 60 ms.
+    expect(await reader.resize!({ succeeded: 8, throttled: 2, attemptMs: 600 })).toBe(4.5);
+    expect(await stored(name)).toMatchObject([{ capacity: 4.5, latencyMs: 60 }]);
+    await reader.release();
   });
 
   it('a resize whose answer is lost after it landed: the release still gives back all the shard holds', async () => {

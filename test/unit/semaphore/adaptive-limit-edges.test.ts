@@ -173,6 +173,9 @@ describe('rescaleForLatency (a lease resized mid-lease)', () => {
 
   it('moves the latency to a slower sample at once and the capacity with it (the same rate)', () => {
     expect(rescaleForLatency(state, 30, 1, law)).toEqual({ capacity: 3, latencyMs: 30, decreasedAt: 7 });
+    // Below its ceiling (a limit S3 made shrink): the same rate too, still below.
+    const shrunk = { capacity: 1, latencyMs: 20, decreasedAt: 7 };
+    expect(rescaleForLatency(shrunk, 30, 1, law)).toEqual({ capacity: 1.5, latencyMs: 30, decreasedAt: 7 });
   });
 
   it('never more than x2 per resize, and never past the ceiling (rate x latency)', () => {

@@ -377,8 +377,25 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
     for (let i = 0; i < 200; i++) pool.succeed(20);
     expect(governor.concurrency).toBe(8);
     // A latency it cannot pace by is ignored (the spacing stays at the last usable one).
-    governor.regrant(8, Number.NaN);
-    expect(pool.interval).toBeCloseTo(20, 9);
+    for (const unusable of [Number.NaN, Number.POSITIVE_INFINITY, 0, -5, undefined]) {
+      governor.regrant(8, unusable);
+      expect(pool.interval).toBeCloseTo(20, 9);
+    }
+    governor.stop();
+  });
+
+  it('regrant of a pool that was never paced does not start pacing it; a pool that had 0 permits gets the new grant whole', () => {
+    const pool = Object.assign(fakePool(0), {
+      interval: Number.NaN,
+      setStartInterval(ms: number) {
+        pool.interval = ms;
+      },
+    });
+    const governor = new GrantGovernor(pool, pool, 0);
+    governor.regrant(3, 150);
+    expect(pool.interval).toBeNaN();
+    expect(governor.concurrency).toBe(3);
+    expect(pool.concurrency).toBe(3);
     governor.stop();
   });
 });

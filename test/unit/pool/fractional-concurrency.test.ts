@@ -200,6 +200,17 @@ describe('ExecutorPool start interval (a rate cap on top of the concurrency cap)
     pool.stop();
   });
 
+  it('a start held back longer than half an interval (the in-flight cap) banks nothing: the next is a whole interval later', async () => {
+    const one = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    one.setStartInterval(10);
+    // The first attempt holds the only slot for 25 ms: the second starts 15 ms after its slot, so it is
+    // counted when it started, and the third (instant answers) waits a whole interval after it.
+    const { starts } = await runTimed(one, 3, (i) => (i === 0 ? 25 : 1));
+    expect(starts[1]! - starts[0]!).toBe(25);
+    expect(starts[2]! - starts[1]!).toBeGreaterThanOrEqual(10);
+    one.stop();
+  });
+
   it('applies a changed interval at once and 0 turns pacing off; refuses nonsense', async () => {
     const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
     pool.setStartInterval(1_000);

@@ -155,8 +155,9 @@ export class SemaphoreItems {
    * Removes expired holders of item `sk` (at most 25 per write, bounding the expression; the next acquirer
    * that finds the item full reclaims the rest) and hands their permits back with `counter` (an update
    * clause using `:freed`: the static items subtract from `used`, the adaptive ones add to `free`).
-   * Conditional on each entry's `until` being unchanged since read, so a holder that extended in between
-   * keeps its permits. Resolves the permits freed, 0 when someone else reclaimed or extended first.
+   * Conditional on each entry's `until` and `n` being unchanged since read, so a holder that extended in
+   * between keeps its permits, and one that resized (`Lease.resize`) is not freed by the count it had.
+   * Resolves the permits freed, 0 when someone else reclaimed, extended or resized first.
    */
   async removeExpired(
     sk: string,
@@ -172,13 +173,14 @@ export class SemaphoreItems {
     batch.forEach(([fence, entry], i) => {
       extraNames[`#h${i}`] = fence;
       values[`:u${i}`] = num(entry.until);
+      values[`:n${i}`] = num(entry.n);
       freed += entry.n;
     });
     values[':freed'] = num(freed);
     const ok = await this.update(
       sk,
       `REMOVE ${batch.map((_, i) => `#holders.#h${i}`).join(', ')} SET ${counter}`,
-      batch.map((_, i) => `#holders.#h${i}.#until = :u${i}`).join(' AND '),
+      batch.map((_, i) => `#holders.#h${i}.#until = :u${i} AND #holders.#h${i}.n = :n${i}`).join(' AND '),
       extraNames,
       values,
       signal,

@@ -148,8 +148,10 @@ export class AdaptiveShardTable {
    * A resize of lease `fence` on shard `index` (`Lease.resize`): the capacity moves by `delta` to the
    * rescaled state, and the lease's entry from `n` to `to` permits (its share of the rescaled capacity, so
    * `to - n <= delta` and `free` never drops). Conditional on the entry still holding `n` and the capacity
-   * still being `from` (a state another holder moved since is not stepped from twice); `false` when not.
-   * `due`: when the holder now expects to give the permits back.
+   * still being `from` (a state another holder moved since is not stepped from twice), and, when the lease
+   * grows, on `free` staying >= 0 after it: a capacity back at `from` after a grow and a shrink may still be
+   * below what its holders hold, and a lease grown then would be a take with `free` negative. `false` when
+   * not. `due`: when the holder now expects to give the permits back.
    */
   resize(
     index: number,
@@ -171,14 +173,12 @@ export class AdaptiveShardTable {
       update += ', #holders.#lease.due = :due';
       values[':due'] = num(step.due);
     }
-    return this.update(
-      index,
-      update,
-      '#holders.#lease.n = :n AND #capacity = :from',
-      { '#lease': fence },
-      values,
-      signal,
-    );
+    let condition = '#holders.#lease.n = :n AND #capacity = :from';
+    if (step.to > step.n) {
+      condition += ' AND #free >= :least';
+      values[':least'] = num(step.to - step.n - step.delta);
+    }
+    return this.update(index, update, condition, { '#lease': fence }, values, signal);
   }
 
   /** Moves lease `fence`'s expiry on shard `index`; `false` when its entry is gone (reclaimed). */

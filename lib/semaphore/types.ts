@@ -36,8 +36,8 @@ export interface Lease {
    * above the latency the grant was sized with, the permits carry fewer requests per second than the grant
    * stands for: the semaphore then moves the fleet's latency to the measured one (at most x2), rescales the
    * limit with it (the same rate, more permits), and grows this lease by its share of the rescale. Once per
-   * lease; resolves the permits held after it (unchanged when nothing moved, or when another holder moved
-   * the limit first). Rejects with `options.signal`'s reason (or the SDK's error) when it cannot finish in
+   * lease; resolves the permits held after it (unchanged when nothing moved, when another holder moved
+   * the limit first, or when the shard's holders already exceed its capacity: a shrink under them). Rejects with `options.signal`'s reason (or the SDK's error) when it cannot finish in
    * time: the lease then keeps the permits it had, and its release gives back whichever count the shard holds.
    */
   resize?(usage: LeaseUsage, options?: LeaseCallOptions): Promise<number>;

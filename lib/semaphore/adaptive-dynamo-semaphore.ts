@@ -58,7 +58,10 @@ interface Grant {
   n: number;
   /** The shard's adaptive state as read just before the take (or left by a resize): the release's step starts from it. */
   seen: AdaptiveState;
-  /** The count a resize whose answer was lost may have left in the entry: given back if `n` is not there. */
+  /**
+   * The count a resize sent (kept once it landed): given back if `n` is not in the entry, as after a resize
+   * whose answer was lost, or one that landed while a release with the old `n` was in flight.
+   */
   resizedTo?: number;
 }
 
@@ -166,12 +169,15 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       Promise.all(
         grants.map(async (g) => {
           const change = changes.get(g.shard);
-          let done = await this.table.giveBack(g.shard, fence, g.n, change, bound);
+          const n = g.n;
+          let done = await this.table.giveBack(g.shard, fence, n, change, bound);
           if (!done && change !== undefined)
-            done = await this.table.giveBack(g.shard, fence, g.n, undefined, bound);
-          // A resize that landed with its answer lost left the resized count in the entry.
-          if (!done && g.resizedTo !== undefined)
-            await this.table.giveBack(g.shard, fence, g.resizedTo, undefined, bound);
+            done = await this.table.giveBack(g.shard, fence, n, undefined, bound);
+          // A resize that landed (its answer lost, or arriving while this give-back was in flight) left
+          // the resized count in the entry.
+          const resized = g.resizedTo;
+          if (!done && resized !== undefined && resized !== n)
+            await this.table.giveBack(g.shard, fence, resized, undefined, bound);
         }),
       ),
     );
@@ -422,9 +428,11 @@ class AdaptiveLease implements Lease {
         ? undefined
         : dueAt(after, Math.max(0, this.requests - limited), this.semaphore.now(), law.inFlightSlack);
     const bound = options.signal ?? AbortSignal.timeout(this.semaphore.giveBackTimeoutMs);
-    await withAbortReason(
+    // Settled only once every shard's request is (one failing does not leave another moving the lease
+    // after the caller has moved on to its release).
+    const settled = withAbortReason(
       bound,
-      Promise.all(
+      Promise.allSettled(
         steps.map(async ({ grant, seen, to }) => {
           grant.resizedTo = to;
           const done = await this.semaphore.table.resize(
@@ -440,13 +448,18 @@ class AdaptiveLease implements Lease {
             },
             bound,
           );
-          grant.resizedTo = undefined;
-          if (!done) return;
+          // Kept once landed: a release already in flight with the old count gives back this one too.
+          if (!done) {
+            grant.resizedTo = undefined;
+            return;
+          }
           grant.n = to;
           grant.seen = seen;
         }),
       ),
     );
+    const failed = (await settled).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
     return this.permits;
   }
 

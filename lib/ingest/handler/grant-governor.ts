@@ -163,6 +163,16 @@ export class GrantGovernor {
     return this.#applied;
   }
 
+  /**
+   * Share of the grant it steers that the cuts left (`LeaseUsage.keptShare`): of the grant it was given or
+   * regranted, not of the lease's permits now (a resize that landed after the work ended grew those
+   * without a regrant, and old / new permits reported a cut that never happened).
+   */
+  get keptShare(): number {
+    // A pool that had no grant to cut (0 permits) kept all of it (a regrant starts the new one whole).
+    return this.#grant > 0 ? this.#concurrency / this.#grant : 1;
+  }
+
   /** Cuts made under this lease. */
   get cuts(): number {
     return this.#cuts;
@@ -173,8 +183,7 @@ export class GrantGovernor {
    * fleet latency the grow was sized with (ignored when not usable, as at construction).
    */
   regrant(grant: number, latencyMs: number | undefined): void {
-    // A pool that had no grant to cut (0 permits) starts the new one whole.
-    const share = this.#grant > 0 ? this.#concurrency / this.#grant : 1;
+    const share = this.keptShare;
     this.#grant = grant;
     this.#concurrency = Math.max(MIN_CAPACITY, grant * share);
     // Only a pool paced before is paced now, and only by a latency it can pace by.

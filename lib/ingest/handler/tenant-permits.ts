@@ -547,11 +547,7 @@ export class TenantPermits {
       // What S3 answered under the lease rides on the release (an adaptive semaphore's limit moves with it),
       // with where the governor's SlowDown cuts left the pool.
       const seen = usage.stop();
-      lease.report?.(
-        governor === undefined || !(lease.permits > 0)
-          ? seen
-          : { ...seen, keptShare: governor.concurrency / lease.permits },
-      );
+      lease.report?.(governor === undefined ? seen : { ...seen, keptShare: governor.keptShare });
       try {
         // Released after the cutoff too (the lease is handed back for others), but bounded by a quarter of
         // the margin the cutoff leaves: a stalled semaphore cannot hold the invocation; the lease expires.

@@ -5,6 +5,7 @@
 // mutation testing found these never asserted.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { LeaseResize } from '../../../../lib/ingest/handler/lease-resize.js';
 import { PrefixWriteCounts } from '../../../../lib/ingest/handler/prefix-write-counts.js';
 import {
   dynamoSemaphores,
@@ -164,6 +165,59 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
     expect(order).toEqual(['resize', 'report', 'release']);
     expect(concurrency[0]).toBe(2);
     expect(concurrency.at(-1)).toBe(4);
+  });
+
+  it('a resize that lands once the work is done: the report keeps the share the cuts left (none), not old / new permits', async () => {
+    const reports: LeaseUsage[] = [];
+    const state = { permits: 2, latencyMs: 1 };
+    let landing: (() => void) | undefined;
+    // The resize's answer arrives only after the handler stopped watching (the work drained, the release waits).
+    const stop = LeaseResize.prototype.stop;
+    vi.spyOn(LeaseResize.prototype, 'stop').mockImplementation(function (this: LeaseResize) {
+      const stopped = stop.call(this);
+      landing?.();
+      return stopped;
+    });
+    const factory = (name: string, limit: number): Semaphore => {
+      const inner = new MemorySemaphore({ name, limit });
+      return {
+        name,
+        limit,
+        acquire: async (k, options) => {
+          const held = await inner.acquire(k, options);
+          return {
+            get permits() {
+              return state.permits;
+            },
+            get latencyMs() {
+              return state.latencyMs;
+            },
+            fence: held.fence,
+            expiresAt: held.expiresAt,
+            extend: (ms, o) => held.extend(ms, o),
+            report: (u) => reports.push(u),
+            resize: async () => {
+              await new Promise<void>((resolve) => {
+                landing = resolve;
+              });
+              state.permits = 4;
+              state.latencyMs = 2;
+              return state.permits;
+            },
+            release: (o) => held.release(o),
+          };
+        },
+      };
+    };
+    const permits = new TenantPermits(testConfig(), factory);
+    const p = pool();
+    await permits.run([{ tenant: 'big', writes: 10, pool: p }], window(), async () => {
+      for (let i = 0; i < 10; i++) await p.enqueue(() => new Promise((resolve) => setTimeout(resolve, 3)));
+    });
+    expect(landing).toBeDefined();
+    expect(reports).toHaveLength(1);
+    // No SlowDown under the lease: nothing was cut, whatever the resize did to the permits.
+    expect(reports[0]!.keptShare).toBe(1);
   });
 
   it("reports the writes the store sent to the lease's own prefix, and paces by slot time per write", async () => {

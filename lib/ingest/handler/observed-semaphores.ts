@@ -88,7 +88,8 @@ function observedLease(lease: Lease, observer: SemaphoreObserver | undefined): L
     // What the work saw goes through to an adaptive semaphore's release.
     report: (usage) => lease.report?.(usage),
     // Only a lease that can resize says it can (the handler watches its work only then); a failed resize
-    // is a semaphore failure like a failed release (still thrown: the lease keeps its permits).
+    // is a semaphore failure like a failed release (still thrown: the lease keeps its permits), but one its
+    // signal aborted (the cutoff, or its time bound) is not, as for an acquire.
     ...(lease.resize === undefined
       ? {}
       : {
@@ -96,7 +97,7 @@ function observedLease(lease: Lease, observer: SemaphoreObserver | undefined): L
             try {
               return await lease.resize!(usage, options);
             } catch (error) {
-              observer?.semaphoreFailure(error);
+              if (options?.signal?.aborted !== true) observer?.semaphoreFailure(error);
               throw error;
             }
           },

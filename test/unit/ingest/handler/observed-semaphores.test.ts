@@ -92,6 +92,30 @@ describe('observeSemaphores', () => {
     expect((await wrap(fixed)).resize).toBeUndefined();
   });
 
+  it('a resize aborted by its signal (the cutoff, its time bound) is not a failure', async () => {
+    const inner: Lease = {
+      permits: 2,
+      fence: 'f-4',
+      expiresAt: 0,
+      release: async () => undefined,
+      extend: async () => undefined,
+      resize: async (_usage, options) => {
+        throw options?.signal?.reason;
+      },
+    };
+    const { observer, failures } = recorder();
+    const lease = await observeSemaphores(
+      () => semaphoreWith(inner),
+      () => observer,
+    )('x', 1).acquire(1);
+    const cutoff = new AbortController();
+    cutoff.abort(new Error('cutoff'));
+    await expect(
+      lease.resize!({ succeeded: 8, throttled: 0, attemptMs: 800 }, { signal: cutoff.signal }),
+    ).rejects.toThrow('cutoff');
+    expect(failures).toEqual([]);
+  });
+
   it('counts a failed release or acquire as a failure, running out of time as none', async () => {
     const boom = new Error('dynamodb down');
     const inner: Lease = {

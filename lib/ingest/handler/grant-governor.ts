@@ -179,8 +179,8 @@ export class GrantGovernor {
   }
 
   /**
-   * The lease grew (`Lease.resize`): the same share of the grant as cut, now of `grant`, paced at the
-   * fleet latency the grow was sized with (ignored when not usable, as at construction).
+   * The lease was resized (`Lease.resize`): the same share of the grant as cut, now of `grant`, paced at the
+   * fleet latency the resize moved it to (ignored when not usable, as at construction).
    */
   regrant(grant: number, latencyMs: number | undefined): void {
     const share = this.keptShare;

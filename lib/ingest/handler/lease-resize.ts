@@ -19,7 +19,10 @@ export interface LeaseResizeWatch {
   /** The lease's usage so far (`LeaseUsage`), counted by the caller. */
   readonly usage: () => LeaseUsage;
   readonly events: CompletionEvents;
-  /** Told the permits and the latency the lease stands for after a resize that grew it. */
+  /**
+   * Told the permits and the latency the lease stands for after a resize that moved either: one that moved
+   * only the latency (the lease had all it asked for) leaves the same permits standing for a lower rate.
+   */
   readonly resized: (permits: number, latencyMs: number | undefined) => void;
   /** The signal that bounds the resize's request (the invocation's cutoff and a timeout). */
   readonly bound: () => AbortSignal;
@@ -65,10 +68,13 @@ export class LeaseResize {
 
   async #resize(usage: LeaseUsage): Promise<void> {
     const before = this.lease.permits;
+    const latencyBefore = this.lease.latencyMs;
     try {
       // Stryker disable next-line OptionalChaining: equivalent, only a lease that has `resize` is watched
       const permits = (await this.lease.resize?.(usage, { signal: this.watch.bound() })) ?? before;
-      if (permits > before && !this.#stopped) this.watch.resized(permits, this.lease.latencyMs);
+      const latencyMs = this.lease.latencyMs;
+      if ((permits !== before || latencyMs !== latencyBefore) && !this.#stopped)
+        this.watch.resized(permits, latencyMs);
     } catch {
       // An optimisation: the lease keeps the permits it had, and its release gives back what the shard holds.
     }

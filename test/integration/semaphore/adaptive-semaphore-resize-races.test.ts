@@ -169,4 +169,15 @@ describe('AdaptiveLease.resize races (dynalite)', () => {
     expect(await resizing).toBe(6);
     expect(await stored(name)).toMatchObject([{ capacity: 6, free: 6, held: 0 }]);
   });
+
+  it('a lease that holds all it asked for: the resize moves the latency its permits stand for, not the permits', async () => {
+    const name = fresh('whole');
+    const sem = semaphore(name);
+    const lease = await sem.acquire(4);
+    expect(lease.latencyMs).toBe(40);
+    expect(await lease.resize!(slow)).toBe(4);
+    expect(lease.latencyMs).toBe(60);
+    expect(await stored(name)).toMatchObject([{ capacity: 6, free: 2, held: 4, latencyMs: 60 }]);
+    await lease.release();
+  });
 });

@@ -155,6 +155,26 @@ describe('LeaseResize', () => {
     }
   });
 
+  it('a resize that moved the latency but not the permits (the lease had all it asked) tells the new latency', async () => {
+    const pool = events();
+    const { held, state } = lease(async () => {
+      state.latencyMs = 120;
+      return state.permits;
+    });
+    const told: [number, number | undefined][] = [];
+    const resize = new LeaseResize(held, {
+      usage: () => ({ succeeded: 10, throttled: 0, attemptMs: 1_200, writes: 10 }),
+      events: pool.on,
+      resized: (permits, latencyMs) => told.push([permits, latencyMs]),
+      bound: () => new AbortController().signal,
+    });
+    pool.complete();
+    await flush();
+    await resize.stop();
+    // The same permits now stand for half the rate: paced at the old latency they would send twice their share.
+    expect(told).toEqual([[4, 120]]);
+  });
+
   it('stop waits for a resize in flight (the release must come after it), and tells nothing once stopped', async () => {
     const pool = events();
     let answer!: (permits: number) => void;

@@ -150,7 +150,7 @@ describe('SemaphoreItems', () => {
     });
   });
 
-  it('removeExpired: one write for up to 25 holders, each conditional on its expiry read, freeing their sum', async () => {
+  it('removeExpired: one write for up to 25 holders, each conditional on its expiry and count read, freeing their sum', async () => {
     const expired = Array.from({ length: 30 }, (_, i) => [`f${i}`, { n: i + 1, until: 100 + i }] as const);
     const { client, sent } = scripted({}, named('ConditionalCheckFailedException'));
     const items = new SemaphoreItems(client, 'table', 'x');
@@ -166,13 +166,17 @@ describe('SemaphoreItems', () => {
       `REMOVE ${Array.from({ length: 25 }, (_, i) => `#holders.#h${i}`).join(', ')} SET #used = #used - :freed`,
     );
     expect(input.ConditionExpression).toBe(
-      Array.from({ length: 25 }, (_, i) => `#holders.#h${i}.#until = :u${i}`).join(' AND '),
+      Array.from(
+        { length: 25 },
+        (_, i) => `#holders.#h${i}.#until = :u${i} AND #holders.#h${i}.n = :n${i}`,
+      ).join(' AND '),
     );
     expect(input.ExpressionAttributeNames['#h24']).toBe('f24');
     expect(input.ExpressionAttributeNames['#h25']).toBeUndefined();
     expect(input.ExpressionAttributeValues[':u3']).toEqual({ N: '103' });
+    expect(input.ExpressionAttributeValues[':n3']).toEqual({ N: '4' });
     expect(input.ExpressionAttributeValues[':freed']).toEqual({ N: '325' });
-    // Someone reclaimed or extended first: nothing freed by this write.
+    // Someone reclaimed, extended or resized first: nothing freed by this write.
     expect(await items.removeExpired('shard#0', expired.slice(0, 2), '#free = #free + :freed', signal)).toBe(
       0,
     );

@@ -303,6 +303,12 @@ function dueAt(
   return Math.round(now + (requests * latency * inFlightSlack) / permits);
 }
 
+/** Waits for every promise to settle, then throws the first rejection if any. */
+async function allSettledOrThrow(work: readonly Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((r) => r.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+}
+
 /** @internal A shard as one round saw it. */
 export interface Room {
   index: number;
@@ -430,9 +436,9 @@ class AdaptiveLease implements Lease {
     const bound = options.signal ?? AbortSignal.timeout(this.semaphore.giveBackTimeoutMs);
     // Settled only once every shard's request is (one failing does not leave another moving the lease
     // after the caller has moved on to its release).
-    const settled = withAbortReason(
+    await withAbortReason(
       bound,
-      Promise.allSettled(
+      allSettledOrThrow(
         steps.map(async ({ grant, seen, to }) => {
           grant.resizedTo = to;
           const done = await this.semaphore.table.resize(
@@ -458,8 +464,6 @@ class AdaptiveLease implements Lease {
         }),
       ),
     );
-    const failed = (await settled).find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed !== undefined) throw failed.reason;
     return this.permits;
   }
 

@@ -39,9 +39,8 @@ export interface Lease {
    * lease; resolves the permits held after it (unchanged when nothing moved, when another holder moved
    * the limit first, or when the shard's holders already exceed its capacity: a shrink under them). Rejects
    * with `options.signal`'s reason (or the first SDK error) when it cannot finish in time, once every
-   * shard's request has settled (at once when the signal aborts): each shard of the lease then keeps the
-   * permits it had, except one whose resize was answered (`permits` counts it), and its release gives back
-   * whichever count the shard holds.
+   * shard's request has settled: each shard of the lease then keeps the permits it had, except one whose
+   * resize was answered (`permits` counts it), and its release gives back whichever count the shard holds.
    */
   resize?(usage: LeaseUsage, options?: LeaseCallOptions): Promise<number>;
 }

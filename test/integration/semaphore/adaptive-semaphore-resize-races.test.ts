@@ -180,4 +180,39 @@ describe('AdaptiveLease.resize races (dynalite)', () => {
     expect(await stored(name)).toMatchObject([{ capacity: 6, free: 2, held: 4, latencyMs: 60 }]);
     await lease.release();
   });
+
+  it('a signal aborted before the resize: rejects with its reason, sends nothing, the release gives back all', async () => {
+    const name = fresh('aborted');
+    const { client: counting, calls } = faultInjecting(client);
+    const sem = semaphore(name, { client: counting });
+    const lease = await sem.acquire(10, { min: 1 });
+    const cutoff = new AbortController();
+    cutoff.abort(new Error('cutoff'));
+    await expect(lease.resize!(slow, { signal: cutoff.signal })).rejects.toThrow('cutoff');
+    expect(lease.permits).toBe(4);
+    expect(await stored(name)).toMatchObject([{ capacity: 4, held: 4 }]);
+    await lease.release();
+    expect(calls.filter((c) => operationOf(c) === 'resize').length).toBeLessThanOrEqual(1);
+    expect(await stored(name)).toMatchObject([{ capacity: 4, free: 4, held: 0 }]);
+  });
+
+  it('NaN, Infinity, 0 or negative in the usage: no write, the same permits; an infinite slot time moves x2 at most', async () => {
+    const name = fresh('odd');
+    const sem = semaphore(name);
+    const lease = await sem.acquire(10, { min: 1 });
+    for (const odd of [
+      { succeeded: 10, throttled: 0, attemptMs: Number.NaN, writes: 10 },
+      { succeeded: 10, throttled: 0, attemptMs: 600, writes: Number.NaN },
+      { succeeded: 10, throttled: 0, attemptMs: 600, writes: Number.POSITIVE_INFINITY },
+      { succeeded: 10, throttled: 0, attemptMs: -600, writes: 10 },
+      { succeeded: 10, throttled: 0, attemptMs: 600, writes: -10 },
+      { succeeded: 0, throttled: 0, attemptMs: 600 },
+    ])
+      expect(await lease.resize!(odd)).toBe(4);
+    expect(await stored(name)).toMatchObject([{ capacity: 4, latencyMs: 40 }]);
+    expect(await lease.resize!({ succeeded: 10, throttled: 0, attemptMs: Number.POSITIVE_INFINITY })).toBe(8);
+    expect(await stored(name)).toMatchObject([{ capacity: 8, free: 0, held: 8, latencyMs: 80 }]);
+    await lease.release();
+    await expectConsistent(name);
+  });
 });

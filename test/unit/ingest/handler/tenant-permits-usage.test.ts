@@ -88,6 +88,43 @@ function reportingFactory(lease: { latencyMs?: number; report?: boolean } = {}) 
   return { factory, events, rates };
 }
 
+/**
+ * Memory semaphores whose leases stand for `state` (read at each call: a resize moves it) and resize with
+ * `lease.resize`; `released` is told each release before it is made.
+ */
+function resizingFactory(
+  state: { permits: number; latencyMs: number },
+  lease: { report: (usage: LeaseUsage) => void; resize: () => Promise<number>; released?: () => void },
+) {
+  return (name: string, limit: number): Semaphore => {
+    const inner = new MemorySemaphore({ name, limit });
+    return {
+      name,
+      limit,
+      acquire: async (k, options) => {
+        const held = await inner.acquire(k, options);
+        return {
+          get permits() {
+            return state.permits;
+          },
+          get latencyMs() {
+            return state.latencyMs;
+          },
+          fence: held.fence,
+          expiresAt: held.expiresAt,
+          extend: (ms, o) => held.extend(ms, o),
+          report: lease.report,
+          resize: lease.resize,
+          release: async (o) => {
+            lease.released?.();
+            await held.release(o);
+          },
+        };
+      },
+    };
+  };
+}
+
 /** One task that succeeds, and one throttled twice before its third attempt succeeds: 2 successes, 2 throttled. */
 async function someWork(p: ExecutorPool): Promise<void> {
   let throttles = 0;
@@ -119,38 +156,16 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
   it('a lease whose writes are slower than its grant assumed is resized once, its pool grows, and the release comes after', async () => {
     const order: string[] = [];
     const state = { permits: 2, latencyMs: 1 };
-    const factory = (name: string, limit: number): Semaphore => {
-      const inner = new MemorySemaphore({ name, limit });
-      return {
-        name,
-        limit,
-        acquire: async (k, options) => {
-          const held = await inner.acquire(k, options);
-          return {
-            get permits() {
-              return state.permits;
-            },
-            get latencyMs() {
-              return state.latencyMs;
-            },
-            fence: held.fence,
-            expiresAt: held.expiresAt,
-            extend: (ms, o) => held.extend(ms, o),
-            report: () => order.push('report'),
-            resize: async () => {
-              order.push('resize');
-              state.permits = 4;
-              state.latencyMs = 2;
-              return state.permits;
-            },
-            release: async (o) => {
-              order.push('release');
-              await held.release(o);
-            },
-          };
-        },
-      };
-    };
+    const factory = resizingFactory(state, {
+      report: () => order.push('report'),
+      resize: async () => {
+        order.push('resize');
+        state.permits = 4;
+        state.latencyMs = 2;
+        return state.permits;
+      },
+      released: () => order.push('release'),
+    });
     const permits = new TenantPermits(testConfig(), factory);
     const p = pool();
     const big = { tenant: 'big', writes: 30, pool: p };
@@ -178,37 +193,17 @@ describe('TenantPermits reports what S3 answered under each lease', () => {
       landing?.();
       return stopped;
     });
-    const factory = (name: string, limit: number): Semaphore => {
-      const inner = new MemorySemaphore({ name, limit });
-      return {
-        name,
-        limit,
-        acquire: async (k, options) => {
-          const held = await inner.acquire(k, options);
-          return {
-            get permits() {
-              return state.permits;
-            },
-            get latencyMs() {
-              return state.latencyMs;
-            },
-            fence: held.fence,
-            expiresAt: held.expiresAt,
-            extend: (ms, o) => held.extend(ms, o),
-            report: (u) => reports.push(u),
-            resize: async () => {
-              await new Promise<void>((resolve) => {
-                landing = resolve;
-              });
-              state.permits = 4;
-              state.latencyMs = 2;
-              return state.permits;
-            },
-            release: (o) => held.release(o),
-          };
-        },
-      };
-    };
+    const factory = resizingFactory(state, {
+      report: (u) => reports.push(u),
+      resize: async () => {
+        await new Promise<void>((resolve) => {
+          landing = resolve;
+        });
+        state.permits = 4;
+        state.latencyMs = 2;
+        return state.permits;
+      },
+    });
     const permits = new TenantPermits(testConfig(), factory);
     const p = pool();
     await permits.run([{ tenant: 'big', writes: 10, pool: p }], window(), async () => {

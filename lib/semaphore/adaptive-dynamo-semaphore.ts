@@ -416,8 +416,11 @@ class AdaptiveLease implements Lease {
       if (next === undefined) return [];
       const capacity = Math.max(g.seen.capacity, Math.min(next.capacity, floorToQuantum(limit / shards)));
       // This lease's share of the rescale (never more than it asked for in all): the rest is free for others.
+      // Never more than the rescale's delta either (a grant never exceeds its shard's capacity, so its share
+      // never does; kept as the invariant the table's `free` arithmetic relies on).
       const extra = Math.max(
         0,
+        // Stryker disable next-line ArithmeticOperator: equivalent, the share term is never above the delta (n <= capacity)
         Math.min(room, floorToQuantum((g.n * capacity) / g.seen.capacity) - g.n, capacity - g.seen.capacity),
       );
       room -= extra;

@@ -137,6 +137,41 @@ describe('AdaptiveLease.resize (dynalite)', () => {
     await lease.release();
   });
 
+  it('never past the hard limit: the capacity stops at limit / shards, and so does the lease', async () => {
+    const name = fresh('hard-limit');
+    const sem = semaphore(name, { limit: 5 });
+    const lease = await sem.acquire(5, { min: 1 });
+    // 7.5 by the rescale, 5 by the hard limit.
+    expect(await lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 1_400, writes: 10 })).toBe(5);
+    expect(await stored(name)).toMatchObject([{ capacity: 5, free: 0, held: 5 }]);
+    await lease.release();
+  });
+
+  it('a lease over two shards grows by its share on each, never past what it asked for in all', async () => {
+    const name = fresh('two-shards');
+    let clock = 3_000_000;
+    // 100/s at 40 ms: 4 permits, 2 per shard.
+    const sem = semaphore(name, {
+      shards: 2,
+      now: () => clock,
+      adaptive: { ratePerSecond: 100, initialLatencyMs: 40 },
+    });
+    const lease = await sem.acquire(5, { min: 1, requests: 25 });
+    expect(lease.permits).toBe(4);
+    clock += 100;
+    // Each shard's share is 2 -> 3, but the lease asked for 5: one more permit in all.
+    expect(await lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 600, writes: 10 })).toBe(5);
+    const shards = await stored(name);
+    expect(shards.map((s) => s.capacity)).toEqual([3, 3]);
+    expect(shards.reduce((sum, s) => sum + s.held, 0)).toBe(5);
+    // 15 left at 5 permits x 60 ms (no slack): 180 ms, announced on both shards.
+    const dues = (await semaphoreItems(client, tableName, name)).map((i) =>
+      Number(i.holders!.M![lease.fence]!.M!.due!.N),
+    );
+    expect(dues).toEqual([clock + 180, clock + 180]);
+    await lease.release();
+  });
+
   it('grown less than its share (it asked for less): announces its due at the rate it now has', async () => {
     const name = fresh('due-capped');
     let clock = 2_000_000;
@@ -153,10 +188,14 @@ describe('AdaptiveLease.resize (dynalite)', () => {
 
   it('no resize for a released lease, for a lease that only read, or from attempts when writes are not counted', async () => {
     const name = fresh('nothing');
-    const sem = semaphore(name);
+    const { client: counted, calls } = faultInjecting(client);
+    const sem = semaphore(name, { client: counted });
     const released = await sem.acquire(20, { min: 1 });
     await released.release();
+    const sent = calls.length;
     expect(await released.resize!({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 })).toBe(3.75);
+    // Not even a write that would fail: a released lease has nothing to resize.
+    expect(calls).toHaveLength(sent);
     const reader = await sem.acquire(20, { min: 1 });
     // Reads only: no write to size by, however slow.
     expect(await reader.resize!({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 0 })).toBe(3.75);

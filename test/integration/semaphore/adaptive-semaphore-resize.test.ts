@@ -172,6 +172,21 @@ describe('AdaptiveLease.resize (dynalite)', () => {
     await lease.release();
   });
 
+  it('over two shards, the hard limit caps each shard at its part of it', async () => {
+    const name = fresh('two-shards-limit');
+    const sem = semaphore(name, {
+      shards: 2,
+      limit: 5,
+      adaptive: { ratePerSecond: 100, initialLatencyMs: 40 },
+    });
+    const lease = await sem.acquire(5, { min: 1 });
+    expect(lease.permits).toBe(4);
+    // 2 -> 3 per shard by the rescale, 2.5 by the hard limit (5 over 2 shards).
+    expect(await lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 600, writes: 10 })).toBe(5);
+    expect((await stored(name)).map((s) => s.capacity)).toEqual([2.5, 2.5]);
+    await lease.release();
+  });
+
   it('grown less than its share (it asked for less): announces its due at the rate it now has', async () => {
     const name = fresh('due-capped');
     let clock = 2_000_000;

@@ -59,6 +59,17 @@ function lease(resize?: (usage: LeaseUsage, options?: LeaseCallOptions) => Promi
   return { held, calls, state };
 }
 
+/** A resize of `held` watching `pool`'s completions, with `usage` as the work's usage so far. */
+function watch(
+  held: Lease,
+  pool: { on: CompletionEvents },
+  usage: () => LeaseUsage,
+  resized: (permits: number, latencyMs: number | undefined) => void = () => undefined,
+  signal: AbortSignal = new AbortController().signal,
+): LeaseResize {
+  return new LeaseResize(held, { usage, events: pool.on, resized, bound: () => signal });
+}
+
 describe('LeaseResize', () => {
   it('resizes once, when the slot time per write is above what the grant stands for, and tells the new grant', async () => {
     const pool = events();
@@ -66,12 +77,13 @@ describe('LeaseResize', () => {
     const usage = { succeeded: 0, throttled: 0, attemptMs: 0, writes: 0 };
     const told: [number, number | undefined][] = [];
     const signal = new AbortController().signal;
-    const resize = new LeaseResize(held, {
-      usage: () => ({ ...usage }),
-      events: pool.on,
-      resized: (permits, latencyMs) => told.push([permits, latencyMs]),
-      bound: () => signal,
-    });
+    const resize = watch(
+      held,
+      pool,
+      () => ({ ...usage }),
+      (permits, latencyMs) => told.push([permits, latencyMs]),
+      signal,
+    );
     // Slow writes, but fewer than it needs to judge: nothing.
     usage.writes = RESIZE_AFTER_WRITES - 1;
     usage.attemptMs = 100 * usage.writes;
@@ -106,12 +118,7 @@ describe('LeaseResize', () => {
       Object.defineProperty(held, 'latencyMs', {
         get: () => (latencyMs === undefined ? undefined : state.latencyMs),
       });
-      const resize = new LeaseResize(held, {
-        usage: () => usage,
-        events: pool.on,
-        resized: () => undefined,
-        bound: () => new AbortController().signal,
-      });
+      const resize = watch(held, pool, () => usage);
       pool.complete();
       await resize.stop();
       expect(calls).toHaveLength(0);
@@ -121,16 +128,11 @@ describe('LeaseResize', () => {
   it('counts attempts as writes when the store does not count writes', async () => {
     const pool = events();
     const { held, calls } = lease();
-    const resize = new LeaseResize(held, {
-      usage: () => ({
-        succeeded: RESIZE_AFTER_WRITES - 1,
-        throttled: 1,
-        attemptMs: 100 * RESIZE_AFTER_WRITES,
-      }),
-      events: pool.on,
-      resized: () => undefined,
-      bound: () => new AbortController().signal,
-    });
+    const resize = watch(held, pool, () => ({
+      succeeded: RESIZE_AFTER_WRITES - 1,
+      throttled: 1,
+      attemptMs: 100 * RESIZE_AFTER_WRITES,
+    }));
     pool.complete();
     await resize.stop();
     expect(calls).toHaveLength(1);
@@ -141,12 +143,12 @@ describe('LeaseResize', () => {
       const pool = events();
       const { held, calls } = lease(outcome);
       const told: number[] = [];
-      const resize = new LeaseResize(held, {
-        usage: () => ({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 }),
-        events: pool.on,
-        resized: (permits) => told.push(permits),
-        bound: () => new AbortController().signal,
-      });
+      const resize = watch(
+        held,
+        pool,
+        () => ({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 }),
+        (permits) => told.push(permits),
+      );
       pool.complete();
       await flush();
       expect(told).toEqual([]);
@@ -162,12 +164,12 @@ describe('LeaseResize', () => {
       return state.permits;
     });
     const told: [number, number | undefined][] = [];
-    const resize = new LeaseResize(held, {
-      usage: () => ({ succeeded: 10, throttled: 0, attemptMs: 1_200, writes: 10 }),
-      events: pool.on,
-      resized: (permits, latencyMs) => told.push([permits, latencyMs]),
-      bound: () => new AbortController().signal,
-    });
+    const resize = watch(
+      held,
+      pool,
+      () => ({ succeeded: 10, throttled: 0, attemptMs: 1_200, writes: 10 }),
+      (permits, latencyMs) => told.push([permits, latencyMs]),
+    );
     pool.complete();
     await flush();
     await resize.stop();
@@ -180,12 +182,12 @@ describe('LeaseResize', () => {
     let answer!: (permits: number) => void;
     const { held } = lease(() => new Promise<number>((resolve) => (answer = resolve)));
     const told: number[] = [];
-    const resize = new LeaseResize(held, {
-      usage: () => ({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 }),
-      events: pool.on,
-      resized: (permits) => told.push(permits),
-      bound: () => new AbortController().signal,
-    });
+    const resize = watch(
+      held,
+      pool,
+      () => ({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 }),
+      (permits) => told.push(permits),
+    );
     pool.complete();
     let stopped = false;
     const stopping = resize.stop().then(() => {
@@ -210,12 +212,7 @@ describe('LeaseResize', () => {
       release: async () => undefined,
       extend: async () => undefined,
     };
-    const watcher = new LeaseResize(fixed, {
-      usage: () => ({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 }),
-      events: pool.on,
-      resized: () => undefined,
-      bound: () => new AbortController().signal,
-    });
+    const watcher = watch(fixed, pool, () => ({ succeeded: 10, throttled: 0, attemptMs: 1_000, writes: 10 }));
     expect(pool.listeners.size).toBe(0);
     await watcher.stop();
     expect(pool.listeners.size).toBe(0);

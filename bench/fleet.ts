@@ -73,13 +73,18 @@ function cell(
 }
 
 /**
- * The cells run at 1 M messages each (the issue's count), and each costs 8-15 minutes of one core
- * (0.5-0.9 ms of CPU per message, docs/fleet-simulation.md), so the grid is cut, not the message count:
- * - default: what fits in ~10 minutes on two idle cores (two cells at once): the mid-run halving of the hot
- *   prefix's limit and the hot tenant's burst, both at concurrency 100 x 10,000 tenants under Zipf(1.1);
- * - `BENCH_FLEET_GRID=cut`: those two first, then uniform at 1,000 x 100,000 (the all-small-tenants case at
- *   the top), concurrency 100 / 1,000 x 10,000 / 100,000 tenants under Zipf (where the limits are), and
- *   concurrency 10 on the two Zipf lines (the charts' third point);
+ * The cells run at 1 M messages each (the issue's count) and cost 4-11 minutes of one core each (0.25-0.7
+ * ms of CPU per message; c1000-t10000-zipf far more: its hot tenants' deferred records cycle through 1,000
+ * invocations, docs/fleet-simulation.md), so the grid is cut, not the message count:
+ * - default: ~10 minutes on two idle cores (two cells at once), every value of every axis at least once:
+ *   concurrency 1,000 x 100 tenants, uniform (the top concurrency, prefixes at 57% of S3's limit with no
+ *   lease); concurrency 100 x 10,000 tenants under Zipf(1.1) with the mid-run halving of the hot prefix's
+ *   limit, and with the hot tenant's burst (the hot DynamoDB partition, a prefix too hot for any cap);
+ *   concurrency 10 x 100,000 tenants under Zipf (below every limit). Listed longest first, so two workers
+ *   taking them in order end together;
+ * - `BENCH_FLEET_GRID=cut`: those four, then c1000-t10000-zipf (the hot tenants at 1,000 invocations: the
+ *   most expensive cell), c1000-t100000-uniform, c100-t10000-zipf, c10-t10000-zipf, c100-t100000-zipf and
+ *   c1000-t100000-zipf;
  * - `BENCH_FLEET_GRID=full`: the issue's cross product (3 concurrencies x 3 tenant counts x 2 skews = 18
  *   cells) and the two events.
  */
@@ -87,6 +92,8 @@ function grid(): FleetCellConfig[] {
   const cells: FleetCellConfig[] = [];
   // A subset (BENCH_FLEET_CELLS) is picked from every cell there is.
   const mode = only === undefined ? (process.env.BENCH_FLEET_GRID ?? 'default') : 'full';
+  if (mode !== 'default' && mode !== 'cut' && mode !== 'full')
+    throw new Error(`BENCH_FLEET_GRID=${mode}: expected default, cut or full`);
   if (mode === 'full') {
     for (const tenants of [100, 10_000, 100_000]) {
       for (const skew of ['uniform', 'zipf'] as const) {
@@ -101,25 +108,22 @@ function grid(): FleetCellConfig[] {
   // messages/s offered: no cap can fit that into its prefix's 3,500/s).
   const burst = cell(100, 10_000, 'zipf', { burst: { fromS: 10, toS: 30, share: 0.5 } });
   const events = [
-    { ...halving, name: `${halving.name}-halving` },
     { ...burst, name: `${burst.name}-burst` },
+    { ...halving, name: `${halving.name}-halving` },
   ];
   if (mode === 'full') cells.push(...events);
   else {
-    // In the order they run (the most informative first, so a grid cut short by time still has them).
-    cells.push(...events);
+    // In the order they run: by CPU at 1 M, longest first (~350, 313, 298, 254 s on an idle core).
+    cells.push(cell(1000, 100, 'uniform'), ...events, cell(10, 100_000, 'zipf'));
     if (mode === 'cut')
       cells.push(
-        cell(1000, 100_000, 'uniform'),
         cell(1000, 10_000, 'zipf'),
-        cell(1000, 100_000, 'zipf'),
-        cell(100, 100_000, 'zipf'),
+        cell(1000, 100_000, 'uniform'),
         cell(100, 10_000, 'zipf'),
-        // Concurrency 10: the charts' third point on the two Zipf lines (far below every limit).
         cell(10, 10_000, 'zipf'),
-        cell(10, 100_000, 'zipf'),
+        cell(100, 100_000, 'zipf'),
+        cell(1000, 100_000, 'zipf'),
       );
-    else if (mode !== 'default') throw new Error(`BENCH_FLEET_GRID=${mode}: expected default, cut or full`);
   }
   return only === undefined ? cells : cells.filter((c) => only.includes(c.name));
 }

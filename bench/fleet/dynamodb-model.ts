@@ -174,7 +174,11 @@ export interface DynamoStats {
 /** The table side: items, partition throughput, consumed units. Synchronous; latency is the client's. */
 export class DynamoTableModel {
   readonly #items = new Map<string, Map<string, Item>>();
-  /** Stored items are never changed in place (a write stores a new object): their size is computed once. */
+  /**
+   * Stored items are never changed in place (a write stores a new object): their size is computed once.
+   * They are frozen all the way down, so a read hands them out without a copy (a caller that changed one
+   * would throw, not corrupt the table); a write copies the item it changes.
+   */
   readonly #sizes = new WeakMap<Item, number>();
   /** Per partition key, its partitions in sort-key order (one until a split for heat). */
   readonly #partitions = new Map<string, PartitionState[]>();
@@ -216,7 +220,8 @@ export class DynamoTableModel {
     if (invalid !== undefined) throw dynamoError('ValidationException', invalid);
     switch (operation) {
       case 'PutItem':
-        return this.#write(data, data.Item!, () => cloneAttributes(data.Item!));
+        // `data` is this request's own copy: its Item can be stored as is.
+        return this.#write(data, data.Item!, () => data.Item!);
       case 'UpdateItem':
         return this.#write(data, data.Key!, (old) => applyUpdate(data, old));
       case 'DeleteItem':
@@ -341,7 +346,7 @@ export class DynamoTableModel {
       if (after !== undefined && data.Key !== undefined) Object.assign(after, cloneAttributes(data.Key));
     }
     const newSize = after === undefined ? 0 : dynaliteDb.itemSize(after);
-    if (after !== undefined) this.#sizes.set(after, newSize);
+    if (after !== undefined) this.#sizes.set(deepFreeze(after), newSize);
     const units = Math.max(1, Math.ceil(oldSize / 1024), Math.ceil(newSize / 1024));
     this.#consume(p, units, Math.max(oldSize, newSize));
     if (failed != null) {
@@ -433,7 +438,7 @@ export class DynamoTableModel {
     const sk = keyString(data.Key!.sk);
     const item = this.#items.get(pk)?.get(sk);
     this.#read(pk, item === undefined ? [] : [item], sk);
-    return item === undefined ? {} : { Item: cloneAttributes(item) };
+    return item === undefined ? {} : { Item: item };
   }
 
   #query(data: DynaliteRequest) {
@@ -459,7 +464,8 @@ export class DynamoTableModel {
     this.#read(pk, page, '');
     const last = page[page.length - 1];
     return {
-      Items: filtered.map((item) => cloneAttributes(item)),
+      // The stored (frozen) items, in an array of this request's own.
+      Items: filtered,
       Count: filtered.length,
       ...(page.length < after.length && last !== undefined
         ? { LastEvaluatedKey: { pk: last.pk, sk: last.sk } }
@@ -624,6 +630,15 @@ function buildTemplate(data: DynaliteRequest): ParsedTemplate {
     },
     values: standIns,
   };
+}
+
+/** Freezes a stored item and everything in it (see `#sizes`); returns it. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 /** Deep copy of attribute values (plain JSON data: faster than structuredClone for these small items). */

@@ -6,7 +6,8 @@
 // model behind the client port the semaphore uses, and an SQS client model for its dead letters and its
 // deferred records (copies sent to the ingest queue itself, issue 16).
 
-import { writeSync } from 'node:fs';
+import { writeFileSync, writeSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
@@ -566,7 +567,23 @@ process.on('SIGUSR2', () => {
     `${config.name}: ${(time.now / 1000).toFixed(1)} simulated s, ${queue.sent} sent, ${queue.settled} final, ${queue.running} invocations running, backlog ${queue.backlog}, ${invocations} invocations so far\n`,
   );
 });
-const LIMIT_MS = 6 * 3600_000;
+// BENCH_FLEET_PROFILE=<from s>,<to s>,<file>: a CPU profile (V8's sampler, 1 ms) of the simulated seconds
+// from..to only, written to <file> (.cpuprofile, for DevTools or any profile viewer): what one phase of a
+// cell costs (the deferral churn of a concurrency-1,000 Zipf cell's tail), without its first seconds.
+// BENCH_FLEET_STOP_AT_S: stop at this simulated second; the messages not final by then count as lost.
+const profileWindow = process.env.BENCH_FLEET_PROFILE?.split(',');
+if (profileWindow !== undefined) {
+  const [fromS, toS, file] = profileWindow;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 1000 });
+  setTimeout(() => void session.post('Profiler.start'), Number(fromS) * 1000);
+  setTimeout(() => {
+    void session.post('Profiler.stop').then(({ profile }) => writeFileSync(file!, JSON.stringify(profile)));
+  }, Number(toS) * 1000);
+}
+const LIMIT_MS = Number(process.env.BENCH_FLEET_STOP_AT_S ?? 6 * 3600) * 1000;
 await time.run(() => done || time.now > LIMIT_MS);
 const simulatedMs = time.now;
 

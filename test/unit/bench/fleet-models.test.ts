@@ -572,6 +572,43 @@ describe('DynamoTableModel queries', () => {
     }) as { Items: Array<{ sk: { S: string } }> };
     expect(page.Items.map((i) => i.sk.S)).toEqual(['shard#0', 'shard#1']);
   });
+
+  it('hands out the stored items without a copy: frozen, and a later write leaves what was read unchanged', () => {
+    const t = table();
+    const holders = { M: { lease1: { M: { n: { N: '1' }, until: { N: '100' } } } } };
+    const put = { TableName: 't', Item: { ...key, slots: { N: '5' }, holders } };
+    t.execute('PutItem', put);
+    const query = () =>
+      t.execute('Query', {
+        TableName: 't',
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': key.pk },
+        ConsistentRead: true,
+      }) as { Items: Array<Record<string, { N?: string; M?: Record<string, { M?: object }> }>> };
+    const before = query().Items[0]!;
+    // The caller's own objects are not the stored ones: changing them later changes nothing stored.
+    holders.M.lease1.M.n.N = '9';
+    expect(Object.isFrozen(before)).toBe(true);
+    expect(Object.isFrozen(before.holders!.M!.lease1!.M)).toBe(true);
+    expect(() => {
+      before.slots!.N = '0';
+    }).toThrow(TypeError);
+    t.execute('UpdateItem', {
+      TableName: 't',
+      Key: key,
+      UpdateExpression: 'SET slots = slots - :n, holders.lease2 = :entry',
+      ExpressionAttributeValues: { ':n': { N: '2' }, ':entry': { M: { n: { N: '2' } } } },
+    });
+    const after = query().Items[0]!;
+    expect(after.slots!.N).toBe('3');
+    expect(Object.keys(after.holders!.M!)).toEqual(['lease1', 'lease2']);
+    // What was read before the write is the item as it was then.
+    expect(before.slots!.N).toBe('5');
+    expect(Object.keys(before.holders!.M!)).toEqual(['lease1']);
+    expect(JSON.stringify(before.holders)).toContain('"N":"1"');
+    const got = t.execute('GetItem', { TableName: 't', Key: key }) as { Item: object };
+    expect(got.Item).toBe(after);
+  });
 });
 
 describe('ExpressionCache', () => {

@@ -154,7 +154,11 @@ function rowOf(c: FleetCellConfig, r: FleetCellResult, peakRssBytes: number): Ro
     cell: c.name,
     messages: r.messages,
     'offered msg/s': c.offeredPerSecond,
-    'msg/s to 95%': round(r.messagesPerSecond95),
+    // A cell stopped before 95% of its messages were final has no such rate.
+    'msg/s to 95%':
+      r.stopped !== undefined && r.stopped.unfinished > 0.05 * r.messages
+        ? '-'
+        : round(r.messagesPerSecond95),
     'msg/s': round(r.messagesPerSecond),
     'hot prefix % of limit': round((100 * r.hotPrefix.beforeHalving) / r.hotPrefix.limit),
     ...(r.hotPrefix.afterHalving === undefined
@@ -184,6 +188,11 @@ function rowOf(c: FleetCellConfig, r: FleetCellResult, peakRssBytes: number): Ro
     'permits unavailable': r.handler.permitsUnavailable,
     DLQ: r.deadLettered + r.redriven,
     lost: r.lost,
+    ...(r.stopped === undefined
+      ? {}
+      : {
+          'stopped at simulated s (unfinished msgs)': `${round(r.stopped.atMs / 1000, 1)} (${r.stopped.unfinished})`,
+        }),
     'cold starts': r.coldStarts,
     '$ per M msgs': round(cost.total, 3),
     'simulated s': round(r.simulatedMs / 1000, 1),
@@ -360,7 +369,9 @@ function writeCharts(
 ): void {
   const lines = new Map<string, Array<{ x: number; run: (typeof runs)[string] }>>();
   for (const run of Object.values(runs)) {
+    // Events are not points of the cross product; a stopped cell has no throughput to 95% to plot.
     if (run.config.burst !== undefined || run.config.halveAtS !== undefined) continue;
+    if (run.result.stopped !== undefined) continue;
     const key = `${run.config.tenants.toLocaleString('en-US')} tenants, ${run.config.skew}`;
     const points = lines.get(key) ?? [];
     points.push({ x: Math.log10(run.config.concurrency), run });

@@ -126,6 +126,11 @@ export interface FleetCellResult {
   redriven: number;
   /** Messages not final at the end, plus acknowledged ones whose object is missing. */
   lost: number;
+  /**
+   * Set when the cell was stopped before every message was final (`kill -TERM <cell pid>`, or
+   * `BENCH_FLEET_STOP_AT_S`): the simulated ms it stopped at, and the messages not final then (not `lost`).
+   */
+  stopped?: { atMs: number; unfinished: number };
   messagesPerSecond: number;
   /** 95% of the messages over the time until 95% were final: the rate without the redelivery tail. */
   messagesPerSecond95: number;
@@ -584,14 +589,24 @@ if (profileWindow !== undefined) {
   }, Number(toS) * 1000);
 }
 const LIMIT_MS = Number(process.env.BENCH_FLEET_STOP_AT_S ?? 6 * 3600) * 1000;
-await time.run(() => done || time.now > LIMIT_MS);
+// `kill -TERM <cell pid>`: stop at the current simulated instant and report what was simulated so far (a
+// cell that does not fit the time left still gives its first seconds, marked `stopped`).
+let stopRequested = false;
+process.on('SIGTERM', () => {
+  stopRequested = true;
+});
+await time.run(() => done || stopRequested || time.now > LIMIT_MS);
 const simulatedMs = time.now;
+// Stopped on request: the messages not final are unfinished, not lost (a run that ends with nothing left
+// to simulate, or at the 6 h limit, still counts them lost).
+const stoppedEarly = !done && (stopRequested || process.env.BENCH_FLEET_STOP_AT_S !== undefined);
 
 // What happened to every message, and whether every acknowledged write is in the bucket.
 let acked = 0;
 let deadLettered = 0;
 let redriven = 0;
 let lost = 0;
+let unfinished = 0;
 const e2e = new Float64Array(config.messages);
 let e2eCount = 0;
 for (let i = 0; i < config.messages; i++) {
@@ -602,7 +617,8 @@ for (let i = 0; i < config.messages; i++) {
     if (!bucket.objects.has(objectKey(i, workload.tenantOf[i]!))) lost += 1;
   } else if (fate === DEAD_LETTERED) deadLettered += 1;
   else if (fate === REDRIVEN) redriven += 1;
-  else lost += 1;
+  else if (!stoppedEarly) lost += 1;
+  else unfinished += 1;
 }
 const sorted = e2e.subarray(0, e2eCount).sort();
 const finalAt = new Float64Array(config.messages);
@@ -637,6 +653,7 @@ const result: FleetCellResult = {
   deadLettered,
   redriven,
   lost,
+  ...(stoppedEarly ? { stopped: { atMs: simulatedMs, unfinished } } : {}),
   messagesPerSecond: (acked + deadLettered + redriven) / (simulatedMs / 1000),
   messagesPerSecond95: (0.95 * config.messages) / (settled95Ms / 1000),
   hotPrefix: {

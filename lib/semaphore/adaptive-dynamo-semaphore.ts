@@ -298,9 +298,16 @@ function dueAt(
   inFlightSlack: number,
 ): number | undefined {
   const permits = grants.reduce((sum, g) => sum + g.n, 0);
-  if (!(permits > 0)) return undefined;
-  const latency = grants.reduce((sum, g) => sum + g.n * g.seen.latencyMs, 0) / permits;
+  const latency = grantLatency(grants);
+  if (latency === undefined) return undefined;
   return Math.round(now + (requests * latency * inFlightSlack) / permits);
+}
+
+/** The shards' measured latency weighted by the permits held on each; undefined without permits. */
+function grantLatency(grants: readonly { n: number; seen: AdaptiveState }[]): number | undefined {
+  const permits = grants.reduce((sum, g) => sum + g.n, 0);
+  if (!(permits > 0)) return undefined;
+  return grants.reduce((sum, g) => sum + g.n * g.seen.latencyMs, 0) / permits;
 }
 
 /** Waits for every promise to settle, then throws the first rejection if any. */
@@ -394,10 +401,8 @@ class AdaptiveLease implements Lease {
    * permits taken on each, times the in-flight slack (the grant stands for `permits / latencyMs` a second).
    */
   get latencyMs(): number | undefined {
-    const permits = this.permits;
-    if (!(permits > 0)) return undefined;
-    const latency = this.grants.reduce((sum, g) => sum + g.n * g.seen.latencyMs, 0) / permits;
-    return latency * this.semaphore.law.inFlightSlack;
+    const latency = grantLatency(this.grants);
+    return latency === undefined ? undefined : latency * this.semaphore.law.inFlightSlack;
   }
 
   report(usage: LeaseUsage): void {

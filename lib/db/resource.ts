@@ -187,7 +187,11 @@ export class Resource<T extends Document = Document> {
 
   /** The ETag of the object at `key` when it is hidden (tombstone, pending partial), else `undefined`. */
   async #readHidden(key: string, options: CallOptions): Promise<string | undefined> {
-    const object = await this.#ctx.calls.run((signal) => this.#ctx.store.get(key, { signal }), options);
+    const object = await this.#ctx.calls.run(
+      (signal) => this.#ctx.store.get(key, { signal }),
+      options,
+      'read',
+    );
     if (object === undefined) return undefined;
     return isHiddenJson(this.#parseJson(key, object)) ? object.etag : undefined;
   }
@@ -366,7 +370,11 @@ export class Resource<T extends Document = Document> {
         return { etag: undefined, state: emptyState(), guessed: 'absent' };
       }
     }
-    const object = await this.#ctx.calls.run((signal) => this.#ctx.store.get(key, { signal }), options);
+    const object = await this.#ctx.calls.run(
+      (signal) => this.#ctx.store.get(key, { signal }),
+      options,
+      'read',
+    );
     if (cached !== undefined) this.#cacheCurrent.observe(object?.etag === cached.etag);
     else if (firstRound) this.#absent.observe(object === undefined);
     if (object === undefined) return { etag: undefined, state: emptyState() };
@@ -441,6 +449,7 @@ export class Resource<T extends Document = Document> {
           { signal },
         ),
       options,
+      'read',
     );
     const ids = page.keys.flatMap((key) => {
       const id = idFromKey(this.#prefix, key);
@@ -479,6 +488,7 @@ export class Resource<T extends Document = Document> {
             { signal },
           ),
         options,
+        'read',
       );
       const unsure: string[] = [];
       page.keys.forEach((key, index) => {
@@ -488,7 +498,9 @@ export class Resource<T extends Document = Document> {
         else if (size !== 0) unsure.push(key);
       });
       const heads = await Promise.all(
-        unsure.map((key) => this.#ctx.calls.run((signal) => this.#ctx.store.head(key, { signal }), options)),
+        unsure.map((key) =>
+          this.#ctx.calls.run((signal) => this.#ctx.store.head(key, { signal }), options, 'read'),
+        ),
       );
       for (const head of heads)
         if (head !== undefined && head.metadata.state !== HIDDEN_METADATA.state) total += 1;
@@ -529,7 +541,11 @@ export class Resource<T extends Document = Document> {
   /** A visible record: a tombstone or pending partial reads as missing (`RecordNotFoundError`). */
   async #read(id: string, options: CallOptions): Promise<{ record: StoredRecord<T>; etag: string }> {
     const key = this.keyOf(id);
-    const object = await this.#ctx.calls.run((signal) => this.#ctx.store.get(key, { signal }), options);
+    const object = await this.#ctx.calls.run(
+      (signal) => this.#ctx.store.get(key, { signal }),
+      options,
+      'read',
+    );
     if (object === undefined) throw new RecordNotFoundError(this.name, id);
     const value = this.#parseJson(key, object);
     if (isHiddenJson(value)) throw new RecordNotFoundError(this.name, id);

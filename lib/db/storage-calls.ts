@@ -46,7 +46,11 @@ export class StorageCalls {
     return this.#open;
   }
 
-  run<R>(request: StorageRequest<R>, call: CallOptions = {}): Promise<R> {
+  /**
+   * Runs one request. A read (`kind: 'read'`) is enqueued unpaced (`EnqueueOptions.paced`): a pool spaced at
+   * a prefix's write rate spaces the writes only, since S3 limits reads and writes apart.
+   */
+  run<R>(request: StorageRequest<R>, call: CallOptions = {}, kind: 'read' | 'write' = 'write'): Promise<R> {
     if (!this.#open) return Promise.reject(new DatabaseNotConnectedError());
     const { signal, priority, timeout, retries } = call;
     if (this.pool === undefined) {
@@ -58,6 +62,7 @@ export class StorageCalls {
       ...(priority === undefined ? {} : { priority }),
       ...(timeout === undefined ? {} : { timeout }),
       ...(retries === undefined ? {} : { retries }),
+      ...(kind === 'read' ? { paced: false } : {}),
     });
   }
 

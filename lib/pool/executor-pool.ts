@@ -61,6 +61,9 @@ function invalidEnqueueOption(options: EnqueueOptions): string | undefined {
     return `priority must be a finite number, got ${priority}`;
   if (timeout !== undefined && !(timeout >= 0)) return `timeout must be a number >= 0, got ${timeout}`;
   if (retries !== undefined && !(retries >= 0)) return `retries must be a number >= 0, got ${retries}`;
+  const { paced } = options;
+  if (paced !== undefined && typeof paced !== 'boolean')
+    return `paced must be a boolean, got ${String(paced)}`;
   return undefined;
 }
 
@@ -202,7 +205,9 @@ export class ExecutorPool {
    * top of the cap on attempts in flight. A fleet-wide grant is a rate (`permits / latency`), and a pool
    * that sends it in bursts (several slots freed by quick answers at once) meets SlowDown from an S3
    * partition that admits only a fraction of a second of its rate in a burst, though its average is under
-   * the limit; evenly spaced starts at that rate are not refused. Retries and probes are paced alike.
+   * the limit; evenly spaced starts at that rate are not refused. Retries and probes are paced alike; tasks
+   * enqueued with `paced: false` (a Database's reads) start unspaced, and a paced task at the head of the
+   * queue holds back the tasks behind it until its turn.
    * @example pool.setStartInterval(1000 / 45) // at most 45 starts per second
    */
   setStartInterval(ms: number): void {
@@ -285,6 +290,7 @@ export class ExecutorPool {
       return rejected(new QueueFullError(this.#options.maxQueueSize));
     }
     const task = new Task(fn as TaskFn<unknown>, options?.priority ?? 0, ++this.#seq, now);
+    if (options?.paced === false) task.paced = false;
     const promise = new Promise(capture);
     task.resolve = capturedResolve;
     task.promise = promise;
@@ -306,7 +312,7 @@ export class ExecutorPool {
       this.#active + this.#resting < this.#cap &&
       this.#breaker === undefined &&
       this.#member === undefined &&
-      this.#startGapMs === 0
+      (this.#startGapMs === 0 || !task.paced)
     ) {
       // Nothing waits and a slot is free: skip the queue.
       this.#start(task, false, now);
@@ -446,7 +452,7 @@ export class ExecutorPool {
     const queue = this.#queue;
     while (!this.#paused && this.#active + this.#resting < this.#cap && queue.size > 0) {
       // Stryker disable next-line ConditionalExpression,EqualityOperator: a shortcut, with no interval #paced never holds a start back (its wait is <= 0)
-      if (this.#startGapMs > 0) {
+      if (this.#startGapMs > 0 && queue.peek()!.paced) {
         // Stryker disable next-line ConditionalExpression,EqualityOperator: `now` is this instant's clock reading; reading the clock again gives the same time
         if (now < 0) now = performance.now();
         if (this.#paced(now)) break;
@@ -490,7 +496,7 @@ export class ExecutorPool {
       this.#active + this.#resting >= this.#cap ||
       this.#queue.size === 0 ||
       // Stryker disable next-line ConditionalExpression,EqualityOperator: a shortcut, with no interval #paced never holds a start back
-      (this.#startGapMs > 0 && this.#paced(performance.now()))
+      (this.#startGapMs > 0 && this.#queue.peek()!.paced && this.#paced(performance.now()))
     ) {
       // Nothing to start (or not yet: the pace timer pumps), but a producer waiting in `onQueueRoom` may enqueue into this slot once it is back.
       queueMicrotask(() => this.#offerRoom());
@@ -515,9 +521,11 @@ export class ExecutorPool {
     // counted at its slot, so lateness does not add up: counted when it happened, a 10 ms interval under a
     // busy loop ran at 70-80% of its rate (bench:load: a hot prefix paced at 50 writes/s wrote 37-41). Later
     // than that (an idle pool, a full budget, the in-flight cap) it banks nothing: no burst after a pause.
-    const slot = this.#lastStartAt + this.#startGapMs;
-    // Stryker disable next-line EqualityOperator: equivalent, a start exactly half an interval late is a measure-zero boundary either side of which the rule holds
-    this.#lastStartAt = now - slot <= this.#startGapMs / 2 ? slot : now;
+    if (task.paced) {
+      const slot = this.#lastStartAt + this.#startGapMs;
+      // Stryker disable next-line EqualityOperator: equivalent, a start exactly half an interval late is a measure-zero boundary either side of which the rule holds
+      this.#lastStartAt = now - slot <= this.#startGapMs / 2 ? slot : now;
+    }
     task.state = RUNNING;
     task.attempts += 1;
     const extras = task.extras;

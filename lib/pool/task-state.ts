@@ -43,6 +43,8 @@ export class Task {
   resolve: (value: unknown) => void = noop;
   promise: Promise<unknown> | undefined = undefined;
   extras: TaskExtras | undefined = undefined;
+  /** Spaced by the pool's start interval (`EnqueueOptions.paced`). */
+  paced = true;
 
   constructor(
     readonly fn: TaskFn<unknown>,

@@ -48,6 +48,15 @@ export interface EnqueueOptions {
    */
   signal?: AbortSignal;
   /**
+   * Whether this task's attempts are spaced by `ExecutorPool.setStartInterval`. A pool paced at a write rate
+   * runs its reads unpaced: S3 limits a prefix's reads (5,500/s) apart from its writes (3,500/s), and a read
+   * spaced like a write both wastes the write rate's slots and lets writes bunch up behind it (several
+   * writes queued at once after their reads). Unpaced tasks still count against the concurrency cap.
+   * @default true
+   * @example pool.enqueue(() => store.get(key), { paced: false })
+   */
+  paced?: boolean;
+  /**
    * Shown in `TaskContext.id` and in events.
    * @default a pool-assigned sequence number
    * @example pool.enqueue(write, { id: record.messageId })

@@ -142,6 +142,15 @@ const MAX_LATENCY_MS = 60_000;
 export const TOLERATED_THROTTLE_SHARE = 0.01;
 /** The most one release rescales a shard's permits by when the fleet's latency moves (up or down). */
 const MAX_RESCALE = 2;
+/**
+ * The most one resize moves a shard's latency (and its permits) up by. More than a release's `MAX_RESCALE`:
+ * a resize is one holder's measured slot time over at least a few writes, asked for only when it is far
+ * above the average, and the rate stays the same (capacity and latency move together). Measured: bench:load's
+ * hot prefix ran its first lease at 194 ms of slot per write against the 75 assumed (x2.6: four containers
+ * cold-starting on two cores); resized by x2 its permits still capped it at 38 of its 50 writes/s for the
+ * whole batch (3.4 s, a tenth of the window before the limit halves).
+ */
+const MAX_RESIZE = 4;
 /** The most one release shrinks a shard by (a lease whose attempts were nearly all refused). */
 const DEEPEST_DECREASE = 0.5;
 
@@ -300,7 +309,7 @@ export function adaptLimit(
 
 /**
  * The step of a resize (`Lease.resize`, mid-lease): a holder whose work measured a slot time per limited
- * request (`sampleMs`) above the shard's average moves the average to it at once (at most x`MAX_RESCALE`),
+ * request (`sampleMs`) above the shard's average moves the average to it at once (at most x`MAX_RESIZE`),
  * and the capacity with it, so the limit stands for the same rate at the latency S3 shows now. A full-weight
  * step, unlike a release's moving average, because a holder asks only when the average is far below what it
  * measures (a new prefix's assumed latency, or S3 slowing down): at the average's pace the first lease of a
@@ -315,7 +324,7 @@ export function rescaleForLatency(
   options: ResolvedAdaptiveLimitOptions,
 ): AdaptiveState | undefined {
   if (!(sampleMs > state.latencyMs)) return undefined;
-  const latencyMs = Math.min(MAX_LATENCY_MS, sampleMs, state.latencyMs * MAX_RESCALE);
+  const latencyMs = Math.min(MAX_LATENCY_MS, sampleMs, state.latencyMs * MAX_RESIZE);
   const capacity = quantize(
     Math.max(
       MIN_CAPACITY,

@@ -253,17 +253,18 @@ export class GrantGovernor {
 
   /**
    * Spaces the pool's starts at the rate the grant (as cut) stands for: `concurrency / fleet latency`
-   * limited requests per ms, times the holder's attempts per write when it counts writes (its reads share
-   * the rate's slots but not S3's write limit). Measured why: bench:load's hot prefix met SlowDown in bursts
-   * of 6-9 writes within 100 ms while its 1 s rate was 30-60% of the limit (quick answers freeing several
-   * slots at once), against a partition admitting 0.1 s of its rate in a burst; evenly spaced starts at the
-   * grant's rate are not refused.
+   * limited requests per ms. The pool spaces only those: a Database enqueues its reads unpaced
+   * (`EnqueueOptions.paced`), so the interval is per write whatever the mix. Measured why: bench:load's hot
+   * prefix met SlowDown in bursts of 6-9 writes within 100 ms while its 1 s rate was 30-60% of the limit
+   * (quick answers freeing several slots at once), against a partition admitting 0.1 s of its rate in a
+   * burst; evenly spaced starts at the grant's rate are not refused. Spacing every attempt by the recent
+   * reads per write instead let writes bunch up behind their reads (3 of 10 SlowDowns of
+   * a run, each a decrease the limit then took ~45 s to earn back) and swung the interval with the mix.
    */
   #space(): void {
     const fleet = this.#fleetLatencyMs;
     if (fleet === undefined || this.target.setStartInterval === undefined) return;
-    const attemptsPerWrite = this.#attemptsPerWrite() ?? 1;
-    const interval = fleet / (this.#concurrency * attemptsPerWrite);
+    const interval = fleet / this.#concurrency;
     // Stryker disable next-line ConditionalExpression: a shortcut, setting the same interval again spaces the same way
     if (interval === this.#interval) return;
     this.#interval = interval;

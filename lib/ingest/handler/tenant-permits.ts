@@ -18,13 +18,15 @@ import type { PrefixWriteCounts, WriteWatch } from './prefix-write-counts.js';
 export const ASSUMED_WRITE_LATENCY_MS = 20;
 /**
  * The slot time per write a prefix's adaptive limit assumes until a lease has measured one: a GET and a
- * conditional PUT (a Database reads each record until it learns they are new), 2 x 25 ms. Assuming more
- * than the truth is safe because a holder spaces its starts at the rate its grant stands for
- * (`GrantGovernor`), so the extra permits only allow more in flight; assuming less capped the first lease
- * below its rate (bench:load, 20 ms assumed: the hot prefix's first lease ran 5 s at 15-20 writes/s of 50,
- * its writes taking 50-70 ms of slot each).
+ * conditional PUT (a Database reads each record until it learns they are new), at 50 ms each, above what
+ * S3 usually takes (2 x 20-40 ms). Assuming more than the truth is safe because a holder spaces its writes
+ * at the rate its grant stands for (`GrantGovernor`), so the extra permits only allow more in flight;
+ * assuming less capped the first lease below its rate until its resize (`LeaseResize`, after 8 writes).
+ * Measured (bench:load, a cold fleet of four containers on two cores, slot times of 300-400 ms per write in
+ * the first second): 20 ms assumed, the first lease ran 5 s at 15-20 writes/s of 50; 50 ms, 30-39 writes
+ * in its first second; 100 ms, 40-45.
  */
-export const FIRST_LEASE_LATENCY_MS = 50;
+export const FIRST_LEASE_LATENCY_MS = 100;
 /**
  * Permits per request in flight that Little's law gives, for a prefix's adaptive limit
  * (`AdaptiveLimitOptions.inFlightSlack`). The holder's pool spaces its starts at the grant's rate, so the

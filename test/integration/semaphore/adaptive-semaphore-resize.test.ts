@@ -53,15 +53,16 @@ describe('AdaptiveLease.resize (dynalite)', () => {
     expect(await stored(name)).toMatchObject([{ capacity: 6, free: 6, held: 0 }]);
   });
 
-  it('at most x2 per resize, and once per lease', async () => {
+  it('at most x4 per resize, and once per lease', async () => {
     const name = fresh('twice');
     const sem = semaphore(name);
     const lease = await sem.acquire(20, { min: 1 });
-    expect(await lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 1_400, writes: 10 })).toBe(7.5);
-    expect(lease.latencyMs).toBe(150);
+    // 300 ms per write against 50: x4 at most, 200 ms, and 3.75 x 4 = 15 permits.
+    expect(await lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 3_000, writes: 10 })).toBe(15);
+    expect(lease.latencyMs).toBe(300);
     // Still slower than the grant assumes, but a lease resizes once: no second write.
-    expect(await lease.resize!({ succeeded: 30, throttled: 0, attemptMs: 6_000, writes: 30 })).toBe(7.5);
-    expect(await stored(name)).toMatchObject([{ capacity: 7.5, free: 0, latencyMs: 100 }]);
+    expect(await lease.resize!({ succeeded: 30, throttled: 0, attemptMs: 18_000, writes: 30 })).toBe(15);
+    expect(await stored(name)).toMatchObject([{ capacity: 15, free: 0, latencyMs: 200 }]);
     await lease.release();
   });
 

@@ -276,4 +276,28 @@ describe('memory:// driven by the S3 behaviour model', () => {
     await expect(orders.upsert('t', {})).resolves.toMatchObject({ id: 't' });
     await db.disconnect();
   });
+
+  it('a pool paced at a write rate spaces the writes only: the reads (get, list, count) are not held back', async () => {
+    const store = new ProbeStore(new MemoryObjectStore({ bucket: new MemoryBucket('paced') }));
+    const pool = new ExecutorPool({ concurrency: 8, timeout: 0 });
+    const db = new Database({ tenant: 'acme', store, pool });
+    const orders = await db.createResource({ name: 'orders' });
+    // One write per minute: the first goes at once, the next would wait a minute; reads must not.
+    pool.setStartInterval(60_000);
+    await orders.upsert('a', { n: 1 });
+    await expect(orders.get('a')).resolves.toMatchObject({ id: 'a', n: 1 });
+    await expect(orders.get('b')).rejects.toMatchObject({ name: 'RecordNotFoundError' });
+    await expect(orders.list()).resolves.toMatchObject({ items: [{ id: 'a' }] });
+    await expect(orders.count()).resolves.toBe(1);
+    const held = orders.upsert('b', { n: 2 });
+    await Promise.resolve();
+    expect(store.calls.filter((c) => c.op === 'put').map((c) => c.key)).toEqual([
+      expect.stringContaining('id=a.json'),
+    ]);
+    // Pacing off: the held write goes.
+    pool.setStartInterval(0);
+    await expect(held).resolves.toMatchObject({ id: 'b' });
+    await db.disconnect();
+    pool.stop();
+  });
 });

@@ -240,6 +240,69 @@ describe('ExecutorPool start interval (a rate cap on top of the concurrency cap)
   });
 });
 
+describe("ExecutorPool start interval: unpaced tasks (a Database's reads)", () => {
+  useFakeTimersInEachTest();
+
+  /** Enqueues `kinds` in order (w: paced, r: `paced: false`), instant tasks, and records each start. */
+  async function runMix(pool: ExecutorPool, kinds: string, priorityOf: (i: number) => number = () => 0) {
+    const started = Date.now();
+    const starts: Array<{ kind: string; at: number }> = [];
+    const tasks = [...kinds].map((kind, i) =>
+      pool.enqueue(
+        async () => {
+          starts.push({ kind, at: Date.now() - started });
+        },
+        { paced: kind === 'w', priority: priorityOf(i) },
+      ),
+    );
+    await vi.runAllTimersAsync();
+    await Promise.all(tasks);
+    return starts;
+  }
+
+  it('spaces only the paced tasks: reads start at once, writes stay an interval apart whatever reads come between', async () => {
+    const pool = new ExecutorPool({ concurrency: 4, timeout: 0 });
+    pool.setStartInterval(20);
+    const starts = await runMix(pool, 'rrrwrwrrw');
+    const writes = starts.filter((s) => s.kind === 'w').map((s) => s.at);
+    const reads = starts.filter((s) => s.kind === 'r').map((s) => s.at);
+    // Spacing every start would have put the third write at 8 x 20 = 160 ms; spacing writes only, at 40.
+    expect(writes).toEqual([0, 20, 40]);
+    // The reads ahead of the first write start at once; each later read starts with or after the write ahead of it.
+    expect(reads).toEqual([0, 0, 0, 0, 20, 20]);
+    pool.stop();
+  });
+
+  it('two writes queued back to back (their reads done at once) stay an interval apart', async () => {
+    const pool = new ExecutorPool({ concurrency: 8, timeout: 0 });
+    pool.setStartInterval(25);
+    // The writes run first (a higher priority, as a Database's continuation writes do), the reads after.
+    const starts = await runMix(pool, 'wwwrr', (i) => (i < 3 ? 1 : 0));
+    expect(starts.filter((s) => s.kind === 'w').map((s) => s.at)).toEqual([0, 25, 50]);
+    pool.stop();
+  });
+
+  it("an unpaced task skips the queue when a slot is free, and does not move the next write's turn", async () => {
+    const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
+    pool.setStartInterval(30);
+    const starts = await runMix(pool, 'wrw');
+    expect(starts).toEqual([
+      { kind: 'w', at: 0 },
+      { kind: 'r', at: 0 },
+      { kind: 'w', at: 30 },
+    ]);
+    pool.stop();
+  });
+
+  it('refuses a paced option that is not a boolean', async () => {
+    const pool = new ExecutorPool({ concurrency: 1 });
+    await expect(pool.enqueue(() => 1, { paced: 'no' as unknown as boolean })).rejects.toThrow(
+      'paced must be a boolean, got no',
+    );
+    pool.stop();
+  });
+});
+
 describe('ExecutorPool start interval with a shared ConcurrencyBudget (the handler pools)', () => {
   useFakeTimersInEachTest();
 

@@ -178,8 +178,10 @@ describe('rescaleForLatency (a lease resized mid-lease)', () => {
     expect(rescaleForLatency(shrunk, 30, 1, law)).toEqual({ capacity: 1.5, latencyMs: 30, decreasedAt: 7 });
   });
 
-  it('never more than x2 per resize, and never past the ceiling (rate x latency)', () => {
-    expect(rescaleForLatency(state, 100, 1, law)).toEqual({ capacity: 4, latencyMs: 40, decreasedAt: 7 });
+  it('never more than x4 per resize, and never past the ceiling (rate x latency)', () => {
+    expect(rescaleForLatency(state, 100, 1, law)).toEqual({ capacity: 8, latencyMs: 80, decreasedAt: 7 });
+    // Up to x4 the sample itself (a cold first lease measured x2.6).
+    expect(rescaleForLatency(state, 60, 1, law)).toEqual({ capacity: 6, latencyMs: 60, decreasedAt: 7 });
     // A capacity above its ceiling (a rate configured lower since it was stored) is brought to the ceiling.
     const full = { capacity: 2, latencyMs: 10, decreasedAt: 0 };
     expect(rescaleForLatency(full, 15, 1, law)).toEqual({ capacity: 1.5, latencyMs: 15, decreasedAt: 0 });

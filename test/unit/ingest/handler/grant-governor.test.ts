@@ -294,24 +294,22 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
       writes: () => writes,
       now: () => now,
     });
-    // 2 permits at 40 ms per write: 50 writes/s, a start every 20 ms while nothing says reads share it.
+    // 2 permits at 40 ms per write: 50 writes/s, a write started every 20 ms.
     expect(pool.interval).toBeCloseTo(20, 9);
-    // One read per write: 100 attempts/s carry the 50 writes/s, a start every 10 ms.
+    // One read per write: the pool spaces only its writes (a Database's reads are unpaced), so the
+    // interval is per write whatever the mix: still 20 ms.
     for (let i = 0; i < 10; i++) {
       writes += 1;
       pool.succeed(40);
       pool.succeed(40);
     }
-    expect(pool.interval).toBeGreaterThan(9);
-    expect(pool.interval).toBeLessThan(11);
-    // A refused write cuts the rate with the grant: 0.85 x 2 permits.
-    const before = pool.interval;
+    expect(pool.interval).toBeCloseTo(20, 9);
+    // A refused write cuts the rate with the grant: 0.85 x 2 permits, a write every 20 / 0.85 ms.
     now += 1_000;
     writes += 1;
     pool.fail(slowDown(), 40);
-    expect(pool.interval).toBeGreaterThan(before * 1.1);
-    // Blind writes from then on: the recent mix is all writes and the cut is earned back (20 accepted
-    // attempts): a start per write at the whole grant's 50 writes/s, every 20 ms.
+    expect(pool.interval).toBeCloseTo(20 / 0.85, 9);
+    // Blind writes from then on, and the cut is earned back (20 accepted attempts): every 20 ms again.
     for (let i = 0; i < 100; i++) {
       now += 40;
       writes += 1;

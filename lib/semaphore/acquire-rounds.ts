@@ -11,7 +11,8 @@ export interface AcquireRounds<G extends { n: number }> {
   /**
    * Epoch ms at which the holders in the way expect to be done, read after a short round (`undefined`:
    * unknown, poll). The next round waits until then instead of polling, then polls from the base delay; a
-   * time past the deadline ends the acquire at once (`SemaphoreTimeoutError`): waiting cannot succeed.
+   * time past the deadline ends the acquire at once (`SemaphoreTimeoutError`): waiting cannot succeed. A
+   * time already past (holders running late) polls, and is the timeout's `dueAt` if the deadline comes.
    */
   readonly nextRoundAt?: () => number | undefined;
   readonly deadline: number | undefined;
@@ -47,10 +48,10 @@ export async function acquireInRounds<G extends { n: number }>(a: AcquireRounds<
       }
       await a.giveBack(grants);
       const now = a.now();
+      const at = a.nextRoundAt?.();
       // Stryker disable next-line ConditionalExpression: `now >= undefined` is false, so the first test only reads clearly.
       if (a.deadline !== undefined && now >= a.deadline)
-        throw new SemaphoreTimeoutError(a.name, a.min, a.deadline);
-      const at = a.nextRoundAt?.();
+        throw new SemaphoreTimeoutError(a.name, a.min, a.deadline, undefined, at);
       let delay: number;
       // Stryker disable next-line ConditionalExpression: `undefined > now` is false.
       if (at !== undefined && at > now) {

@@ -204,7 +204,7 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
       const capacity = rooms.reduce((sum, r) => sum + r.seen.capacity, 0);
       const enough = Math.min(options.min ?? k, floorToQuantum(capacity));
       if (rooms.reduce((sum, r) => sum + r.free, 0) < enough) {
-        seen(enough, freeAt(rooms, enough, this.now()));
+        seen(enough, freeAt(rooms, enough));
         return grants;
       }
       seen(enough, undefined);
@@ -344,11 +344,14 @@ function plan(order: readonly Room[], k: number): { n: number; seen: AdaptiveSta
 /**
  * @internal (exported for its unit test)
  * The earliest time `enough` permits are expected free, from the holders' announced due times (earliest
- * first); `undefined` when a holder in the way announced none or is already late (its caller polls), so
- * only holders that said when they are done can make a waiter sleep, or give up. A holder is gone by its
- * lease's end whatever it announced (an expired holder is reclaimed), so it is due by `until` at the latest.
+ * first); `undefined` when a holder in the way announced none, so only holders that said when they are done
+ * can make a waiter sleep, or give up. A time already past means holders running late: the caller polls
+ * (they may be done any moment), and a waiter that reaches its deadline so says so (`dueAt`), so its record
+ * comes back soon instead of after the backoff of a prefix whose holders said nothing. A holder is gone by
+ * its lease's end whatever it announced (an expired holder is reclaimed), so it is due by `until` at the
+ * latest.
  */
-export function freeAt(rooms: readonly Room[], enough: number, now: number): number | undefined {
+export function freeAt(rooms: readonly Room[], enough: number): number | undefined {
   const free = rooms.map((r) => r.unclamped);
   const total = () => free.reduce((sum, f) => sum + Math.max(0, floorToQuantum(f)), 0);
   const leaving = rooms
@@ -362,7 +365,7 @@ export function freeAt(rooms: readonly Room[], enough: number, now: number): num
     .sort((a, b) => (a.due ?? Number.POSITIVE_INFINITY) - (b.due ?? Number.POSITIVE_INFINITY));
   for (const holder of leaving) {
     // Stryker disable next-line ConditionalExpression: a silent holder counted in would return its due, undefined, all the same.
-    if (holder.due === undefined || holder.due <= now) return undefined;
+    if (holder.due === undefined) return undefined;
     free[holder.shard]! += holder.n;
     if (total() >= enough) return holder.due;
   }

@@ -13,6 +13,12 @@ export class SemaphoreTimeoutError extends S3IngestError {
      * holders announced it), when that is why the acquire gave up before its deadline; else undefined.
      */
     readonly freeAt?: number,
+    /**
+     * Epoch ms at which the holders in the way said they would be done, when they all said so: `freeAt` when
+     * the acquire gave up early for it, or a time already past when it waited until its deadline for holders
+     * running late (they may be done any moment: a caller retrying soon is likely next). Else undefined.
+     */
+    readonly dueAt: number | undefined = freeAt,
   ) {
     super(
       freeAt === undefined

@@ -72,7 +72,7 @@ describe('acquireInRounds', () => {
     await vi.runAllTimersAsync();
     const error = await rejected;
     expect(error).toBeInstanceOf(SemaphoreTimeoutError);
-    expect(error).toMatchObject({ freeAt: T0 + 1_001, deadline: T0 + 1_000 });
+    expect(error).toMatchObject({ freeAt: T0 + 1_001, dueAt: T0 + 1_001, deadline: T0 + 1_000 });
     expect(past.at).toEqual([0]);
 
     const at = rounds({ deadline: T0 + 1_000, grantAt: 1_000, dueAt: () => T0 + 1_000 });
@@ -90,7 +90,20 @@ describe('acquireInRounds', () => {
     const error = await rejected;
     expect(error).toBeInstanceOf(SemaphoreTimeoutError);
     expect((error as SemaphoreTimeoutError).freeAt).toBeUndefined();
+    expect((error as SemaphoreTimeoutError).dueAt).toBeUndefined();
     expect(at).toEqual([0, 10, 30, 50]);
+  });
+
+  it('past the deadline behind holders running late: no freeAt (it waited), dueAt the time they said', async () => {
+    const { a, at } = rounds({ deadline: T0 + 50, dueAt: () => T0 - 20 });
+    const rejected = acquireInRounds(a).catch((e: unknown) => e);
+    await vi.runAllTimersAsync();
+    const error = await rejected;
+    expect(error).toBeInstanceOf(SemaphoreTimeoutError);
+    expect(error).toMatchObject({ freeAt: undefined, dueAt: T0 - 20, deadline: T0 + 50 });
+    // It polled until its deadline, as behind holders that said nothing.
+    expect(at).toEqual([0, 10, 30, 50]);
+    expect((error as Error).message).toContain('before the deadline');
   });
 
   it('an abort while a round is in flight gives its grant back and rejects with the reason', async () => {

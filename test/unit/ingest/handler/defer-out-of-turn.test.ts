@@ -75,6 +75,24 @@ describe('deferOutOfTurn', () => {
     expect(port.calls).toHaveLength(1);
   });
 
+  it('a record that waited its turn behind holders running late comes back in FIRST, whatever its deferrals', async () => {
+    const now = Date.now();
+    const late = outOfTurn(2, new SemaphoreTimeoutError('p', 1, now, undefined, now - 200));
+    // Deferred a dozen times already: behind holders that said nothing it would wait 2^3 = 8 s.
+    for (const record of late.records) withDeferrals(record, 12);
+    const port = new MemoryDeferrals();
+    await deferOutOfTurn(late.ledger, port, silentLogger(), open());
+    expect([...port.deferred.values()].map((d) => d.delaySeconds)).toEqual([
+      FIRST_DEFERRAL_DELAY_SECONDS,
+      FIRST_DEFERRAL_DELAY_SECONDS,
+    ]);
+    const silent = outOfTurn(1, new SemaphoreTimeoutError('p', 1, now));
+    withDeferrals(silent.records[0]!, 12);
+    const other = new MemoryDeferrals();
+    await deferOutOfTurn(silent.ledger, other, silentLogger(), open());
+    expect([...other.deferred.values()].map((d) => d.delaySeconds)).toEqual([8]);
+  });
+
   it('FIFO records, records at the cap and those the port refuses are redelivered; no port: all of them', async () => {
     const { ledger, records } = outOfTurn(4);
     records[0]!.eventSourceARN = 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo';

@@ -10,6 +10,7 @@ import { permitsFor } from '../../semaphore/permits-for.js';
 import type { Lease, LeaseUsage, Semaphore } from '../../semaphore/types.js';
 import type { ConcurrencyTarget } from '../../semaphore/with-permits.js';
 import type { IngestConfig } from '../config.js';
+import { acquireForTurn, LATE_HOLDER_GRACE_MS } from './acquire-turn.js';
 import { GRANT_DECREASE_FACTOR, GrantGovernor } from './grant-governor.js';
 import { LeaseResize } from './lease-resize.js';
 import type { PrefixWriteCounts, WriteWatch } from './prefix-write-counts.js';
@@ -491,13 +492,11 @@ export class TenantPermits {
   ): Promise<PermitResult> {
     const capped = Math.min(want, semaphore.limit);
     const now = Date.now();
-    const deadline = Math.min(
-      now + (maxWaitMs ?? Number.POSITIVE_INFINITY),
-      window.deadline - Math.min(LEAST_USEFUL_LEASE_MS, Math.max(0, window.deadline - now) / 4),
-    );
+    const latest = window.deadline - Math.min(LEAST_USEFUL_LEASE_MS, Math.max(0, window.deadline - now) / 4);
+    const deadline = Math.min(now + (maxWaitMs ?? Number.POSITIVE_INFINITY), latest);
     let lease: Lease;
     try {
-      lease = await semaphore.acquire(capped, {
+      const options = {
         // Any permit lets the work progress (a group runs its tenants in turn within the grant).
         min: 1,
         deadline,
@@ -508,7 +507,12 @@ export class TenantPermits {
         // then, and one that could not get its turn before its deadline gives up at once, so its invocation
         // hands its records back instead of holding a slot of the queue's concurrency until the deadline.
         requests,
-      });
+      };
+      // A tenant with a turn wait stays a little longer for holders running late (the hand-over's waiter).
+      lease =
+        maxWaitMs === undefined
+          ? await semaphore.acquire(capped, options)
+          : await acquireForTurn(semaphore, capped, options, LATE_HOLDER_GRACE_MS, latest);
     } catch (err) {
       // Out of time, aborted, or DynamoDB unreachable: only these tenants' writes are redelivered.
       if (window.signal.aborted)

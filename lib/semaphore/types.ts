@@ -120,7 +120,8 @@ export interface AcquireOptions {
    * (`requests x lease.latencyMs / permits`), and a waiter sleeps until the earliest time enough holders
    * expect to be done instead of polling, or gives up at once when that is past its `deadline`: a waiter
    * that cannot get a turn frees its caller (an invocation slot) instead of polling until its deadline.
-   * A holder that announced nothing (or is late) is polled for as before.
+   * A holder that announced nothing is polled for as before; one that is late is polled for too, and a
+   * waiter that reaches its deadline behind it says when it was due (`SemaphoreTimeoutError.dueAt`).
    * @default undefined (no announcement)
    * @example { requests: 100 }
    */

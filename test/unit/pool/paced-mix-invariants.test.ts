@@ -5,15 +5,7 @@
 // with no timer left.
 import { describe, expect, it, vi } from 'vitest';
 import { ConcurrencyBudget, ExecutorPool } from '../../../lib/pool/index.js';
-import { awsError, useFakeTimersInEachTest } from './helpers.js';
-
-function lcg(seed: number) {
-  let state = seed;
-  return () => {
-    state = (state * 1103515245 + 12345) & 0x7fffffff;
-    return state / 0x7fffffff;
-  };
-}
+import { awsError, lcg, useFakeTimersInEachTest } from './helpers.js';
 
 describe('ExecutorPool start interval: invariants under a random mix of paced and unpaced tasks', () => {
   useFakeTimersInEachTest();

@@ -274,7 +274,10 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
         // Stryker disable next-line ConditionalExpression,EqualityOperator: reclaiming no expired holders sends nothing and frees 0 either way.
         const freed = expired.length > 0 ? await this.table.reclaim(index, expired, signal) : 0;
         const seen = { capacity: item.capacity, latencyMs: item.latencyMs, decreasedAt: item.decreasedAt };
-        const reclaimed = new Set(expired.map(([fence]) => fence));
+        // A reclaim that freed nothing lost to another waiter's (the permits are free, but not in the `free`
+        // read) or to a holder that extended: either way they stay holders, due at their past `until`, so
+        // `freeAt` polls instead of giving up on a later holder's due with permits free.
+        const reclaimed = new Set(freed > 0 ? expired.map(([fence]) => fence) : []);
         return {
           index,
           free: Math.max(0, floorToQuantum(item.free + freed)),

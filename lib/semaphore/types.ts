@@ -34,7 +34,7 @@ export interface Lease {
    * Tells the semaphore, mid-lease, what the work has seen so far (an adaptive semaphore; the others have
    * no `resize`). When its slot time per request (`usage.attemptMs` over its writes, or its attempts) is
    * above the latency the grant was sized with, the permits carry fewer requests per second than the grant
-   * stands for: the semaphore then moves the fleet's latency to the measured one (at most x2), rescales the
+   * stands for: the semaphore then moves the fleet's latency to the measured one (at most x4), rescales the
    * limit with it (the same rate, more permits), and grows this lease by its share of the rescale. Once per
    * lease; resolves the permits held after it (unchanged when nothing moved, when another holder moved
    * the limit first, or when the shard's holders already exceed its capacity: a shrink under them). Rejects
@@ -120,7 +120,8 @@ export interface AcquireOptions {
    * (`requests x lease.latencyMs / permits`), and a waiter sleeps until the earliest time enough holders
    * expect to be done instead of polling, or gives up at once when that is past its `deadline`: a waiter
    * that cannot get a turn frees its caller (an invocation slot) instead of polling until its deadline.
-   * A holder that announced nothing (or is late) is polled for as before.
+   * A holder that announced nothing is polled for as before; one that is late is polled for too, and a
+   * waiter that reaches its deadline behind it says when it was due (`SemaphoreTimeoutError.dueAt`).
    * @default undefined (no announcement)
    * @example { requests: 100 }
    */

@@ -93,8 +93,8 @@ export type PrefixLimitMode = 'adaptive' | 'static';
 
 /**
  * The DynamoDB semaphores of the handler. Tenant prefixes (`prefix:` names) get an adaptive semaphore
- * whose hard cap is the rate x 1 s (it starts at the 20 ms sizing and follows measured latency and
- * SlowDowns below that); any other name gets a static one (`DynamoSemaphore`).
+ * whose hard cap is the rate x 1 s (it starts at `FIRST_LEASE_LATENCY_MS` x `IN_FLIGHT_SLACK` per write and
+ * follows measured latency and SlowDowns below that); any other name gets a static one (`DynamoSemaphore`).
  */
 export function dynamoSemaphores(
   config: IngestConfig,

@@ -11,7 +11,12 @@ import {
   LeaseLostError,
 } from '../../../lib/semaphore/index.js';
 import { semaphoreItems, semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
-import { type DynamoCall, faultInjecting, operationOf } from './support/fault-injecting-client.js';
+import {
+  type DynamoCall,
+  type Faults,
+  faultInjecting,
+  operationOf,
+} from './support/fault-injecting-client.js';
 
 let direct: DynamoDBClient;
 let tableName: string;
@@ -21,8 +26,8 @@ beforeAll(async () => {
 });
 
 // 200/s x 20 ms = 4 permits, 2 per shard over two shards.
-function semaphore(name: string, over: Partial<AdaptiveDynamoSemaphoreOptions> = {}) {
-  const { client, calls } = faultInjecting(direct);
+function semaphore(name: string, over: Partial<AdaptiveDynamoSemaphoreOptions> = {}, faults: Faults = {}) {
+  const { client, calls } = faultInjecting(direct, faults);
   const sem = new AdaptiveDynamoSemaphore({
     client,
     tableName,
@@ -442,6 +447,35 @@ describe('AdaptiveDynamoSemaphore: holders say when they will be done (`requests
     });
     expect(surveys(oneCalls)).toBe(1);
     await Promise.all([announced.release(), silent.release()]);
+  });
+
+  it("a waiter that lost the reclaim of an expired holder to another one does not give up on a later holder's due", async () => {
+    const name = fresh();
+    const clock = 42_000_000;
+    const now = () => clock;
+    const expiring = await semaphore(name, { now, shards: 1 }).sem.acquire(2, { requests: 2, leaseMs: 500 });
+    const busy = await semaphore(name, { now, shards: 1 }).sem.acquire(2, { requests: 4_000 }); // due in 40 s
+    const later = () => clock + 1_000; // the first holder's lease has ended by then
+    const racer = semaphore(name, { now: later }).sem;
+    let raced = false;
+    const { sem: waiter } = semaphore(
+      name,
+      { now: later },
+      {
+        // Another waiter reclaims the expired holder between this waiter's survey and its own reclaim.
+        async before(call) {
+          if (operationOf(call) !== 'reclaim' || raced) return;
+          raced = true;
+          expect(await racer.table.reclaim(0, [[expiring.fence, { n: 2, until: clock + 500 }]])).toBe(2);
+        },
+      },
+    );
+    // Two permits are free (the expired holder's): the waiter must not give up at once on the busy
+    // holder's due, 40 s away, as if nothing were free before it.
+    const lease = await waiter.acquire(1, { deadline: later() + 1_000 });
+    expect(raced).toBe(true);
+    expect(lease.permits).toBe(1);
+    await Promise.all([lease.release(), busy.release()]);
   });
 
   it('a holder announces its due no later than its lease ends, however many requests it says (DynamoDB takes the number)', async () => {

@@ -52,3 +52,12 @@ export function useFakeTimersInEachTest(): void {
     vi.useRealTimers();
   });
 }
+
+/** A seeded pseudo-random sequence in [0, 1] (a linear congruential generator): a failing seed replays. */
+export function lcg(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state * 1103515245 + 12345) & 0x7fffffff;
+    return state / 0x7fffffff;
+  };
+}

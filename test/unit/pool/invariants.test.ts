@@ -1,14 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ConcurrencyBudget, ExecutorPool } from '../../../lib/pool/index.js';
-import { awsError, useFakeTimersInEachTest } from './helpers.js';
-
-function lcg(seed: number) {
-  let state = seed;
-  return () => {
-    state = (state * 1103515245 + 12345) & 0x7fffffff;
-    return state / 0x7fffffff;
-  };
-}
+import { awsError, lcg, useFakeTimersInEachTest } from './helpers.js';
 
 /**
  * Random mixes of durations, failures (retryable or not), timeouts, work that ignores its signal, caller

@@ -37,7 +37,8 @@ export interface Lease {
    * stands for: the semaphore then moves the fleet's latency to the measured one (at most x4), rescales the
    * limit with it (the same rate, more permits), and grows this lease by its share of the rescale. Once per
    * lease; resolves the permits held after it (unchanged when nothing moved, when another holder moved
-   * the limit first, or when the shard's holders already exceed its capacity: a shrink under them). Rejects
+   * the limit first, or when the lease is not its shard's only holder: another one paces at the latency it
+   * was granted with, so a rescale around it would over-grant the rate). Rejects
    * with `options.signal`'s reason (or the first SDK error) when it cannot finish in time, once every
    * shard's request has settled: each shard of the lease then keeps the permits it had, except one whose
    * resize was answered (`permits` counts it), and its release gives back whichever count the shard holds.

@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   AdaptiveDynamoSemaphore,
   type AdaptiveDynamoSemaphoreOptions,
+  SemaphoreTimeoutError,
 } from '../../../lib/semaphore/index.js';
 import { semaphoreItems, semaphoreTable, storedAdaptiveShards } from './support/dynamo.js';
 import { faultInjecting, operationOf } from './support/fault-injecting-client.js';
@@ -78,20 +79,25 @@ describe('AdaptiveLease.resize (dynalite)', () => {
     await lease.release();
   });
 
-  it('grows by its share only: the rest of the rescale is free for the other holders', async () => {
+  it('beside another holder: no resize (it paces at the latency it was granted with), nothing freed for a third', async () => {
     const name = fresh('share');
     const sem = semaphore(name, { adaptive: { ratePerSecond: 100, initialLatencyMs: 40 } });
-    // 4 permits: b holds 2, a the other 2 (it asked for up to 10).
+    // 4 permits at 40 ms (100/s): b holds 2, a the other 2 (it asked for up to 10).
     const b = await sem.acquire(2);
     const a = await sem.acquire(10, { min: 1 });
     expect(a.permits).toBe(2);
-    expect(await a.resize!({ succeeded: 10, throttled: 0, attemptMs: 600, writes: 10 })).toBe(3);
-    // Capacity 4 -> 6: a holds 3 (its half), b still 2, 1 free for anyone.
-    expect(await stored(name)).toMatchObject([{ capacity: 6, free: 1, held: 5, latencyMs: 60 }]);
-    const c = await sem.acquire(1, { deadline: sem.now() });
-    expect(c.permits).toBe(1);
-    await Promise.all([a.release(), b.release(), c.release()]);
-    expect(await stored(name)).toMatchObject([{ capacity: 6, free: 6, held: 0 }]);
+    // Rescaled to 60 ms the shard would hold 6 permits: a 3, a new holder 1 (both at 60 ms: 66/s), and b
+    // still sending 2 / 40 ms = 50/s: 116/s against 100. The resize is dropped instead.
+    expect(await a.resize!({ succeeded: 10, throttled: 0, attemptMs: 600, writes: 10 })).toBe(2);
+    expect(a.latencyMs).toBe(40);
+    expect(await stored(name)).toMatchObject([{ capacity: 4, free: 0, held: 4, latencyMs: 40 }]);
+    await expect(sem.acquire(1, { deadline: sem.now() })).rejects.toBeInstanceOf(SemaphoreTimeoutError);
+    await Promise.all([a.release(), b.release()]);
+    expect(await stored(name)).toMatchObject([{ capacity: 4, free: 4, held: 0 }]);
+    // Alone, the next lease of the same prefix resizes.
+    const alone = await sem.acquire(10, { min: 1 });
+    expect(await alone.resize!({ succeeded: 10, throttled: 0, attemptMs: 600, writes: 10 })).toBe(6);
+    await alone.release();
   });
 
   it('never more than the lease asked for', async () => {

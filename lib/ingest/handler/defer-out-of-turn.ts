@@ -1,6 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
 import { SemaphoreTimeoutError } from '../../semaphore/errors.js';
+import { lateNotStuck } from './acquire-turn.js';
 import { type DeferralPort, deferralsOf } from './deferral-port.js';
 import type { OutcomeLedger } from './outcome-ledger.js';
 import { rejectOnAbort } from './send-dead-letters.js';
@@ -37,14 +38,19 @@ export function canDefer(plan: { readonly ordered: boolean; readonly deferrals: 
  * The delay of a deferred copy: until its prefix's holders said they would be done (`freeAtMs`, epoch
  * ms, rounded down to whole seconds), so the copy comes back for the hand-over (`FIRST` when that time has
  * passed: holders running late may be done any moment); when they said nothing, `FIRST x
- * 2^floor(deferrals / 4)`. Between `FIRST` and `MAX` seconds either way. Measured why a late holder is not
+ * 2^floor(deferrals / 4)`, as when they are late by more than `STUCK_HOLDER_LATE_MS` (stuck, not
+ * about to release). Between `FIRST` and `MAX` seconds either way. Measured why a late holder is not
  * "said nothing": bench:load's hot prefix sat idle at the end of its backlog while the last records, each
  * deferred a dozen times and once behind a late holder, waited out 8-16 s delays (e2e p99 52 s, the prefix
  * at 78% of its halved limit over its last minute).
  */
 export function deferralDelaySeconds(deferrals: number, freeAtMs?: number, nowMs = Date.now()): number {
   // Stryker disable next-line ConditionalExpression: Number.isFinite(undefined) is false, so the first test only reads clearly.
-  if (freeAtMs !== undefined && Number.isFinite(freeAtMs)) {
+  if (
+    freeAtMs !== undefined &&
+    Number.isFinite(freeAtMs) &&
+    (freeAtMs > nowMs || lateNotStuck(freeAtMs, nowMs))
+  ) {
     const seconds = Math.floor((freeAtMs - nowMs) / 1000);
     return Math.min(Math.max(seconds, FIRST_DEFERRAL_DELAY_SECONDS), MAX_DEFERRAL_DELAY_SECONDS);
   }

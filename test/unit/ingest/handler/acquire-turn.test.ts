@@ -1,7 +1,11 @@
 // A tenant's wait for its prefix's turn (acquire-turn.ts): past its deadline it stays, once, for holders
 // that said they would be done by now (running late), and only for them.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { acquireForTurn, timedOutBehindLateHolders } from '../../../../lib/ingest/handler/acquire-turn.js';
+import {
+  acquireForTurn,
+  STUCK_HOLDER_LATE_MS,
+  timedOutBehindLateHolders,
+} from '../../../../lib/ingest/handler/acquire-turn.js';
 import { SemaphoreTimeoutError } from '../../../../lib/semaphore/errors.js';
 import type { AcquireOptions, Lease, Semaphore } from '../../../../lib/semaphore/types.js';
 
@@ -43,6 +47,10 @@ describe('timedOutBehindLateHolders', () => {
       false,
     );
     expect(timedOutBehindLateHolders(new Error('DynamoDB down'), NOW)).toBe(false);
+    // Late by more than STUCK_HOLDER_LATE_MS: stuck (crashed, stalled), not about to release.
+    const stuck = (late: number) => new SemaphoreTimeoutError('p', 1, NOW, undefined, NOW - late);
+    expect(timedOutBehindLateHolders(stuck(STUCK_HOLDER_LATE_MS), NOW)).toBe(true);
+    expect(timedOutBehindLateHolders(stuck(STUCK_HOLDER_LATE_MS + 1), NOW)).toBe(false);
   });
 });
 

@@ -1,6 +1,7 @@
 // The deferral stage and its policy: which out-of-turn records are deferred, with what delay, and what
 // happens when the port refuses, fails or does not answer (they are redelivered, never lost).
 import { describe, expect, it, vi } from 'vitest';
+import { STUCK_HOLDER_LATE_MS } from '../../../../lib/ingest/handler/acquire-turn.js';
 import {
   canDefer,
   deferOutOfTurn,
@@ -73,6 +74,16 @@ describe('deferOutOfTurn', () => {
     expect(ledger.counts()).toMatchObject({ deferred: 3, redelivered: 0 });
     await deferOutOfTurn(ledger, port, silentLogger(), open());
     expect(port.calls).toHaveLength(1);
+  });
+
+  it('holders late by more than STUCK_HOLDER_LATE_MS are taken for stuck: the backoff of silent holders', () => {
+    const now = 1_000_000;
+    expect(deferralDelaySeconds(12, now - 200, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
+    expect(deferralDelaySeconds(12, now - STUCK_HOLDER_LATE_MS, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
+    expect(deferralDelaySeconds(12, now - STUCK_HOLDER_LATE_MS - 1, now)).toBe(8);
+    expect(deferralDelaySeconds(12, undefined, now)).toBe(8);
+    // Due in the future: until then, whatever the deferrals.
+    expect(deferralDelaySeconds(12, now + 3_500, now)).toBe(3);
   });
 
   it('a record that waited its turn behind holders running late comes back in FIRST, whatever its deferrals', async () => {

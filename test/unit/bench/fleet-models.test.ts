@@ -363,6 +363,25 @@ describe('QueueWithEventSource', () => {
     const receiveOf = (record: { receiptHandle: string }) => Number(record.receiptHandle.split('.')[1]);
     const handled = (index: number, receive: number) =>
       ({ messageId: `m-${index}`, receiptHandle: `${index}.${receive}` }) as never;
+    /** The handler defers the record of message `index` (a copy), charged to `record`'s delivery. */
+    const defer = (queue: QueueWithEventSource, index: number, record: { receiptHandle: string }) => {
+      queue.defer(index, 0, copyAttributes(queue.originOf(index)), receiveOf(record));
+      return new Set<number>();
+    };
+    /** The handler writes a delivery of `origin`'s data: the first time each origin was written. */
+    const write = (writtenAt: Map<number, number>, origin: number) => {
+      if (!writtenAt.has(origin)) writtenAt.set(origin, Date.now());
+      return new Set<number>();
+    };
+    /** Final as written only once a delivery of its data was written (else: "lost", no object). */
+    const expectSettledByAWrite = (
+      queue: QueueWithEventSource,
+      writtenAt: Map<number, number>,
+      origin: number,
+    ) => {
+      expect(writtenAt.has(origin)).toBe(true);
+      expect(queue.ackedAt[origin]).toBeGreaterThanOrEqual(writtenAt.get(origin)!);
+    };
 
     it('a copy handed back by both its deliveries comes back once, and is not written by its second acknowledgement', async () => {
       const batches: number[][] = [];
@@ -389,13 +408,9 @@ describe('QueueWithEventSource', () => {
           // The origin is deferred; the copy's two deliveries are handed back (past MAX_DEFERRALS); its
           // redelivery is deferred once, as the handler does (one ledger entry per message id); the
           // second copy is written.
-          if (index === 0 || (index === 1 && batches.length > 2)) {
-            queue.defer(index!, 0, copyAttributes(origin), receiveOf(records[0]!));
-            return new Set<number>();
-          }
+          if (index === 0 || (index === 1 && batches.length > 2)) return defer(queue, index, records[0]!);
           if (index === 1) return new Set([1]);
-          if (!writtenAt.has(origin)) writtenAt.set(origin, Date.now());
-          return new Set<number>();
+          return write(writtenAt, origin);
         },
         () => 100,
       );
@@ -404,8 +419,7 @@ describe('QueueWithEventSource', () => {
       // The duplicate's two receives in one batch, handed back: one redelivery, not two.
       expect(batches).toEqual([[0], [1, 1], [1], [2]]);
       expect([...queue.state]).toEqual([ACKED]);
-      expect(writtenAt.has(0)).toBe(true);
-      expect(queue.ackedAt[0]).toBeGreaterThanOrEqual(writtenAt.get(0)!);
+      expectSettledByAWrite(queue, writtenAt, 0);
       expect(queue.counters).toMatchObject({ deferrals: 2, deferredAcks: 2 });
     });
 
@@ -423,20 +437,15 @@ describe('QueueWithEventSource', () => {
           const origin = queue.originOf(indices[0]!);
           // Both receives of message 0 in one batch: the handler defers the message once (one copy),
           // charged to the first delivery, and acknowledges both records.
-          if (origin === 0 && indices[0] === 0) {
-            queue.defer(0, 0, copyAttributes(0), receiveOf(records[0]!));
-            return new Set<number>();
-          }
-          if (!writtenAt.has(origin)) writtenAt.set(origin, Date.now());
-          return new Set<number>();
+          if (origin === 0 && indices[0] === 0) return defer(queue, 0, records[0]!);
+          return write(writtenAt, origin);
         },
         () => 100,
       );
       queue.send(1);
       await queue.whenSettled();
       expect(batches).toEqual([[0, 0], [1]]);
-      expect(writtenAt.has(0)).toBe(true);
-      expect(queue.ackedAt[0]).toBeGreaterThanOrEqual(writtenAt.get(0)!);
+      expectSettledByAWrite(queue, writtenAt, 0);
       expect(queue.counters).toMatchObject({ deferrals: 1, deferredAcks: 2, duplicateAcks: 0 });
     });
 
@@ -459,19 +468,16 @@ describe('QueueWithEventSource', () => {
           if (index === 0) {
             if (++started === 2) bothStarted();
             await together;
-            queue.defer(0, 0, copyAttributes(0), receiveOf(records[0]!));
-            return new Set<number>();
+            return defer(queue, 0, records[0]!);
           }
-          if (!writtenAt.has(origin)) writtenAt.set(origin, Date.now());
-          return new Set<number>();
+          return write(writtenAt, origin);
         },
         () => 100,
       );
       queue.send(1);
       await queue.whenSettled();
       expect(started).toBe(2);
-      expect(writtenAt.has(0)).toBe(true);
-      expect(queue.ackedAt[0]).toBeGreaterThanOrEqual(writtenAt.get(0)!);
+      expectSettledByAWrite(queue, writtenAt, 0);
       expect(queue.total).toBe(3);
       expect(queue.counters).toMatchObject({ deferrals: 2, deferredAcks: 2 });
     });

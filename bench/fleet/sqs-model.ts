@@ -83,13 +83,15 @@ export class QueueWithEventSource {
   readonly ackedAt: Float64Array;
   // Per SQS message, origins first then deferred copies (grown as copies are sent): its receives, its
   // origin, its own send time, when a ChangeMessageVisibility during the current receive makes it reappear
-  // (0: none), whether a failed delivery's redelivery is due (scheduled, or visible, until its next
-  // receive), and whether it was deleted (acknowledged) or redriven.
+  // (0: none), whether a failed delivery's redelivery is due (0: no, 1: scheduled, 2: visible again;
+  // until its next receive) and which schedule of it counts, and whether it was deleted (acknowledged) or
+  // redriven.
   #receives: Uint16Array;
   #origin: Int32Array;
   #ownSentAt: Float64Array;
   #visibleAt: Float64Array;
   #due: Uint8Array;
+  #dueSchedule: Uint32Array;
   #gone: Uint8Array;
   #total: number;
   readonly #attributes = new Map<number, SQSMessageAttributes>();
@@ -148,6 +150,7 @@ export class QueueWithEventSource {
     this.#ownSentAt = this.sentAt;
     this.#visibleAt = new Float64Array(messages);
     this.#due = new Uint8Array(messages);
+    this.#dueSchedule = new Uint32Array(messages);
     this.#gone = new Uint8Array(messages);
     this.#total = messages;
   }
@@ -191,7 +194,10 @@ export class QueueWithEventSource {
 
   #grow(): void {
     const size = Math.max(1024, this.#receives.length * 2);
-    const grown = <T extends Uint16Array | Int32Array | Float64Array | Uint8Array>(from: T, to: T): T => {
+    const grown = <T extends Uint16Array | Uint32Array | Int32Array | Float64Array | Uint8Array>(
+      from: T,
+      to: T,
+    ): T => {
       to.set(from);
       return to;
     };
@@ -200,6 +206,7 @@ export class QueueWithEventSource {
     this.#ownSentAt = grown(this.#ownSentAt, new Float64Array(size));
     this.#visibleAt = grown(this.#visibleAt, new Float64Array(size));
     this.#due = grown(this.#due, new Uint8Array(size));
+    this.#dueSchedule = grown(this.#dueSchedule, new Uint32Array(size));
     this.#gone = grown(this.#gone, new Uint8Array(size));
   }
 
@@ -340,12 +347,20 @@ export class QueueWithEventSource {
             deferred.add(indices[i]!);
         }
         let acked = 0;
-        for (const index of indices) {
+        for (const [i, index] of indices.entries()) {
           const origin = this.#origin[index]!;
           if (failed.has(index)) {
-            // One message reappears once: a second failed delivery of it (a duplicate's) while its
-            // redelivery is due schedules no second one (that put one message twice in a batch).
-            if (this.state[origin] === PENDING && this.#gone[index] === 0 && this.#due[index] === 0) {
+            // SQS makes a message visible once, when its latest receive's visibility ends: a second
+            // failed delivery of it (a duplicate's) while its redelivery is due schedules no second one
+            // (that put one message twice in a batch), but the latest receive's failure sets the time
+            // (its ChangeMessageVisibility is the one SQS applied; an earlier receive's was refused).
+            const due = this.#due[index]!;
+            const latest = receives[i] === this.#receives[index];
+            if (
+              this.state[origin] === PENDING &&
+              this.#gone[index] === 0 &&
+              (due === 0 || (due === 1 && latest))
+            ) {
               const changed = this.#visibleAt[index]!;
               this.#redeliverAt(index, changed > 0 ? changed : receivedAt + this.options.visibilityTimeoutMs);
             }
@@ -369,9 +384,13 @@ export class QueueWithEventSource {
 
   #redeliverAt(index: number, at: number): void {
     this.#due[index] = 1;
+    const schedule = ++this.#dueSchedule[index]!;
     setTimeout(
       () => {
+        // A later schedule of the same message (its latest receive's failure) replaced this one.
+        if (this.#dueSchedule[index] !== schedule) return;
         if (this.state[this.#origin[index]!] !== PENDING || this.#gone[index] === 1) return;
+        this.#due[index] = 2;
         this.#visible.push(index);
         this.pump();
       },

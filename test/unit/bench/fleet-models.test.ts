@@ -449,6 +449,47 @@ describe('QueueWithEventSource', () => {
       expect(queue.counters).toMatchObject({ deferrals: 1, deferredAcks: 2, duplicateAcks: 0 });
     });
 
+    it("handed back by both deliveries, the message reappears when its latest receive's visibility ends", async () => {
+      const receives: number[] = [];
+      let randomCalls = 0;
+      const queue: QueueWithEventSource = new QueueWithEventSource(
+        1,
+        {
+          ...options,
+          batchSize: 1,
+          maximumConcurrency: 2,
+          duplicateRate: 0.5,
+          visibilityTimeoutMs: 3_600_000,
+        },
+        // The first receive leaves a duplicate, delivered to a second invocation at once.
+        () => (randomCalls++ === 0 ? 0 : 0.9),
+        handled,
+        async (records) => {
+          const receive = receiveOf(records[0]!);
+          receives.push(receive);
+          if (receive >= 3) return new Set<number>();
+          // The earlier receive fails first, its ChangeMessageVisibility refused (a stale receipt handle):
+          // alone it would reappear after the queue's hour. The latest receive asks for 0 s, then fails.
+          if (receive === 1) {
+            expect(queue.changeVisibility('0.1', 0)).toBe(false);
+            return new Set([0]);
+          }
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          expect(queue.changeVisibility('0.2', 0)).toBe(true);
+          return new Set([0]);
+        },
+        () => 100,
+      );
+      queue.send(1);
+      const settled = await Promise.race([
+        queue.whenSettled().then(() => true),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000)),
+      ]);
+      expect(settled).toBe(true);
+      expect(receives).toEqual([1, 2, 3]);
+      expect([...queue.state]).toEqual([ACKED]);
+    });
+
     it('two deliveries in two invocations at once, each deferred: neither acknowledgement is a write', async () => {
       const writtenAt = new Map<number, number>();
       let started = 0;

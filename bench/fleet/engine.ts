@@ -279,10 +279,11 @@ function lambdaAttributesOf(entry: SqsEntry): { attributes: SQSMessageAttributes
 
 /**
  * The SQS client of one container. A deferral's entry names its record only by its origin
- * (`s3-ingest-origin`), so the container keeps, for the invocation it runs, the deliveries of each origin
- * in its batch: the copy is charged to one of them, which is then acknowledged as deferred, not written.
+ * (`s3-ingest-origin`), so the container keeps, for the invocation it runs, the deliveries (message index
+ * and receive) of each origin in its batch: the copy is charged to one of them, whose message this
+ * invocation then acknowledges as deferred, not written.
  */
-function sqsClientFor(container: { batch: Map<number, number[]> }) {
+function sqsClientFor(container: { batch: Map<number, Delivery[]> }) {
   return {
     async send(command: SqsCommand) {
       await wait(lognormalSqs());
@@ -292,7 +293,13 @@ function sqsClientFor(container: { batch: Map<number, number[]> }) {
   };
 }
 
-function answer(command: SqsCommand, batch: Map<number, number[]>) {
+/** One receive of an SQS message in an invocation's batch. */
+interface Delivery {
+  index: number;
+  receive: number;
+}
+
+function answer(command: SqsCommand, batch: Map<number, Delivery[]>) {
   {
     const entries = command.input.Entries ?? [];
     switch (command.constructor.name) {
@@ -319,7 +326,7 @@ function answer(command: SqsCommand, batch: Map<number, number[]>) {
             const delivery = batch.get(origin)?.shift();
             if (delivery === undefined)
               throw new Error(`SQS model: a deferral of m-${origin}, not in the batch`);
-            queue.defer(delivery, entry.DelaySeconds ?? 0, attributes);
+            queue.defer(delivery.index, entry.DelaySeconds ?? 0, attributes, delivery.receive);
           }
           queue.counters.deferralSendRequests += chunks(entries.length, bytes);
           return {
@@ -374,7 +381,7 @@ const invocationMs = new Histogram();
 interface Container {
   handler: IngestHandler;
   /** The deliveries of the invocation it runs, by origin message (see `sqsClientFor`). */
-  batch: Map<number, number[]>;
+  batch: Map<number, Delivery[]>;
 }
 const idle: Container[] = [];
 let coldStarts = 0;
@@ -392,7 +399,7 @@ const cpuStore =
 
 function coldStart(): Container {
   coldStarts += 1;
-  const container = { batch: new Map<number, number[]>() } as Container;
+  const container = { batch: new Map<number, Delivery[]>() } as Container;
   // The default handler: its deferral port is SqsDeferrals over this client (the queue model keeps copies).
   container.handler = createIngestHandler(ingestConfig, {
     clients: {
@@ -422,7 +429,11 @@ function coldStart(): Container {
   return container;
 }
 
-async function invoke(records: SQSRecord[], indices: readonly number[]): Promise<Set<number>> {
+async function invoke(
+  records: SQSRecord[],
+  indices: readonly number[],
+  receives: readonly number[],
+): Promise<Set<number>> {
   invocations += 1;
   let container = idle.pop();
   let initMs = 0;
@@ -432,11 +443,12 @@ async function invoke(records: SQSRecord[], indices: readonly number[]): Promise
     await wait(initMs);
   }
   container.batch = new Map();
-  for (const index of indices) {
+  for (const [i, index] of indices.entries()) {
     const origin = queue.originOf(index);
+    const delivery = { index, receive: receives[i]! };
     const deliveries = container.batch.get(origin);
-    if (deliveries === undefined) container.batch.set(origin, [index]);
-    else deliveries.push(index);
+    if (deliveries === undefined) container.batch.set(origin, [delivery]);
+    else deliveries.push(delivery);
   }
   const startedAt = Date.now();
   const deadline = startedAt + config.functionTimeoutMs;
@@ -508,7 +520,7 @@ queue = new QueueWithEventSource(
   },
   random,
   makeRecord,
-  (records, indices) => invoke(records, indices),
+  (records, indices, receives) => invoke(records, indices, receives),
   bodyBytes,
 );
 

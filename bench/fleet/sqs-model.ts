@@ -72,8 +72,9 @@ export type RecordFactory = (
 
 /**
  * The queue's state in typed arrays (a million messages cost a few MB), a FIFO of visible copies, and the
- * event source's dispatch loop. `invoke` is the function; it resolves to the failed message indices, or
- * rejects for a failed invocation (every record comes back).
+ * event source's dispatch loop. `invoke` is the function, given the records, their message indices and
+ * receives; it resolves to the failed message indices, or rejects for a failed invocation (every record
+ * comes back).
  */
 export class QueueWithEventSource {
   /** Per origin message (0..messages-1): its data's fate, sent time and when the fate became final. */
@@ -82,15 +83,26 @@ export class QueueWithEventSource {
   readonly ackedAt: Float64Array;
   // Per SQS message, origins first then deferred copies (grown as copies are sent): its receives, its
   // origin, its own send time, when a ChangeMessageVisibility during the current receive makes it reappear
-  // (0: none), and whether it was deleted (acknowledged) or redriven.
+  // (0: none), whether a failed delivery's redelivery is due (0: no, 1: scheduled, 2: visible again;
+  // until its next receive) and which schedule of it counts, and whether it was deleted (acknowledged) or
+  // redriven.
   #receives: Uint16Array;
   #origin: Int32Array;
   #ownSentAt: Float64Array;
   #visibleAt: Float64Array;
+  #due: Uint8Array;
+  #dueSchedule: Uint32Array;
   #gone: Uint8Array;
   #total: number;
   readonly #attributes = new Map<number, SQSMessageAttributes>();
-  /** Deliveries whose record the handler deferred: their acknowledgement does not settle their origin. */
+  /**
+   * Deliveries (`deliveryKey`: a message's index and receive, as its receipt handle) a deferred copy was
+   * charged to: their invocation's acknowledgement of that message does not settle its origin. Keyed by
+   * delivery, not message: a standard queue's duplicate puts one message in flight twice, in one
+   * invocation or two, and each invocation that defers it sends its own copy (finding 6 of
+   * docs/fleet-simulation.md: keyed by message, two charges made one entry and an acknowledgement of a
+   * deferred message was taken for a write).
+   */
   readonly #deferredDeliveries = new Set<number>();
   readonly counters: QueueCounters = {
     sendRequests: 0,
@@ -123,7 +135,11 @@ export class QueueWithEventSource {
     private readonly options: EventSourceOptions,
     private readonly random: () => number,
     private readonly makeRecord: RecordFactory,
-    private readonly invoke: (records: SQSRecord[], indices: number[]) => Promise<Set<number>>,
+    private readonly invoke: (
+      records: SQSRecord[],
+      indices: number[],
+      receives: readonly number[],
+    ) => Promise<Set<number>>,
     private readonly bodyBytes: (index: number) => number,
   ) {
     this.state = new Uint8Array(messages);
@@ -133,6 +149,8 @@ export class QueueWithEventSource {
     this.#origin = Int32Array.from({ length: messages }, (_, i) => i);
     this.#ownSentAt = this.sentAt;
     this.#visibleAt = new Float64Array(messages);
+    this.#due = new Uint8Array(messages);
+    this.#dueSchedule = new Uint32Array(messages);
     this.#gone = new Uint8Array(messages);
     this.#total = messages;
   }
@@ -153,13 +171,14 @@ export class QueueWithEventSource {
   }
 
   /**
-   * The handler deferred the record of delivery `index` (SendMessageBatch to this queue): a new message,
-   * receive count 1, visible after `delaySeconds`, with `attributes` (Lambda's event format). When that
-   * delivery is acknowledged, its origin's fate is left to the copy (written once any copy is written).
-   * Returns the copy's index.
+   * The handler deferred the record of message `index`, received as its `receive`th receive
+   * (SendMessageBatch to this queue): a new message, receive count 1, visible after `delaySeconds`, with
+   * `attributes` (Lambda's event format). When the invocation of that delivery acknowledges the message
+   * (every record of it in that batch: the handler keeps one fate per message id), its origin's fate is
+   * left to the copy (written once any copy is written). Returns the copy's index.
    */
-  defer(index: number, delaySeconds: number, attributes: SQSMessageAttributes): number {
-    this.#deferredDeliveries.add(index);
+  defer(index: number, delaySeconds: number, attributes: SQSMessageAttributes, receive: number): number {
+    this.#deferredDeliveries.add(deliveryKey(index, receive));
     if (this.#total === this.#receives.length) this.#grow();
     const copy = this.#total++;
     this.#origin[copy] = this.#origin[index]!;
@@ -175,7 +194,10 @@ export class QueueWithEventSource {
 
   #grow(): void {
     const size = Math.max(1024, this.#receives.length * 2);
-    const grown = <T extends Uint16Array | Int32Array | Float64Array | Uint8Array>(from: T, to: T): T => {
+    const grown = <T extends Uint16Array | Uint32Array | Int32Array | Float64Array | Uint8Array>(
+      from: T,
+      to: T,
+    ): T => {
       to.set(from);
       return to;
     };
@@ -183,6 +205,8 @@ export class QueueWithEventSource {
     this.#origin = grown(this.#origin, new Int32Array(size));
     this.#ownSentAt = grown(this.#ownSentAt, new Float64Array(size));
     this.#visibleAt = grown(this.#visibleAt, new Float64Array(size));
+    this.#due = grown(this.#due, new Uint8Array(size));
+    this.#dueSchedule = grown(this.#dueSchedule, new Uint32Array(size));
     this.#gone = grown(this.#gone, new Uint8Array(size));
   }
 
@@ -277,6 +301,7 @@ export class QueueWithEventSource {
 
   #dispatch(): void {
     const indices: number[] = [];
+    const receives: number[] = [];
     const records: SQSRecord[] = [];
     let bytes = 0;
     while (indices.length < this.options.batchSize) {
@@ -293,12 +318,14 @@ export class QueueWithEventSource {
       }
       if (receive > 1) this.counters.redeliveries += 1;
       this.#visibleAt[index] = 0;
+      this.#due[index] = 0;
       // Only a first receive leaves a copy behind (a copy of a copy would make the rate compound).
       if (receive === 1 && this.random() < this.options.duplicateRate) {
         this.counters.duplicates += 1;
         this.#visible.push(index);
       }
       indices.push(index);
+      receives.push(receive);
       const attributes = this.#attributes.get(index);
       records.push(this.makeRecord(index, receive, this.#ownSentAt[index]!, origin, attributes));
       bytes += this.bodyBytes(origin) + (attributes === undefined ? 0 : attributeBytes(attributes));
@@ -308,16 +335,32 @@ export class QueueWithEventSource {
     this.counters.receiveRequests += Math.max(Math.ceil(indices.length / 10), chunks(1, bytes));
     this.#running += 1;
     const receivedAt = Date.now();
-    this.invoke(records, indices)
+    this.invoke(records, indices, receives)
       .catch(() => new Set(indices))
       .then((failed) => {
+        // The messages this invocation deferred: a copy charged to any of a message's deliveries in the
+        // batch covers them all (one fate per message id). A record returned in batchItemFailures was not
+        // deferred, whatever its copy became.
+        const deferred = new Set<number>();
+        for (let i = 0; i < indices.length; i++) {
+          if (this.#deferredDeliveries.delete(deliveryKey(indices[i]!, receives[i]!)))
+            deferred.add(indices[i]!);
+        }
         let acked = 0;
-        for (const index of indices) {
+        for (const [i, index] of indices.entries()) {
           const origin = this.#origin[index]!;
           if (failed.has(index)) {
-            // A record returned in batchItemFailures was not deferred, whatever its copy became.
-            this.#deferredDeliveries.delete(index);
-            if (this.state[origin] === PENDING && this.#gone[index] === 0) {
+            // SQS makes a message visible once, when its latest receive's visibility ends: a second
+            // failed delivery of it (a duplicate's) while its redelivery is due schedules no second one
+            // (that put one message twice in a batch), but the latest receive's failure sets the time
+            // (its ChangeMessageVisibility is the one SQS applied; an earlier receive's was refused).
+            const due = this.#due[index]!;
+            const latest = receives[i] === this.#receives[index];
+            if (
+              this.state[origin] === PENDING &&
+              this.#gone[index] === 0 &&
+              (due === 0 || (due === 1 && latest))
+            ) {
               const changed = this.#visibleAt[index]!;
               this.#redeliverAt(index, changed > 0 ? changed : receivedAt + this.options.visibilityTimeoutMs);
             }
@@ -325,7 +368,7 @@ export class QueueWithEventSource {
           }
           acked += 1;
           this.#gone[index] = 1;
-          if (this.#deferredDeliveries.delete(index)) {
+          if (deferred.has(index)) {
             this.counters.deferredAcks += 1;
             continue;
           }
@@ -340,9 +383,14 @@ export class QueueWithEventSource {
   }
 
   #redeliverAt(index: number, at: number): void {
+    this.#due[index] = 1;
+    const schedule = ++this.#dueSchedule[index]!;
     setTimeout(
       () => {
+        // A later schedule of the same message (its latest receive's failure) replaced this one.
+        if (this.#dueSchedule[index] !== schedule) return;
         if (this.state[this.#origin[index]!] !== PENDING || this.#gone[index] === 1) return;
+        this.#due[index] = 2;
         this.#visible.push(index);
         this.pump();
       },
@@ -356,6 +404,11 @@ export class QueueWithEventSource {
     this.#settled += 1;
     if (this.#settled === this.messages) this.#onSettled?.();
   }
+}
+
+/** A delivery's key: the message's index and its receive (at most 65,535: a Uint16Array's), as one number. */
+function deliveryKey(index: number, receive: number): number {
+  return index * 65_536 + receive;
 }
 
 /** What SQS counts of a message's attributes: each one's name, type and value. */

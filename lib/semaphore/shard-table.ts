@@ -186,16 +186,22 @@ export class ShardTable {
   }
 }
 
-/** The `holders` map of a stored shard item (either kind). */
+/**
+ * The `holders` map of a stored shard item (either kind). Every survey parses every entry (~80 on a hot
+ * prefix's item), so no `Object.entries` pairs and no spread for the optional `due`: an object literal of
+ * either shape. 1.7x faster than that form (`npm run bench:parse-holders`), which was 12.7% of
+ * bench:fleet's CPU in c1000-t10000-zipf's tail.
+ */
 export function parseHolders(raw: Record<string, AttributeValue>): Map<string, HolderEntry> {
   const holders = new Map<string, HolderEntry>();
-  for (const [fence, value] of Object.entries(raw.holders?.M ?? {})) {
-    const due = value.M?.due?.N;
-    holders.set(fence, {
-      n: Number(value.M?.n?.N ?? 0),
-      until: Number(value.M?.until?.N ?? 0),
-      ...(due === undefined ? {} : { due: Number(due) }),
-    });
+  const stored = raw.holders?.M;
+  if (stored === undefined) return holders;
+  for (const fence of Object.keys(stored)) {
+    const value = stored[fence]!.M;
+    const n = Number(value?.n?.N ?? 0);
+    const until = Number(value?.until?.N ?? 0);
+    const due = value?.due?.N;
+    holders.set(fence, due === undefined ? { n, until } : { n, until, due: Number(due) });
   }
   return holders;
 }

@@ -173,6 +173,14 @@ describe("DynamoTableModel: the holders' announced due times (issue 16)", () => 
   });
 });
 
+/** Whether every message of `queue` is final within `ms` (a redelivery after the queue's hour is not). */
+function settlesWithin(queue: QueueWithEventSource, ms: number): Promise<boolean> {
+  return Promise.race([
+    queue.whenSettled().then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms)),
+  ]);
+}
+
 describe('QueueWithEventSource', () => {
   const options = {
     batchSize: 2,
@@ -225,11 +233,7 @@ describe('QueueWithEventSource', () => {
     );
     queue.send(2);
     // Without the change, message 1 would come back after an hour.
-    const settled = await Promise.race([
-      queue.whenSettled().then(() => true),
-      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000)),
-    ]);
-    expect(settled).toBe(true);
+    expect(await settlesWithin(queue, 2_000)).toBe(true);
     expect(refusedStale).toBe(true);
     expect(deliveries.filter((i) => i === 1)).toHaveLength(2);
     expect(queue.counters.visibilityChanges).toBe(1);
@@ -271,7 +275,7 @@ describe('QueueWithEventSource', () => {
       () => 0.5,
       (index, _receive, _sentAt, origin, attributes) =>
         ({ messageId: `m-${index}`, body: `b-${origin}`, messageAttributes: attributes ?? {} }) as never,
-      async (records, indices) => {
+      async (records, indices, receives) => {
         seen.push({
           index: indices[0]!,
           receive: queue.receivesOf(indices[0]!),
@@ -280,7 +284,7 @@ describe('QueueWithEventSource', () => {
           at: Date.now(),
         });
         // The first delivery is deferred (and acknowledged); the copy is written.
-        if (indices[0] === 0) queue.defer(0, 0.05, copyAttributes(0));
+        if (indices[0] === 0) queue.defer(0, 0.05, copyAttributes(0), receives[0]!);
         return new Set<number>();
       },
       () => 100,
@@ -311,12 +315,12 @@ describe('QueueWithEventSource', () => {
       { ...options, batchSize: 1, visibilityTimeoutMs: 1 },
       () => 0.5,
       (index) => ({ messageId: `m-${index}` }) as never,
-      async (_records, [index]) => {
+      async (_records, [index], [receive]) => {
         const origin = queue.originOf(index!);
         // Origin 0: deferred twice, then its second copy is written. Origin 1: deferred once, and its
         // copy always fails (redriven after maxReceiveCount).
-        if (origin === 0 && deferralsOf0++ < 2) queue.defer(index!, 0, copyAttributes(0));
-        else if (origin === 1 && index === 1) queue.defer(index, 0, copyAttributes(1));
+        if (origin === 0 && deferralsOf0++ < 2) queue.defer(index!, 0, copyAttributes(0), receive!);
+        else if (origin === 1 && index === 1) queue.defer(index, 0, copyAttributes(1), receive!);
         else if (origin === 1) return new Set([index!]);
         return new Set<number>();
       },
@@ -338,11 +342,11 @@ describe('QueueWithEventSource', () => {
       { ...options, visibilityTimeoutMs: 1 },
       () => 0.5,
       (index) => ({ messageId: `m-${index}` }) as never,
-      async (_records, indices) => {
+      async (_records, indices, receives) => {
         if (indices[0] !== 0) return new Promise<Set<number>>(() => {}); // the copy never finishes
         deliveriesOf0 += 1;
         if (deliveriesOf0 === 1) {
-          queue.defer(0, 3600, copyAttributes(0));
+          queue.defer(0, 3600, copyAttributes(0), receives[0]!);
           return new Set([0]);
         }
         return new Set<number>();
@@ -354,6 +358,171 @@ describe('QueueWithEventSource', () => {
     expect(deliveriesOf0).toBe(2);
     expect([...queue.state]).toEqual([ACKED]);
     expect(queue.counters.deferredAcks).toBe(0);
+  });
+
+  // docs/fleet-simulation.md finding 6: a standard queue's duplicate puts one SQS message in flight twice;
+  // both deliveries are receives of that one message, and a deferred record's data lives on in its copy.
+  describe('a message in flight twice (a duplicate) and deferred', () => {
+    /** The receive of a record, from the receipt handle `<index>.<receive>` the tests' records carry. */
+    const receiveOf = (record: { receiptHandle: string }) => Number(record.receiptHandle.split('.')[1]);
+    const handled = (index: number, receive: number) =>
+      ({ messageId: `m-${index}`, receiptHandle: `${index}.${receive}` }) as never;
+    /** The handler defers the record of message `index` (a copy), charged to `record`'s delivery. */
+    const defer = (queue: QueueWithEventSource, index: number, record: { receiptHandle: string }) => {
+      queue.defer(index, 0, copyAttributes(queue.originOf(index)), receiveOf(record));
+      return new Set<number>();
+    };
+    /** The handler writes a delivery of `origin`'s data: the first time each origin was written. */
+    const write = (writtenAt: Map<number, number>, origin: number) => {
+      if (!writtenAt.has(origin)) writtenAt.set(origin, Date.now());
+      return new Set<number>();
+    };
+    /** Final as written only once a delivery of its data was written (else: "lost", no object). */
+    const expectSettledByAWrite = (
+      queue: QueueWithEventSource,
+      writtenAt: Map<number, number>,
+      origin: number,
+    ) => {
+      expect(writtenAt.has(origin)).toBe(true);
+      expect(queue.ackedAt[origin]).toBeGreaterThanOrEqual(writtenAt.get(origin)!);
+    };
+
+    it('a copy handed back by both its deliveries comes back once, and is not written by its second acknowledgement', async () => {
+      const batches: number[][] = [];
+      const writtenAt = new Map<number, number>();
+      let randomCalls = 0;
+      const queue: QueueWithEventSource = new QueueWithEventSource(
+        1,
+        // A batching window: two redeliveries due together would arrive in one batch.
+        {
+          ...options,
+          batchSize: 2,
+          batchingWindowMs: 20,
+          duplicateRate: 0.5,
+          visibilityTimeoutMs: 1,
+          maxReceiveCount: 10,
+        },
+        // Only the copy's first receive (the second first receive there is) leaves a duplicate.
+        () => (randomCalls++ === 1 ? 0 : 0.9),
+        handled,
+        async (records, indices) => {
+          batches.push([...indices]);
+          const [index] = indices;
+          const origin = queue.originOf(index!);
+          // The origin is deferred; the copy's two deliveries are handed back (past MAX_DEFERRALS); its
+          // redelivery is deferred once, as the handler does (one ledger entry per message id); the
+          // second copy is written.
+          if (index === 0 || (index === 1 && batches.length > 2)) return defer(queue, index, records[0]!);
+          if (index === 1) return new Set([1]);
+          return write(writtenAt, origin);
+        },
+        () => 100,
+      );
+      queue.send(1);
+      await queue.whenSettled();
+      // The duplicate's two receives in one batch, handed back: one redelivery, not two.
+      expect(batches).toEqual([[0], [1, 1], [1], [2]]);
+      expect([...queue.state]).toEqual([ACKED]);
+      expectSettledByAWrite(queue, writtenAt, 0);
+      expect(queue.counters).toMatchObject({ deferrals: 2, deferredAcks: 2 });
+    });
+
+    it('one deferral covers every delivery of its message in that invocation', async () => {
+      const batches: number[][] = [];
+      const writtenAt = new Map<number, number>();
+      let randomCalls = 0;
+      const queue: QueueWithEventSource = new QueueWithEventSource(
+        1,
+        { ...options, batchSize: 2, duplicateRate: 0.5, visibilityTimeoutMs: 1 },
+        () => (randomCalls++ === 0 ? 0 : 0.9),
+        handled,
+        async (records, indices) => {
+          batches.push([...indices]);
+          const origin = queue.originOf(indices[0]!);
+          // Both receives of message 0 in one batch: the handler defers the message once (one copy),
+          // charged to the first delivery, and acknowledges both records.
+          if (origin === 0 && indices[0] === 0) return defer(queue, 0, records[0]!);
+          return write(writtenAt, origin);
+        },
+        () => 100,
+      );
+      queue.send(1);
+      await queue.whenSettled();
+      expect(batches).toEqual([[0, 0], [1]]);
+      expectSettledByAWrite(queue, writtenAt, 0);
+      expect(queue.counters).toMatchObject({ deferrals: 1, deferredAcks: 2, duplicateAcks: 0 });
+    });
+
+    it("handed back by both deliveries, the message reappears when its latest receive's visibility ends", async () => {
+      const receives: number[] = [];
+      let randomCalls = 0;
+      const queue: QueueWithEventSource = new QueueWithEventSource(
+        1,
+        {
+          ...options,
+          batchSize: 1,
+          maximumConcurrency: 2,
+          duplicateRate: 0.5,
+          visibilityTimeoutMs: 3_600_000,
+        },
+        // The first receive leaves a duplicate, delivered to a second invocation at once.
+        () => (randomCalls++ === 0 ? 0 : 0.9),
+        handled,
+        async (records) => {
+          const receive = receiveOf(records[0]!);
+          receives.push(receive);
+          if (receive >= 3) return new Set<number>();
+          // The earlier receive fails first, its ChangeMessageVisibility refused (a stale receipt handle):
+          // alone it would reappear after the queue's hour. The latest receive asks for 0 s, then fails.
+          if (receive === 1) {
+            expect(queue.changeVisibility('0.1', 0)).toBe(false);
+            return new Set([0]);
+          }
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          expect(queue.changeVisibility('0.2', 0)).toBe(true);
+          return new Set([0]);
+        },
+        () => 100,
+      );
+      queue.send(1);
+      // Without the latest receive's change, message 0 would come back after an hour.
+      expect(await settlesWithin(queue, 2_000)).toBe(true);
+      expect(receives).toEqual([1, 2, 3]);
+      expect([...queue.state]).toEqual([ACKED]);
+    });
+
+    it('two deliveries in two invocations at once, each deferred: neither acknowledgement is a write', async () => {
+      const writtenAt = new Map<number, number>();
+      let started = 0;
+      let bothStarted: () => void = () => {};
+      const together = new Promise<void>((resolve) => {
+        bothStarted = resolve;
+      });
+      let randomCalls = 0;
+      const queue: QueueWithEventSource = new QueueWithEventSource(
+        1,
+        { ...options, batchSize: 1, maximumConcurrency: 2, duplicateRate: 0.5 },
+        // The origin's first receive leaves a duplicate, delivered to a second invocation at once.
+        () => (randomCalls++ === 0 ? 0 : 0.9),
+        handled,
+        async (records, [index]) => {
+          const origin = queue.originOf(index!);
+          if (index === 0) {
+            if (++started === 2) bothStarted();
+            await together;
+            return defer(queue, 0, records[0]!);
+          }
+          return write(writtenAt, origin);
+        },
+        () => 100,
+      );
+      queue.send(1);
+      await queue.whenSettled();
+      expect(started).toBe(2);
+      expectSettledByAWrite(queue, writtenAt, 0);
+      expect(queue.total).toBe(3);
+      expect(queue.counters).toMatchObject({ deferrals: 2, deferredAcks: 2 });
+    });
   });
 });
 

@@ -27,13 +27,17 @@ export const STUCK_HOLDER_LATE_MS = 5_000;
  * `now`: running late, not stuck.
  */
 export function lateNotStuck(dueAt: number | undefined, now: number): boolean {
+  // Stryker disable next-line ConditionalExpression: equivalent, `undefined <= now` is false; the first test only narrows the type
   return dueAt !== undefined && dueAt <= now && now - dueAt <= STUCK_HOLDER_LATE_MS;
 }
 
 /** Whether `error` says the holders in the way were due already (late, not stuck) when the wait ran out. */
 export function timedOutBehindLateHolders(error: unknown, now: number): boolean {
   return (
-    error instanceof SemaphoreTimeoutError && error.freeAt === undefined && lateNotStuck(error.dueAt, now)
+    error instanceof SemaphoreTimeoutError &&
+    // Stryker disable next-line ConditionalExpression: equivalent, a timeout with freeAt has dueAt = freeAt, after its deadline (not past)
+    error.freeAt === undefined &&
+    lateNotStuck(error.dueAt, now)
   );
 }
 

@@ -47,6 +47,10 @@ describe('timedOutBehindLateHolders', () => {
       false,
     );
     expect(timedOutBehindLateHolders(new Error('DynamoDB down'), NOW)).toBe(false);
+    // Only a semaphore's timeout says so, whatever another error carries.
+    expect(timedOutBehindLateHolders(Object.assign(new Error('other'), { dueAt: NOW - 10 }), NOW)).toBe(
+      false,
+    );
     // Late by more than STUCK_HOLDER_LATE_MS: stuck (crashed, stalled), not about to release.
     const stuck = (late: number) => new SemaphoreTimeoutError('p', 1, NOW, undefined, NOW - late);
     expect(timedOutBehindLateHolders(stuck(STUCK_HOLDER_LATE_MS), NOW)).toBe(true);

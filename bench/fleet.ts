@@ -6,7 +6,7 @@
 //   npm run bench:fleet                       the grid (concurrency x tenants x skew, + burst + halving)
 //   npm run bench:fleet -- --calibrate        bench:load's configuration, simulated and on the local stack
 //   BENCH_FLEET_MESSAGES=1000000              messages per cell (default 1,000,000)
-//   BENCH_FLEET_CELLS=c100-t10000-zipf,...    a subset of cells (names as printed)
+//   BENCH_FLEET_CELLS=c100-t10000-zipf,...    a subset of cells (names as printed), run in the order named
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -125,7 +125,14 @@ function grid(): FleetCellConfig[] {
         cell(1000, 100_000, 'zipf'),
       );
   }
-  return only === undefined ? cells : cells.filter((c) => only.includes(c.name));
+  if (only === undefined) return cells;
+  // A subset runs in the order it is named, so the longest cells can be put first and two workers end together.
+  return only.map((name) => {
+    const found = cells.find((c) => c.name === name);
+    if (found === undefined)
+      throw new Error(`BENCH_FLEET_CELLS: no cell named ${name} (names: ${cells.map((c) => c.name).join(', ')})`);
+    return found;
+  });
 }
 
 const round = (n: number, digits = 0) => Math.round(n * 10 ** digits) / 10 ** digits;

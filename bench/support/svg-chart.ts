@@ -13,6 +13,12 @@ export interface Panel {
   series: readonly Series[];
   /** Optional horizontal reference lines (e.g. the model's limit). */
   references?: ReadonlyArray<{ y: number; label: string }>;
+  /**
+   * A logarithmic y axis (ticks at powers of 10), for series orders of magnitude apart; points at or below
+   * 0 are left out.
+   * @default false
+   */
+  logScale?: boolean;
 }
 
 export interface ChartOptions {
@@ -62,13 +68,29 @@ export function renderLineChart(options: ChartOptions): string {
   options.panels.forEach((panel, index) => {
     const top = margin.top + index * (panelHeight + gap);
     const bottom = top + panelHeight;
-    const ys = panel.series.flatMap((s) => s.points.map(([, y]) => y)).filter(Number.isFinite);
-    const refs = panel.references ?? [];
-    const yMax = Math.max(1, ...ys, ...refs.map((r) => r.y)) * 1.05;
-    const sy = (y: number) => bottom - (Math.min(y, yMax) / yMax) * panelHeight;
+    const log = panel.logScale === true;
+    const plotted = ([, y]: readonly [number, number]) => Number.isFinite(y) && (!log || y > 0);
+    const refs = (panel.references ?? []).filter((r) => plotted([0, r.y]));
+    const ys = [
+      ...panel.series.flatMap((s) => s.points.filter(plotted).map(([, y]) => y)),
+      ...refs.map((r) => r.y),
+    ];
+    const yTicks: number[] = [];
+    let sy: (y: number) => number;
+    if (log) {
+      // Whole decades around the data, so every tick is a power of 10.
+      const low = Math.floor(Math.log10(Math.min(...ys, 10)));
+      const high = Math.max(low + 1, Math.ceil(Math.log10(Math.max(...ys, 1))));
+      for (let e = low; e <= high; e++) yTicks.push(10 ** e);
+      sy = (y) => bottom - ((Math.log10(y) - low) / (high - low)) * panelHeight;
+    } else {
+      const yMax = Math.max(1, ...ys) * 1.05;
+      const yStep = tickStep(yMax, 5);
+      for (let y = 0; y <= yMax; y += yStep) yTicks.push(y);
+      sy = (y) => bottom - (Math.min(y, yMax) / yMax) * panelHeight;
+    }
     out.push(`<text x="${margin.left}" y="${top - 6}" font-weight="bold">${escapeXml(panel.title)}</text>`);
-    const yStep = tickStep(yMax, 5);
-    for (let y = 0; y <= yMax; y += yStep) {
+    for (const y of yTicks) {
       out.push(
         `<line x1="${margin.left}" x2="${margin.left + plotWidth}" y1="${sy(y)}" y2="${sy(y)}" stroke="#eee"/>`,
         `<text x="${margin.left - 6}" y="${sy(y) + 4}" text-anchor="end">${formatTick(y)}</text>`,
@@ -93,7 +115,7 @@ export function renderLineChart(options: ChartOptions): string {
     panel.series.forEach((series, i) => {
       const color = COLORS[i % COLORS.length]!;
       const d = series.points
-        .filter(([, y]) => Number.isFinite(y))
+        .filter(plotted)
         .map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`)
         .join(' ');
       out.push(`<polyline fill="none" stroke="${color}" stroke-width="1.5" points="${d}"/>`);

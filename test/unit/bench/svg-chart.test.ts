@@ -33,4 +33,40 @@ describe('renderLineChart', () => {
     expect(alone).not.toBeNull();
     expect(circles[0]!.slice(1)).toEqual([alone![2], alone![3], alone![1]]);
   });
+
+  it('on a log scale spaces decades evenly, ticks at powers of 10, and leaves out points at or below 0', () => {
+    const svg = renderLineChart({
+      title: 't',
+      xLabel: 'x',
+      panels: [
+        {
+          title: 'p',
+          yLabel: 'y',
+          logScale: true,
+          series: [
+            {
+              name: 'decades',
+              points: [
+                [1, 10],
+                [2, 100],
+                [3, 0],
+                [4, 1000],
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    const polyline = /<polyline [^>]* points="([^"]+)"\/>/.exec(svg);
+    expect(polyline).not.toBeNull();
+    const ys = polyline![1]!.split(' ').map((point) => Number(point.split(',')[1]));
+    // Three points (the 0 left out), one decade apart each: equal steps up the panel.
+    expect(ys).toHaveLength(3);
+    expect(ys[0]! - ys[1]!).toBeGreaterThan(0);
+    expect(ys[0]! - ys[1]!).toBeCloseTo(ys[1]! - ys[2]!, 5);
+    const ticks = [...svg.matchAll(/<text x="[\d.]+" y="[\d.]+" text-anchor="end">([^<]+)<\/text>/g)].map(
+      (m) => m[1],
+    );
+    expect(ticks).toEqual(['10', '100', '1k']);
+  });
 });

@@ -395,10 +395,17 @@ function writeCharts(
     return;
   }
   const series = (pick: (r: (typeof runs)[string]) => number): Series[] =>
-    [...lines].map(([name, points]) => ({
-      name,
-      points: points.sort((a, b) => a.x - b.x).map((p) => [p.x, pick(p.run)] as const),
-    }));
+    // In legend order: by tenant count, then skew.
+    [...lines]
+      .sort(([, a], [, b]) =>
+        a[0]!.run.config.tenants !== b[0]!.run.config.tenants
+          ? a[0]!.run.config.tenants - b[0]!.run.config.tenants
+          : a[0]!.run.config.skew.localeCompare(b[0]!.run.config.skew),
+      )
+      .map(([name, points]) => ({
+        name,
+        points: points.sort((a, b) => a.x - b.x).map((p) => [p.x, pick(p.run)] as const),
+      }));
   writeFileSync(
     `${resultsDir}fleet-throughput.svg`,
     renderLineChart({

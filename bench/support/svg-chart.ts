@@ -44,6 +44,7 @@ function tickStep(span: number, count: number): number {
 }
 
 function formatTick(value: number): string {
+  if (Math.abs(value) >= 1_000_000) return `${+(value / 1_000_000).toFixed(1)}M`;
   if (Math.abs(value) >= 1000) return `${+(value / 1000).toFixed(1)}k`;
   return `${+value.toFixed(2)}`;
 }
@@ -79,7 +80,7 @@ export function renderLineChart(options: ChartOptions): string {
     let sy: (y: number) => number;
     if (log) {
       // Whole decades around the data, so every tick is a power of 10.
-      const low = Math.floor(Math.log10(Math.min(...ys, 10)));
+      const low = Math.floor(Math.log10(ys.length === 0 ? 1 : Math.min(...ys)));
       const high = Math.max(low + 1, Math.ceil(Math.log10(Math.max(...ys, 1))));
       for (let e = low; e <= high; e++) yTicks.push(10 ** e);
       sy = (y) => bottom - ((Math.log10(y) - low) / (high - low)) * panelHeight;

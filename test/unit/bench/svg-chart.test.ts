@@ -1,28 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { renderLineChart } from '../../../bench/support/svg-chart.js';
+import { type Panel, renderLineChart } from '../../../bench/support/svg-chart.js';
+
+/** A one-panel chart of `series`, with the panel's other options. */
+function chartOf(series: Panel['series'], options: Partial<Panel> = {}): string {
+  return renderLineChart({
+    title: 't',
+    xLabel: 'x',
+    panels: [{ title: 'p', yLabel: 'y', series, ...options }],
+  });
+}
 
 describe('renderLineChart', () => {
   it("marks a one-point series' point (a polyline of one point draws nothing); longer series get only their line", () => {
-    const svg = renderLineChart({
-      title: 't',
-      xLabel: 'x',
-      panels: [
-        {
-          title: 'p',
-          yLabel: 'y',
-          series: [
-            { name: 'alone', points: [[3, 10]] },
-            {
-              name: 'line',
-              points: [
-                [1, 5],
-                [2, 7],
-              ],
-            },
-          ],
-        },
-      ],
-    });
+    const svg = chartOf([
+      { name: 'alone', points: [[3, 10]] },
+      {
+        name: 'line',
+        points: [
+          [1, 5],
+          [2, 7],
+        ],
+      },
+    ]);
     const circles = [...svg.matchAll(/<circle cx="([\d.]+)" cy="([\d.]+)" r="3" fill="(#[0-9a-f]+)"\/>/g)];
     expect(circles).toHaveLength(1);
     // At the one point's polyline coordinates, in its series' colour.
@@ -35,28 +34,20 @@ describe('renderLineChart', () => {
   });
 
   it('on a log scale spaces decades evenly, ticks at powers of 10, and leaves out points at or below 0', () => {
-    const svg = renderLineChart({
-      title: 't',
-      xLabel: 'x',
-      panels: [
+    const svg = chartOf(
+      [
         {
-          title: 'p',
-          yLabel: 'y',
-          logScale: true,
-          series: [
-            {
-              name: 'decades',
-              points: [
-                [1, 10],
-                [2, 100],
-                [3, 0],
-                [4, 1000],
-              ],
-            },
+          name: 'decades',
+          points: [
+            [1, 10],
+            [2, 100],
+            [3, 0],
+            [4, 1000],
           ],
         },
       ],
-    });
+      { logScale: true },
+    );
     const polyline = /<polyline [^>]* points="([^"]+)"\/>/.exec(svg);
     expect(polyline).not.toBeNull();
     const ys = polyline![1]!.split(' ').map((point) => Number(point.split(',')[1]));

@@ -155,13 +155,15 @@ describe('DynamoSemaphore and its caller signal', () => {
   it("an acquire's own backoffCapMs shortens the wait between rounds, never lengthens it", async () => {
     const { sem: holder } = semaphore({});
     const held = await holder.acquire(4);
+    // 800 ms: a 10 ms cap reads more than 5 times even with round trips of 120 ms on a loaded machine; the
+    // 60 s waits read at most twice whatever the deadline.
     const surveys = async (backoffCapMs?: number) => {
       const { sem, calls } = semaphore(
         {},
         { name: holder.name, backoffBaseMs: 60_000, backoffCapMs: 60_000, random: () => 0.5 },
       );
       const options = backoffCapMs === undefined ? {} : { backoffCapMs };
-      await expect(sem.acquire(1, { deadline: Date.now() + 300, ...options })).rejects.toMatchObject({
+      await expect(sem.acquire(1, { deadline: Date.now() + 800, ...options })).rejects.toMatchObject({
         name: 'SemaphoreTimeoutError',
       });
       return calls.filter((c) => operationOf(c) === 'survey').length;

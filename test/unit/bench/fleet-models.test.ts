@@ -377,6 +377,15 @@ describe('QueueWithEventSource', () => {
       if (!writtenAt.has(origin)) writtenAt.set(origin, Date.now());
       return new Set<number>();
     };
+    /**
+     * The queue's random source when only its `k`-th draw leaves a duplicate (0 < the duplicate rate of
+     * 0.5, 0.9 above it): the draws are the first receives, copies included, in order.
+     */
+    const duplicateOnlyAt = (k: number) => {
+      let draws = 0;
+      return () => (draws++ === k ? 0 : 0.9);
+    };
+
     /** Final as written only once a delivery of its data was written (else: "lost", no object). */
     const expectSettledByAWrite = (
       queue: QueueWithEventSource,
@@ -390,7 +399,6 @@ describe('QueueWithEventSource', () => {
     it('a copy handed back by both its deliveries comes back once, and is not written by its second acknowledgement', async () => {
       const batches: number[][] = [];
       const writtenAt = new Map<number, number>();
-      let randomCalls = 0;
       const queue: QueueWithEventSource = new QueueWithEventSource(
         1,
         // A batching window: two redeliveries due together would arrive in one batch.
@@ -403,7 +411,7 @@ describe('QueueWithEventSource', () => {
           maxReceiveCount: 10,
         },
         // Only the copy's first receive (the second first receive there is) leaves a duplicate.
-        () => (randomCalls++ === 1 ? 0 : 0.9),
+        duplicateOnlyAt(1),
         handled,
         async (records, indices) => {
           batches.push([...indices]);
@@ -430,11 +438,10 @@ describe('QueueWithEventSource', () => {
     it('one deferral covers every delivery of its message in that invocation', async () => {
       const batches: number[][] = [];
       const writtenAt = new Map<number, number>();
-      let randomCalls = 0;
       const queue: QueueWithEventSource = new QueueWithEventSource(
         1,
         { ...options, batchSize: 2, duplicateRate: 0.5, visibilityTimeoutMs: 1 },
-        () => (randomCalls++ === 0 ? 0 : 0.9),
+        duplicateOnlyAt(0),
         handled,
         async (records, indices) => {
           batches.push([...indices]);
@@ -455,7 +462,6 @@ describe('QueueWithEventSource', () => {
 
     it("handed back by both deliveries, the message reappears when its latest receive's visibility ends", async () => {
       const receives: number[] = [];
-      let randomCalls = 0;
       const queue: QueueWithEventSource = new QueueWithEventSource(
         1,
         {
@@ -466,7 +472,7 @@ describe('QueueWithEventSource', () => {
           visibilityTimeoutMs: 3_600_000,
         },
         // The first receive leaves a duplicate, delivered to a second invocation at once.
-        () => (randomCalls++ === 0 ? 0 : 0.9),
+        duplicateOnlyAt(0),
         handled,
         async (records) => {
           const receive = receiveOf(records[0]!);
@@ -498,12 +504,11 @@ describe('QueueWithEventSource', () => {
       const together = new Promise<void>((resolve) => {
         bothStarted = resolve;
       });
-      let randomCalls = 0;
       const queue: QueueWithEventSource = new QueueWithEventSource(
         1,
         { ...options, batchSize: 1, maximumConcurrency: 2, duplicateRate: 0.5 },
         // The origin's first receive leaves a duplicate, delivered to a second invocation at once.
-        () => (randomCalls++ === 0 ? 0 : 0.9),
+        duplicateOnlyAt(0),
         handled,
         async (records, [index]) => {
           const origin = queue.originOf(index!);

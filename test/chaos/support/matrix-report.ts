@@ -1,5 +1,7 @@
-// The fault matrix's results: written as JSON by the full run, and rendered from that JSON into the
-// README's tables (between markers), so the figures there are never typed by hand.
+// The fault matrix's results: the full run writes them as JSON to an ignored file (a test never writes a
+// tracked file); `npm run chaos:publish` copies a run a person chose to keep into results/fault-matrix.json
+// and renders it into test/chaos/README.md's tables (between markers), so those figures are never typed
+// by hand.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { FAULT_KINDS, MATRIX_CALLS } from './matrix-cells.js';
@@ -14,9 +16,6 @@ export interface MatrixResults {
 
 export const README_BEGIN = '<!-- fault-matrix:begin (generated from results/fault-matrix.json) -->';
 export const README_END = '<!-- fault-matrix:end -->';
-export const SUMMARY_BEGIN =
-  '<!-- fault-matrix-summary:begin (generated from test/chaos/results/fault-matrix.json) -->';
-export const SUMMARY_END = '<!-- fault-matrix-summary:end -->';
 
 const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
 const max = (xs: readonly number[]) => Math.max(0, ...xs);
@@ -67,32 +66,6 @@ export function renderMatrix(results: MatrixResults): string {
   return lines.join('\n');
 }
 
-/** The figures of the whole matrix in a few lines (the top-level README's Reliability section). */
-export function renderSummary(results: MatrixResults): string {
-  const runs = results.runs;
-  const cells = new Set(runs.map((r) => r.cell)).size;
-  const messages = sum(runs.map((r) => r.messages));
-  const redelivered = sum(runs.map((r) => r.firstRound.redelivered));
-  const leftHeld = runs.filter((r) => r.permitsLeftHeld > 0);
-  const duplicated = runs.filter((r) => r.letterCopiesMax > 1);
-  const cellsOf = (rs: readonly CellResult[]) => [...new Set(rs.map((r) => r.cell))].join(', ') || 'none';
-  return [
-    '| figure | value |',
-    '|---|---|',
-    `| cells (call x fault) / runs (x schedules x seeds) | ${cells} / ${runs.length} |`,
-    `| messages / redelivered by the first invocations | ${messages} / ${redelivered} |`,
-    `| invariant violations (lost, reverted, late, over the limit, unsettled) | **${sum(runs.map((r) => r.violations.length))}** |`,
-    `| slowest invocation / budget | ${max(runs.map((r) => r.slowestInvocationMs))} / ${runs[0]?.budgetMs ?? 0} ms |`,
-    `| longest event-loop stall during an invocation (shared machine) | ${max(runs.map((r) => r.loopStallMaxMs))} ms |`,
-    `| invocations to settle a batch (max) | ${max(runs.map((r) => r.invocations))} |`,
-    `| permits peak / limit | ${max(runs.map((r) => r.permitPeak))} / ${runs[0]?.permitLimit ?? 0} |`,
-    `| runs ending with permits left to expire | ${leftHeld.length} (${cellsOf(leftHeld)}) |`,
-    `| runs with a dead letter stored more than once | ${duplicated.length} (${cellsOf(duplicated)}) |`,
-    '',
-    `From \`${results.command}\` (${results.generatedAt}, ${(results.durationMs / 1000).toFixed(0)} s).`,
-  ].join('\n');
-}
-
 function replaceBetween(path: string, begin: string, end: string, text: string): void {
   const content = readFileSync(path, 'utf8');
   const from = content.indexOf(begin);
@@ -101,16 +74,22 @@ function replaceBetween(path: string, begin: string, end: string, text: string):
   writeFileSync(path, `${content.slice(0, from + begin.length)}\n${text}\n${content.slice(to)}`);
 }
 
+/** Writes one run's results as JSON (the full run writes an ignored file; see `publishMatrix`). */
+export function writeMatrixResults(results: MatrixResults, path: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(results, null, 2)}\n`);
+}
+
+/** Reads results written by `writeMatrixResults`. */
+export function readMatrixResults(path: string): MatrixResults {
+  return JSON.parse(readFileSync(path, 'utf8')) as MatrixResults;
+}
+
 /**
- * Writes the results JSON, the tables into test/chaos/README.md and the summary into the top-level README
- * (each between its markers).
+ * Publishes a run: its JSON to the tracked results file and its tables into test/chaos/README.md (between
+ * the markers). Run by `npm run chaos:publish`, never by a test.
  */
-export function publishMatrix(
-  results: MatrixResults,
-  paths: { json: string; chaosReadme: string; topReadme: string },
-): void {
-  mkdirSync(dirname(paths.json), { recursive: true });
-  writeFileSync(paths.json, `${JSON.stringify(results, null, 2)}\n`);
+export function publishMatrix(results: MatrixResults, paths: { json: string; chaosReadme: string }): void {
+  writeMatrixResults(results, paths.json);
   replaceBetween(paths.chaosReadme, README_BEGIN, README_END, renderMatrix(results));
-  replaceBetween(paths.topReadme, SUMMARY_BEGIN, SUMMARY_END, renderSummary(results));
 }

@@ -42,14 +42,25 @@ export interface IngestConfig {
   };
   /** True when an S3 endpoint override is set (emulators and most S3-compatible stores need path style). */
   readonly s3ForcePathStyle: boolean;
-  /** `DEADLINE_MARGIN_MS`: stop starting writes when less time than this remains. Default 5000, >= WRITE_TIMEOUT_MS. */
+  /**
+   * `DEADLINE_MARGIN_MS`: stop starting writes when less time than this remains. Default 5000, int in
+   * `WRITE_TIMEOUT_MS..450000`, and at most half of `FUNCTION_TIMEOUT_SECONDS` when that is set.
+   */
   readonly deadlineMarginMs: number;
-  /** `WRITE_TIMEOUT_MS`: one S3 write attempt's timeout. Default 3000, int >= 1. */
+  /** `WRITE_TIMEOUT_MS`: one S3 write attempt's timeout. Default 3000, int in 1..450000. */
   readonly writeTimeoutMs: number;
   /** `WRITE_RETRIES`: retries of a retryable write failure (SlowDown, 5xx, timeout). Default 3, int >= 0. */
   readonly writeRetries: number;
-  /** `SEMAPHORE_LEASE_MARGIN_MS`: leases end at the invocation deadline plus this. Default 10000, int >= 0. */
+  /**
+   * `SEMAPHORE_LEASE_MARGIN_MS`: leases end at the invocation deadline plus this. Default 10000, int in
+   * 0..900000 (a crashed holder's permits come back only when its lease ends).
+   */
   readonly semaphoreLeaseMarginMs: number;
+  /**
+   * `FUNCTION_TIMEOUT_SECONDS` (optional, set by the stack): the function's timeout, 1..900. Only checked
+   * against `DEADLINE_MARGIN_MS` (`minimumTimeoutSeconds`); each invocation reads its own remaining time.
+   */
+  readonly functionTimeoutSeconds?: number;
   /** `TENANT_CACHE_SIZE`: per-tenant Databases kept warm across invocations (LRU). Default 100, int >= 1. */
   readonly tenantCacheSize: number;
   /**
@@ -73,6 +84,30 @@ export const CONFIG_DEFAULTS = {
   TENANT_CACHE_SIZE: 100,
 } as const;
 
+/** Lambda's longest function timeout (15 minutes). */
+const MAX_FUNCTION_TIMEOUT_SECONDS = 900;
+
+/** Upper bounds of the deadline and lease knobs, checked at cold start. */
+export const CONFIG_MAXIMUMS = {
+  /** Half of Lambda's longest timeout: a margin longer than the work it leaves fits no function. */
+  DEADLINE_MARGIN_MS: (MAX_FUNCTION_TIMEOUT_SECONDS * 1000) / 2,
+  /** A write attempt must fit in the margin, so its bound is the margin's. */
+  WRITE_TIMEOUT_MS: (MAX_FUNCTION_TIMEOUT_SECONDS * 1000) / 2,
+  /** A lease may outlive its invocation by at most Lambda's longest timeout. */
+  SEMAPHORE_LEASE_MARGIN_MS: MAX_FUNCTION_TIMEOUT_SECONDS * 1000,
+} as const;
+
+/**
+ * The shortest function timeout that works with a deadline margin: twice the margin, so at least half of
+ * every invocation goes to writes. After the cutoff the margin is spent on give-backs, dead letters and
+ * the response; a timeout at or below the margin starts every invocation past its cutoff and writes
+ * nothing. The stack checks `timeoutSeconds` with this at synth, `loadConfig` at cold start.
+ * @example minimumTimeoutSeconds(5000) // 10
+ */
+export function minimumTimeoutSeconds(deadlineMarginMs: number = CONFIG_DEFAULTS.DEADLINE_MARGIN_MS): number {
+  return Math.max(1, Math.ceil((2 * deadlineMarginMs) / 1000));
+}
+
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** Unset and blank are the same: CDK and shells often pass `''` for "not configured". */
@@ -94,14 +129,25 @@ function bucketName(env: Env): string {
   return name;
 }
 
-function integer(env: Env, key: keyof typeof CONFIG_DEFAULTS, min: number): number {
+function integer(
+  env: Env,
+  key: keyof typeof CONFIG_DEFAULTS,
+  min: number,
+  max: number = Number.MAX_SAFE_INTEGER,
+): number {
+  return integerOr(env, key, CONFIG_DEFAULTS[key], min, max);
+}
+
+/** An integer key in `min..max`, or `fallback` when unset. */
+function integerOr<T>(env: Env, key: string, fallback: T, min: number, max: number): number | T {
   const text = optional(env, key);
-  if (text === undefined) return CONFIG_DEFAULTS[key];
+  if (text === undefined) return fallback;
+  const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `>= ${min} and <= ${max}`;
   if (!/^\d+$/.test(text))
-    throw new ConfigError(key, `expected an integer >= ${min}, got ${JSON.stringify(text)}`);
+    throw new ConfigError(key, `expected an integer ${range}, got ${JSON.stringify(text)}`);
   const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < min) {
-    throw new ConfigError(key, `expected an integer >= ${min}, got ${text}`);
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(key, `expected an integer ${range}, got ${text}`);
   }
   return value;
 }
@@ -204,13 +250,29 @@ export function loadConfig(env: Env): IngestConfig {
     dynamodb: perService('AWS_ENDPOINT_URL_DYNAMODB'),
   };
 
-  const writeTimeoutMs = integer(env, 'WRITE_TIMEOUT_MS', 1);
-  const deadlineMarginMs = integer(env, 'DEADLINE_MARGIN_MS', 0);
+  const writeTimeoutMs = integer(env, 'WRITE_TIMEOUT_MS', 1, CONFIG_MAXIMUMS.WRITE_TIMEOUT_MS);
+  const deadlineMarginMs = integer(env, 'DEADLINE_MARGIN_MS', 0, CONFIG_MAXIMUMS.DEADLINE_MARGIN_MS);
   if (deadlineMarginMs < writeTimeoutMs) {
     // A write started just before the margin could otherwise outlive the invocation and be cut mid-flight.
     throw new ConfigError(
       'DEADLINE_MARGIN_MS',
       `must be >= WRITE_TIMEOUT_MS (${writeTimeoutMs}), got ${deadlineMarginMs}`,
+    );
+  }
+  const functionTimeoutSeconds = integerOr(
+    env,
+    'FUNCTION_TIMEOUT_SECONDS',
+    undefined,
+    1,
+    MAX_FUNCTION_TIMEOUT_SECONDS,
+  );
+  if (
+    functionTimeoutSeconds !== undefined &&
+    functionTimeoutSeconds < minimumTimeoutSeconds(deadlineMarginMs)
+  ) {
+    throw new ConfigError(
+      'DEADLINE_MARGIN_MS',
+      `${deadlineMarginMs} ms needs FUNCTION_TIMEOUT_SECONDS >= ${minimumTimeoutSeconds(deadlineMarginMs)} (twice the margin), got ${functionTimeoutSeconds}: lower DEADLINE_MARGIN_MS (and WRITE_TIMEOUT_MS) or raise the function timeout`,
     );
   }
 
@@ -227,8 +289,14 @@ export function loadConfig(env: Env): IngestConfig {
     deadlineMarginMs,
     writeTimeoutMs,
     writeRetries: integer(env, 'WRITE_RETRIES', 0),
-    semaphoreLeaseMarginMs: integer(env, 'SEMAPHORE_LEASE_MARGIN_MS', 0),
+    semaphoreLeaseMarginMs: integer(
+      env,
+      'SEMAPHORE_LEASE_MARGIN_MS',
+      0,
+      CONFIG_MAXIMUMS.SEMAPHORE_LEASE_MARGIN_MS,
+    ),
     tenantCacheSize: integer(env, 'TENANT_CACHE_SIZE', 1),
+    ...(functionTimeoutSeconds === undefined ? {} : { functionTimeoutSeconds }),
     ...(sourceTenantsText === undefined ? {} : { sourceTenants: parseSourceTenants(sourceTenantsText) }),
   };
 }

@@ -14,8 +14,12 @@ export interface TenantAllowList {
 
 /** A tenant prefix: what a tenant may start with, one character short of the longest tenant. */
 const PREFIX_PATTERN = /^([a-z0-9][a-z0-9_-]{0,61})\*$/;
-/** An SQS queue ARN (standard or FIFO), as Lambda stamps it on every record (`eventSourceARN`). */
-const QUEUE_ARN_PATTERN = /^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,75}(\.fifo)?$/;
+/**
+ * An SQS queue ARN, as Lambda stamps it on every record (`eventSourceARN`): SQS allows queue names of up to
+ * 80 characters, a FIFO queue's `.fifo` suffix included.
+ */
+const QUEUE_ARN_PATTERN =
+  /^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$/;
 
 /** Whether `tenant` is on the list. A value that is not a valid tenant name never is. */
 export function tenantAllowed(list: TenantAllowList, tenant: string): boolean {

@@ -5,6 +5,7 @@ import { buildApp } from 'fauxqs';
 import { InvalidLocalOptionError } from '../errors.js';
 import { startChaosProxy } from '../s3-behaviour/chaos-proxy.js';
 import type { S3BehaviourModel, S3BehaviourOptions } from '../s3-behaviour/s3-behaviour-model.js';
+import { stampDeadLetterSources } from './dead-letter-source.js';
 
 /** Endpoint per service, as SDK v3 clients take it. */
 export interface LocalAwsEndpoints {
@@ -116,6 +117,7 @@ export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise
   try {
     // buildApp + our own listen (rather than startFauxqs) binds loopback only; startFauxqs binds 0.0.0.0.
     const fauxqs = buildApp({ logger: false });
+    stampDeadLetterSources(fauxqs);
     cleanups.push(() => fauxqs.close());
     await fauxqs.listen({ port: portFor(0), host: '127.0.0.1' });
     const fauxqsPort = (fauxqs.server.address() as AddressInfo).port;

@@ -1,0 +1,71 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const TEST_DIR = join(ROOT, 'test');
+
+/**
+ * `rejects.toThrow('x')`, `rejects.toThrow(/x/)`, `rejects.toThrow()` and `rejects.toThrowError('x')` all
+ * pass when the promise rejects with `undefined` (vitest 5), so they assert nothing about what failed.
+ * The class form, `rejects.toThrow(SomeError)`, does fail then and is allowed.
+ */
+const REJECTION = /\.rejects\s*\.\s*(toThrow|toThrowError)\s*\(\s*([A-Z][\w.]*\s*,?\s*\))?/g;
+
+const INSTEAD =
+  "assert the rejection by what it is: `await expect(p).rejects.toMatchObject({ name: 'RangeError', " +
+  "message: expect.stringContaining('...') })` or `await expect(p).rejects.toBeInstanceOf(RangeError)`";
+
+/** The `file:line: form` of every string, regex or empty `rejects.toThrow(` in `source`. */
+function weakRejections(file: string, source: string): string[] {
+  const found: string[] = [];
+  for (const match of source.matchAll(REJECTION)) {
+    if (match[2] !== undefined) continue;
+    const line = source.slice(0, match.index).split('\n').length;
+    const end = source.indexOf(';', match.index);
+    const form = source.slice(match.index, end === -1 ? undefined : end + 1).replace(/\s+/g, ' ');
+    found.push(`${file}:${line}: ${form}`);
+  }
+  return found;
+}
+
+function testSources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return testSources(path);
+    return /\.(ts|mts|js|mjs)$/.test(entry.name) ? [path] : [];
+  });
+}
+
+describe('rejection assertions in test/', () => {
+  it('finds the string, regex and empty forms, one line or several, and lets the class form through', () => {
+    const planted = [
+      "await expect(p).rejects.toThrow('cutoff');",
+      'await expect(p).rejects.toThrow(/cut ?off/);',
+      'await expect(p).rejects.toThrow();',
+      'await expect(p).rejects.toThrowError(`cutoff`);',
+      'await expect(p)\n  .rejects\n  .toThrow(\n    "cutoff",\n  );',
+      'await expect(p).rejects.toThrow(RangeError);',
+      'await expect(p).rejects.toThrow(\n  ValidationError,\n);',
+      "await expect(p).rejects.toMatchObject({ name: 'Error', message: 'cutoff' });",
+    ].join('\n');
+    expect(weakRejections('planted.test.ts', planted)).toEqual([
+      "planted.test.ts:1: .rejects.toThrow('cutoff');",
+      'planted.test.ts:2: .rejects.toThrow(/cut ?off/);',
+      'planted.test.ts:3: .rejects.toThrow();',
+      'planted.test.ts:4: .rejects.toThrowError(`cutoff`);',
+      'planted.test.ts:6: .rejects .toThrow( "cutoff", );',
+    ]);
+  });
+
+  it('holds none: every rejection is asserted by what it is', () => {
+    const sources = testSources(TEST_DIR);
+    expect(sources.length).toBeGreaterThan(100);
+    const self = fileURLToPath(import.meta.url);
+    const weak = sources
+      .filter((path) => path !== self)
+      .flatMap((path) => weakRejections(relative(ROOT, path), readFileSync(path, 'utf8')));
+    expect(weak, `${weak.join('\n')}\n${INSTEAD}`).toEqual([]);
+  });
+});

@@ -237,9 +237,12 @@ describe('AdaptiveLease.resize (dynalite)', () => {
     });
     const sem = semaphore(name, { client: lossy });
     const lease = await sem.acquire(20, { min: 1 });
-    await expect(lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 800, writes: 10 })).rejects.toThrow(
-      'answer lost',
-    );
+    await expect(
+      lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 800, writes: 10 }),
+    ).rejects.toMatchObject({
+      name: 'Error',
+      message: 'answer lost',
+    });
     // It landed: the entry holds 6, the lease knows only its 3.75 for sure.
     expect(await stored(name)).toMatchObject([{ capacity: 6, held: 6 }]);
     expect(lease.permits).toBe(3.75);
@@ -256,9 +259,12 @@ describe('AdaptiveLease.resize (dynalite)', () => {
     });
     const sem = semaphore(name, { client: failingResize });
     const lease = await sem.acquire(20, { min: 1 });
-    await expect(lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 800, writes: 10 })).rejects.toThrow(
-      'unreachable',
-    );
+    await expect(
+      lease.resize!({ succeeded: 10, throttled: 0, attemptMs: 800, writes: 10 }),
+    ).rejects.toMatchObject({
+      name: 'Error',
+      message: 'DynamoDB unreachable',
+    });
     await lease.release();
     expect(await stored(name)).toMatchObject([{ capacity: 3.75, free: 3.75, held: 0 }]);
   });

@@ -296,9 +296,10 @@ describe("ExecutorPool start interval: unpaced tasks (a Database's reads)", () =
 
   it('refuses a paced option that is not a boolean', async () => {
     const pool = new ExecutorPool({ concurrency: 1 });
-    await expect(pool.enqueue(() => 1, { paced: 'no' as unknown as boolean })).rejects.toThrow(
-      'paced must be a boolean, got no',
-    );
+    await expect(pool.enqueue(() => 1, { paced: 'no' as unknown as boolean })).rejects.toMatchObject({
+      name: 'RangeError',
+      message: 'paced must be a boolean, got no',
+    });
     pool.stop();
   });
 });

@@ -346,7 +346,7 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
       pool.enqueue(async () => {
         throw slowDown();
       }),
-    ).rejects.toThrow(/reduce your request rate/);
+    ).rejects.toMatchObject({ name: 'SlowDown', message: 'Please reduce your request rate.' });
     expect(pool.concurrency).toBeCloseTo(1.7, 9);
     expect(governor.cuts).toBe(1);
     governor.stop();

@@ -112,7 +112,7 @@ describe('observeSemaphores', () => {
     cutoff.abort(new Error('cutoff'));
     await expect(
       lease.resize!({ succeeded: 8, throttled: 0, attemptMs: 800 }, { signal: cutoff.signal }),
-    ).rejects.toThrow('cutoff');
+    ).rejects.toMatchObject({ name: 'Error', message: 'cutoff' });
     expect(failures).toEqual([]);
   });
 

@@ -230,7 +230,7 @@ describe('ManualClock', () => {
     const controller = new AbortController();
     const c = clock.sleep(5, controller.signal);
     controller.abort(new Error('gone'));
-    await expect(c).rejects.toThrow('gone');
+    await expect(c).rejects.toMatchObject({ name: 'Error', message: 'gone' });
     expect(clock.pendingSleeps).toBe(2);
     clock.advance(20);
     await b;

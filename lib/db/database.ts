@@ -95,8 +95,10 @@ export class Database {
   /** Declares a resource (compiling its schema once). Declaring an existing name replaces its schema. */
   async createResource<T extends Document = Document>(options: CreateResourceOptions): Promise<Resource<T>> {
     assertResource(options.name);
-    const validate =
-      options.schema !== undefined ? this.#schemas.compile(options.name, options.schema) : undefined;
+    const { schema } = options;
+    const validate = schema !== undefined ? this.#schemas.compile(options.name, schema) : undefined;
+    const validateFields =
+      schema !== undefined ? this.#schemas.compileFields(options.name, schema) : undefined;
     const resource = new Resource<T>({
       name: options.name,
       tenant: this.tenant,
@@ -104,6 +106,7 @@ export class Database {
       store: this.store,
       calls: this.#calls,
       validate,
+      validateFields,
     });
     this.#resources.set(options.name, resource as unknown as Resource<Document>);
     return resource;

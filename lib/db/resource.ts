@@ -16,6 +16,7 @@ import {
   type StoredObject,
 } from './object-store.js';
 import { RecordCache } from './record-cache.js';
+import { refuseInvalidNewerFields } from './schema-merge.js';
 import {
   applyToState,
   cloneState,
@@ -24,13 +25,14 @@ import {
   HIDDEN_TAGS,
   isHiddenJson,
   type RecordState,
+  type RefusedFields,
   SEQ_FIELD,
   type SequencedWrite,
   stateFromJson,
   stateToJson,
 } from './sequenced-state.js';
 import type { CallOptions, StorageCalls } from './storage-calls.js';
-import { compareStamps } from './write-stamp.js';
+import { compareStamps, type WriteStamp } from './write-stamp.js';
 
 export type { CallOptions } from './storage-calls.js';
 
@@ -60,9 +62,26 @@ export const MAX_SEQUENCED_ROUNDS = 5;
 /** Priority boost of a sequenced write's PUT over its caller's reads (see `applySequenced`). */
 const CONTINUATION_PRIORITY = 0.5;
 
-/** What one write of `applySequenced` came to, at its index. */
+/**
+ * An update accepted earlier (pending, or applied to the record then) that the record made by an older
+ * upsert or insert, arriving later, refuses: its fields are left out, as in seq order it would have been
+ * refused. Reported with the base that refused it, for its writer to hear of.
+ */
+export interface RefusedUpdate {
+  readonly stamp: WriteStamp;
+  /** The update's fields the record held for it. */
+  readonly data: Document;
+  readonly error: ValidationError;
+}
+
+/**
+ * What one write of `applySequenced` came to, at its index. `refusedUpdates` (never empty when present) is
+ * on an upsert or insert that refused earlier accepted updates: when it was applied, and on every later
+ * delivery of it (`stale`), until a newer base replaces the record.
+ */
 export type SequencedOutcome =
-  | { readonly kind: 'applied' | 'stale' | 'pending' }
+  | { readonly kind: 'applied' | 'stale'; readonly refusedUpdates?: readonly RefusedUpdate[] }
+  | { readonly kind: 'pending' }
   | { readonly kind: 'rejected'; readonly error: RecordExistsError | ValidationError };
 
 export interface InsertOptions extends CallOptions {
@@ -98,6 +117,11 @@ export interface ResourceContext {
   calls: StorageCalls;
   /** Throws `ValidationError`; absent for schemaless resources. */
   validate: ((data: unknown) => void) | undefined;
+  /**
+   * Throws `ValidationError` for partial data whose fields fail the schema on their own (`compileFields`):
+   * an update is checked with it on arrival. Absent: updates are checked only merged into their record.
+   */
+  validateFields?: ((data: unknown) => void) | undefined;
 }
 
 function isPlainObject(value: unknown): value is Document {
@@ -331,14 +355,17 @@ export class Resource<T extends Document = Document> {
     }
   }
 
-  /** Why a write's data is refused before anything is read: not an object, or (insert/upsert) the schema. */
+  /**
+   * Why a write's data is refused before anything is read: not an object, or the schema (an insert's or
+   * upsert's data as a record; an update's fields each on its own, as they would be merged into any record).
+   */
   #refusal(op: SequencedWrite['op'], data: unknown): ValidationError | undefined {
     if (!isPlainObject(data)) {
       return new ValidationError(this.name, [{ instancePath: '', field: '', message: 'must be an object' }]);
     }
-    if (op === 'update') return undefined;
+    const validate = op === 'update' ? this.#ctx.validateFields : this.#ctx.validate;
     try {
-      this.#ctx.validate?.(userFields(data));
+      validate?.(userFields(data));
       return undefined;
     } catch (err) {
       if (err instanceof ValidationError) return err;
@@ -386,7 +413,9 @@ export class Resource<T extends Document = Document> {
 
   /**
    * Applies the writes (indices in stamp order) to `state`, filling `outcomes`; true when the state changed.
-   * A write whose result fails the schema is undone and rejected, the others go on.
+   * An update whose result fails the schema is undone and rejected, the others go on. An upsert or insert
+   * (valid on its own) whose result fails only with the newer updates' fields is applied, and those updates
+   * are refused instead (`refuseInvalidNewerFields`): in seq order they came after it.
    */
   #decide(
     id: string,
@@ -396,6 +425,14 @@ export class Resource<T extends Document = Document> {
     outcomes: SequencedOutcome[],
   ): boolean {
     const now = new Date().toISOString();
+    const inCall = new Set(order.map((index) => stampKey(writes[index]!.stamp)));
+    const refusedUpdates = (refused: readonly RefusedFields[]): { refusedUpdates?: RefusedUpdate[] } => {
+      // An update of this same call gets its own outcome; the others are reported with the base.
+      const reported = refused
+        .filter((r) => !inCall.has(stampKey(r.stamp)))
+        .map((r) => ({ stamp: r.stamp, data: r.data, error: new ValidationError(this.name, r.issues) }));
+      return reported.length > 0 ? { refusedUpdates: reported } : {};
+    };
     let changed = false;
     for (const index of order) {
       const write = writes[index]!;
@@ -405,29 +442,52 @@ export class Resource<T extends Document = Document> {
         const same =
           write.op === 'insert' && canonicalJson(state.values) === canonicalJson(userFields(write.data));
         outcomes[index] = same
-          ? { kind: 'stale' }
+          ? { kind: 'stale', ...this.#redelivered(state, write, refusedUpdates) }
           : { kind: 'rejected', error: new RecordExistsError(this.name, id) };
         continue;
       }
       if (effect === 'stale') {
-        outcomes[index] = { kind: 'stale' };
+        outcomes[index] = { kind: 'stale', ...this.#redelivered(state, write, refusedUpdates) };
         continue;
       }
-      // The data of an upsert was checked up front; what it makes, merged with newer updates, is checked here.
-      if (state.exists) {
-        try {
-          this.#ctx.validate?.(state.values);
-        } catch (err) {
-          if (!(err instanceof ValidationError)) throw err;
+      const refused = state.exists ? this.#invalidity(state) : undefined;
+      if (refused !== undefined) {
+        if (write.op === 'update') {
           Object.assign(state, before);
-          outcomes[index] = { kind: 'rejected', error: err };
+          outcomes[index] = { kind: 'rejected', error: refused };
           continue;
         }
+        // The data of an upsert or insert was checked up front: only newer updates' fields can fail it.
+        const base = refuseInvalidNewerFields(state, (data) => this.#ctx.validate?.(data));
+        outcomes[index] = { kind: 'applied', ...refusedUpdates(base) };
+        changed = true;
+        continue;
       }
       outcomes[index] = { kind: effect };
       changed = true;
     }
     return changed;
+  }
+
+  /** The schema's refusal of the record `state` holds, or `undefined` when it is valid. */
+  #invalidity(state: RecordState): ValidationError | undefined {
+    try {
+      this.#ctx.validate?.(state.values);
+      return undefined;
+    } catch (err) {
+      if (err instanceof ValidationError) return err;
+      throw err;
+    }
+  }
+
+  /** A redelivery of the base of `state` reports the updates that base refused, again. */
+  #redelivered(
+    state: RecordState,
+    write: SequencedWrite,
+    report: (refused: readonly RefusedFields[]) => { refusedUpdates?: RefusedUpdate[] },
+  ): { refusedUpdates?: RefusedUpdate[] } {
+    const isBase = state.base !== undefined && compareStamps(write.stamp, state.base) === 0;
+    return isBase && state.exists ? report(state.refused) : {};
   }
 
   /**
@@ -593,6 +653,10 @@ export class Resource<T extends Document = Document> {
       if (current?.body !== input.body) throw err;
     }
   }
+}
+
+function stampKey(stamp: WriteStamp): string {
+  return JSON.stringify([stamp.seq, stamp.tie]);
 }
 
 /** Stable JSON (sorted keys), so equal content compares equal whatever its key order. */

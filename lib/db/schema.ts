@@ -55,6 +55,32 @@ function sharedAjv(): Ajv {
 }
 
 /**
+ * The top-level keywords that judge each field of a record on its own (its value against its property
+ * schema, or whether it may be there at all) and what their references need. Every other keyword
+ * (`required`, `dependencies`, `if`, `allOf`, `maxProperties`, ...) judges the record as a whole.
+ */
+const FIELD_KEYWORDS = [
+  '$schema',
+  'type',
+  'properties',
+  'patternProperties',
+  'additionalProperties',
+  'propertyNames',
+  'definitions',
+  '$defs',
+] as const;
+
+/** `schema` reduced to `FIELD_KEYWORDS`: what partial data can be validated against. */
+export function fieldsSchema(schema: JsonSchema): JsonSchema {
+  const fields: JsonSchema = {};
+  for (const keyword of FIELD_KEYWORDS) if (keyword in schema) fields[keyword] = schema[keyword];
+  return fields;
+}
+
+/** One derived schema object per resource schema object, so Ajv's cache (by object) compiles it once. */
+const fieldSchemas = new WeakMap<JsonSchema, JsonSchema>();
+
+/**
  * Compiles resource schemas once (Ajv 8, strict schema mode, standard formats, linear-time patterns) and validates records against
  * them. Stops at the first violation: `allErrors` costs time and is a known amplification risk on
  * untrusted input.
@@ -68,6 +94,23 @@ export class SchemaRegistry {
 
   /** Compiles `schema` for `resource`; throws `InvalidSchemaError` when it does not compile. */
   compile(resource: string, schema: JsonSchema): (data: unknown) => void {
+    return this.#compile(resource, schema);
+  }
+
+  /**
+   * Compiles the part of `schema` that judges each field on its own (`fieldsSchema`), for partial data:
+   * an update's fields can be checked when it arrives, before the record it merges into is known.
+   */
+  compileFields(resource: string, schema: JsonSchema): (data: unknown) => void {
+    let fields = fieldSchemas.get(schema);
+    if (fields === undefined) {
+      fields = fieldsSchema(schema);
+      fieldSchemas.set(schema, fields);
+    }
+    return this.#compile(resource, fields);
+  }
+
+  #compile(resource: string, schema: JsonSchema): (data: unknown) => void {
     let validate: ValidateFunction;
     try {
       validate = this.#ajv.compile(schema);

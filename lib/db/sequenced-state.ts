@@ -1,3 +1,4 @@
+import type { ValidationIssue } from './errors.js';
 import {
   compareStamps,
   type StampJson,
@@ -37,6 +38,18 @@ export type SequencedWrite =
 export type SequencedEffect = 'applied' | 'stale' | 'pending' | 'exists';
 
 /**
+ * An update newer than the base that the record made by the base refused: merged onto it, the record
+ * failed the schema (as the update would have, applied after the base in stamp order). Its fields are left
+ * out; it is kept with the base so that every delivery of the base can report it.
+ */
+export interface RefusedFields {
+  readonly stamp: WriteStamp;
+  /** The update's fields the record held for it (its fields no newer update had set). */
+  readonly data: Fields;
+  readonly issues: readonly ValidationIssue[];
+}
+
+/**
  * A record as a last-writer-wins map. `base` is the stamp of the newest upsert/insert/delete; every user
  * field carries a stamp: `stamps` lists those newer than `base` (set by later updates), every other field
  * has `base`'s. A field is replaced only by a newer write that touches it (an upsert or delete touches every
@@ -53,6 +66,8 @@ export interface RecordState {
   createdAt: string | undefined;
   updatedAt: string;
   version: number;
+  /** Updates newer than `base` that the record `base` made refused (`RefusedFields`); reset by a new base. */
+  refused: readonly RefusedFields[];
 }
 
 export function emptyState(): RecordState {
@@ -61,6 +76,7 @@ export function emptyState(): RecordState {
     base: undefined,
     values: {},
     stamps: new Map(),
+    refused: [],
     createdAt: undefined,
     updatedAt: '',
     version: 0,
@@ -100,6 +116,7 @@ function rebase(state: RecordState, stamp: WriteStamp, data: Fields | undefined)
   state.values = values;
   state.stamps = stamps;
   state.base = stamp;
+  state.refused = [];
 }
 
 /** Applies one write to `state` (mutating it) and says what it did. `now` is the write time (ISO 8601). */
@@ -149,6 +166,8 @@ interface SeqJson {
   h?: 1;
   /** The pending partial's field values (hidden objects only). */
   p?: Fields;
+  /** `RefusedFields` of the base: `[seq, tie, data, issues]` each. */
+  x?: readonly (readonly [number, string, Fields, readonly ValidationIssue[]])[];
 }
 
 /**
@@ -161,6 +180,9 @@ export function stateToJson(id: string, state: RecordState): Record<string, unkn
     const f: Record<string, StampJson> = {};
     for (const [field, stamp] of state.stamps) f[field] = stampToJson(stamp);
     seq.f = f;
+  }
+  if (state.refused.length > 0) {
+    seq.x = state.refused.map((r) => [r.stamp.seq, r.stamp.tie, r.data, r.issues] as const);
   }
   if (!state.exists) {
     seq.h = 1;
@@ -196,7 +218,8 @@ export function stateFromJson(
     createdAt: typeof stored.createdAt === 'string' ? stored.createdAt : undefined,
   };
   if (raw === undefined) {
-    return { ...common, exists: true, base: UNSEQUENCED, values: userFields(stored), stamps: new Map() };
+    const values = userFields(stored);
+    return { ...common, exists: true, base: UNSEQUENCED, values, stamps: new Map(), refused: [] };
   }
   if (!isPlainObject(raw)) return undefined;
   const base = raw.b === null ? undefined : stampFromJson(raw.b);
@@ -210,11 +233,28 @@ export function stateFromJson(
       stamps.set(field, stamp);
     }
   }
+  const refused = refusedFromJson(raw.x);
+  if (refused === undefined) return undefined;
   const hidden = raw.h === 1;
   if (!hidden && base === undefined) return undefined;
   const values = hidden ? raw.p : userFields(stored);
   if (values !== undefined && !isPlainObject(values)) return undefined;
-  return { ...common, exists: !hidden, base, values: { ...(values ?? {}) }, stamps };
+  return { ...common, exists: !hidden, base, values: { ...(values ?? {}) }, stamps, refused };
+}
+
+/** `$seq.x` read back (absent: none), or `undefined` when malformed. */
+function refusedFromJson(raw: unknown): RefusedFields[] | undefined {
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw)) return undefined;
+  const refused: RefusedFields[] = [];
+  for (const entry of raw as unknown[]) {
+    if (!Array.isArray(entry) || entry.length !== 4) return undefined;
+    const [seq, tie, data, issues] = entry as unknown[];
+    const stamp = stampFromJson([seq, tie]);
+    if (stamp === undefined || !isPlainObject(data) || !Array.isArray(issues)) return undefined;
+    refused.push({ stamp, data, issues: issues as ValidationIssue[] });
+  }
+  return refused;
 }
 
 /** Whether a parsed stored object is a hidden one (tombstone or pending partial). */

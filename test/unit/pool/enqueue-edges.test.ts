@@ -26,6 +26,13 @@ describe('enqueue options at their bounds', () => {
     expect(pool.getStats()).toMatchObject({ processedCount: 1, errorCount: 0 });
   });
 
+  it('with deduplication off, a task with its own options (a timeout) runs and resolves', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, deduplication: { enabled: false } });
+    await expect(pool.enqueue(async () => 'ok', { timeout: 1_000, id: 'a' })).resolves.toBe('ok');
+    expect(pool.getStats()).toMatchObject({ processedCount: 1, errorCount: 0 });
+    pool.stop();
+  });
+
   it('an already aborted signal rejects with TaskAbortedError whose cause is the reason, running nothing', async () => {
     const pool = new ExecutorPool({ concurrency: 1 });
     const reason = new Error('gone');

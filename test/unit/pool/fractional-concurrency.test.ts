@@ -211,6 +211,16 @@ describe('ExecutorPool start interval (a rate cap on top of the concurrency cap)
     one.stop();
   });
 
+  it('a start exactly half an interval late is still counted at its slot: the next one keeps the grid', async () => {
+    const one = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    one.setStartInterval(10);
+    // The first attempt holds the only slot for 15 ms: the second starts 5 ms (half an interval) after its
+    // slot at 10 and is counted there, so the third (instant answers) starts at 20, not 25.
+    const { starts } = await runTimed(one, 3, (i) => (i === 0 ? 15 : 1));
+    expect(starts.map((t) => t - starts[0]!)).toEqual([0, 15, 20]);
+    one.stop();
+  });
+
   it('applies a changed interval at once and 0 turns pacing off; refuses nonsense', async () => {
     const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
     pool.setStartInterval(1_000);
@@ -236,6 +246,18 @@ describe('ExecutorPool start interval (a rate cap on top of the concurrency cap)
     pool.setStartInterval(10);
     const { starts } = await first;
     expect(starts[1]! - started).toBeLessThanOrEqual(11);
+    pool.stop();
+  });
+
+  it('a shortened interval leaves no timer of the longer one armed', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
+    pool.setStartInterval(60_000);
+    const done = Promise.all([pool.enqueue(async () => 1), pool.enqueue(async () => 2)]);
+    await vi.advanceTimersByTimeAsync(5);
+    pool.setStartInterval(10);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(await done).toEqual([1, 2]);
+    expect(vi.getTimerCount()).toBe(0);
     pool.stop();
   });
 });
@@ -290,6 +312,18 @@ describe("ExecutorPool start interval: unpaced tasks (a Database's reads)", () =
       { kind: 'w', at: 0 },
       { kind: 'r', at: 0 },
       { kind: 'w', at: 30 },
+    ]);
+    pool.stop();
+  });
+
+  it('an unpaced task does not jump a paced task waiting at the head of the queue, even with slots free', async () => {
+    const pool = new ExecutorPool({ concurrency: 4, timeout: 0 });
+    pool.setStartInterval(1_000);
+    // The second write waits a second for its turn; the read enqueued behind it waits with it.
+    expect(await runMix(pool, 'wwr')).toEqual([
+      { kind: 'w', at: 0 },
+      { kind: 'w', at: 1_000 },
+      { kind: 'r', at: 1_000 },
     ]);
     pool.stop();
   });

@@ -81,6 +81,18 @@ describe('timers', () => {
     await Promise.all(running);
   });
 
+  it('stop() disarms the pace timer of a start the interval holds back', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
+    pool.setStartInterval(60_000);
+    const first = pool.enqueue(async () => 'first');
+    const held = pool.enqueue(async () => 'held').catch((e: unknown) => e);
+    expect(await first).toBe('first');
+    expect(vi.getTimerCount()).toBe(1);
+    pool.stop();
+    expect(vi.getTimerCount()).toBe(0);
+    expect(await held).toBeInstanceOf(PoolStoppedError);
+  });
+
   it('a per-task timeout of 0 disables the pool’s timeout for that task', async () => {
     const pool = new ExecutorPool({ concurrency: 2, timeout: 10, retries: 0 });
     const slow = () => new Promise((resolve) => setTimeout(() => resolve('slow'), 50));

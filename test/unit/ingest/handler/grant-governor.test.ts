@@ -339,6 +339,20 @@ describe('GrantGovernor: a pool backs off inside its lease when S3 says SlowDown
     }
   });
 
+  it('a latency of 0 is no fleet latency: a regrant at a usable one does not start pacing the pool', () => {
+    const pool = Object.assign(fakePool(2), {
+      intervals: [] as number[],
+      setStartInterval(ms: number) {
+        pool.intervals.push(ms);
+      },
+    });
+    const governor = new GrantGovernor(pool, pool, 2, { latencyMs: 0 });
+    governor.regrant(2, 40);
+    pool.succeed(10);
+    expect(pool.intervals).toEqual([]);
+    governor.stop();
+  });
+
   it('steers a real ExecutorPool from the events it emits', async () => {
     const pool = new ExecutorPool({ concurrency: 2, timeout: 0, retries: 0 });
     const governor = new GrantGovernor(pool, pool, 2);

@@ -19,37 +19,30 @@ import type { PrefixWriteCounts, WriteWatch } from './prefix-write-counts.js';
 export const ASSUMED_WRITE_LATENCY_MS = 20;
 /**
  * The slot time per write a prefix's adaptive limit assumes until a lease has measured one: a GET and a
- * conditional PUT (a Database reads each record until it learns they are new), at 50 ms each, above what
- * S3 usually takes (2 x 20-40 ms). Assuming more than the truth is safe because a holder spaces its writes
- * at the rate its grant stands for (`GrantGovernor`), so the extra permits only allow more in flight;
- * assuming less capped the first lease below its rate until its resize (`LeaseResize`, after 8 writes).
- * Measured (bench:load, a cold fleet of four containers on two cores, slot times of 300-400 ms per write in
- * the first second): 20 ms assumed, the first lease ran 5 s at 15-20 writes/s of 50; 50 ms, 30-39 writes
- * in its first second; 100 ms, 40-45.
+ * conditional PUT, above what S3 usually takes and closer to a cold fleet's first seconds. Assuming more
+ * than the truth is safe (a holder spaces its writes at its grant's rate, `GrantGovernor`); assuming less
+ * caps the first lease below its rate until its resize. Why 100: docs/decisions/first-lease-latency.md.
  */
 export const FIRST_LEASE_LATENCY_MS = 100;
 /**
  * Permits per request in flight that Little's law gives, for a prefix's adaptive limit
  * (`AdaptiveLimitOptions.inFlightSlack`). The holder's pool spaces its starts at the grant's rate, so the
- * slack only lets answers slower than the average not hold it under that rate: at exactly Little's law the
- * hot prefix's leases in bench:load ran at 29-45 of their 50 writes/s, the in-flight cap binding whenever a
- * GET and a PUT took longer than the fleet's average.
+ * slack only keeps answers slower than the average from holding it under that rate
+ * (docs/decisions/first-lease-latency.md).
  */
 export const IN_FLIGHT_SLACK = 1.5;
 /**
  * Tenants with fewer writes than this in a batch write without a lease: a prefix that receives a handful of
  * writes from one invocation is in no danger of SlowDown, and a lease would cost two DynamoDB writes for a
- * few S3 writes. A tenant that S3 throttles anyway (one that is small in each batch but in every batch of a
- * large fleet) is promoted: its prefix semaphore enters the container's cache, and while it stays there
- * (least recently used out) the tenant takes its prefix lease whatever its batch brings.
+ * few S3 writes (docs/decisions/small-tenants-without-lease.md). A tenant that S3 throttles anyway (small
+ * in each batch but in every batch of a large fleet) is promoted: its prefix semaphore enters the
+ * container's cache, and while it stays there the tenant takes its prefix lease whatever its batch brings.
  */
 export const SMALL_TENANT_WRITES = 10;
 /**
  * Share of `POOL_CONCURRENCY` the small tenants of one invocation may have in flight together (at least 1).
- * They hold no lease, so nothing else bounds them but the invocation's budget; a batch of a hundred tiny
- * tenants would otherwise put every write in flight at once and slow the container's leased tenants, whose
- * rate under a small grant is `permits / latency` (bench:load: a hot prefix dropped from 50 to 2-16
- * writes/s while 65-194 small-tenant writes were in flight on the local stack).
+ * They hold no lease, so nothing else bounds them but the invocation's budget; unbounded, a batch of a
+ * hundred tiny tenants slows the container's leased tenants (docs/decisions/small-tenants-without-lease.md).
  */
 export const SMALL_TENANTS_SHARE_OF_POOL = 1 / 4;
 

@@ -20,9 +20,8 @@ export const FIRST_DEFERRAL_DELAY_SECONDS = 1;
 export const MAX_DEFERRAL_DELAY_SECONDS = 30;
 /**
  * How long a tenant whose records can be deferred waits for its prefix's permits. A waiting tenant holds
- * its invocation, and with it one of the queue's few concurrent slots: in bench:load limit-bound the
- * other tenants' messages waited in the queue behind invocations whose hot tenant waited up to 5.5 s for
- * its turn (their e2e p50 6.75 s against 1.04 s with a naive handler). A hot prefix is held by one
+ * its invocation, and with it one of the queue's few concurrent slots, so every other tenant's messages
+ * wait behind it (docs/decisions/defer-out-of-turn.md). A hot prefix is held by one
  * invocation at a time, so one waiter at its hand-over is enough; the others' records are better off as
  * delayed copies in the queue. Waiting this long (with the holders' announced due times: a waiter whose
  * turn cannot come in this time gives up at once) keeps a waiter at most hand-overs.
@@ -39,10 +38,8 @@ export function canDefer(plan: { readonly ordered: boolean; readonly deferrals: 
  * ms, rounded down to whole seconds), so the copy comes back for the hand-over (`FIRST` when that time has
  * passed: holders running late may be done any moment); when they said nothing, `FIRST x
  * 2^floor(deferrals / 4)`, as when they are late by more than `STUCK_HOLDER_LATE_MS` (stuck, not
- * about to release). Between `FIRST` and `MAX` seconds either way. Measured why a late holder is not
- * "said nothing": bench:load's hot prefix sat idle at the end of its backlog while the last records, each
- * deferred a dozen times and once behind a late holder, waited out 8-16 s delays (e2e p99 52 s, the prefix
- * at 78% of its halved limit over its last minute).
+ * about to release). Between `FIRST` and `MAX` seconds either way. A late holder is not one that "said
+ * nothing": backing off behind it leaves the prefix idle while the records wait out long delays.
  */
 export function deferralDelaySeconds(deferrals: number, freeAtMs?: number, nowMs = Date.now()): number {
   // Stryker disable next-line ConditionalExpression: Number.isFinite(undefined) is false, so the first test only reads clearly.

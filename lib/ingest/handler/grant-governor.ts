@@ -254,12 +254,9 @@ export class GrantGovernor {
   /**
    * Spaces the pool's starts at the rate the grant (as cut) stands for: `concurrency / fleet latency`
    * limited requests per ms. The pool spaces only those: a Database enqueues its reads unpaced
-   * (`EnqueueOptions.paced`), so the interval is per write whatever the mix. Measured why: bench:load's hot
-   * prefix met SlowDown in bursts of 6-9 writes within 100 ms while its 1 s rate was 30-60% of the limit
-   * (quick answers freeing several slots at once), against a partition admitting 0.1 s of its rate in a
-   * burst; evenly spaced starts at the grant's rate are not refused. Spacing every attempt by the recent
-   * reads per write instead let writes bunch up behind their reads (3 of 10 SlowDowns of
-   * a run, each a decrease the limit then took ~45 s to earn back) and swung the interval with the mix.
+   * (`EnqueueOptions.paced`), so the interval is per write whatever the mix. S3 admits only a fraction of a
+   * second of a prefix's rate in a burst, and quick answers free several slots at once; evenly spaced starts
+   * are not refused (docs/decisions/paced-writes-unpaced-reads.md).
    */
   #space(): void {
     const fleet = this.#fleetLatencyMs;

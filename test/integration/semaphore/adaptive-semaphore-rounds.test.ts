@@ -3,7 +3,7 @@
 // takes from the roomiest shards in turn, never from a full one.
 import { randomUUID } from 'node:crypto';
 import { type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   AdaptiveDynamoSemaphore,
   type AdaptiveDynamoSemaphoreOptions,
@@ -384,17 +384,37 @@ describe('AdaptiveDynamoSemaphore: holders say when they will be done (`requests
 
   it('a waiter sleeps until the holder is due instead of polling, and gets the permits it gives back', async () => {
     const name = fresh();
-    const holder = await semaphore(name).sem.acquire(4, { requests: 120 }); // 4 permits: 200/s, due in 600 ms
-    const { sem, calls } = semaphore(name);
-    const waiting = sem.acquire(2, { deadline: Date.now() + 5_000 });
-    // Released about when it said: the waiter, polling from the base delay once it is due, takes over.
-    await new Promise((resolve) => setTimeout(resolve, 650));
-    await holder.release();
-    const lease = await waiting;
-    expect(lease.permits).toBe(2);
-    // Polling at 5..20 ms would have read ~50 times in 650 ms.
-    expect(surveys(calls)).toBeLessThanOrEqual(10);
-    await lease.release();
+    const clock = 50_000_000;
+    const timed = { now: () => clock, random: () => 0 };
+    const holder = await semaphore(name, timed).sem.acquire(4, { requests: 120 }); // 4 permits: 200/s, due in 600 ms
+    const { sem, calls } = semaphore(name, timed);
+    // Only the timers are fake: the DynamoDB round trips stay real, the waiter's sleeps wait for the test.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const sleeps = vi.spyOn(globalThis, 'setTimeout');
+      const waiting = sem.acquire(2, { deadline: clock + 5_000 });
+      // One survey finds the holder due at +600 ms: the waiter arms one sleep of exactly that (random 0).
+      // (The SDK arms its own 3 s socket-usage check per request; it never fires here.)
+      const waits = () => sleeps.mock.calls.map(([, ms]) => ms).filter((ms) => ms !== 3_000);
+      // (Not vi.waitFor: it advances fake timers as it polls; setImmediate is left real.)
+      const giveUpAt = performance.now() + 10_000;
+      while (waits().length === 0 && performance.now() < giveUpAt) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(waits()).toEqual([600]);
+      expect(surveys(calls)).toBe(1);
+      await holder.release();
+      // Nothing reads before the due time; at it, the waiter takes the permits the holder gave back.
+      await vi.advanceTimersByTimeAsync(599);
+      expect(surveys(calls)).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      const lease = await waiting;
+      expect(lease.permits).toBe(2);
+      expect(surveys(calls)).toBe(2);
+      await lease.release();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a holder that announced nothing is polled for: the waiter keeps its deadline', async () => {

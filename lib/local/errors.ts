@@ -12,3 +12,8 @@ export class InvalidLocalOptionError extends S3IngestError {
     super(`${option}: ${message}`);
   }
 }
+
+/** The embedded AWS stack cannot start as built: a dependency it relies on does not have what it needs. */
+export class LocalStackError extends S3IngestError {
+  override readonly name = 'LocalStackError';
+}

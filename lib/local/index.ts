@@ -19,7 +19,7 @@ export {
   provisionLocal,
 } from './emulators/provision.js';
 export { parseServeArgs, SERVE_USAGE, type ServeOptions } from './emulators/serve-args.js';
-export { InvalidLocalOptionError } from './errors.js';
+export { InvalidLocalOptionError, LocalStackError } from './errors.js';
 export { type AwsCall, type AwsService, identifyAwsCall } from './faults/aws-call.js';
 export { type ErrorAnswerKind, errorAnswer, type WireAnswer } from './faults/fault-answers.js';
 export {

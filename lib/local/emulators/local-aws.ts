@@ -6,6 +6,11 @@ import { InvalidLocalOptionError } from '../errors.js';
 import { startChaosProxy } from '../s3-behaviour/chaos-proxy.js';
 import type { S3BehaviourModel, S3BehaviourOptions } from '../s3-behaviour/s3-behaviour-model.js';
 import { stampDeadLetterSources } from './dead-letter-source.js';
+import { createFauxqsStores } from './fauxqs-stores.js';
+import { enforceConditionalWrites } from './s3-conditional-writes.js';
+import { serveS3Listing } from './s3-listing.js';
+import { keepS3ObjectTags } from './s3-object-tags.js';
+import { serveResolvableQueueUrls } from './sqs-queue-urls.js';
 
 /** Endpoint per service, as SDK v3 clients take it. */
 export interface LocalAwsEndpoints {
@@ -116,8 +121,16 @@ export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise
 
   try {
     // buildApp + our own listen (rather than startFauxqs) binds loopback only; startFauxqs binds 0.0.0.0.
-    const fauxqs = buildApp({ logger: false });
+    const { stores, s3 } = await createFauxqsStores();
+    const fauxqs = buildApp({ logger: false, stores });
     stampDeadLetterSources(fauxqs);
+    // Where fauxqs departs from S3 in ways the product depends on, the embedded S3 answers as S3 does, inside
+    // the emulator's own app, so no client or proxy can reach S3 behaviour that AWS would not have:
+    // conditional writes (fauxqs ignores them), listing order, object tags (fauxqs keeps none).
+    keepS3ObjectTags(fauxqs, s3);
+    enforceConditionalWrites(fauxqs);
+    serveS3Listing(fauxqs, s3);
+    serveResolvableQueueUrls(fauxqs);
     cleanups.push(() => fauxqs.close());
     await fauxqs.listen({ port: portFor(0), host: '127.0.0.1' });
     const fauxqsPort = (fauxqs.server.address() as AddressInfo).port;

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { forwardedRequest, listenOnLoopback, parseHttpTarget } from '../proxy-server.js';
-import { ConditionalWrites } from './conditional-writes.js';
 import { S3BehaviourModel, type S3BehaviourOptions, type S3RequestKind } from './s3-behaviour-model.js';
 
 export interface ChaosProxyOptions {
@@ -29,13 +28,6 @@ function s3ErrorXml(code: string, message: string, requestId: string, hostId: st
 }
 
 const WRITE_METHODS = new Set(['PUT', 'DELETE', 'POST']);
-
-/** A path-style request naming an object (`/<bucket>/<key>`), not a bucket. */
-function hasObjectKey(req: IncomingMessage): boolean {
-  const path = new URL(req.url ?? '/', 'http://proxy.invalid').pathname.replace(/^\/+/, '');
-  const slash = path.indexOf('/');
-  return slash !== -1 && slash < path.length - 1;
-}
 
 /**
  * Classifies a path-style request: writes are PUT/DELETE/POST, everything else reads. The key is the
@@ -122,21 +114,12 @@ export async function startChaosProxy(options: ChaosProxyOptions): Promise<Chaos
     req.pipe(upstream);
   };
 
-  // The emulator accepts conditional PUTs without enforcing them; the proxy does, as S3 does.
-  const conditional = new ConditionalWrites(target, agent, answerError);
-  const deliver = (req: IncomingMessage, res: ServerResponse, kind: S3RequestKind, key: string) => {
-    const objectWrite =
-      kind === 'write' && (req.method === 'PUT' || req.method === 'DELETE') && hasObjectKey(req);
-    if (objectWrite) conditional.write(req, res, key, () => forward(req, res));
-    else forward(req, res);
-  };
-
   const server = createServer((req, res) => {
     const { kind, key } = classifyS3Request(req.method ?? 'GET', req.url ?? '/');
     const decision = model.decide(kind, key);
     switch (decision.outcome) {
       case 'ok':
-        after(decision.latencyMs, res, () => deliver(req, res, kind, key));
+        after(decision.latencyMs, res, () => forward(req, res));
         return;
       case 'slowdown':
         after(decision.latencyMs, res, () =>
@@ -153,7 +136,7 @@ export async function startChaosProxy(options: ChaosProxyOptions): Promise<Chaos
         return;
       case 'stall':
         // Hang without a byte of answer; if the client is still there when the stall ends, serve it late.
-        after(decision.latencyMs, res, () => deliver(req, res, kind, key));
+        after(decision.latencyMs, res, () => forward(req, res));
         return;
     }
   });

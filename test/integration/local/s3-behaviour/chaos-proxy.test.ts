@@ -256,7 +256,7 @@ describe('classifyS3Request', () => {
   });
 });
 
-describe('chaos proxy: S3 conditional writes, enforced in front of an emulator that ignores them', () => {
+describe('chaos proxy: S3 conditional writes pass through it with their answers (the embedded S3 enforces them)', () => {
   it('answers If-None-Match: * on an existing key and a stale If-Match with 412, If-Match on no object with 404', async () => {
     const proxy = await proxyWith({});
     const client = clientFor(proxy, 1);

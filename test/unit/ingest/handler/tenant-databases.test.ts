@@ -89,9 +89,23 @@ describe('TenantDatabases', () => {
       expect(entry.pool.isStopped).toBe(true);
     }
     expect(d.size).toBe(0);
-    // Releasing after close is harmless.
+    // Releasing after close is harmless: it throws nothing, opens nothing, and does not end the use of the
+    // tenant's next entry (the LRU evicting that one leaves it connected).
+    expect(() => {
+      d.release(acme);
+      d.release(globex);
+    }).not.toThrow();
+    expect(d.size).toBe(0);
+    const acmeNext = await d.get('acme');
     d.release(acme);
-    d.release(globex);
+    const globexNext = await d.get('globex'); // evicts acmeNext, still in use
+    await new Promise((r) => setImmediate(r));
+    expect(acmeNext.db.isConnected).toBe(true);
+    d.release(acmeNext);
+    await retired(acmeNext);
+    expect(acmeNext.db.isConnected).toBe(false);
+    d.release(globexNext);
+    await d.close();
   });
 
   it('after close() it works as new: a tenant the LRU evicts later is disconnected', async () => {

@@ -14,6 +14,7 @@ export const ALARM_SEVERITIES = {
   OldestMessageAge: 'page',
   DeadLettersArrived: 'page',
   DeadLetterAge: 'page',
+  DeadLettersWaiting: 'ticket',
   FunctionErrors: 'page',
   FunctionThrottles: 'page',
   PoolErrorRate: 'page',
@@ -34,7 +35,18 @@ export function runbookAnchor(id: AlarmId): string {
   return id.toLowerCase();
 }
 
-/** `<runbookUrl>#<anchor>`: what an on-call engineer opens from the notification. */
-export function runbookLink(runbookUrl: string, id: AlarmId): string {
-  return `${runbookUrl}#${runbookAnchor(id)}`;
+/** Where the runbooks live in the repository. */
+export const RUNBOOK_PATH = 'docs/runbooks.md';
+
+/**
+ * `<runbookBaseUrl>/docs/runbooks.md`, or the path relative to the repository without a base URL (dev
+ * only: outside dev the configuration requires one).
+ */
+export function runbooksUrl(runbookBaseUrl: string | undefined): string {
+  return runbookBaseUrl === undefined ? RUNBOOK_PATH : `${runbookBaseUrl}/${RUNBOOK_PATH}`;
+}
+
+/** `<runbooksUrl>#<anchor>`: what an on-call engineer opens from the notification. */
+export function runbookLink(runbookBaseUrl: string | undefined, id: AlarmId): string {
+  return `${runbooksUrl(runbookBaseUrl)}#${runbookAnchor(id)}`;
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { App, type AppProps, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { loadEnvironmentConfig, type ResolvedEnvironment } from './config.js';
@@ -8,6 +9,13 @@ export interface BuildAppOptions extends AppProps {
   readonly envName?: string;
   /** Lambda entry file; @default functions/ingest.ts */
   readonly entry?: string;
+  /**
+   * Environment variables giving deployment settings (`S3_INGEST_ALARM_EMAIL`, ...; infra/deploy-settings.ts).
+   * @default process.env
+   */
+  readonly processEnv?: Readonly<Record<string, string | undefined>>;
+  /** package.json's `repository`, the runbook base URL when none is set; @default read from package.json */
+  readonly repository?: unknown;
 }
 
 export interface BuiltApp {
@@ -21,14 +29,25 @@ export function stackName(envName: string): string {
   return `S3Ingest-${envName}`;
 }
 
+/** The `repository` field of this package's package.json, if it has one. */
+export function packageRepository(): unknown {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    repository?: unknown;
+  };
+  return pkg.repository;
+}
+
 /**
  * The CDK app with one environment's stack and cdk-nag's AwsSolutions pack registered, so every synth
  * (CLI or test) fails on an unacknowledged finding.
  */
 export function buildApp(options: BuildAppOptions = {}): BuiltApp {
-  const { envName, entry, ...appProps } = options;
+  const { envName, entry, processEnv, repository, ...appProps } = options;
   const app = new App(appProps);
-  const environment = loadEnvironmentConfig((key) => app.node.tryGetContext(key), envName);
+  const environment = loadEnvironmentConfig((key) => app.node.tryGetContext(key), envName, {
+    env: processEnv ?? process.env,
+    repository: 'repository' in options ? repository : packageRepository(),
+  });
   const { account, region } = environment.config;
   const stack = new IngestStack(app, stackName(environment.name), {
     stackName: stackName(environment.name),

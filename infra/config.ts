@@ -1,12 +1,18 @@
 import { z } from 'zod';
-import { S3IngestError } from '../lib/errors/index.js';
+import { CONFIG_DEFAULTS, minimumTimeoutSeconds } from '../lib/ingest/config.js';
 import { ConfigError } from '../lib/ingest/errors.js';
 import { parseTenantPatterns } from '../lib/ingest/source-tenants.js';
+import {
+  applyDeploySettings,
+  baseUrl,
+  missingDeploySettings,
+  missingDeploySettingsMessage,
+  runbookBaseFromRepository,
+  topicArn,
+} from './deploy-settings.js';
+import { EnvironmentConfigError } from './environment-config-error.js';
 
-/** A `cdk.json` environment block is missing, malformed or inconsistent; the message names the key. */
-export class EnvironmentConfigError extends S3IngestError {
-  override readonly name = 'EnvironmentConfigError';
-}
+export { EnvironmentConfigError };
 
 /** Context key holding the per-environment blocks (`cdk.json` -> `context.environments`). */
 export const ENVIRONMENTS_CONTEXT_KEY = 'environments';
@@ -81,9 +87,6 @@ export function tombstoneHorizonDays(retention: {
   return retention.tombstoneDays ?? retention.queueDays + retention.dlqDays + 7;
 }
 
-const topicArn = z
-  .string()
-  .regex(/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/, 'must be an SNS topic ARN');
 const percent = z.number().gt(0).max(100);
 
 const alarmsSchema = z.strictObject({
@@ -130,7 +133,12 @@ const environmentSchema = z
     s3PrefixWriteRate: positiveInt,
     maxReceiveCount: z.int().min(5).max(1000),
     ingestionEnabled: z.boolean(),
-    runbookUrl: z.string().min(1).max(400),
+    /**
+     * Where the repository's files are read, e.g. `https://github.com/<org>/<repo>/blob/main`: alarm
+     * descriptions link `<runbookBaseUrl>/docs/runbooks.md#<alarm>`. Unset: package.json's repository,
+     * else (dev only) a relative link.
+     */
+    runbookBaseUrl: baseUrl.optional(),
     resources: z
       .record(resourceName, z.record(z.string(), z.unknown()))
       .refine((r) => Object.keys(r).length > 0, 'declare at least one resource'),
@@ -142,11 +150,25 @@ const environmentSchema = z
     producers: z.array(producerSchema).min(1).max(20).optional(),
   })
   .superRefine((c, ctx) => {
-    if (c.reservedConcurrency < c.maxConcurrency) {
+    // Every event source (one per producer queue) may drive maxConcurrency invocations at once; the sum
+    // must fit the reserved concurrency, or Lambda throttles batches and each throttle burns a receive.
+    const sources = c.producers?.length ?? 1;
+    if (c.reservedConcurrency < c.maxConcurrency * sources) {
       ctx.addIssue({
         code: 'custom',
         path: ['reservedConcurrency'],
-        message: `must be >= maxConcurrency (${c.maxConcurrency}), or the event source is throttled below its own cap`,
+        message:
+          sources === 1
+            ? `must be >= maxConcurrency (${c.maxConcurrency}), or the event source is throttled below its own cap`
+            : `must be >= maxConcurrency x event sources (${c.maxConcurrency} x ${sources} = ${c.maxConcurrency * sources}): one event source per producer queue, each up to maxConcurrency invocations, and a throttled batch burns a receive toward the DLQ`,
+      });
+    }
+    const minimumTimeout = minimumTimeoutSeconds(CONFIG_DEFAULTS.DEADLINE_MARGIN_MS);
+    if (c.timeoutSeconds < minimumTimeout) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['timeoutSeconds'],
+        message: `must be >= ${minimumTimeout}: twice the function's deadline margin (DEADLINE_MARGIN_MS, ${CONFIG_DEFAULTS.DEADLINE_MARGIN_MS} ms), or invocations spend more time settling than writing (at or below the margin they write nothing)`,
       });
     }
     if (c.batchSize > 10 && c.maxBatchingWindowSeconds < 1) {
@@ -264,31 +286,27 @@ function formatIssue(envName: string, issue: z.core.$ZodIssue): string {
   return `${path}: ${issue.message}`;
 }
 
-/**
- * Which alarm destinations are missing: alarms that reach nobody are not alarms. Pages need `email` or
- * `topicArn` (PagerDuty, Chatbot); tickets need `ticketEmail` or `ticketTopicArn`, or fall back to the
- * page `email` (an email does not page; a pager topic would, so it is not a ticket fallback).
- */
-function missingSubscribers(alarms: EnvironmentConfig['alarms']): string[] {
-  const missing: string[] = [];
-  if (alarms.email === undefined && alarms.topicArn === undefined) {
-    missing.push('email: set alarms.email or alarms.topicArn: page-severity alarms would reach nobody');
-  }
-  if (alarms.ticketEmail === undefined && alarms.ticketTopicArn === undefined && alarms.email === undefined) {
-    missing.push(
-      'ticketEmail: set alarms.ticketEmail or alarms.ticketTopicArn (or alarms.email): ticket-severity alarms would reach nobody',
-    );
-  }
-  return missing;
+/** What a deployment adds to cdk.json. */
+export interface DeploymentInputs {
+  /**
+   * Environment variables read for the deployment settings (`S3_INGEST_ALARM_EMAIL`, ...; see
+   * `DEPLOY_SETTINGS`). @default {} (`buildApp` passes `process.env`)
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** package.json's `repository`: the runbook base URL when none is set. @default undefined */
+  readonly repository?: unknown;
 }
 
 /**
- * Reads and validates one environment from CDK context (`tryGetContext`-shaped lookup).
- * Throws `EnvironmentConfigError` naming every bad key as `environments.<env>.<key>`.
+ * Reads and validates one environment from CDK context (`tryGetContext`-shaped lookup), with the
+ * deployment settings (alarm destinations, runbook base URL) given by context or environment variable.
+ * Throws `EnvironmentConfigError` naming every bad key as `environments.<env>.<key>` (or `-c <key>`, or the
+ * variable), and, outside dev, one line naming every deployment setting still missing.
  */
 export function loadEnvironmentConfig(
   getContext: (key: string) => unknown,
   envName: string = (getContext(ENV_CONTEXT_KEY) as string | undefined) ?? DEFAULT_ENVIRONMENT,
+  inputs: DeploymentInputs = {},
 ): ResolvedEnvironment {
   const environments = getContext(ENVIRONMENTS_CONTEXT_KEY);
   if (!isPlainObject(environments)) {
@@ -307,7 +325,9 @@ export function loadEnvironmentConfig(
   if (!isPlainObject(defaults)) {
     throw new EnvironmentConfigError(`context '${DEFAULTS_CONTEXT_KEY}' must be an object`);
   }
-  const parsed = environmentSchema.safeParse(mergeDefaults(defaults, block));
+  const merged = applyDeploySettings(mergeDefaults(defaults, block), getContext, inputs.env ?? {});
+  merged.runbookBaseUrl ??= runbookBaseFromRepository(inputs.repository);
+  const parsed = environmentSchema.safeParse(merged);
   if (!parsed.success) {
     throw new EnvironmentConfigError(parsed.error.issues.map((i) => formatIssue(envName, i)).join('\n'));
   }
@@ -316,10 +336,10 @@ export function loadEnvironmentConfig(
       `${ENVIRONMENTS_CONTEXT_KEY}.${envName}.removalPolicy: only '${DEFAULT_ENVIRONMENT}' may destroy data; use 'retain'`,
     );
   }
-  const missing = missingSubscribers(parsed.data.alarms);
+  const missing = missingDeploySettings(parsed.data);
   if (envName !== DEFAULT_ENVIRONMENT && missing.length > 0) {
     throw new EnvironmentConfigError(
-      missing.map((m) => `${ENVIRONMENTS_CONTEXT_KEY}.${envName}.alarms.${m}`).join('\n'),
+      missingDeploySettingsMessage(`${ENVIRONMENTS_CONTEXT_KEY}.${envName}`, envName, missing),
     );
   }
   return { name: envName, config: parsed.data };

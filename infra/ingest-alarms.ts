@@ -101,6 +101,20 @@ export class IngestAlarms extends Construct {
         comparison: over,
         periods: 1,
       },
+      // Depth, beside the arrival page: a ticket that stays red until the DLQ is empty again, so letters
+      // left after an incident are not forgotten until DeadLetterAge. The 5-minute maximum bridges minutes
+      // SQS did not report.
+      DeadLettersWaiting: {
+        description:
+          'The dead-letter queue is not empty: fix the cause, then redrive the letters (or export them); OK once it is empty.',
+        metric: dlq.metricApproximateNumberOfMessagesVisible({
+          period: Duration.minutes(5),
+          statistic: 'Maximum',
+        }),
+        threshold: 0,
+        comparison: over,
+        periods: 1,
+      },
       FunctionErrors: {
         description: 'The ingest function failed whole invocations (crash, timeout or unhandled error).',
         metric: fn.metricErrors({ period: MINUTE, statistic: 'Sum' }),
@@ -197,7 +211,7 @@ export class IngestAlarms extends Construct {
       const spec = specs[alarmId];
       const severity = ALARM_SEVERITIES[alarmId];
       const alarm = new Alarm(this, alarmId, {
-        alarmDescription: `[${severity}] ${spec.description} Runbook: ${runbookLink(config.runbookUrl, alarmId)}`,
+        alarmDescription: `[${severity}] ${spec.description} Runbook: ${runbookLink(config.runbookBaseUrl, alarmId)}`,
         metric: spec.metric,
         threshold: spec.threshold,
         comparisonOperator: spec.comparison,

@@ -18,6 +18,7 @@ import {
   type IngestCatalogueMetricName,
   type IngestMetricDefinition,
 } from '../lib/ingest/metric-names.js';
+import { runbooksUrl } from './alarm-catalogue.js';
 import type { EnvironmentConfig } from './config.js';
 import { type IngestMetricsScope, ingestMetric } from './ingest-metric.js';
 
@@ -78,7 +79,7 @@ export class IngestDashboard extends Construct {
     });
     this.dashboard.addWidgets(
       new TextWidget({
-        markdown: `# ${config.serviceName}: SQS -> Lambda -> S3\nFunction metrics: namespace \`${metrics.namespace}\`, dimension \`${INGEST_METRIC_DIMENSION}=${metrics.serviceName}\`. Runbooks: ${config.runbookUrl}`,
+        markdown: `# ${config.serviceName}: SQS -> Lambda -> S3\nFunction metrics: namespace \`${metrics.namespace}\`, dimension \`${INGEST_METRIC_DIMENSION}=${metrics.serviceName}\`. Runbooks: ${runbooksUrl(config.runbookBaseUrl)}`,
         width: 24,
         height: 2,
       }),

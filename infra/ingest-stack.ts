@@ -220,6 +220,8 @@ export class IngestStack extends Stack {
         RESOURCES: JSON.stringify(config.resources),
         POOL_CONCURRENCY: String(config.poolConcurrency),
         S3_PREFIX_WRITE_RATE: String(config.s3PrefixWriteRate),
+        // loadConfig checks its deadline margin against the timeout at cold start.
+        FUNCTION_TIMEOUT_SECONDS: String(config.timeoutSeconds),
         POWERTOOLS_SERVICE_NAME: config.serviceName,
         POWERTOOLS_METRICS_NAMESPACE: metrics.namespace,
         POWERTOOLS_LOG_LEVEL: config.logLevel,

@@ -7,17 +7,21 @@ import {
   loadEnvironmentConfig,
   tombstoneHorizonDays,
 } from '../../infra/config.js';
-import { cdkJsonContext, withAlarmSubscribers } from './cdk-context.js';
+import { cdkJsonContext, TEST_RUNBOOK_BASE_URL, withDeploySettings } from './cdk-context.js';
 
 const repoContext = cdkJsonContext();
 const PAGE = { email: 'oncall@example.com' };
 
-/** A context lookup over cdk.json with one environment block replaced (or added). */
+/**
+ * A context lookup over cdk.json with one environment block replaced (or added), and a runbook base URL
+ * given as `-c runbookBaseUrl=...` unless `extra` says otherwise.
+ */
 function contextWith(envName: string, block: unknown, extra: Record<string, unknown> = {}) {
   const environments = { ...(repoContext[ENVIRONMENTS_CONTEXT_KEY] as object), [envName]: block };
   const context: Record<string, unknown> = {
     ...repoContext,
     [ENVIRONMENTS_CONTEXT_KEY]: environments,
+    runbookBaseUrl: TEST_RUNBOOK_BASE_URL,
     ...extra,
   };
   return (key: string): unknown => context[key];
@@ -37,7 +41,7 @@ describe('loadEnvironmentConfig', () => {
   const fromRepo = (key: string): unknown => repoContext[key];
 
   it('loads every environment of cdk.json once staging and prod name their alarm subscribers', () => {
-    const subscribed = withAlarmSubscribers(repoContext);
+    const subscribed = withDeploySettings(repoContext);
     for (const name of ['dev', 'staging', 'prod']) {
       const { name: loaded, config } = loadEnvironmentConfig((key) => subscribed[key], name);
       expect(loaded).toBe(name);
@@ -48,7 +52,7 @@ describe('loadEnvironmentConfig', () => {
 
   it('defaults to dev and honours -c env=<name>', () => {
     expect(loadEnvironmentConfig(fromRepo).name).toBe('dev');
-    const subscribed = withAlarmSubscribers(repoContext);
+    const subscribed = withDeploySettings(repoContext);
     const withEnv = (key: string): unknown => (key === ENV_CONTEXT_KEY ? 'prod' : subscribed[key]);
     expect(loadEnvironmentConfig(withEnv).name).toBe('prod');
   });
@@ -148,16 +152,21 @@ describe('loadEnvironmentConfig', () => {
   });
 
   describe('alarm subscribers', () => {
-    it('refuses a non-dev environment whose alarms reach nobody, naming alarms.email', () => {
+    it('refuses a non-dev environment whose alarms reach nobody, in one line naming the keys to set', () => {
       const err = configError(() => loadEnvironmentConfig(contextWith('qa', {}), 'qa'));
-      expect(err.message).toContain('environments.qa.alarms.email: set alarms.email or alarms.topicArn');
-      expect(err.message).toContain('environments.qa.alarms.ticketEmail:');
+      expect(err.message).not.toContain('\n');
+      expect(err.message).toMatch(/^environments\.qa: set alarmEmail/);
+      for (const key of ['alarmTopicArn', 'ticketEmail', 'ticketTopicArn', 'S3_INGEST_ALARM_EMAIL']) {
+        expect(err.message).toContain(key);
+      }
+      expect(err.message).toContain('cdk.json under environments.qa (alarms.email');
     });
 
-    it('refuses staging and prod as cdk.json has them until the team names its on-call', () => {
+    it('refuses staging and prod as cdk.json has them until a deployment names its on-call', () => {
       for (const name of ['staging', 'prod']) {
         const err = configError(() => loadEnvironmentConfig(fromRepo, name));
-        expect(err.message).toContain(`environments.${name}.alarms.email:`);
+        expect(err.message).toMatch(new RegExp(`^environments\\.${name}: set alarmEmail`));
+        expect(err.message).toContain('runbookBaseUrl');
       }
       expect(loadEnvironmentConfig(fromRepo, 'dev').config.alarms.email).toBeUndefined();
     });
@@ -165,8 +174,8 @@ describe('loadEnvironmentConfig', () => {
     it('accepts an existing page topic ARN, but wants a ticket destination that does not page', () => {
       const topicArn = 'arn:aws:sns:eu-west-1:123456789012:pagerduty';
       const err = configError(() => loadEnvironmentConfig(contextWith('qa', { alarms: { topicArn } }), 'qa'));
-      expect(err.message).not.toContain('alarms.email:');
-      expect(err.message).toContain('environments.qa.alarms.ticketEmail:');
+      expect(err.message).not.toMatch(/set alarmEmail/);
+      expect(err.message).toMatch(/^environments\.qa: set ticketEmail or ticketTopicArn/);
       const ticketTopicArn = 'arn:aws:sns:eu-west-1:123456789012:tickets';
       const { config } = loadEnvironmentConfig(
         contextWith('qa', { alarms: { topicArn, ticketTopicArn } }),
@@ -202,5 +211,148 @@ describe('loadEnvironmentConfig', () => {
     );
     expect(err.message).toContain('environments.qa.memoryMb:');
     expect(err.message).toContain('environments.qa.poolConcurrency:');
+  });
+});
+
+describe('what synth refuses (issue 33)', () => {
+  const producer = (name: string) => ({ name, tenants: [name] });
+
+  it('refuses a function timeout shorter than twice the deadline margin, naming both keys', () => {
+    const err = configError(() =>
+      loadEnvironmentConfig(contextWith('qa', { alarms: PAGE, timeoutSeconds: 9 }), 'qa'),
+    );
+    expect(err.message).toContain('environments.qa.timeoutSeconds: must be >= 10');
+    expect(err.message).toContain('DEADLINE_MARGIN_MS');
+    const { config } = loadEnvironmentConfig(contextWith('qa', { alarms: PAGE, timeoutSeconds: 10 }), 'qa');
+    expect(config.timeoutSeconds).toBe(10);
+  });
+
+  it('refuses producers whose event sources together may run more invocations than are reserved', () => {
+    const oversubscribed = {
+      alarms: PAGE,
+      maxConcurrency: 50,
+      reservedConcurrency: 60,
+      producers: [producer('alpha'), producer('beta')],
+    };
+    const err = configError(() => loadEnvironmentConfig(contextWith('qa', oversubscribed), 'qa'));
+    expect(err.message).toContain(
+      'environments.qa.reservedConcurrency: must be >= maxConcurrency x event sources (50 x 2 = 100)',
+    );
+    const { config } = loadEnvironmentConfig(
+      contextWith('qa', { ...oversubscribed, reservedConcurrency: 100 }),
+      'qa',
+    );
+    expect(config.reservedConcurrency).toBe(100);
+  });
+});
+
+describe('deployment settings without editing cdk.json', () => {
+  const noRunbook = { runbookBaseUrl: undefined };
+  const load = (context: Record<string, unknown>, env: Record<string, string> = {}) =>
+    loadEnvironmentConfig(contextWith('qa', {}, { ...context }), 'qa', { env });
+
+  const DESTINATIONS = {
+    email: 'page@example.com',
+    topicArn: 'arn:aws:sns:eu-west-1:123456789012:pager',
+    ticketEmail: 'ticket@example.com',
+    ticketTopicArn: 'arn:aws:sns:eu-west-1:123456789012:tickets',
+  };
+
+  it.each([
+    [
+      '-c context keys',
+      {
+        alarmEmail: DESTINATIONS.email,
+        alarmTopicArn: DESTINATIONS.topicArn,
+        ticketEmail: DESTINATIONS.ticketEmail,
+        ticketTopicArn: DESTINATIONS.ticketTopicArn,
+      },
+      {},
+    ],
+    [
+      'S3_INGEST_* environment variables',
+      {},
+      {
+        S3_INGEST_ALARM_EMAIL: DESTINATIONS.email,
+        S3_INGEST_ALARM_TOPIC_ARN: DESTINATIONS.topicArn,
+        S3_INGEST_TICKET_EMAIL: DESTINATIONS.ticketEmail,
+        S3_INGEST_TICKET_TOPIC_ARN: DESTINATIONS.ticketTopicArn,
+      },
+    ],
+  ])('takes alarm destinations from %s', (_, context, env) => {
+    expect(load(context, env).config.alarms).toMatchObject(DESTINATIONS);
+  });
+
+  it('prefers context over the environment variable over cdk.json, key by key', () => {
+    const lookup = contextWith(
+      'qa',
+      { alarms: { email: 'json@example.com', ticketEmail: 'json-ticket@example.com' } },
+      { alarmEmail: 'context@example.com' },
+    );
+    const env = {
+      S3_INGEST_ALARM_EMAIL: 'env@example.com',
+      S3_INGEST_TICKET_EMAIL: 'env-ticket@example.com',
+    };
+    expect(loadEnvironmentConfig(lookup, 'qa', { env }).config.alarms).toMatchObject({
+      email: 'context@example.com',
+      ticketEmail: 'env-ticket@example.com',
+    });
+    const fromJson = loadEnvironmentConfig(lookup, 'qa', { env: {} }).config.alarms;
+    expect(fromJson).toMatchObject({ email: 'context@example.com', ticketEmail: 'json-ticket@example.com' });
+  });
+
+  it('names the -c key or the variable of a bad value', () => {
+    expect(configError(() => load({ alarmEmail: 'not-an-address' })).message).toMatch(/^-c alarmEmail: /);
+    expect(
+      configError(() => load({ alarmEmail: 'a@example.com' }, { S3_INGEST_TICKET_TOPIC_ARN: 'tickets' }))
+        .message,
+    ).toMatch(/^S3_INGEST_TICKET_TOPIC_ARN: must be an SNS topic ARN/);
+  });
+
+  it('links runbooks by an absolute URL: <runbookBaseUrl>/docs/runbooks.md', () => {
+    const viaContext = load({ alarmEmail: 'a@example.com', runbookBaseUrl: 'https://git.example.com/ops/' });
+    expect(viaContext.config.runbookBaseUrl).toBe('https://git.example.com/ops');
+    const viaEnv = load(
+      { ...noRunbook, alarmEmail: 'a@example.com' },
+      { S3_INGEST_RUNBOOK_BASE_URL: 'https://git.example.com/env' },
+    );
+    expect(viaEnv.config.runbookBaseUrl).toBe('https://git.example.com/env');
+  });
+
+  it('refuses a relative or non-http runbook base URL', () => {
+    for (const url of ['docs', '/docs/runbooks.md', 'ftp://example.com/x']) {
+      const err = configError(() => load({ alarmEmail: 'a@example.com', runbookBaseUrl: url }));
+      expect(err.message).toMatch(/^-c runbookBaseUrl: must be an absolute http\(s\) URL/);
+    }
+  });
+
+  it('refuses a non-dev environment without a runbook base URL, in one line; dev links relatively', () => {
+    const err = configError(() => load({ ...noRunbook, alarmEmail: 'a@example.com' }));
+    expect(err.message).toMatch(/^environments\.qa: set runbookBaseUrl/);
+    expect(err.message).toContain('S3_INGEST_RUNBOOK_BASE_URL');
+    expect(err.message).not.toContain('\n');
+    const dev = loadEnvironmentConfig(contextWith('dev', {}, noRunbook), 'dev');
+    expect(dev.config.runbookBaseUrl).toBeUndefined();
+  });
+
+  it("derives the runbook base URL from package.json's repository when none is given", () => {
+    const withRepository = (repository: unknown) =>
+      loadEnvironmentConfig(contextWith('qa', { alarms: PAGE }, noRunbook), 'qa', { repository }).config
+        .runbookBaseUrl;
+    const github = 'https://github.com/acme/s3-ingest/blob/HEAD';
+    expect(withRepository('github:acme/s3-ingest')).toBe(github);
+    expect(withRepository('acme/s3-ingest')).toBe(github);
+    expect(withRepository({ type: 'git', url: 'git+https://github.com/acme/s3-ingest.git' })).toBe(github);
+    expect(withRepository({ url: 'https://gitlab.com/acme/s3-ingest' })).toBe(
+      'https://gitlab.com/acme/s3-ingest/-/blob/HEAD',
+    );
+    // An explicit setting wins over the repository.
+    expect(
+      loadEnvironmentConfig(contextWith('qa', { alarms: PAGE }), 'qa', { repository: 'acme/s3-ingest' })
+        .config.runbookBaseUrl,
+    ).toBe(TEST_RUNBOOK_BASE_URL);
+    // A host whose file URLs are unknown gives nothing to derive from.
+    const err = configError(() => withRepository({ url: 'https://git.example.com/acme/s3-ingest.git' }));
+    expect(err.message).toMatch(/^environments\.qa: set runbookBaseUrl/);
   });
 });

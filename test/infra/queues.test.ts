@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { type BuiltApp, buildApp } from '../../infra/build-app.js';
 import { EnvironmentConfigError } from '../../infra/config.js';
 import { parseSourceTenants } from '../../lib/ingest/source-tenants.js';
-import { cdkJsonContext, withAlarmSubscribers } from './cdk-context.js';
+import { cdkJsonContext, withDeploySettings } from './cdk-context.js';
 
 interface CfnResource {
   Type: string;
@@ -29,7 +29,7 @@ const PARTNER_ACCOUNT = '444455556666';
 
 /** dev (or staging) with its block patched; no bundling, no CloudFormation schema validation. */
 function build(patch: Record<string, unknown>, envName: 'dev' | 'staging' = 'dev'): BuiltApp {
-  const context = withAlarmSubscribers(cdkJsonContext());
+  const context = withDeploySettings(cdkJsonContext());
   const environments = context.environments as Record<string, Record<string, unknown>>;
   return buildApp({
     envName,
@@ -39,6 +39,7 @@ function build(patch: Record<string, unknown>, envName: 'dev' | 'staging' = 'dev
       'aws:cdk:bundling-stacks': [],
     },
     builtinCloudFormationValidation: false,
+    processEnv: {},
   });
 }
 
@@ -55,7 +56,9 @@ const identityStatements = (t: CfnTemplate): Statement[] =>
     ([, r]) => (r.Properties!.PolicyDocument as { Statement: Statement[] }).Statement,
   );
 const FIFO = { fifo: true, batchSize: 10, maxBatchingWindowSeconds: 0 };
+// dev's maxConcurrency is 2: three event sources may run 6 invocations at once.
 const PRODUCERS = {
+  reservedConcurrency: 6,
   producers: [
     { name: 'billing', tenants: ['billing', 'billing-*'], principals: [BILLING_ROLE] },
     { name: 'partner', tenants: ['partner-eu'], principals: [PARTNER_ACCOUNT, BILLING_ROLE] },
@@ -253,6 +256,14 @@ describe('producers', () => {
       (fn.Properties!.Environment as { Variables: Record<string, unknown> }).Variables.SOURCE_TENANTS,
     ).toBeUndefined();
     expect(single.stack.producerQueues).toEqual([]);
+  });
+
+  it('refuses producers whose event sources together may run more invocations than are reserved', () => {
+    const patch = { ...PRODUCERS, reservedConcurrency: 5 };
+    expect(() => build(patch)).toThrow(EnvironmentConfigError);
+    expect(() => build(patch)).toThrow(
+      'environments.dev.reservedConcurrency: must be >= maxConcurrency x event sources (2 x 3 = 6)',
+    );
   });
 
   it.each([

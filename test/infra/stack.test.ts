@@ -5,7 +5,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { ALARM_IDS, ALARM_SEVERITIES, type AlarmId, runbookAnchor } from '../../infra/alarm-catalogue.js';
+import { ALARM_IDS, ALARM_SEVERITIES, type AlarmId, runbookLink } from '../../infra/alarm-catalogue.js';
 import { type BuiltApp, buildApp } from '../../infra/build-app.js';
 import { tombstoneHorizonDays } from '../../infra/config.js';
 import { TENANT_KEY_PATTERN } from '../../infra/ingest-stack.js';
@@ -13,7 +13,7 @@ import {
   INGEST_CATALOGUE_METRIC_NAMES,
   type IngestCatalogueMetricName,
 } from '../../lib/ingest/metric-names.js';
-import { cdkJsonContext, TEST_PAGE_EMAIL, TEST_TICKET_EMAIL, withAlarmSubscribers } from './cdk-context.js';
+import { cdkJsonContext, TEST_PAGE_EMAIL, TEST_TICKET_EMAIL, withDeploySettings } from './cdk-context.js';
 
 const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 type EnvName = (typeof ENVIRONMENTS)[number];
@@ -48,12 +48,13 @@ interface Statement {
 function testApp(
   envName: EnvName,
   bundle = false,
-  context: Record<string, unknown> = withAlarmSubscribers(cdkJsonContext()),
+  context: Record<string, unknown> = withDeploySettings(cdkJsonContext()),
 ): BuiltApp {
   return buildApp({
     envName,
     context: bundle ? context : { ...context, 'aws:cdk:bundling-stacks': [] },
     builtinCloudFormationValidation: false,
+    processEnv: {},
   });
 }
 
@@ -235,6 +236,8 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
       expect(vars.POWERTOOLS_SERVICE_NAME).toBe(cfg().serviceName);
       expect(vars.POWERTOOLS_METRICS_NAMESPACE).toBe(`${cfg().metricsNamespace}/${envName}`);
       expect(vars.POWERTOOLS_LOG_LEVEL).toBe(cfg().logLevel);
+      // The function checks its deadline margin against its timeout at cold start.
+      expect(vars.FUNCTION_TIMEOUT_SECONDS).toBe(String(cfg().timeoutSeconds));
     });
 
     it('consumes the ingest queue with partial batch responses and config-driven batching', () => {
@@ -506,7 +509,9 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
         expect(p.OKActions).toEqual([topicRef(severity)]);
         const description = p.AlarmDescription as string;
         expect(description.startsWith(`[${severity}] `)).toBe(true);
-        expect(description).toContain(`Runbook: ${cfg().runbookUrl}#${runbookAnchor(id)}`);
+        expect(description).toContain(`Runbook: ${runbookLink(cfg().runbookBaseUrl, id)}`);
+        // Outside dev the link opens from a mail or a pager: absolute.
+        if (envName !== 'dev') expect(description).toMatch(/ Runbook: https:\/\/\S+\/docs\/runbooks\.md#/);
         expect(runbooks).toMatch(new RegExp(`^## ${id}$`, 'm'));
         expect(p.TreatMissingData).toBe('notBreaching');
       },
@@ -524,6 +529,21 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
       expect(expression).toBe(`DIFF(FILL(${inputs[0]!.Id}, REPEAT))`);
       expect(p).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
       expect(p.EvaluationPeriods).toBe(1);
+    });
+
+    it('tickets while the DLQ is not empty (depth), beside the arrival page, until it is empty', () => {
+      expect(alarm('DeadLettersWaiting')).toMatchObject({
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: queueName('deadLetterQueue'),
+        Statistic: 'Maximum',
+        Period: 300,
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+        EvaluationPeriods: 1,
+      });
+      expect(ALARM_SEVERITIES.DeadLettersWaiting).toBe('ticket');
+      expect(ALARM_SEVERITIES.DeadLettersArrived).toBe('page');
     });
 
     it('alarms before a dead letter or a rejected message expires', () => {
@@ -705,7 +725,7 @@ function contextPatching(
   envName: EnvName,
   patch: (block: Record<string, unknown>) => Record<string, unknown>,
 ) {
-  const context = withAlarmSubscribers(cdkJsonContext());
+  const context = withDeploySettings(cdkJsonContext());
   const environments = context.environments as Record<string, Record<string, unknown>>;
   return { ...context, environments: { ...environments, [envName]: patch(environments[envName]!) } };
 }
@@ -736,7 +756,29 @@ describe('environments sharing an account and region', () => {
 
 describe('alarm destinations', () => {
   it('refuses to build a non-dev stack whose alarms reach nobody', () => {
-    expect(() => testApp('prod', false, cdkJsonContext())).toThrow(/environments\.prod\.alarms\.email:/);
+    expect(() => testApp('prod', false, cdkJsonContext())).toThrow(/^environments\.prod: set alarmEmail/);
+  });
+
+  it('builds prod from cdk.json as it is, given its destinations and runbook URL with -c', () => {
+    const { stack } = testApp('prod', false, {
+      ...cdkJsonContext(),
+      alarmEmail: 'pager@example.com',
+      ticketEmail: 'tickets@example.com',
+      runbookBaseUrl: 'https://github.com/acme/s3-ingest/blob/main/',
+    });
+    const json = Template.fromStack(stack).toJSON() as CfnTemplate;
+    const subscriptions = resourcesOfType(json, 'AWS::SNS::Subscription').map(([, r]) => r.Properties);
+    expect(subscriptions).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ Protocol: 'email', Endpoint: 'pager@example.com' }),
+        expect.objectContaining({ Protocol: 'email', Endpoint: 'tickets@example.com' }),
+      ]),
+    );
+    for (const [, a] of resourcesOfType(json, 'AWS::CloudWatch::Alarm')) {
+      expect(a.Properties!.AlarmDescription).toMatch(
+        /Runbook: https:\/\/github\.com\/acme\/s3-ingest\/blob\/main\/docs\/runbooks\.md#[a-z]+$/,
+      );
+    }
   });
 
   it('notifies existing topics (PagerDuty, Chatbot) by severity when their ARNs are configured', () => {

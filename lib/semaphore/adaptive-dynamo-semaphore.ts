@@ -59,8 +59,9 @@ interface Grant {
   /** The shard's adaptive state as read just before the take (or left by a resize): the release's step starts from it. */
   seen: AdaptiveState;
   /**
-   * The count a resize sent (kept once it landed): given back if `n` is not in the entry, as after a resize
-   * whose answer was lost, or one that landed while a release with the old `n` was in flight.
+   * The count a resize sent (kept whatever its answer said): given back if `n` is not in the entry, as after
+   * a resize whose answer was lost (or whose retry failed its condition on the entry the first attempt had
+   * already moved), or one that landed while a release with the old `n` was in flight.
    */
   resizedTo?: number;
 }
@@ -468,11 +469,11 @@ class AdaptiveLease implements Lease {
             },
             bound,
           );
+          // A failed condition may be our own first attempt's doing (its answer lost, the SDK's retry then
+          // finds the entry at `to`): `resizedTo` stays, so the release gives back `to` when `n` is not in the
+          // entry (given back only on that exact count, so harmless when the resize really was dropped).
+          if (!done) return;
           // Kept once landed: a release already in flight with the old count gives back this one too.
-          if (!done) {
-            grant.resizedTo = undefined;
-            return;
-          }
           grant.n = to;
           grant.seen = seen;
         }),

@@ -25,6 +25,8 @@ export const DEAD_LETTER_ATTRIBUTES = [
   'tenant',
   'originalBodyBytes',
   'originalBodySha256',
+  'sourceQueueArn',
+  's3-ingest-origin-sent',
 ] as const;
 
 /** One message of a dead-letter or rejected queue, as the `dlq` commands show and export it. */

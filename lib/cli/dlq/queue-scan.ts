@@ -6,6 +6,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { S3IngestError } from '../../errors/index.js';
+import { type Clock, systemClock } from './clock.js';
 
 /** SQS refused part of a batch operation on the dead-letter queue; the message names the ids. */
 export class DeadLetterQueueError extends S3IngestError {
@@ -16,9 +17,9 @@ const RECEIVE_BATCH = 10;
 
 export interface ScanOptions {
   /**
-   * How long each received message stays hidden while the command works on it. Every message the scan
-   * does not delete is handed back (visibility 0) when it ends, so this only bounds how long a crashed
-   * command hides messages.
+   * How long each received message stays hidden at a time. The scan renews it every half of this while it
+   * runs (`ChangeMessageVisibility`), however long that is, and hands back every message it did not delete
+   * (visibility 0) when it ends: this only bounds how long a crashed command hides messages.
    * @default 30
    */
   readonly visibilitySeconds?: number;
@@ -26,22 +27,38 @@ export interface ScanOptions {
   readonly limit?: number;
   /** Which messages the scan selects; the others are handed back untouched. @default every message */
   readonly select?: (message: Message) => boolean;
+  /** Time for the visibility renewals. @default the system clock */
+  readonly clock?: Clock;
 }
 
 /**
- * Walks a queue without losing anything: receives every message once (each stays hidden while the scan
- * runs, so none comes twice), hands the selected ones to `onBatch`, and hands back every message that
- * was not deleted (visibility 0) at the end, also on error. Stops at the first empty receive (long poll of
+ * Walks a queue without losing anything: receives every message once, hands the selected ones to
+ * `onBatch`, and hands back every message that was not deleted (visibility 0) at the end, also on error.
+ * Every message received stays hidden while the scan runs, renewed every half visibility timeout, so a
+ * scan longer than the timeout does not meet a message again; one that comes back all the same (a
+ * renewal SQS refused) is not handed to `onBatch` twice. Stops at the first empty receive (long poll of
  * 1 s, which asks every SQS server) or at `limit`.
  */
 export class QueueScan {
+  /** Receipt handle by message id, for every message received and not deleted. */
   readonly #held = new Map<string, string>();
+  readonly #seen = new Set<string>();
+  readonly #visibilitySeconds: number;
+  readonly #clock: Clock;
 
   constructor(
     private readonly sqs: SQSClient,
     private readonly queueUrl: string,
     private readonly options: ScanOptions = {},
-  ) {}
+  ) {
+    this.#visibilitySeconds = options.visibilitySeconds ?? 30;
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  /** How many distinct messages the scan received. */
+  get received(): number {
+    return this.#seen.size;
+  }
 
   /**
    * Scans the queue. `onDone` runs once the scan is over and before the remaining messages are handed
@@ -51,7 +68,9 @@ export class QueueScan {
     onBatch: (selected: Message[]) => Promise<void>,
     onDone: () => Promise<void> = async () => {},
   ): Promise<void> {
-    const { limit = Number.POSITIVE_INFINITY, select = () => true, visibilitySeconds = 30 } = this.options;
+    const { limit = Number.POSITIVE_INFINITY, select = () => true } = this.options;
+    const renewals = new AbortController();
+    const renewing = this.#renew(renewals.signal);
     let selectedCount = 0;
     try {
       while (selectedCount < limit) {
@@ -59,7 +78,7 @@ export class QueueScan {
           new ReceiveMessageCommand({
             QueueUrl: this.queueUrl,
             MaxNumberOfMessages: RECEIVE_BATCH,
-            VisibilityTimeout: visibilitySeconds,
+            VisibilityTimeout: this.#visibilitySeconds,
             WaitTimeSeconds: 1,
             MessageAttributeNames: ['All'],
             MessageSystemAttributeNames: ['All'],
@@ -70,6 +89,8 @@ export class QueueScan {
         for (const m of received) {
           if (m.MessageId === undefined || m.ReceiptHandle === undefined) continue;
           this.#held.set(m.MessageId, m.ReceiptHandle);
+          if (this.#seen.has(m.MessageId)) continue;
+          this.#seen.add(m.MessageId);
           if (selectedCount < limit && select(m)) {
             selected.push(m);
             selectedCount++;
@@ -79,7 +100,10 @@ export class QueueScan {
       }
       await onDone();
     } finally {
-      await this.#handBack();
+      renewals.abort();
+      await renewing;
+      await this.#changeVisibility(0);
+      this.#held.clear();
     }
   }
 
@@ -90,10 +114,13 @@ export class QueueScan {
       const out = await this.sqs.send(
         new DeleteMessageBatchCommand({
           QueueUrl: this.queueUrl,
-          Entries: chunk.map((m, index) => ({ Id: String(index), ReceiptHandle: m.ReceiptHandle })),
+          Entries: chunk.map((m, index) => ({
+            Id: String(index),
+            ReceiptHandle: this.#held.get(m.MessageId ?? '') ?? m.ReceiptHandle,
+          })),
         }),
       );
-      for (const m of chunk) if (m.MessageId !== undefined) this.#held.delete(m.MessageId);
+      for (const m of chunk) this.#held.delete(m.MessageId ?? '');
       if ((out.Failed ?? []).length > 0) {
         const ids = (out.Failed ?? []).map((f) => chunk[Number(f.Id)]?.MessageId);
         throw new DeadLetterQueueError(`could not delete ${ids.join(', ')} from ${this.queueUrl}`);
@@ -101,16 +128,29 @@ export class QueueScan {
     }
   }
 
-  async #handBack(): Promise<void> {
+  /** Renews the visibility of everything held every half timeout, until `signal` aborts. */
+  async #renew(signal: AbortSignal): Promise<void> {
+    const every = (this.#visibilitySeconds * 1000) / 2;
+    for (;;) {
+      try {
+        await this.#clock.sleep(every, signal);
+      } catch {
+        return;
+      }
+      // A renewal that fails leaves the messages to come back: the scan does not hand them out twice.
+      await this.#changeVisibility(this.#visibilitySeconds).catch(() => {});
+    }
+  }
+
+  async #changeVisibility(seconds: number): Promise<void> {
     const handles = [...this.#held.values()];
-    this.#held.clear();
     for (let i = 0; i < handles.length; i += RECEIVE_BATCH) {
       await this.sqs.send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: this.queueUrl,
           Entries: handles
             .slice(i, i + RECEIVE_BATCH)
-            .map((h, index) => ({ Id: String(index), ReceiptHandle: h, VisibilityTimeout: 0 })),
+            .map((h, index) => ({ Id: String(index), ReceiptHandle: h, VisibilityTimeout: seconds })),
         }),
       );
     }

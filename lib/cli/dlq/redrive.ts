@@ -1,75 +1,57 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import {
-  type Message,
-  SendMessageBatchCommand,
-  type SendMessageBatchRequestEntry,
-} from '@aws-sdk/client-sqs';
+import type { Message } from '@aws-sdk/client-sqs';
 import { sqsClientFromEnv } from '../clients.js';
 import { type CliIo, EXIT } from '../io.js';
+import { type Clock, systemClock } from './clock.js';
 import { confirm, refusal } from './confirm.js';
-import { CONTRACT_REASONS, producerAttributes, viewOf } from './dead-letter.js';
+import { CopySender, type OutgoingCopy } from './copy-sender.js';
+import { CONTRACT_REASONS } from './dead-letter.js';
+import { planCopy } from './letter-copy.js';
+import { MoveSummary } from './move-summary.js';
+import { isQueue, QueueUrls } from './queue-address.js';
 import { QueueScan } from './queue-scan.js';
-import { byReason, isContractRejection } from './select.js';
+import { byReason } from './select.js';
+import { parseTombstoneOptions, TOMBSTONE_HELP } from './tombstone-options.js';
 
-export const DLQ_REDRIVE_HELP = `Usage: s3-ingest dlq redrive --dlq-url URL --to QUEUE_URL [--reason R] [--rate N] [--limit N]
-                           [--include-rejected] [--yes]
+export const DLQ_REDRIVE_HELP = `Usage: s3-ingest dlq redrive --dlq-url URL [--to QUEUE_URL] [--reason R] [--rate N] [--limit N]
+                           [--include-rejected] [--tombstone-days N] [--past-horizon] [--json] [--yes]
 
-Sends dead-lettered messages back to the ingest queue (--to, always explicit: messages the function
-rejected itself have no source queue), then deletes each one from the dead-letter queue once SQS has
-accepted the copy. Contract rejections (invalid-json, schema, invalid-tenant, ..., schema-violation) can
-never succeed on a retry and are left alone unless --include-rejected is given. Messages whose body the
-function had to truncate are never redriven (export them instead).
+Sends dead-lettered messages back to the queue each came from (SQS's DeadLetterQueueSourceArn, or the
+sourceQueueArn the function wrote on its letters), then deletes each one from the dead-letter queue once
+SQS has accepted the copy. A copy keeps its origin's message id and send time (s3-ingest-origin,
+s3-ingest-origin-sent): it never overwrites a newer write and never creates a second record.
+
+A redrive moves what was in the queue when it started, each message at most once, then stops and prints
+what it moved and what it left, and why. Left: letters whose source queue is unknown, contract rejections
+(invalid-json, schema, ..., schema-violation: they fail the same way on every delivery) unless
+--include-rejected, bodies the function had to truncate (export them), letters older than the tombstone
+horizon unless --past-horizon, and letters that arrived after the start (copies this run sent that failed
+again).
 
 Options:
   --dlq-url URL        the dead-letter or rejected queue to move from
-  --to QUEUE_URL       the ingest queue to move to (stack output QueueUrl)
+  --to QUEUE_URL       only move letters that came from this queue (the others are left)
   --reason R           only messages with this reason ("none": moved by SQS after maxReceiveCount)
   --rate N             at most N messages per second (default 50)
   --limit N            move at most N messages
   --include-rejected   also move contract rejections
+${TOMBSTONE_HELP}
+  --json               print the summary as JSON ({ moved, refused, skipped, left })
   --yes                do not ask for confirmation (scripts); otherwise asked on a terminal
-  -h, --help           this help`;
+  -h, --help           this help
 
-const SEND_BATCH = 10;
+Exit code: 0 when every copy was accepted, 1 when the destination refused any (they stay in the queue).`;
 
-/** Spaces sends so that no more than `perSecond` messages leave in any second since the start. */
-class Pacer {
-  readonly #started = performance.now();
-  #sent = 0;
-
-  constructor(private readonly perSecond: number) {}
-
-  async take(n: number): Promise<void> {
-    const due = this.#started + (this.#sent / this.perSecond) * 1000;
-    const wait = due - performance.now();
-    if (wait > 0) await sleep(wait);
-    this.#sent += n;
-  }
+/** What the command runs on: tests pass a clock to measure pacing and scan length. */
+export interface RedriveDependencies {
+  readonly clock?: Clock;
 }
 
-function entryOf(m: Message, index: number, fifo: boolean): SendMessageBatchRequestEntry {
-  return {
-    Id: String(index),
-    MessageBody: m.Body ?? '',
-    MessageAttributes: producerAttributes(m),
-    ...(fifo
-      ? {
-          MessageGroupId: m.Attributes?.MessageGroupId ?? 'redrive',
-          MessageDeduplicationId: m.MessageId,
-        }
-      : {}),
-  };
-}
-
-interface RedriveCounts {
-  moved: number;
-  failed: number;
-  skippedRejected: Set<string>;
-  skippedTruncated: Set<string>;
-}
-
-export async function dlqRedriveCommand(argv: string[], io: CliIo): Promise<number> {
+export async function dlqRedriveCommand(
+  argv: string[],
+  io: CliIo,
+  { clock = systemClock }: RedriveDependencies = {},
+): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -79,6 +61,9 @@ export async function dlqRedriveCommand(argv: string[], io: CliIo): Promise<numb
       rate: { type: 'string', default: '50' },
       limit: { type: 'string' },
       'include-rejected': { type: 'boolean', default: false },
+      'tombstone-days': { type: 'string' },
+      'past-horizon': { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
       yes: { type: 'boolean', short: 'y', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -89,9 +74,10 @@ export async function dlqRedriveCommand(argv: string[], io: CliIo): Promise<numb
   }
   const rate = Number(values.rate);
   const limit = values.limit === undefined ? undefined : Number(values.limit);
+  const tombstone = parseTombstoneOptions(values['tombstone-days'], values['past-horizon']);
   const { 'dlq-url': from, to, reason } = values;
   const badNumber = !(rate > 0) || (limit !== undefined && !(Number.isInteger(limit) && limit > 0));
-  if (from === undefined || to === undefined || badNumber) {
+  if (from === undefined || badNumber || tombstone === undefined) {
     io.stderr.write(`${DLQ_REDRIVE_HELP}\n`);
     return EXIT.usage;
   }
@@ -104,9 +90,10 @@ export async function dlqRedriveCommand(argv: string[], io: CliIo): Promise<numb
   }
   const what = reason === undefined ? 'messages' : `messages with reason ${reason}`;
   const rejectedNote = includeRejected ? ' (contract rejections included)' : '';
+  const destination = to ?? 'the queue each came from';
   const answer = await confirm(
     io,
-    `Move ${what}${rejectedNote} from ${from} to ${to}, deleting each from the source once sent?`,
+    `Move ${what}${rejectedNote} from ${from} to ${destination}, deleting each from the source once sent?`,
     values.yes,
   );
   if (answer !== 'confirmed') {
@@ -115,63 +102,62 @@ export async function dlqRedriveCommand(argv: string[], io: CliIo): Promise<numb
   }
 
   const sqs = sqsClientFromEnv(io.env);
-  const counts: RedriveCounts = {
-    moved: 0,
-    failed: 0,
-    skippedRejected: new Set(),
-    skippedTruncated: new Set(),
-  };
+  const summary = new MoveSummary();
+  const startedAt = clock.now();
+  const movedOrigins = new Set<string>();
+  const urls = new QueueUrls(sqs);
+  const sender = new CopySender(sqs, rate, clock);
   const matchesReason = byReason(reason);
-  const select = (m: Message): boolean => {
-    if (!matchesReason(m)) return false;
-    if (!includeRejected && isContractRejection(m)) {
-      counts.skippedRejected.add(m.MessageId ?? '');
-      return false;
-    }
-    if (viewOf(m).truncatedFromBytes !== undefined) {
-      counts.skippedTruncated.add(m.MessageId ?? '');
-      return false;
-    }
-    return true;
-  };
-  const pacer = new Pacer(rate);
-  const sendBatch = Math.max(1, Math.min(SEND_BATCH, Math.floor(rate)));
-  const fifo = to.endsWith('.fifo');
   try {
-    const scan = new QueueScan(sqs, from, { visibilitySeconds: 60, limit, select });
+    const scan = new QueueScan(sqs, from, { visibilitySeconds: 60, limit, clock });
     await scan.run(async (batch) => {
-      for (let i = 0; i < batch.length; i += sendBatch) {
-        const chunk = batch.slice(i, i + sendBatch);
-        await pacer.take(chunk.length);
-        const out = await sqs.send(
-          new SendMessageBatchCommand({ QueueUrl: to, Entries: chunk.map((m, n) => entryOf(m, n, fifo)) }),
-        );
-        for (const f of out.Failed ?? []) {
-          io.stderr.write(`not moved: ${chunk[Number(f.Id)]?.MessageId}: ${f.Code}: ${f.Message ?? ''}\n`);
+      const outgoing: (OutgoingCopy & { letter: Message })[] = [];
+      for (const letter of batch) {
+        if (!matchesReason(letter)) {
+          summary.unselected++;
+          continue;
         }
-        // Delete only what the destination listed as Successful: an entry SQS reports neither way may not
-        // be stored, and a message must never end up in neither queue.
-        const accepted = new Set((out.Successful ?? []).map((s) => Number(s.Id)));
-        const sent = chunk.filter((_, n) => accepted.has(n));
-        await scan.delete(sent);
-        counts.moved += sent.length;
-        counts.failed += chunk.length - sent.length;
+        // A letter sent after the start is a copy this run sent that failed again (or a new failure).
+        if (Number(letter.Attributes?.SentTimestamp) > startedAt) {
+          summary.skip('arrived-during-redrive');
+          continue;
+        }
+        const decision = planCopy(letter, { includeRejected, ...tombstone, now: clock.now() });
+        if (decision.kind === 'skip') {
+          summary.skip(decision.reason);
+          continue;
+        }
+        const { copy } = decision;
+        if (movedOrigins.has(copy.origin.id)) {
+          summary.skip('moved-this-run');
+          continue;
+        }
+        if (to !== undefined && !isQueue(copy.origin.sourceArn, to)) {
+          summary.skip('other-source');
+          continue;
+        }
+        const queueUrl = to ?? (await urls.urlOf(copy.origin.sourceArn));
+        if (queueUrl === undefined) {
+          summary.skip('unknown-source');
+          continue;
+        }
+        movedOrigins.add(copy.origin.id);
+        outgoing.push({ key: letter.MessageId ?? '', queueUrl, copy, letter });
       }
+      const { taken, refused } = await sender.send(outgoing);
+      for (const r of refused) io.stderr.write(`not moved: ${r.outgoing.key}: ${r.why}\n`);
+      // Delete only what the destination listed as Successful: a message must never end up in neither queue.
+      await scan.delete(taken.map((t) => (t as (typeof outgoing)[number]).letter));
+      summary.moved += taken.length;
+      summary.refused += refused.length;
     });
   } finally {
     sqs.destroy();
   }
-  const notes = [
-    counts.skippedRejected.size > 0
-      ? `${counts.skippedRejected.size} contract rejection(s) left (--include-rejected moves them)`
-      : '',
-    counts.skippedTruncated.size > 0
-      ? `${counts.skippedTruncated.size} truncated message(s) left (export them)`
-      : '',
-    counts.failed > 0 ? `${counts.failed} refused by ${to}` : '',
-  ].filter(Boolean);
   io.stdout.write(
-    `moved ${counts.moved} message(s) to ${to}${notes.length ? `; ${notes.join('; ')}` : ''}\n`,
+    values.json
+      ? `${JSON.stringify(summary)}\n`
+      : summary.line('moved', destination, to ?? 'the destination'),
   );
-  return counts.failed > 0 ? EXIT.failure : EXIT.ok;
+  return summary.refused > 0 ? EXIT.failure : EXIT.ok;
 }

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { SendMessageBatchRequestEntry, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
 import { escapeForSqs } from '../sqs-text.js';
 import type { DeadLetterReason } from './dead-letter-reason.js';
+import { ORIGIN_SENT_ATTRIBUTE, originOf, originSentOf } from './deferral-port.js';
 import { type OutgoingMessage, sendMessageBatches } from './send-message-batches.js';
 
 /** One message to move to the DLQ: the original body, verbatim, plus why. */
@@ -19,6 +21,39 @@ export interface DeadLetter {
    * without one, under `DEAD_LETTER_GROUP_ID`.
    */
   readonly messageGroupId?: string;
+  /** Where the refused message came from (`letterSourceOf`), for `s3-ingest dlq redrive`. */
+  readonly source?: LetterSource;
+}
+
+/**
+ * What a letter records of its message's origin so that a redrive sends it back as it was: to the queue it
+ * came through (its producer's), keeping the data identity of the message the producer sent (a deferred
+ * or redriven copy names its origin's id and send time, not its own).
+ */
+export interface LetterSource {
+  /** `originOf(record)`: written as `sourceMessageId`. */
+  readonly originId: string;
+  /** `originSentOf(record)`: written as `s3-ingest-origin-sent` when it is a positive integer. */
+  readonly originSentAt: string | undefined;
+  /** The record's `eventSourceARN`: written as `sourceQueueArn`. */
+  readonly sourceArn: string;
+}
+
+/** The `LetterSource` of a refused record. */
+export function letterSourceOf(record: SQSRecord): LetterSource {
+  return { originId: originOf(record), originSentAt: originSentOf(record), sourceArn: record.eventSourceARN };
+}
+
+/** The attributes a letter carries for its source, beyond `sourceMessageId`. */
+function sourceAttributes(source: LetterSource | undefined): Record<string, Attribute> {
+  if (source === undefined) return {};
+  const sent = Number(source.originSentAt);
+  return {
+    sourceQueueArn: attribute(source.sourceArn),
+    ...(Number.isSafeInteger(sent) && sent > 0
+      ? { [ORIGIN_SENT_ATTRIBUTE]: { DataType: 'Number', StringValue: String(sent) } }
+      : {}),
+  };
 }
 
 /**
@@ -103,8 +138,9 @@ function entryOf(letter: DeadLetter, fifo: boolean): OutgoingMessage['entry'] {
       reason: attribute(letter.reason),
       errorName: attribute(letter.errorName),
       detail: attribute(truncatedDetail(letter.detail) || '-'),
-      sourceMessageId: attribute(letter.messageId),
+      sourceMessageId: attribute(letter.source?.originId ?? letter.messageId),
       ...(letter.tenant === undefined ? {} : { tenant: attribute(letter.tenant) }),
+      ...sourceAttributes(letter.source),
     },
   };
 }

@@ -36,9 +36,43 @@ async function run(argv: string[], options: RunOptions = {}) {
   return { code, stdout: io.stdout(), stderr: io.stderr() };
 }
 
-async function newQueue(prefix: string): Promise<string> {
-  const res = await sqs.send(new CreateQueueCommand({ QueueName: `${prefix}-${randomUUID().slice(0, 8)}` }));
+async function newQueue(prefix: string, attributes: Record<string, string> = {}): Promise<string> {
+  const res = await sqs.send(
+    new CreateQueueCommand({ QueueName: `${prefix}-${randomUUID().slice(0, 8)}`, Attributes: attributes }),
+  );
   return res.QueueUrl!;
+}
+
+async function arnOf(queueUrl: string): Promise<string> {
+  const res = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  return res.Attributes!.QueueArn!;
+}
+
+/** A dead-letter queue and the ingest queue it serves (SQS moves a message there after one receive). */
+interface Pair {
+  readonly dlq: string;
+  readonly ingest: string;
+  readonly ingestArn: string;
+}
+
+async function newPair(): Promise<Pair> {
+  const dlq = await newQueue('dlq');
+  const ingest = await newQueue('ingest', {
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await arnOf(dlq), maxReceiveCount: 1 }),
+  });
+  return { dlq, ingest, ingestArn: await arnOf(ingest) };
+}
+
+/** Receives without deleting until the redrive policy moved everything in `queueUrl` to its DLQ. */
+async function exhaust(queueUrl: string): Promise<void> {
+  for (let round = 0; round < 10; round++) {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }),
+    );
+    if (Messages.length === 0) return;
+  }
 }
 
 async function visible(queueUrl: string): Promise<number> {
@@ -70,34 +104,40 @@ const text = (value: string): MessageAttributeValue => ({ DataType: 'String', St
 
 /**
  * A letter as the handler writes it (lib/ingest/handler/dead-letter-queue.ts: reason, errorName, detail,
- * sourceMessageId, tenant; originalBodyBytes when it cut the body), or, without `reason`, a message SQS
- * moved after maxReceiveCount (the producer's own attributes only).
+ * sourceMessageId, tenant, the source queue and origin send time; originalBodyBytes when it cut the body),
+ * or, without `reason`, a message SQS moved after maxReceiveCount (the producer's own attributes only).
  */
 async function letter(
-  queueUrl: string,
+  pair: Pair,
   body: string,
   handler?: { reason: string; tenant?: string; truncatedFrom?: number },
   own: Record<string, MessageAttributeValue> = {},
 ): Promise<void> {
-  const attributes: Record<string, MessageAttributeValue> = { ...own };
-  if (handler !== undefined) {
-    Object.assign(attributes, {
-      reason: text(handler.reason),
-      errorName: text(handler.reason === 'record-not-found' ? 'RecordNotFoundError' : 'InvalidMessageError'),
-      detail: text(`detail of ${handler.reason}`),
-      sourceMessageId: text(randomUUID()),
-      ...(handler.tenant === undefined ? {} : { tenant: text(handler.tenant) }),
-      ...(handler.truncatedFrom === undefined
-        ? {}
-        : { originalBodyBytes: { DataType: 'Number', StringValue: String(handler.truncatedFrom) } }),
-    });
+  if (handler === undefined) {
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: pair.ingest,
+        MessageBody: body,
+        ...(Object.keys(own).length > 0 ? { MessageAttributes: own } : {}),
+      }),
+    );
+    await exhaust(pair.ingest);
+    return;
   }
+  const attributes: Record<string, MessageAttributeValue> = {
+    reason: text(handler.reason),
+    errorName: text(handler.reason === 'record-not-found' ? 'RecordNotFoundError' : 'InvalidMessageError'),
+    detail: text(`detail of ${handler.reason}`),
+    sourceMessageId: text(randomUUID()),
+    sourceQueueArn: text(pair.ingestArn),
+    's3-ingest-origin-sent': { DataType: 'Number', StringValue: String(Date.now() - 1000) },
+    ...(handler.tenant === undefined ? {} : { tenant: text(handler.tenant) }),
+    ...(handler.truncatedFrom === undefined
+      ? {}
+      : { originalBodyBytes: { DataType: 'Number', StringValue: String(handler.truncatedFrom) } }),
+  };
   await sqs.send(
-    new SendMessageCommand({
-      QueueUrl: queueUrl,
-      MessageBody: body,
-      ...(Object.keys(attributes).length > 0 ? { MessageAttributes: attributes } : {}),
-    }),
+    new SendMessageCommand({ QueueUrl: pair.dlq, MessageBody: body, MessageAttributes: attributes }),
   );
 }
 
@@ -105,8 +145,8 @@ const write = (id: string) =>
   JSON.stringify({ tenant: 'acme', resource: 'orders', op: 'upsert', id, data: { total: 1 } });
 
 /** One of each kind: failed after retries (x2), record-not-found, invalid-json, schema-violation, truncated. */
-async function mixedQueue(): Promise<string> {
-  const url = await newQueue('dlq');
+async function mixedPair(): Promise<Pair> {
+  const url = await newPair();
   await letter(url, write('retried-1'), undefined, { trace: text('t-1') });
   await letter(url, write('retried-2'));
   await letter(
@@ -127,6 +167,11 @@ async function mixedQueue(): Promise<string> {
   return url;
 }
 
+/** `mixedPair`'s dead-letter queue. */
+async function mixedQueue(): Promise<string> {
+  return (await mixedPair()).dlq;
+}
+
 describe('s3-ingest dlq peek', () => {
   it('shows reason, error, tenant and the first bytes of each body, and deletes nothing', async () => {
     const url = await mixedQueue();
@@ -137,7 +182,7 @@ describe('s3-ingest dlq peek', () => {
     );
     expect(r.stdout).toMatch(/reason=record-not-found error=RecordNotFoundError tenant=acme /);
     expect(r.stdout).toMatch(
-      /reason=none sent=\S+ receives=1\n {2}body: \{"tenant":"acme","resource":"orders","op":"upsert","id":"retried-/,
+      /reason=none sent=\S+ receives=\d\n {2}body: \{"tenant":"acme","resource":"orders","op":"upsert","id":"retried-/,
     );
     expect(r.stdout).toContain('truncated-from=300000B');
     expect(r.stdout).toMatch(
@@ -173,13 +218,12 @@ describe('s3-ingest dlq peek', () => {
 });
 
 describe('s3-ingest dlq redrive', () => {
-  it('moves what may succeed now to the ingest queue, leaving contract rejections and truncated bodies', async () => {
-    const from = await mixedQueue();
-    const to = await newQueue('ingest');
-    const r = await run(['redrive', '--dlq-url', from, '--to', to, '--yes']);
+  it('moves what may succeed now back to its source queue, leaving contract rejections and truncated bodies', async () => {
+    const { dlq: from, ingest: to } = await mixedPair();
+    const r = await run(['redrive', '--dlq-url', from, '--yes']);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(
-      /^moved 3 message\(s\) to \S+; 2 contract rejection\(s\) left \(--include-rejected moves them\); 1 truncated message\(s\) left/,
+      /^moved 3 message\(s\) to the queue each came from; 2 contract rejection\(s\) left \(--include-rejected moves them\); 1 truncated message\(s\) left \(export them\); 3 left\n$/,
     );
     const arrived = await drain(to);
     expect(arrived.map((m) => (JSON.parse(m.body) as { id: string }).id).sort()).toEqual([
@@ -187,9 +231,11 @@ describe('s3-ingest dlq redrive', () => {
       'retried-1',
       'retried-2',
     ]);
-    // The producer's own attributes travel; the handler's dead-letter attributes do not.
+    // The producer's own attributes travel with the origin's; the handler's dead-letter attributes do not.
     expect(arrived.find((m) => m.body.includes('retried-1'))!.attributes).toEqual({
       trace: expect.objectContaining({ StringValue: 't-1' }),
+      's3-ingest-origin': expect.objectContaining({ DataType: 'String' }),
+      's3-ingest-origin-sent': expect.objectContaining({ DataType: 'Number' }),
     });
     for (const m of arrived) expect(m.attributes.reason).toBeUndefined();
     const left = await drain(from);
@@ -201,23 +247,22 @@ describe('s3-ingest dlq redrive', () => {
   });
 
   it('moves contract rejections only when asked with --include-rejected', async () => {
-    const from = await mixedQueue();
-    const to = await newQueue('ingest');
+    const { dlq: from, ingest: to } = await mixedPair();
     const invalidJsonOnly = ['redrive', '--dlq-url', from, '--to', to, '--reason', 'invalid-json', '--yes'];
     const refused = await run(invalidJsonOnly);
     expect(refused.code).toBe(64);
     expect(refused.stderr).toContain('invalid-json is a contract rejection');
     expect(await visible(to)).toBe(0);
 
-    const asked = await run([...invalidJsonOnly, '--include-rejected']);
+    const asked = await run([...invalidJsonOnly, '--include-rejected', '--json']);
     expect(asked.code).toBe(0);
+    expect(JSON.parse(asked.stdout)).toEqual({ moved: 1, refused: 0, skipped: {}, left: 5 });
     expect((await drain(to)).map((m) => m.body)).toEqual(['{"tenant":"globex", oops']);
     expect(await visible(from)).toBe(5);
   });
 
   it('asks before moving: refuses without a terminal or --yes, and moves nothing on "n"', async () => {
-    const from = await mixedQueue();
-    const to = await newQueue('ingest');
+    const { dlq: from, ingest: to } = await mixedPair();
     const piped = await run(['redrive', '--dlq-url', from, '--to', to]);
     expect(piped.code).toBe(64);
     expect(piped.stderr).toContain('pass --yes');
@@ -237,24 +282,16 @@ describe('s3-ingest dlq redrive', () => {
     expect(await visible(from)).toBe(4);
   });
 
-  it('requires an explicit destination', async () => {
-    const from = await mixedQueue();
-    const r = await run(['redrive', '--dlq-url', from, '--yes']);
-    expect(r.code).toBe(64);
-    expect(await visible(from)).toBe(6);
-  });
-
-  it('paces sends to --rate messages per second', async () => {
+  it('leaves a letter whose source queue is unknown, and requires the queue to move from', async () => {
     const from = await newQueue('dlq');
-    for (let i = 0; i < 12; i++) await letter(from, write(`r-${i}`));
-    const to = await newQueue('ingest');
-    const started = performance.now();
-    const r = await run(['redrive', '--dlq-url', from, '--to', to, '--rate', '10', '--yes']);
-    const elapsed = performance.now() - started;
+    await sqs.send(new SendMessageCommand({ QueueUrl: from, MessageBody: write('orphan') }));
+    const r = await run(['redrive', '--dlq-url', from, '--yes']);
     expect(r.code).toBe(0);
-    expect(await visible(to)).toBe(12);
-    // 10 may leave in the first second, the 11th and 12th not before 1 s.
-    expect(elapsed).toBeGreaterThanOrEqual(1000);
+    expect(r.stdout).toBe(
+      'moved 0 message(s) to the queue each came from; 1 from an unknown source queue left; 1 left\n',
+    );
+    expect(await visible(from)).toBe(1);
+    expect((await run(['redrive', '--yes'])).code).toBe(64);
   });
 });
 

@@ -172,6 +172,11 @@ describe('OutcomeLedger', () => {
         reason: 'invalid-json',
         errorName: 'InvalidMessageError',
         detail: 'invalid message (invalid-json): body is not JSON',
+        source: {
+          originId: 'm-plain',
+          originSentAt: plain.attributes.SentTimestamp,
+          sourceArn: plain.eventSourceARN,
+        },
       },
       {
         messageId: 'm-grouped',
@@ -181,6 +186,11 @@ describe('OutcomeLedger', () => {
         detail: 'invalid message (invalid-json): body is not JSON',
         tenant: 'acme',
         messageGroupId: 'g-1',
+        source: {
+          originId: 'm-grouped',
+          originSentAt: grouped.attributes.SentTimestamp,
+          sourceArn: 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo',
+        },
       },
     ]);
   });

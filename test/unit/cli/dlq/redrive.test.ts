@@ -10,6 +10,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it, vi } from 'vitest';
 
+const SOURCE_ARN = 'arn:aws:sqs:us-east-1:000000000000:ingest';
+
 interface Stored {
   message: Message;
   visible: boolean;
@@ -24,7 +26,13 @@ class FakeSqs {
 
   add(id: string, body: string, attributes: Record<string, MessageAttributeValue> = {}): void {
     this.dlq.set(id, {
-      message: { MessageId: id, ReceiptHandle: `rh-${id}`, Body: body, MessageAttributes: attributes },
+      message: {
+        MessageId: id,
+        ReceiptHandle: `rh-${id}`,
+        Body: body,
+        MessageAttributes: attributes,
+        Attributes: { SentTimestamp: '1000', DeadLetterQueueSourceArn: SOURCE_ARN },
+      },
       visible: true,
     });
   }
@@ -87,7 +95,16 @@ function io() {
   };
 }
 
-const ARGS = ['--dlq-url', 'http://sqs/dlq', '--to', 'http://sqs/ingest', '--yes', '--rate', '1000'];
+const ARGS = [
+  '--dlq-url',
+  'http://sqs/dlq',
+  '--to',
+  'http://sqs/000000000000/ingest',
+  '--yes',
+  '--rate',
+  '1000',
+  '--past-horizon',
+];
 const str = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: value });
 
 describe('dlq redrive', () => {
@@ -118,6 +135,8 @@ describe('dlq redrive', () => {
     expect(fake.current.delivered[0]!.MessageAttributes).toEqual({
       tenant: str('acme'),
       traceId: str('t-1'),
+      's3-ingest-origin': str('m-1'),
+      's3-ingest-origin-sent': { DataType: 'Number', StringValue: '1000' },
     });
   });
 
@@ -126,7 +145,10 @@ describe('dlq redrive', () => {
     fake.current.add('r-1', 'nope', { reason: str('invalid-json') });
     fake.current.add('r-2', '{}', { reason: str('schema-violation') });
     fake.current.add('m-1', '{"v":1}');
-    fake.current.add('m-2', '{"v":2}', { reason: str('record-not-found') });
+    fake.current.add('m-2', '{"v":2}', {
+      reason: str('record-not-found'),
+      's3-ingest-origin-sent': { DataType: 'Number', StringValue: '900' },
+    });
     const { io: cli } = io();
     await dlqRedriveCommand(ARGS, cli);
     expect(fake.current.delivered.map((m) => m.Body).sort()).toEqual(['{"v":1}', '{"v":2}']);

@@ -1,0 +1,55 @@
+import type { Message } from '@aws-sdk/client-sqs';
+import { ORIGIN_ATTRIBUTE, ORIGIN_SENT_ATTRIBUTE } from '../../ingest/handler/deferral-port.js';
+
+/**
+ * Message attribute of a letter the function wrote (lib/ingest/handler/dead-letter-queue.ts): the ARN of the
+ * queue the refused message came from. A message SQS moved carries the same as its
+ * `DeadLetterQueueSourceArn` system attribute.
+ */
+export const SOURCE_QUEUE_ATTRIBUTE = 'sourceQueueArn';
+
+/** Where a letter's write comes from, whatever copies and letters it went through since. */
+export interface LetterOrigin {
+  /** The id of the message the producer sent (a message-keyed insert derives its id from it). */
+  readonly id: string;
+  /** When the producer sent it (epoch ms): the stand-in `seq` of a write without one. */
+  readonly sentAt?: number;
+  /** The ARN of the queue the letter came through (its producer's), when known. */
+  readonly sourceArn?: string;
+}
+
+function text(m: Message, name: string): string | undefined {
+  const value = m.MessageAttributes?.[name]?.StringValue;
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function epochMs(value: string | undefined): number | undefined {
+  const n = Number(value);
+  return value !== undefined && Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}
+
+/** Whether the function wrote this letter (it carries a `reason`), rather than SQS moving the message. */
+export function isHandlerLetter(m: Message): boolean {
+  return m.MessageAttributes?.reason !== undefined;
+}
+
+/**
+ * The origin of a letter. A message SQS moved is the producer's own (its id, `SentTimestamp` and
+ * `DeadLetterQueueSourceArn`) unless it is itself a copy, whose origin attributes name the original; a
+ * letter the function wrote names its message in `sourceMessageId`, `s3-ingest-origin-sent` and
+ * `sourceQueueArn`.
+ */
+export function originOf(m: Message): LetterOrigin {
+  const handler = isHandlerLetter(m);
+  const id =
+    text(m, ORIGIN_ATTRIBUTE) ?? (handler ? text(m, 'sourceMessageId') : undefined) ?? m.MessageId ?? '';
+  const sentAt =
+    epochMs(text(m, ORIGIN_SENT_ATTRIBUTE)) ?? (handler ? undefined : epochMs(m.Attributes?.SentTimestamp));
+  const sourceArn =
+    m.Attributes?.DeadLetterQueueSourceArn ?? (handler ? text(m, SOURCE_QUEUE_ATTRIBUTE) : undefined);
+  return {
+    id,
+    ...(sentAt === undefined ? {} : { sentAt }),
+    ...(sourceArn === undefined ? {} : { sourceArn }),
+  };
+}

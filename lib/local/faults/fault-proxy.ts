@@ -16,9 +16,13 @@ import { errorAnswer, type WireAnswer } from './fault-answers.js';
  *   closes the connection) or the proxy stops.
  * - `unknown-outcome`: forwarded and applied by the service, whose whole answer is read and then dropped:
  *   the client's connection is reset, so it cannot tell whether the call took effect.
+ * - `delay`: forwarded `delayMs` late and answered as the service answers (a slow service, not a failing
+ *   one: it sets the stage for other faults, e.g. writes slow enough that a lease asks to be resized); a
+ *   request its client gives up on meanwhile is never forwarded.
  */
-export type FaultKind = 'error' | 'throttle' | 'stall' | 'unknown-outcome';
+export type FaultKind = 'error' | 'throttle' | 'stall' | 'unknown-outcome' | 'delay';
 
+/** The faults that fail a call: the fault matrix crosses every call with each. */
 export const FAULT_KINDS: readonly FaultKind[] = Object.freeze([
   'error',
   'throttle',
@@ -52,7 +56,15 @@ export interface FaultRule {
    * @default the service's code for the kind (table in `fault-answers.ts`)
    */
   readonly code?: string;
+  /**
+   * How late a `delay` forwards the call, ms (other kinds ignore it).
+   * @default 200
+   */
+  readonly delayMs?: number;
 }
+
+/** `FaultRule.delayMs` when the rule gives none. */
+export const DEFAULT_DELAY_MS = 200;
 
 export interface FaultProxyOptions {
   /** The service's endpoint (plain HTTP), e.g. the emulator's `http://127.0.0.1:4566`. */
@@ -106,7 +118,7 @@ export interface FaultProxy {
   /** Most calls of each group in flight at once since the start or `resetPeaks()`. */
   peakInFlight(): Record<string, number>;
   resetPeaks(): void;
-  /** Stalled requests held right now. */
+  /** Stalled requests held right now, and delayed ones not yet forwarded. */
   heldRequests(): number;
   /** Closes the listener and every connection. Idempotent. */
   stop(): Promise<void>;
@@ -128,6 +140,12 @@ function checkRule(rule: FaultRule, index: number): void {
     throw new InvalidLocalOptionError(`rules[${index}].probability`, `must be in [0, 1], got ${p}`);
   const times = rule.times ?? Number.POSITIVE_INFINITY;
   if (!(times >= 0)) throw new InvalidLocalOptionError(`rules[${index}].times`, `must be >= 0, got ${times}`);
+  const delayMs = rule.delayMs ?? DEFAULT_DELAY_MS;
+  if (!(delayMs >= 0 && Number.isFinite(delayMs)))
+    throw new InvalidLocalOptionError(
+      `rules[${index}].delayMs`,
+      `must be a finite number >= 0, got ${delayMs}`,
+    );
 }
 
 /**
@@ -143,6 +161,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const random = seededRandom(options.seed ?? 1);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const held = new Set<ServerResponse>();
+  const delays = new Set<ReturnType<typeof setTimeout>>();
   const log: ProxiedCall[] = [];
   const injections: Record<string, number> = {};
   const inFlight = new Map<string, number>();
@@ -192,6 +211,28 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     upstream.end(body);
   };
 
+  /** Forwards the call and relays the service's answer unchanged. */
+  const passThrough = (req: IncomingMessage, res: ServerResponse, body: Buffer, entry: ProxiedCall): void =>
+    forward(
+      req,
+      body,
+      (status, headers, answer) => {
+        entry.upstreamStatus = status;
+        if (res.destroyed) return;
+        // A HEAD keeps the service's content-length (the object's size, with no body).
+        if (headers['content-length'] !== undefined) res.writeHead(status, headers);
+        else {
+          const { 'transfer-encoding': _chunked, ...rest } = headers;
+          res.writeHead(status, { ...rest, 'content-length': answer.length });
+        }
+        res.end(answer);
+      },
+      () => {
+        if (res.headersSent || res.destroyed) res.destroy();
+        else send(res, errorAnswer(service, 'error', 'InternalError'));
+      },
+    );
+
   const handle = (req: IncomingMessage, res: ServerResponse, body: Buffer): void => {
     const target = req.headers['x-amz-target'];
     const call = identifyAwsCall(service, {
@@ -240,26 +281,21 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
           () => req.socket.destroy(),
         );
         return;
+      case 'delay': {
+        const timer = setTimeout(() => {
+          delays.delete(timer);
+          passThrough(req, res, body, entry);
+        }, active?.rule.delayMs ?? DEFAULT_DELAY_MS);
+        delays.add(timer);
+        // A client that gives up first (its timeout or abort) leaves nothing to forward.
+        res.once('close', () => {
+          clearTimeout(timer);
+          delays.delete(timer);
+        });
+        return;
+      }
       case undefined:
-        forward(
-          req,
-          body,
-          (status, headers, answer) => {
-            entry.upstreamStatus = status;
-            if (res.destroyed) return;
-            // A HEAD keeps the service's content-length (the object's size, with no body).
-            if (headers['content-length'] !== undefined) res.writeHead(status, headers);
-            else {
-              const { 'transfer-encoding': _chunked, ...rest } = headers;
-              res.writeHead(status, { ...rest, 'content-length': answer.length });
-            }
-            res.end(answer);
-          },
-          () => {
-            if (res.headersSent || res.destroyed) res.destroy();
-            else send(res, errorAnswer(service, 'error', 'InternalError'));
-          },
-        );
+        passThrough(req, res, body, entry);
         return;
     }
   };
@@ -271,6 +307,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   });
   const listening = await listenOnLoopback(server, options.port ?? 0, () => {
     held.clear();
+    for (const timer of delays) clearTimeout(timer);
+    delays.clear();
     agent.destroy();
   });
 
@@ -284,7 +322,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     resetPeaks: () => {
       peaks = Object.fromEntries(inFlight);
     },
-    heldRequests: () => held.size,
+    heldRequests: () => held.size + delays.size,
     stop: listening.stop,
   };
 }

@@ -158,6 +158,51 @@ describe('fault proxy: the SDK sees each service answer as the real one', () => 
     ]);
   });
 
+  it('delay: the call reaches the service delayMs late and gets its own answer', async () => {
+    const proxy = await proxyFor('s3', [
+      { name: 'slow', match: (c) => c.key.startsWith('t=slow/'), fault: 'delay', delayMs: 300 },
+    ]);
+    const { s3 } = clientsThrough(proxy);
+    const key = `t=slow/${randomUUID()}`;
+    const startedAt = performance.now();
+    await s3.send(putObject(key, 'late'));
+    expect(performance.now() - startedAt).toBeGreaterThanOrEqual(295);
+    const stored = await direct.s3.send(new GetObjectCommand({ Bucket: name, Key: key }));
+    expect(await stored.Body!.transformToString()).toBe('late');
+    expect(proxy.calls().map((c) => [c.call.operation, c.fault, c.upstreamStatus])).toEqual([
+      ['PutObject', 'delay', 200],
+    ]);
+    expect(proxy.injected()).toEqual({ slow: 1 });
+  });
+
+  it('delay: a call its client gave up on before the delay ended never reaches the service', async () => {
+    const proxy = await proxyFor('dynamodb', [{ match: all, fault: 'delay', delayMs: 1_000 }]);
+    const pk = randomUUID();
+    const error = await rejection(clientsThrough(proxy, 200).dynamodb.send(putItem(pk)));
+    expect(isTimeout(error)).toBe(true);
+    // Its delay is cancelled once the client has gone: nothing is left to forward.
+    await expect.poll(() => proxy.heldRequests()).toBe(0);
+    expect(proxy.calls().map((c) => [c.call.operation, c.fault, c.upstreamStatus])).toEqual([
+      ['PutItem', 'delay', undefined],
+    ]);
+    expect(
+      (await direct.dynamodb.send(new GetItemCommand({ TableName: name, Key: { pk: { S: pk } } }))).Item,
+    ).toBeUndefined();
+  });
+
+  it('refuses a negative or infinite delayMs, naming the rule', async () => {
+    await expect(
+      startFaultProxy({
+        service: 's3',
+        target: localAwsEndpoints().s3,
+        rules: [{ match: all, fault: 'delay', delayMs: -1 }],
+      }),
+    ).rejects.toMatchObject({
+      name: 'InvalidLocalOptionError',
+      message: expect.stringContaining('rules[0].delayMs'),
+    });
+  });
+
   it('faults only the calls a rule matches, at most `times`, and forwards the rest unchanged', async () => {
     const proxy = await proxyFor('sqs', [
       { name: 'attrs', match: (c) => c.operation === 'GetQueueAttributes', fault: 'error', times: 1 },

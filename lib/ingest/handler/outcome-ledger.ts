@@ -1,5 +1,5 @@
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import type { DeadLetter } from './dead-letter-queue.js';
+import { type DeadLetter, letterSourceOf } from './dead-letter-queue.js';
 import type { DeadLetterReason } from './dead-letter-reason.js';
 import { OutcomeAlreadySettledError, UnknownRecordError } from './errors.js';
 import { messageGroupOf } from './message-group.js';
@@ -95,6 +95,7 @@ export class OutcomeLedger {
         detail: fate.error.message,
         ...(tenant === undefined ? {} : { tenant }),
         ...(messageGroupId === undefined ? {} : { messageGroupId }),
+        source: letterSourceOf(record),
       });
     }
     return letters;

@@ -1,8 +1,9 @@
 import { ConflictError, RecordExistsError, RecordNotFoundError, ValidationError } from '../../db/errors.js';
-import type { Document, Resource, SequencedOutcome } from '../../db/resource.js';
+import type { Document, RefusedUpdate, Resource, SequencedOutcome } from '../../db/resource.js';
 import type { SequencedWrite } from '../../db/sequenced-state.js';
 import { isTransient } from '../../errors/index.js';
 import type { IngestWrite } from '../message/types.js';
+import type { DeadLetter } from './dead-letter-queue.js';
 import { RecordVanishedError } from './errors.js';
 import { WRITTEN, type WriteOutcome } from './write-outcome.js';
 
@@ -20,13 +21,37 @@ export function sequencedWrite(write: IngestWrite): SequencedWrite {
   return { op: write.op, stamp, data: write.data as Document };
 }
 
+/**
+ * The letter of an update acknowledged earlier that `base`'s record refused. Its message is gone, so the
+ * body is that update as a contract-v1 message rebuilt from what the store kept (its record, `seq` and
+ * fields; not its `priority` or `key`), filed under its own message id.
+ */
+function refusedLetter(base: IngestWrite, refused: RefusedUpdate): DeadLetter {
+  const { tenant, resource, id } = base;
+  const { seq, tie } = refused.stamp;
+  return {
+    messageId: tie,
+    body: JSON.stringify({ v: 1, tenant, resource, op: 'update', id, data: refused.data, seq }),
+    reason: 'schema-violation',
+    errorName: refused.error.name,
+    detail: refused.error.message,
+    tenant,
+  };
+}
+
+function writtenOutcome(write: IngestWrite, refused: readonly RefusedUpdate[] | undefined): WriteOutcome {
+  if (refused === undefined) return WRITTEN;
+  return { kind: 'written', refused: refused.map((r) => refusedLetter(write, r)) };
+}
+
 function outcomeOf(write: IngestWrite, result: SequencedOutcome): AppliedWrite {
   switch (result.kind) {
     case 'applied':
+      return { outcome: writtenOutcome(write, result.refusedUpdates), stale: false };
     case 'pending':
       return { outcome: WRITTEN, stale: false };
     case 'stale':
-      return { outcome: WRITTEN, stale: true };
+      return { outcome: writtenOutcome(write, result.refusedUpdates), stale: true };
     case 'rejected':
       if (result.error instanceof ValidationError) {
         return {

@@ -8,11 +8,13 @@ import type { TransientCause, WriteOutcome } from './write-outcome.js';
 /**
  * Where a record stands. `written`, `dead-lettered`, `deferred` and `redeliver` are final; `refused` (a
  * permanent failure) waits for the DLQ and becomes `dead-lettered`, or `redeliver` when the DLQ does not
- * take it; `out-of-turn` (its prefix's permits were not to be had in time) waits for the deferral port and
+ * take it; `reporting` (written, refusing updates acknowledged earlier) waits for the DLQ to take their
+ * letters and becomes `written`, or `redeliver` when it does not take them all; `out-of-turn` (its prefix's permits were not to be had in time) waits for the deferral port and
  * becomes `deferred` (a copy is in its queue), or `redeliver` (cause `permits-unavailable`).
  */
 export type RecordFate =
   | { readonly state: 'written' }
+  | { readonly state: 'reporting'; readonly letters: readonly DeadLetter[] }
   | { readonly state: 'out-of-turn'; readonly error: unknown }
   | { readonly state: 'deferred' }
   | { readonly state: 'refused'; readonly reason: DeadLetterReason; readonly error: Error }
@@ -23,6 +25,8 @@ interface Entry {
   readonly record: SQSRecord;
   tenant: string | undefined;
   fate: RecordFate | undefined;
+  /** `reporting`: the ids of its letters the DLQ has not taken yet. */
+  unstored?: Set<string>;
 }
 
 /** What the batch came to, for metrics and the summary. */
@@ -52,6 +56,8 @@ export interface LedgerCounts {
 export class OutcomeLedger {
   readonly #entries = new Map<string, Entry>();
   readonly #order: Entry[] = [];
+  /** The record reporting each letter of a refused earlier update, by the letter's message id. */
+  readonly #reporters = new Map<string, Entry>();
 
   constructor(records: readonly SQSRecord[]) {
     for (const record of records) {
@@ -70,21 +76,42 @@ export class OutcomeLedger {
 
   /**
    * Records what became of a record: `written` and `transient` are final, `permanent` queues it for the
-   * DLQ (`tenant` goes into the letter). Throws `OutcomeAlreadySettledError` when the record has a fate.
+   * DLQ (`tenant` goes into the letter), `written` with refused updates queues their letters. Throws
+   * `OutcomeAlreadySettledError` when the record has a fate.
    */
   settle(messageId: string, outcome: WriteOutcome, tenant?: string): void {
     const entry = this.#entry(messageId);
-    const fate = fateOf(outcome);
+    const fate = this.#fateOf(outcome);
     if (entry.fate !== undefined)
       throw new OutcomeAlreadySettledError(messageId, entry.fate.state, fate.state);
     entry.fate = fate;
     entry.tenant = tenant;
+    if (fate.state !== 'reporting') return;
+    entry.unstored = new Set(fate.letters.map((l) => l.messageId));
+    for (const letter of fate.letters) this.#reporters.set(letter.messageId, entry);
   }
 
-  /** Permanent failures waiting for the DLQ, as letters (the original body, verbatim, plus why). */
+  #fateOf(outcome: WriteOutcome): RecordFate {
+    if (outcome.kind !== 'written' || outcome.refused === undefined) return fateOf(outcome);
+    // A letter of a record in this batch would share its id: that record reports its own outcome.
+    const letters = outcome.refused.filter(
+      (l) => !this.#entries.has(l.messageId) && !this.#reporters.has(l.messageId),
+    );
+    return letters.length === 0 ? { state: 'written' } : { state: 'reporting', letters };
+  }
+
+  /**
+   * Permanent failures waiting for the DLQ, as letters (the original body, verbatim, plus why), then the
+   * letters of earlier updates refused by records written in this batch.
+   */
   pendingLetters(): DeadLetter[] {
     const letters: DeadLetter[] = [];
     for (const { record, tenant, fate } of this.#order) {
+      if (fate?.state === 'reporting') {
+        const messageGroupId = messageGroupOf(record);
+        for (const letter of fate.letters)
+          letters.push(messageGroupId === undefined ? letter : { ...letter, messageGroupId });
+      }
       if (fate?.state !== 'refused') continue;
       const messageGroupId = messageGroupOf(record);
       letters.push({
@@ -101,15 +128,30 @@ export class OutcomeLedger {
     return letters;
   }
 
-  /** The DLQ took the letter: final, acknowledged. */
+  /**
+   * The DLQ took the letter: final, acknowledged. For the letter of a refused earlier update, its reporter
+   * is final and acknowledged (`written`) once the DLQ took all of its letters.
+   */
   deadLettered(messageId: string): void {
+    const reporter = this.#reporters.get(messageId);
+    if (reporter !== undefined) {
+      reporter.unstored?.delete(messageId);
+      if (reporter.fate?.state === 'reporting' && reporter.unstored?.size === 0)
+        reporter.fate = { state: 'written' };
+      return;
+    }
     const { entry, fate } = this.#pending(messageId, 'refused', 'dead-lettered');
     entry.fate = { state: 'dead-lettered', reason: fate.reason, error: fate.error };
   }
 
-  /** The DLQ did not take the letter: final, redelivered (SQS's redrive policy still moves it eventually). */
+  /**
+   * The DLQ did not take the letter: final, redelivered (SQS's redrive policy still moves it eventually).
+   * For the letter of a refused earlier update, its reporter is redelivered, and reports it again then.
+   */
   deadLetterFailed(messageId: string, error?: unknown): void {
-    const { entry } = this.#pending(messageId, 'refused', 'redeliver');
+    const reporter = this.#reporters.get(messageId);
+    const entry = reporter ?? this.#pending(messageId, 'refused', 'redeliver').entry;
+    if (reporter !== undefined && reporter.fate?.state !== 'reporting') return;
     entry.fate = { state: 'redeliver', cause: 'dead-letter-failed', error };
   }
 

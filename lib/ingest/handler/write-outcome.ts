@@ -1,9 +1,14 @@
+import type { DeadLetter } from './dead-letter-queue.js';
 import type { DeadLetterReason } from './dead-letter-reason.js';
 
 /** What became of one write. */
 export type WriteOutcome =
-  /** Applied (or found already applied by an earlier delivery). */
-  | { readonly kind: 'written' }
+  /**
+   * Applied (or found already applied by an earlier delivery). `refused`: letters for updates acknowledged
+   * earlier that this write's record refused (lib/db `RefusedUpdate`); the write is acknowledged only once
+   * the dead-letter sink has stored them, else redelivered (a redelivery reports them again).
+   */
+  | { readonly kind: 'written'; readonly refused?: readonly DeadLetter[] }
   /** Refused for good: goes to the DLQ with `reason`, never retried. */
   | { readonly kind: 'permanent'; readonly reason: DeadLetterReason; readonly error: Error }
   /**

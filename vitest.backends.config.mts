@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config';
 // Ceph RADOS Gateway (S3) and DynamoDB Local (scripts/backends/) for the whole run and stops them at the end.
 // - test/backends/*.backends.ts: the ObjectStore/Database contract on RGW, the DynamoSemaphore races on
 //   DynamoDB Local (not `*.test.ts`, so the default `npm test` run, which has no such servers, leaves them out).
+// - test/conformance/s3-conformance.test.ts: the same S3 suite `npm test` runs on the embedded S3, here also
+//   on RGW (its quirks are declared in the suite).
 // - test/integration/semaphore/dynamo-semaphore.test.ts: the semaphore suite written for dynalite, pointed at
 //   DynamoDB Local through the same `localAws` endpoints the default run provides.
 // Not processes.test.ts (worker processes on the same table): its check that the workers really overlapped
@@ -12,7 +14,12 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     name: 'backends',
-    include: ['test/backends/**/*.backends.ts', 'test/integration/semaphore/dynamo-semaphore.test.ts'],
+    include: [
+      'test/backends/**/*.backends.ts',
+      'test/integration/semaphore/dynamo-semaphore.test.ts',
+      // The S3 conformance suite: in this run on Ceph RGW as well as on the embedded S3.
+      'test/conformance/**/*.test.ts',
+    ],
     globalSetup: ['test/backends/global-setup.ts'],
     testTimeout: 60_000,
     // Starting a Ceph cluster and a JVM on a shared 2-core machine: allow minutes, not seconds.

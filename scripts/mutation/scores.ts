@@ -6,7 +6,8 @@
  *   Which mutants those are is decided by Stryker's own instrumenter on the source as it is, so this is the
  *   score a run with the comments would report, mutant for mutant.
  * Static mutants (ignoreStatic) are `Ignored` in the report and left out of both. Exits 1 when a file's raw
- * score is under 85 %.
+ * score is under 85 %. With `--disables`, also lists every disabled mutant with what it did in the run
+ * (a disable should hide only survivors that are equivalent).
  */
 import { readFileSync } from 'node:fs';
 import { Instrumenter } from '@stryker-mutator/instrumenter';
@@ -18,7 +19,7 @@ interface Position {
 interface ReportMutant {
   readonly mutatorName: string;
   readonly replacement?: string;
-  readonly location: { readonly start: Position };
+  readonly location: { readonly start: Position; readonly end: Position };
   readonly status: string;
 }
 interface Report {
@@ -26,7 +27,9 @@ interface Report {
 }
 
 const TARGET_PERCENT = 85;
-const path = process.argv[2] ?? 'reports/mutation/mutation.json';
+const args = process.argv.slice(2);
+const listDisabled = args.includes('--disables');
+const path = args.find((arg) => !arg.startsWith('--')) ?? 'reports/mutation/mutation.json';
 const report = JSON.parse(readFileSync(path, 'utf8')) as Report;
 
 const quiet = (): void => {};
@@ -80,6 +83,15 @@ for (const [file, { mutants }] of Object.entries(report.files)) {
     ms.filter((m) => m.status === 'Survived' || m.status === 'NoCoverage').length;
   const kept = ran.filter((m) => !isDisabled(m));
   const disabledRan = ran.filter(isDisabled);
+  if (listDisabled) {
+    for (const m of disabledRan) {
+      const { start, end } = m.location;
+      const at = `${file}:${start.line}:${start.column}-${end.line}:${end.column}`;
+      console.log(
+        `${m.status === 'Killed' || m.status === 'Timeout' ? 'KILLED  ' : 'survived'} ${at} ${m.mutatorName} -> ${m.replacement ?? ''}`,
+      );
+    }
+  }
   rows.push({
     file,
     raw: score(detectedOf(ran), undetectedOf(ran)),

@@ -49,13 +49,10 @@ export async function acquireInRounds<G extends { n: number }>(a: AcquireRounds<
       await a.giveBack(grants);
       const now = a.now();
       const at = a.nextRoundAt?.();
-      // Stryker disable next-line ConditionalExpression: `now >= undefined` is false, so the first test only reads clearly.
       if (a.deadline !== undefined && now >= a.deadline)
         throw new SemaphoreTimeoutError(a.name, a.min, a.deadline, undefined, at);
       let delay: number;
-      // Stryker disable next-line ConditionalExpression: `undefined > now` is false.
       if (at !== undefined && at > now) {
-        // Stryker disable next-line ConditionalExpression: `at > undefined` is false.
         if (a.deadline !== undefined && at > a.deadline)
           throw new SemaphoreTimeoutError(a.name, a.min, a.deadline, at);
         // Waiters that read the same due time wake spread over their backoff cap (one that polls more

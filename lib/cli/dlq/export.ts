@@ -1,18 +1,23 @@
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Message } from '@aws-sdk/client-sqs';
 import { sqsClientFromEnv } from '../clients.js';
 import { type CliIo, EXIT } from '../io.js';
+import { type Clock, systemClock } from './clock.js';
 import { confirm, refusal } from './confirm.js';
-import { viewOf } from './dead-letter.js';
+import { ExportFileExistsError } from './errors.js';
+import { exportLineOf } from './export-line.js';
 import { QueueScan } from './queue-scan.js';
 import { byReason } from './select.js';
 
 export const DLQ_EXPORT_HELP = `Usage: s3-ingest dlq export --dlq-url URL FILE [--reason R] [--purge] [--yes]
 
 Writes every message of a dead-letter or rejected queue to FILE as NDJSON (one object per message:
-messageId, reason, errorName, detail, tenant, sourceMessageId, sentAt, receiveCount, body, attributes).
-FILE must not exist. The messages stay in the queue unless --purge is given: then, once FILE is written
+messageId, reason, errorName, detail, tenant, sourceMessageId, sentAt, receiveCount, body, origin (id,
+sentAt, sourceArn), attributes (each with its dataType; binary values in base64) and systemAttributes).
+"s3-ingest dlq import FILE --to URL" sends them back as redrive would. FILE must not exist. Every
+message received stays hidden until the export ends (renewed however long it takes), so none is written
+twice. The messages stay in the queue unless --purge is given: then, once FILE is written
 and closed, exactly the exported messages are deleted (messages arriving meanwhile are kept).
 
 Options:
@@ -22,15 +27,26 @@ Options:
   --yes           do not ask for confirmation (scripts)
   -h, --help      this help`;
 
-/** One exported line: what peek shows, plus every message attribute (to re-send it as it was). */
-function exportLine(m: Message): string {
-  const attributes = Object.fromEntries(
-    Object.entries(m.MessageAttributes ?? {}).map(([name, a]) => [name, a.StringValue ?? null]),
-  );
-  return `${JSON.stringify({ ...viewOf(m), attributes })}\n`;
+/** Creates `file` for writing; never overwrites one (an earlier export may be the only copy of purged messages). */
+async function createExportFile(file: string): Promise<FileHandle> {
+  try {
+    return await open(file, 'wx');
+  } catch (error) {
+    if ((error as { code?: string }).code === 'EEXIST') throw new ExportFileExistsError(file);
+    throw error;
+  }
 }
 
-export async function dlqExportCommand(argv: string[], io: CliIo): Promise<number> {
+/** What the command runs on: tests pass a clock to drive the scan's visibility renewals. */
+export interface ExportDependencies {
+  readonly clock?: Clock;
+}
+
+export async function dlqExportCommand(
+  argv: string[],
+  io: CliIo,
+  { clock = systemClock }: ExportDependencies = {},
+): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -52,8 +68,7 @@ export async function dlqExportCommand(argv: string[], io: CliIo): Promise<numbe
     io.stderr.write(`${DLQ_EXPORT_HELP}\n`);
     return EXIT.usage;
   }
-  // 'wx': never overwrite an earlier export (it may be the only copy of purged messages).
-  const out = await open(file, 'wx');
+  const out = await createExportFile(file);
   const sqs = sqsClientFromEnv(io.env);
   const exported: Message[] = [];
   // Assigned inside the scan's callback, which TypeScript's narrowing does not follow.
@@ -63,10 +78,11 @@ export async function dlqExportCommand(argv: string[], io: CliIo): Promise<numbe
     const scan = new QueueScan(sqs, queueUrl, {
       visibilitySeconds: values.purge ? 600 : 60,
       select: byReason(values.reason),
+      clock,
     });
     await scan.run(
       async (batch) => {
-        await out.write(batch.map(exportLine).join(''));
+        await out.write(batch.map(exportLineOf).join(''));
         exported.push(...batch);
       },
       async () => {

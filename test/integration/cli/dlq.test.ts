@@ -313,7 +313,7 @@ describe('s3-ingest dlq export', () => {
         reason: 'invalid-json',
         errorName: 'InvalidMessageError',
         body: '{"tenant":"globex", oops',
-        attributes: expect.objectContaining({ reason: 'invalid-json' }),
+        attributes: expect.objectContaining({ reason: { dataType: 'String', stringValue: 'invalid-json' } }),
       }),
     );
     expect(await visible(url)).toBe(6);
@@ -352,7 +352,8 @@ describe('s3-ingest dlq export', () => {
     writeFileSync(join(dir, 'earlier.ndjson'), 'evidence\n');
     const clobber = await run(['export', '--dlq-url', url, join(dir, 'earlier.ndjson')]);
     expect(clobber.code).toBe(1);
-    expect(clobber.stderr).toContain('EEXIST');
+    expect(clobber.stderr).toContain('ExportFileExistsError: ');
+    expect(clobber.stderr).toContain('earlier.ndjson exists; export to a new file');
     expect(readFileSync(join(dir, 'earlier.ndjson'), 'utf8')).toBe('evidence\n');
     expect(await visible(url)).toBe(6);
   });

@@ -1,17 +1,52 @@
-// The rows of the fault matrix: every AWS call the ingestion handler makes, and how to recognise it on the
-// wire. The DynamoDB rows tell the semaphore's calls apart by their update expressions
-// (lib/semaphore/shard-table.ts for the static shards, adaptive-shard-table.ts for the adaptive ones of
-// tenant prefixes); a cell also asserts its call was faulted at least once, so a change of
-// those expressions fails the matrix loudly instead of emptying it.
+// The rows of the fault matrix: every AWS call the ingestion handler makes, how to recognise it on the
+// wire, and what a run must arrange for the call to happen at all. The DynamoDB rows tell the semaphore's
+// calls apart by their update expressions (lib/semaphore/shard-table.ts for the static shards,
+// adaptive-shard-table.ts for the adaptive ones of tenant prefixes), the SQS rows a deferred copy from a
+// dead letter by the copy's deferral-count attribute; a cell also asserts its call was faulted at least
+// once, so a change of those expressions or attributes fails the matrix loudly instead of emptying it.
 import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
+import { DEFERRALS_ATTRIBUTE } from '../../../lib/ingest/handler/deferral-port.js';
 import type { AwsCall, AwsService } from '../../../lib/local/faults/aws-call.js';
 import { FAULT_KINDS, type FaultKind } from '../../../lib/local/faults/fault-proxy.js';
+
+/**
+ * What a run arranges so that the cell's call happens:
+ * - `plain`: nothing (the batch alone makes the call);
+ * - `slow-prefix`: every S3 request to the tenant's prefix answers `SLOW_PREFIX_DELAY_MS` late, so the
+ *   lease's writes measure a slot time above the latency its grant stands for and the handler resizes it
+ *   (`LeaseResize`, after 8 writes);
+ * - `prefix-held`: another holder takes every permit of the tenant's prefix semaphore until the cell's
+ *   fault has fired (`flaky`: for its three invocations), so the tenant's turn does not come and its
+ *   records are deferred (copies sent to their queue).
+ */
+export type MatrixScenario = 'plain' | 'slow-prefix' | 'prefix-held';
+
+/**
+ * How late the `slow-prefix` scenario answers each S3 request of the tenant: above the 150 ms a new
+ * prefix's first lease stands for (100 ms assumed x 1.5 slack, `FIRST_LEASE_LATENCY_MS`), so even a write
+ * that is one PUT is slower than its grant, and short enough that the batch's writes still end before the
+ * cutoff.
+ */
+export const SLOW_PREFIX_DELAY_MS = 160;
 
 export interface MatrixCall {
   /** Row label, e.g. `dynamodb acquire`. */
   readonly name: string;
   readonly service: AwsService;
   readonly match: (call: AwsCall) => boolean;
+  /** @default 'plain' */
+  readonly scenario?: MatrixScenario;
+  /**
+   * Fewest records a batch needs for the call to happen (runs ask for more, never fewer).
+   * @default 0
+   */
+  readonly minRecords?: number;
+  /**
+   * Whether every permit must be back in the table after the last invocation: true where the faulted call
+   * is not one whose failure is known to leave a lease to expire by itself (a lost take, a failed release).
+   * @default false
+   */
+  readonly givesBackEverything?: boolean;
 }
 
 /** A PUT of a hidden object: since issue 15 a delete writes a tombstone instead of a DeleteObject. */
@@ -30,6 +65,19 @@ function updateExpression(call: AwsCall): string {
     return typeof input.UpdateExpression === 'string' ? input.UpdateExpression : '';
   } catch {
     return '';
+  }
+}
+
+/** A `SendMessageBatch` of deferred copies: its entries carry the deferral count (lib/ingest/handler/deferral-queue.ts). */
+function sendsDeferredCopies(call: AwsCall): boolean {
+  if (call.operation !== 'SendMessageBatch') return false;
+  try {
+    const input = JSON.parse(call.body) as { Entries?: { MessageAttributes?: Record<string, unknown> }[] };
+    return (input.Entries ?? []).some(
+      (entry) => entry.MessageAttributes?.[DEFERRALS_ATTRIBUTE] !== undefined,
+    );
+  } catch {
+    return false;
   }
 }
 
@@ -55,8 +103,33 @@ export const MATRIX_CALLS: readonly MatrixCall[] = [
     service: 'dynamodb',
     match: (c) => c.operation === 'UpdateItem' && /^REMOVE #holders\.#lease\b/.test(updateExpression(c)),
   },
+  {
+    // A mid-lease resize of an adaptive shard: moves its capacity and the lease's holder entry to `:to`.
+    name: 'dynamodb lease resize',
+    service: 'dynamodb',
+    match: (c) =>
+      c.operation === 'UpdateItem' &&
+      /^SET #capacity = #capacity \+ :delta\b.*#holders\.#lease\.n = :to\b/.test(updateExpression(c)),
+    scenario: 'slow-prefix',
+    // A lease is resized after `RESIZE_AFTER_WRITES` (8) S3 writes; a record's chain can end in one PUT.
+    minRecords: 10,
+    // A resize that failed, or landed unseen, still ends in a release of whatever the entry holds.
+    givesBackEverything: true,
+  },
   { name: 'dynamodb survey', service: 'dynamodb', match: (c) => c.operation === 'Query' },
-  { name: 'sqs dead-letter send', service: 'sqs', match: (c) => c.operation === 'SendMessageBatch' },
+  {
+    name: 'sqs dead-letter send',
+    service: 'sqs',
+    match: (c) => c.operation === 'SendMessageBatch' && !sendsDeferredCopies(c),
+  },
+  {
+    // Copies of the records whose tenant did not get its turn, sent to their own queue.
+    name: 'sqs deferral send',
+    service: 'sqs',
+    match: sendsDeferredCopies,
+    scenario: 'prefix-held',
+    givesBackEverything: true,
+  },
 ];
 
 export { FAULT_KINDS, type FaultKind };

@@ -51,7 +51,7 @@ export function renderMatrix(results: MatrixResults): string {
   }
   lines.push(
     '',
-    '| cell | runs | faults injected | 1st invocation: written / dead-lettered / redelivered | invocations to settle (max) | slowest invocation / budget | longest event-loop stall | permits peak / limit | permits left held (max) | S3 in flight peak | DLQ copies of one letter (max) | violations |',
+    '| cell | runs | faults injected | 1st invocation: written / dead-lettered / deferred / redelivered | invocations to settle (max) | slowest invocation / budget | longest event-loop stall | permits peak / limit | permits left held (max) | S3 in flight peak | DLQ copies of one letter (max) | violations |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const call of MATRIX_CALLS) {
@@ -59,7 +59,7 @@ export function renderMatrix(results: MatrixResults): string {
       const cell = runs.filter((r) => r.call === call.name && r.fault === fault);
       if (cell.length === 0) continue;
       lines.push(
-        `| ${call.name} x ${fault} | ${cell.length} | ${sum(cell.map((r) => r.injected))} | ${sum(cell.map((r) => r.firstRound.written))} / ${sum(cell.map((r) => r.firstRound.deadLettered))} / ${sum(cell.map((r) => r.firstRound.redelivered))} | ${max(cell.map((r) => r.invocations))} | ${max(cell.map((r) => r.slowestInvocationMs))} / ${cell[0]!.budgetMs} ms | ${max(cell.map((r) => r.loopStallMaxMs))} ms | ${max(cell.map((r) => r.permitPeak))} / ${cell[0]!.permitLimit} | ${max(cell.map((r) => r.permitsLeftHeld ?? 0))} | ${max(cell.map((r) => r.s3InFlightPeak))} | ${max(cell.map((r) => r.letterCopiesMax))} | ${sum(cell.map((r) => r.violations.length))} |`,
+        `| ${call.name} x ${fault} | ${cell.length} | ${sum(cell.map((r) => r.injected))} | ${sum(cell.map((r) => r.firstRound.written))} / ${sum(cell.map((r) => r.firstRound.deadLettered))} / ${sum(cell.map((r) => r.firstRound.deferred ?? 0))} / ${sum(cell.map((r) => r.firstRound.redelivered))} | ${max(cell.map((r) => r.invocations))} | ${max(cell.map((r) => r.slowestInvocationMs))} / ${cell[0]!.budgetMs} ms | ${max(cell.map((r) => r.loopStallMaxMs))} ms | ${max(cell.map((r) => r.permitPeak))} / ${cell[0]!.permitLimit} | ${max(cell.map((r) => r.permitsLeftHeld ?? 0))} | ${max(cell.map((r) => r.s3InFlightPeak))} | ${max(cell.map((r) => r.letterCopiesMax))} | ${sum(cell.map((r) => r.violations.length))} |`,
       );
     }
   }

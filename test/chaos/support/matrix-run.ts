@@ -1,21 +1,30 @@
 // One fault-matrix cell: the real handler (createIngestHandler, its own SDK clients) behind a fault proxy
-// per service, a batch that makes the cell's call happen, the fault on that call, and redelivery of what
-// the handler did not acknowledge until nothing is left. After every invocation the invariants are checked
-// against what really landed in the emulators (read past the proxies).
+// per service, a batch (and, where the call needs one, a scenario) that makes the cell's call happen, the
+// fault on that call, and redelivery of what the handler did not acknowledge, with the copies it deferred
+// to the run's queue, until nothing is left. After every invocation the invariants are checked against
+// what really landed in the emulators (read past the proxies).
 
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { type AttributeValue, DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
 import { loadConfig } from '../../../lib/ingest/config.js';
 import { createAwsClients } from '../../../lib/ingest/handler/aws-clients.js';
+import { originOf } from '../../../lib/ingest/handler/deferral-port.js';
 import { createIngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
+import { ASSUMED_WRITE_LATENCY_MS } from '../../../lib/ingest/handler/tenant-permits.js';
 import { type LocalAws, startLocalAws } from '../../../lib/local/emulators/local-aws.js';
 import { provisionLocal } from '../../../lib/local/emulators/provision.js';
 import type { AwsService } from '../../../lib/local/faults/aws-call.js';
 import { type FaultProxy, type FaultRule, startFaultProxy } from '../../../lib/local/faults/fault-proxy.js';
+import { permitsFor } from '../../../lib/semaphore/permits-for.js';
 import { lambdaContext, quietMetrics, silentLogger } from '../../unit/ingest/handler/support.js';
 import {
   contentKey,
@@ -26,6 +35,8 @@ import {
   stateAfter,
 } from './matrix-batch.js';
 import { cellName, type FaultSchedule, type MatrixCell } from './matrix-cells.js';
+import { collectCopies } from './matrix-copies.js';
+import { SCENARIO_ENV, stageScenario } from './matrix-scenario.js';
 
 /**
  * Handler settings of every cell: a 5 s invocation with a 2 s margin (cutoff at 3 s; dead letters until
@@ -45,9 +56,14 @@ export const MATRIX_HANDLER_ENV = {
 export const MATRIX_BUDGET_MS = 5_000;
 /**
  * The hard cap of the tenant prefix's adaptive semaphore: `dynamoSemaphores` gives it max(static limit
- * 400/s x 20 ms = 8, ceil(rate) = 400); its limit in force (the shards' capacity) moves below that.
+ * rate x 20 ms, ceil(rate)) (400/s: max(8, 400)); its limit in force (the shards' capacity) moves below that.
  */
-const ADAPTIVE_PERMIT_CAP = Math.max(8, Number(MATRIX_HANDLER_ENV.S3_PREFIX_WRITE_RATE));
+function adaptivePermitCap(ratePerSecond: number): number {
+  return Math.max(
+    permitsFor({ ratePerSecond, latencyMs: ASSUMED_WRITE_LATENCY_MS }),
+    Math.ceil(ratePerSecond),
+  );
+}
 
 export interface MatrixStack {
   readonly aws: LocalAws;
@@ -97,7 +113,7 @@ function restoreEnv(name: string, value: string | undefined): void {
 export interface CellOptions {
   readonly seed: number;
   readonly schedule: FaultSchedule;
-  /** Records (two writes each) in the batch; at least 5. */
+  /** Records (two writes each) in the batch; at least 5, and at least the call's `minRecords`. */
   readonly records: number;
   /** Bad messages (dead-lettered with a reason). */
   readonly bad: number;
@@ -115,8 +131,13 @@ export interface CellResult {
   readonly messages: number;
   /** Faults the proxy injected into the cell's call over all invocations. */
   readonly injected: number;
-  /** Outcome of the first invocation. */
-  readonly firstRound: { written: number; deadLettered: number; redelivered: number };
+  /**
+   * Outcome of the first invocation: deliveries written, dead-lettered, deferred (acknowledged with a copy
+   * in the queue) and redelivered.
+   */
+  readonly firstRound: { written: number; deadLettered: number; deferred: number; redelivered: number };
+  /** Deferred copies the handler left in the queue over all invocations. */
+  readonly copies: number;
   /** Invocations until every message was acknowledged (redeliveries included). */
   readonly invocations: number;
   readonly slowestInvocationMs: number;
@@ -280,8 +301,16 @@ async function readRecord(
   }
 }
 
-/** Takes every letter out of the DLQ: `sourceMessageId` -> reasons of its copies. */
-async function drainLetters(sqs: SQSClient, dlqUrl: string, into: Map<string, string[]>): Promise<void> {
+/**
+ * Takes every letter out of the DLQ: origin message id (`sourceMessageId`, or the origin of the deferred
+ * copy it names, `originById`) -> reasons of its copies.
+ */
+async function drainLetters(
+  sqs: SQSClient,
+  dlqUrl: string,
+  originById: ReadonlyMap<string, string>,
+  into: Map<string, string[]>,
+): Promise<void> {
   for (;;) {
     const out = await sqs.send(
       new ReceiveMessageCommand({
@@ -295,7 +324,8 @@ async function drainLetters(sqs: SQSClient, dlqUrl: string, into: Map<string, st
     const messages = out.Messages ?? [];
     if (messages.length === 0) return;
     for (const m of messages) {
-      const source = m.MessageAttributes?.sourceMessageId?.StringValue ?? `(none: ${m.MessageId})`;
+      const named = m.MessageAttributes?.sourceMessageId?.StringValue ?? `(none: ${m.MessageId})`;
+      const source = originById.get(named) ?? named;
       into.set(source, [...(into.get(source) ?? []), m.MessageAttributes?.reason?.StringValue ?? '']);
     }
     await sqs.send(
@@ -355,6 +385,7 @@ export async function runCell(
   options: CellOptions,
 ): Promise<CellResult> {
   const name = `m${options.seed}-${Math.random().toString(36).slice(2, 8)}`;
+  const scenario = cell.call.scenario ?? 'plain';
   const r = await provisionLocal({
     endpoints: stack.aws.emulatorEndpoints,
     bucket: name,
@@ -371,37 +402,61 @@ export async function runCell(
     AWS_ENDPOINT_URL_SQS: stack.proxies.sqs.endpoint,
     AWS_ENDPOINT_URL_DYNAMODB: stack.proxies.dynamodb.endpoint,
     ...MATRIX_HANDLER_ENV,
+    ...SCENARIO_ENV[scenario],
   });
+  const { Attributes } = await stack.direct.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: r.queueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  // The records come from the run's own queue, so the handler's deferred copies land where the runner
+  // picks them up (and its visibility changes name a real queue).
+  const queueArn = Attributes?.QueueArn ?? '';
   const clients = createAwsClients(config);
   const handler = createIngestHandler(config, { clients, logger: silentLogger(), metrics: quietMetrics() });
   const proxy = stack.proxies[cell.call.service];
-  const batch = matrixBatch({ records: options.records, bad: options.bad, seed: options.seed });
-  const monitor = new PermitMonitor(stack.direct.dynamodb, r.tableName, ADAPTIVE_PERMIT_CAP);
+  const records = Math.max(options.records, cell.call.minRecords ?? 0);
+  const batch = matrixBatch({ records, bad: options.bad, seed: options.seed });
+  const monitor = new PermitMonitor(
+    stack.direct.dynamodb,
+    r.tableName,
+    adaptivePermitCap(config.s3PrefixWriteRate),
+  );
+  /** Origin ids (the batch's message ids) acknowledged as written or dead-lettered, not deferred. */
   const acked = new Set<string>();
   const letters = new Map<string, string[]>();
+  /** Deferred copy's message id -> the batch message it stands for. */
+  const originById = new Map<string, string>();
+  /** Deliveries so far per message id (`ApproximateReceiveCount`). */
+  const deliveries = new Map<string, number>();
   const violations: string[] = [];
   const maxRounds = options.maxRounds ?? 8;
-  let pending: SQSRecord[] = [...batch.messages];
-  let firstRound = { written: 0, deadLettered: 0, redelivered: 0 };
+  let pending: SQSRecord[] = batch.messages.map((m) => ({ ...m, eventSourceARN: queueArn }));
+  let firstRound = { written: 0, deadLettered: 0, deferred: 0, redelivered: 0 };
+  let copies = 0;
   let slowest = 0;
   let loopStallMax = 0;
   let invocations = 0;
   const injectedBefore = proxy.injected()[cellName(cell)] ?? 0;
+  const injectedSoFar = () => (proxy.injected()[cellName(cell)] ?? 0) - injectedBefore;
   stack.proxies.s3.resetPeaks();
+  const stage = await stageScenario({
+    scenario,
+    schedule: options.schedule,
+    config,
+    tableName: r.tableName,
+    s3Proxy: stack.proxies.s3,
+    dynamodb: stack.direct.dynamodb,
+  });
   try {
     for (let round = 1; round <= maxRounds && pending.length > 0; round++) {
-      const rules = rulesFor(
-        cell,
-        options.schedule,
-        round,
-        (proxy.injected()[cellName(cell)] ?? 0) - injectedBefore,
-      );
+      await stage.beforeInvocation(round, injectedSoFar());
+      const rules = rulesFor(cell, options.schedule, round, injectedSoFar());
       if (rules !== undefined) proxy.setRules(rules);
       const event: SQSEvent = {
-        Records: pending.map((m) => ({
-          ...m,
-          attributes: { ...m.attributes, ApproximateReceiveCount: String(round) },
-        })),
+        Records: pending.map((m) => {
+          const receives = (deliveries.get(m.messageId) ?? 0) + 1;
+          deliveries.set(m.messageId, receives);
+          return { ...m, attributes: { ...m.attributes, ApproximateReceiveCount: String(receives) } };
+        }),
       };
       monitor.start();
       const loop = monitorEventLoopDelay({ resolution: 10 });
@@ -423,29 +478,52 @@ export async function runCell(
       for (const id of failed)
         if (!pending.some((m) => m.messageId === id))
           violations.push(`round ${round}: unknown failure id ${id}`);
+      // What the handler deferred: a copy in the queue stands for its origin, and acknowledges no write.
+      const newCopies = await collectCopies(stack.direct.sqs, r.queueUrl, queueArn);
+      copies += newCopies.length;
+      const deferredOrigins = new Set<string>();
+      for (const copy of newCopies) {
+        const origin = originOf(copy);
+        if (!batch.writeOf.has(origin) && !batch.bad.has(origin))
+          violations.push(
+            `round ${round}: a copy in the queue (${copy.messageId}) names no message of the batch`,
+          );
+        originById.set(copy.messageId, origin);
+        deferredOrigins.add(origin);
+      }
       const settled = pending.filter((m) => !failed.has(m.messageId));
-      for (const m of settled) acked.add(m.messageId);
+      const deferred = settled.filter((m) => deferredOrigins.has(originOf(m)));
+      const final = settled.filter((m) => !deferredOrigins.has(originOf(m)));
+      for (const m of final) acked.add(originOf(m));
       if (round === 1)
         firstRound = {
-          written: settled.filter((m) => batch.writeOf.has(m.messageId)).length,
-          deadLettered: settled.filter((m) => batch.bad.has(m.messageId)).length,
+          written: final.filter((m) => batch.writeOf.has(m.messageId)).length,
+          deadLettered: final.filter((m) => batch.bad.has(m.messageId)).length,
+          deferred: deferred.length,
           redelivered: failed.size,
         };
-      await drainLetters(stack.direct.sqs, r.dlqUrl, letters);
+      await drainLetters(stack.direct.sqs, r.dlqUrl, originById, letters);
       violations.push(...(await checkInvariants(stack, r.bucket, batch, acked, letters, round)));
-      pending = pending.filter((m) => failed.has(m.messageId));
+      pending = [...pending.filter((m) => failed.has(m.messageId)), ...newCopies];
     }
     if (pending.length > 0)
       violations.push(`${pending.length} messages still unacknowledged after ${maxRounds} invocations`);
   } finally {
     proxy.setRules([]);
+    await stage.close();
     await handler.close();
     for (const client of Object.values(clients)) client.destroy();
   }
-  const injected = (proxy.injected()[cellName(cell)] ?? 0) - injectedBefore;
+  // Once the scenario's own holder (if any) is gone, what the table still holds is the handler's.
+  await monitor.sample();
+  const injected = injectedSoFar();
   violations.push(...monitor.violations);
   const s3InFlightPeak = stack.proxies.s3.peakInFlight()[`t=${MATRIX_TENANT}/`] ?? 0;
   if (monitor.peak > monitor.limit) violations.push(`permit peak ${monitor.peak} > limit ${monitor.limit}`);
+  if (cell.call.givesBackEverything === true && monitor.current > 0)
+    violations.push(
+      `${monitor.current} permits still held after the last invocation (no release was faulted)`,
+    );
   if (s3InFlightPeak > monitor.limit)
     violations.push(
       `${s3InFlightPeak} S3 requests in flight on the tenant's prefix > limit ${monitor.limit}`,
@@ -459,6 +537,7 @@ export async function runCell(
     messages: batch.messages.length,
     injected,
     firstRound,
+    copies,
     invocations,
     slowestInvocationMs: slowest,
     budgetMs: MATRIX_BUDGET_MS,

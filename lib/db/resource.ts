@@ -426,13 +426,9 @@ export class Resource<T extends Document = Document> {
   ): boolean {
     const now = new Date().toISOString();
     const inCall = new Set(order.map((index) => stampKey(writes[index]!.stamp)));
-    const refusedUpdates = (refused: readonly RefusedFields[]): { refusedUpdates?: RefusedUpdate[] } => {
-      // An update of this same call gets its own outcome; the others are reported with the base.
-      const reported = refused
-        .filter((r) => !inCall.has(stampKey(r.stamp)))
-        .map((r) => ({ stamp: r.stamp, data: r.data, error: new ValidationError(this.name, r.issues) }));
-      return reported.length > 0 ? { refusedUpdates: reported } : {};
-    };
+    // A redelivery of the record's base reports the updates it refused again (its letters may be lost).
+    const again = (write: SequencedWrite) =>
+      isBaseOf(state, write) ? this.#reported(state.refused, inCall) : {};
     let changed = false;
     for (const index of order) {
       const write = writes[index]!;
@@ -442,12 +438,12 @@ export class Resource<T extends Document = Document> {
         const same =
           write.op === 'insert' && canonicalJson(state.values) === canonicalJson(userFields(write.data));
         outcomes[index] = same
-          ? { kind: 'stale', ...this.#redelivered(state, write, refusedUpdates) }
+          ? { kind: 'stale', ...again(write) }
           : { kind: 'rejected', error: new RecordExistsError(this.name, id) };
         continue;
       }
       if (effect === 'stale') {
-        outcomes[index] = { kind: 'stale', ...this.#redelivered(state, write, refusedUpdates) };
+        outcomes[index] = { kind: 'stale', ...again(write) };
         continue;
       }
       const refused = state.exists ? this.#invalidity(state) : undefined;
@@ -459,7 +455,7 @@ export class Resource<T extends Document = Document> {
         }
         // The data of an upsert or insert was checked up front: only newer updates' fields can fail it.
         const base = refuseInvalidNewerFields(state, (data) => this.#ctx.validate?.(data));
-        outcomes[index] = { kind: 'applied', ...refusedUpdates(base) };
+        outcomes[index] = { kind: 'applied', ...this.#reported(base, inCall) };
         changed = true;
         continue;
       }
@@ -480,14 +476,15 @@ export class Resource<T extends Document = Document> {
     }
   }
 
-  /** A redelivery of the base of `state` reports the updates that base refused, again. */
-  #redelivered(
-    state: RecordState,
-    write: SequencedWrite,
-    report: (refused: readonly RefusedFields[]) => { refusedUpdates?: RefusedUpdate[] },
+  /** `refusedUpdates` of an outcome; an update of the same call (`inCall`) has its own outcome instead. */
+  #reported(
+    refused: readonly RefusedFields[],
+    inCall: ReadonlySet<string>,
   ): { refusedUpdates?: RefusedUpdate[] } {
-    const isBase = state.base !== undefined && compareStamps(write.stamp, state.base) === 0;
-    return isBase && state.exists ? report(state.refused) : {};
+    const reported = refused
+      .filter((r) => !inCall.has(stampKey(r.stamp)))
+      .map((r) => ({ stamp: r.stamp, data: r.data, error: new ValidationError(this.name, r.issues) }));
+    return reported.length > 0 ? { refusedUpdates: reported } : {};
   }
 
   /**
@@ -653,6 +650,11 @@ export class Resource<T extends Document = Document> {
       if (current?.body !== input.body) throw err;
     }
   }
+}
+
+/** Whether `write` is the upsert or insert that made the visible record `state` holds (a redelivery). */
+function isBaseOf(state: RecordState, write: SequencedWrite): boolean {
+  return state.exists && state.base !== undefined && compareStamps(write.stamp, state.base) === 0;
 }
 
 function stampKey(stamp: WriteStamp): string {

@@ -1,12 +1,8 @@
 import { ValidationError } from './errors.js';
-import type { RecordState, RefusedFields } from './sequenced-state.js';
+import { type RecordState, type RefusedFields, setField } from './sequenced-state.js';
 import { compareStamps, type WriteStamp } from './write-stamp.js';
 
 type Fields = Record<string, unknown>;
-
-function setField(target: Fields, field: string, value: unknown): void {
-  Object.defineProperty(target, field, { value, enumerable: true, writable: true, configurable: true });
-}
 
 /**
  * A base (upsert, insert) was just applied to `state` under fields that newer updates set, and the merged

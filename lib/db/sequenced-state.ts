@@ -88,7 +88,7 @@ export function cloneState(state: RecordState): RecordState {
 }
 
 /** Sets a field as an own property, whatever its name (`__proto__` included: no prototype change). */
-function setField(target: Fields, field: string, value: unknown): void {
+export function setField(target: Fields, field: string, value: unknown): void {
   Object.defineProperty(target, field, { value, enumerable: true, writable: true, configurable: true });
 }
 

@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Database } from '../../../lib/db/database.js';
-import { RecordNotFoundError, ValidationError } from '../../../lib/db/errors.js';
+import { CorruptRecordError, RecordNotFoundError, ValidationError } from '../../../lib/db/errors.js';
 import { MemoryObjectStore } from '../../../lib/db/memory-object-store.js';
 import type { Document, SequencedOutcome } from '../../../lib/db/resource.js';
 import type { SequencedWrite } from '../../../lib/db/sequenced-state.js';
@@ -19,8 +19,10 @@ const ORDERS = {
 const WITH_COUPONS = { ...ORDERS, dependencies: { discount: ['coupon'] } };
 
 let buckets = 0;
-async function ordersWith(schema: Record<string, unknown>) {
-  const store = new MemoryObjectStore({ bucket: `seq-schema-${Date.now()}-${buckets++}` });
+async function ordersWith(
+  schema: Record<string, unknown>,
+  store = new MemoryObjectStore({ bucket: `seq-schema-${Date.now()}-${buckets++}` }),
+) {
   const db = new Database({ tenant: 'acme', store });
   return db.createResource({ name: 'orders', schema });
 }
@@ -60,6 +62,17 @@ describe('an update that arrives before the older upsert creating its record', (
     expect(await visible(orders, 'late')).toEqual({ total: 5, status: 'new' });
   });
 
+  it('is judged by the field keywords only: extra fields may be refused, required ones are not asked', async () => {
+    const orders = await ordersWith({ ...ORDERS, additionalProperties: false });
+    const [extra] = await orders.applySequenced('o-1', [update(2000, { note: 'x' })]);
+    expect(extra).toMatchObject({ kind: 'rejected', error: { name: 'ValidationError', field: 'note' } });
+    expect(await orders.applySequenced('o-1', [update(3000, { status: 'paid' })])).toEqual([
+      { kind: 'pending' },
+    ]);
+    await orders.applySequenced('o-1', [older]);
+    expect(await visible(orders, 'o-1')).toEqual({ total: 5, status: 'paid' });
+  });
+
   it('ends as delivery in seq order does', async () => {
     const orders = await ordersWith(ORDERS);
     expect(await orders.applySequenced('in-order', [older])).toEqual([{ kind: 'applied' }]);
@@ -69,7 +82,8 @@ describe('an update that arrives before the older upsert creating its record', (
   });
 
   it('that fails only merged with the upsert: the upsert is applied and the update reported refused', async () => {
-    const orders = await ordersWith(WITH_COUPONS);
+    const store = new MemoryObjectStore({ bucket: `seq-schema-${Date.now()}-${buckets++}` });
+    const orders = await ordersWith(WITH_COUPONS, store);
     const discount = update(2000, { discount: 5 });
     expect(await orders.applySequenced('o-1', [discount])).toEqual([{ kind: 'pending' }]);
     const [base] = await orders.applySequenced('o-1', [upsert(1000, { total: 5 })]);
@@ -84,9 +98,16 @@ describe('an update that arrives before the older upsert creating its record', (
       ],
     });
     expect(await visible(orders, 'o-1')).toEqual({ total: 5 });
-    // A redelivery of the upsert (its letter for the update may not have been stored) reports it again.
-    const [again] = await orders.applySequenced('o-1', [upsert(1000, { total: 5 })]);
-    expect(again).toMatchObject({ kind: 'stale', refusedUpdates: [{ stamp: { seq: 2000 } }] });
+    // A redelivery of the upsert (its letter for the update may not have been stored) reports it again,
+    // in another process too (read from the store, not from this Resource's cache).
+    const elsewhere = await ordersWith(WITH_COUPONS, store);
+    const [again] = await elsewhere.applySequenced('o-1', [upsert(1000, { total: 5 })]);
+    expect(again).toMatchObject({
+      kind: 'stale',
+      refusedUpdates: [
+        { stamp: { seq: 2000 }, data: { discount: 5 }, error: { name: 'ValidationError', field: 'coupon' } },
+      ],
+    });
     // In seq order: the update is refused against the record the upsert made.
     const inOrder = await ordersWith(WITH_COUPONS);
     await inOrder.applySequenced('o-1', [upsert(1000, { total: 5 })]);
@@ -121,6 +142,25 @@ describe('an update that arrives before the older upsert creating its record', (
     const [base] = await orders.applySequenced('o-1', [upsert(1000, { total: 5 })]);
     expect(base).toMatchObject({ kind: 'applied', refusedUpdates: [{ stamp: { seq: 2000 } }] });
     expect(await visible(orders, 'o-1')).toEqual({ total: 5 });
+  });
+});
+
+describe('the refused updates a record keeps ($seq.x)', () => {
+  it.each([
+    ['not a list', 'x'],
+    ['an entry of the wrong length', [[2000, 'm-2000', {}]]],
+    ['a bad stamp', [[-5, 'm', {}, []]]],
+    ['fields that are not an object', [[2000, 'm-2000', [], []]]],
+    ['issues that are not a list', [[2000, 'm-2000', {}, {}]]],
+  ])('malformed (%s): CorruptRecordError, nothing written', async (_, x) => {
+    const store = new MemoryObjectStore({ bucket: `seq-schema-${Date.now()}-${buckets++}` });
+    const orders = await ordersWith(ORDERS, store);
+    const body = JSON.stringify({ id: 'o-1', version: 1, total: 1, $seq: { b: [1, 'm-1'], x } });
+    await store.put({ key: orders.keyOf('o-1'), body });
+    await expect(orders.applySequenced('o-1', [update(2, { total: 2 })])).rejects.toBeInstanceOf(
+      CorruptRecordError,
+    );
+    expect((await store.get(orders.keyOf('o-1')))?.body).toBe(body);
   });
 });
 

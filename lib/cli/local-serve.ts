@@ -1,5 +1,3 @@
-import { relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { InvocationSummary } from '../ingest/handler/ingest-handler.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../local/emulators/local-aws.js';
 import type { InvocationResult } from '../local/lambda/event-source-runner.js';
@@ -10,13 +8,12 @@ import { type CliIo, EXIT } from './io.js';
 export const SERVE_READY = 'ready: sending to';
 
 /**
- * How to run this CLI from a shell: the installed bin, or, from the source tree, `bin/s3-ingest.js`
- * (it loads the TypeScript through tsx; the package's bin points at `dist/`, which may not be built).
+ * How to run this CLI from a shell: the installed bin, or, in the source tree, its npm script, which runs on
+ * the project's own Node (npm puts `node_modules/.bin`, and so the pinned `node`, first on the PATH) whatever
+ * `node` the shell would find first.
  */
 function cliCommand(): string {
-  if (!import.meta.url.endsWith('.ts')) return 's3-ingest';
-  const bin = fileURLToPath(new URL('../../bin/s3-ingest.js', import.meta.url));
-  return `node ${relative(process.cwd(), bin) || bin}`;
+  return import.meta.url.endsWith('.ts') ? 'npm run -s s3-ingest --' : 's3-ingest';
 }
 
 /** Single-quoted for POSIX shells. */
@@ -97,7 +94,8 @@ function printReady(
     `  resources ${Object.keys(schemas).join(', ')}`,
     '',
     `# in another shell${import.meta.url.endsWith('.ts') ? ` (from ${process.cwd()})` : ''}:`,
-    `export AWS_ENDPOINT_URL_S3=${endpoints.s3} AWS_ENDPOINT_URL_SQS=${endpoints.sqs} AWS_ENDPOINT_URL_DYNAMODB=${endpoints.dynamodb} AWS_REGION=${LOCAL_REGION} AWS_ACCESS_KEY_ID=${LOCAL_CREDENTIALS.accessKeyId} AWS_SECRET_ACCESS_KEY=${LOCAL_CREDENTIALS.secretAccessKey} RESOURCES=${quote(JSON.stringify(schemas))}`,
+    // Enough for a plain SDK v3 client (`new SQSClient({})`) and for the README's library examples.
+    `export AWS_ENDPOINT_URL_S3=${endpoints.s3} AWS_ENDPOINT_URL_SQS=${endpoints.sqs} AWS_ENDPOINT_URL_DYNAMODB=${endpoints.dynamodb} AWS_REGION=${LOCAL_REGION} AWS_ACCESS_KEY_ID=${LOCAL_CREDENTIALS.accessKeyId} AWS_SECRET_ACCESS_KEY=${LOCAL_CREDENTIALS.secretAccessKey} QUEUE_URL=${resources.queueUrl} DLQ_URL=${resources.dlqUrl} BUCKET_NAME=${resources.bucket} SEMAPHORE_TABLE=${resources.tableName} RESOURCES=${quote(JSON.stringify(schemas))}`,
     `${cli} send --queue-url ${resources.queueUrl} writes.ndjson`,
     `${cli} inspect --bucket ${resources.bucket} --queue-url ${resources.queueUrl} --dlq-url ${resources.dlqUrl}`,
     `${cli} dlq peek --dlq-url ${resources.dlqUrl}`,

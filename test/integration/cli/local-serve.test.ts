@@ -1,13 +1,15 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../../lib/cli/io.js';
 import { SERVE_READY } from '../../../lib/cli/local-serve.js';
 import { main } from '../../../lib/cli/main.js';
+import { Producer } from '../../../lib/index.js';
 
 let child: ChildProcess | undefined;
 afterEach(() => {
@@ -57,12 +59,18 @@ function exportedEnv(output: string): Record<string, string> {
   return env;
 }
 
+/** The printed command line for `command`. */
+function printedLine(output: string, command: string): string {
+  const line = output.split('\n').find((l) => new RegExp(`s3-ingest (-- )?${command} `).test(l));
+  if (line === undefined) throw new Error(`no "${command}" command line in:\n${output}`);
+  return line.trim();
+}
+
 /** The arguments of the printed command line for `command` (what follows the CLI's own name). */
 function printedArgs(output: string, command: string): string[] {
-  const line = output.split('\n').find((l) => new RegExp(`(s3-ingest|s3-ingest\\.js) ${command} `).test(l));
-  if (line === undefined) throw new Error(`no "${command}" command line in:\n${output}`);
-  const words = line.trim().split(/\s+/);
-  return words.slice(words.findIndex((w) => /s3-ingest(\.js)?$/.test(w)) + 1);
+  const words = printedLine(output, command).split(/\s+/);
+  const afterName = words.findIndex((w) => w === 's3-ingest') + 1;
+  return words.slice(words[afterName] === '--' ? afterName + 1 : afterName);
 }
 
 async function run(args: string[], env: Record<string, string>) {
@@ -106,9 +114,16 @@ describe('s3-ingest local --serve', () => {
         'AWS_ENDPOINT_URL_SQS',
         'AWS_REGION',
         'AWS_SECRET_ACCESS_KEY',
+        'BUCKET_NAME',
+        'DLQ_URL',
+        'QUEUE_URL',
         'RESOURCES',
+        'SEMAPHORE_TABLE',
       ].sort(),
     );
+    // In the source tree the lines run the CLI through its npm script: on the project's Node, whatever
+    // `node` the user's shell finds first.
+    expect(printedLine(banner, 'inspect')).toMatch(/^npm run -s s3-ingest -- inspect /);
     // No demo load: nothing was invoked before we sent anything.
     expect(banner).not.toMatch(/^invocation /m);
 
@@ -121,19 +136,38 @@ describe('s3-ingest local --serve', () => {
       const sent = await run(sendArgs, env);
       expect(sent.code, sent.stderr).toBe(0);
     };
-    await sendLine({ tenant: 'acme', resource: 'orders', op: 'upsert', id: 'o-1', data: { total: 3 } });
+    // The README's producer example: a plain SDK v3 client configured only by the exported environment.
+    const saved = { ...process.env };
+    Object.assign(process.env, env);
+    const plain = new SQSClient({});
+    try {
+      const producer = new Producer({ queueUrl: env.QUEUE_URL!, client: plain });
+      const [sent] = await producer.sendMany([
+        { tenant: 'acme', resource: 'orders', op: 'upsert', id: 'o-0', data: { total: 1 } },
+      ]);
+      expect(sent?.error).toBeUndefined();
+    } finally {
+      process.env = saved;
+      plain.destroy();
+    }
     // One line per invocation, streamed as they happen: wait until each record has an outcome.
     await watched.waitFor(/written 1 \|/);
+    await sendLine({ tenant: 'acme', resource: 'orders', op: 'upsert', id: 'o-1', data: { total: 3 } });
+    await watched.waitFor(/written 1 \|[\s\S]*written 1 \|/);
     await sendLine({ tenant: 'acme', resource: 'orders', op: 'insert', id: 'o-1', data: { total: 4 } });
     await watched.waitFor(/dead-lettered 1 \(record-exists 1\)/);
     expect(watched.output()).toMatch(/^invocation 1: \d+ records, \d+ acknowledged, 0 to redeliver, \d+ ms/m);
 
-    const inspected = await run([...printedArgs(banner, 'inspect'), '--json'], env);
-    expect(inspected.code, inspected.stderr).toBe(0);
-    const counts = JSON.parse(inspected.stdout) as {
+    // The printed inspect line, pasted into a shell after the export line, as a user would.
+    const shell = spawnSync('bash', ['-c', `${printedLine(banner, 'inspect')} --json`], {
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+    });
+    expect(shell.status, shell.stderr).toBe(0);
+    const counts = JSON.parse(shell.stdout) as {
       bucket: { byTenant: Record<string, Record<string, number>> };
     };
-    expect(counts.bucket.byTenant).toEqual({ acme: { orders: 1 } });
+    expect(counts.bucket.byTenant).toEqual({ acme: { orders: 2 } });
     const peeked = await run([...printedArgs(banner, 'dlq'), '--json'], env);
     expect(peeked.code, peeked.stderr).toBe(0);
     expect(JSON.parse(peeked.stdout)).toMatchObject({ byReason: { 'record-exists': 1 } });

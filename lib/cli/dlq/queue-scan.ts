@@ -36,8 +36,9 @@ export interface ScanOptions {
  * `onBatch`, and hands back every message that was not deleted (visibility 0) at the end, also on error.
  * Every message received stays hidden while the scan runs, renewed every half visibility timeout, so a
  * scan longer than the timeout does not meet a message again; one that comes back all the same (a
- * renewal SQS refused) is not handed to `onBatch` twice. Stops at the first empty receive (long poll of
- * 1 s, which asks every SQS server) or at `limit`.
+ * renewal SQS refused) is not handed to `onBatch` twice. Stops at the first receive that brings nothing new
+ * (empty: a long poll of 1 s, which asks every SQS server; or only messages seen already, whose renewals
+ * failed) or at `limit`.
  */
 export class QueueScan {
   /** Receipt handle by message id, for every message received and not deleted. */
@@ -84,18 +85,20 @@ export class QueueScan {
             MessageSystemAttributeNames: ['All'],
           }),
         );
-        if (received.length === 0) break;
         const selected: Message[] = [];
+        let fresh = 0;
         for (const m of received) {
           if (m.MessageId === undefined || m.ReceiptHandle === undefined) continue;
           this.#held.set(m.MessageId, m.ReceiptHandle);
           if (this.#seen.has(m.MessageId)) continue;
           this.#seen.add(m.MessageId);
+          fresh++;
           if (selectedCount < limit && select(m)) {
             selected.push(m);
             selectedCount++;
           }
         }
+        if (fresh === 0) break;
         if (selected.length > 0) await onBatch(selected);
       }
       await onDone();

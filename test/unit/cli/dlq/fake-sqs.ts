@@ -33,6 +33,7 @@ export class FakeClock implements Clock {
       return;
     }
     await new Promise<void>((resolve, reject) => {
+      if (signal.aborted) reject(new Error('aborted'));
       const timer = { due: this.time + ms, fire: resolve };
       this.#timers.push(timer);
       signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });

@@ -1,5 +1,5 @@
 // Mutation testing of the core modules (issue 14). `npm run test:mutation` runs every module below;
-// `npm run test:mutation -- semaphore` (or pool, db, handler, message) runs one. Stryker writes its JSON
+// `npm run test:mutation -- semaphore` (or pool, db, handler, message, dlq) runs one. Stryker writes its JSON
 // report to reports/mutation/mutation.json and an HTML one beside it.
 //
 // One file at a time, against only the tests that exercise it (minutes instead of hours), e.g.:
@@ -44,6 +44,19 @@ export const MODULES = {
     'lib/ingest/handler/apply-write.ts',
   ],
   message: ['lib/ingest/message/parse.ts', 'lib/ingest/message/limits.ts'],
+  // The operator's dead-letter tools (issue 38): the commands and the parts that move data.
+  dlq: [
+    'lib/cli/dlq/redrive.ts',
+    'lib/cli/dlq/export.ts',
+    'lib/cli/dlq/import.ts',
+    'lib/cli/dlq/queue-scan.ts',
+    'lib/cli/dlq/copy-sender.ts',
+    'lib/cli/dlq/letter-copy.ts',
+    'lib/cli/dlq/origin.ts',
+    'lib/cli/dlq/queue-address.ts',
+    'lib/cli/dlq/export-line.ts',
+    'lib/cli/dlq/move-summary.ts',
+  ],
 };
 
 const selected = (process.env.MUTATION_MODULES ?? '').split(',').filter(Boolean);
@@ -66,7 +79,8 @@ export default {
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
   htmlReporter: { fileName: 'reports/mutation/mutation.html' },
   thresholds: { high: 90, low: 85, break: null },
-  concurrency: 2,
+  // MUTATION_CONCURRENCY=1 on a shared machine.
+  concurrency: Number(process.env.MUTATION_CONCURRENCY ?? 2),
   timeoutMS: 20_000,
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',

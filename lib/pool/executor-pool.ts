@@ -219,9 +219,7 @@ export class ExecutorPool {
     // Called per completed attempt by a governor: a longer (or the same) interval starts nothing sooner, and a
     // pending timer re-checks the wait when it fires, so only a shorter one re-arms and pumps.
     if (!shorter) return;
-    // Stryker disable next-line ConditionalExpression: equivalent, clearing no timer does nothing
     if (this.#paceTimer !== undefined) {
-      // Stryker disable next-line CallExpression: equivalent, a stale timer only pumps once more (its start is paced again); forgetting it below is what lets a shorter interval set its own
       clearTimeout(this.#paceTimer);
       this.#paceTimer = undefined;
     }
@@ -236,7 +234,6 @@ export class ExecutorPool {
   /** Whether the start interval holds the next start back at `now`; if so, a timer pumps when it passes. */
   #paced(now: number): boolean {
     const wait = this.#lastStartAt + this.#startGapMs - now;
-    // Stryker disable next-line EqualityOperator: equivalent, a wait of exactly 0 ms paced is a 0 ms timer that starts the same task
     if (!(wait > 0)) return false;
     this.#paceTimer ??= setTimeout(() => {
       this.#paceTimer = undefined;
@@ -270,14 +267,12 @@ export class ExecutorPool {
       }
       if (this.#dedup !== undefined) {
         dedupKey = this.#dedup.keyOf(fn as TaskFn<unknown>, options);
-        // Stryker disable next-line ConditionalExpression: no execution is ever led under an undefined key, so joining one finds nothing
         if (dedupKey !== undefined) {
           const joined = this.#dedup.join(dedupKey, performance.now(), signal);
           if (joined !== undefined) return joined as Promise<T>;
         }
       }
       needsExtras =
-        // Stryker disable next-line ConditionalExpression: extras for every task only cost memory (they are allocated lazily as an optimisation)
         signal !== undefined ||
         dedupKey !== undefined ||
         options.id !== undefined ||
@@ -298,7 +293,6 @@ export class ExecutorPool {
       const extras = new TaskExtras(task, options!.id, options!.timeout, options!.retries, signal);
       task.extras = extras;
       if (signal !== undefined) this.#signals.join(signal, extras);
-      // Stryker disable next-line ConditionalExpression: an execution led under an undefined key is never joined (the join above needs a key)
       if (dedupKey !== undefined) {
         extras.dedupKey = dedupKey;
         this.#dedup!.lead(dedupKey, promise, now);
@@ -306,7 +300,6 @@ export class ExecutorPool {
     }
     this.#busy = true;
     if (
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: a shortcut; the queue path (push, then #pump) starts the same task at once
       this.#queue.size === 0 &&
       !this.#paused &&
       this.#active + this.#resting < this.#cap &&
@@ -373,10 +366,8 @@ export class ExecutorPool {
    * are rejected at once; their slots are freed as the work settles) and makes later `enqueue`s reject.
    */
   stop(): void {
-    // Stryker disable next-line ConditionalExpression: a second stop() finds nothing to do (queue, backoffs and single-flight already empty, running attempts detached, each step idempotent).
     if (this.#stopped) return;
     this.#stopped = true;
-    // Stryker disable next-line CallExpression: equivalent, a pace timer firing after stop pumps a paused pool, which starts nothing
     clearTimeout(this.#paceTimer);
     this.#paceTimer = undefined;
     this.#autotuner?.detach();
@@ -389,7 +380,6 @@ export class ExecutorPool {
       this.#failTask(entry.task, error);
     }
     for (let attempt = this.#running; attempt !== undefined; attempt = attempt.next) {
-      // Stryker disable next-line ConditionalExpression: #failTask ignores the DONE task of a detached attempt, and aborting an aborted signal does nothing
       if (attempt.detached) continue;
       attempt.detached = true;
       attempt.abort(error);
@@ -451,9 +441,7 @@ export class ExecutorPool {
   #pump(now = -1): void {
     const queue = this.#queue;
     while (!this.#paused && this.#active + this.#resting < this.#cap && queue.size > 0) {
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: a shortcut, with no interval #paced never holds a start back (its wait is <= 0)
       if (this.#startGapMs > 0 && queue.peek()!.paced) {
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: `now` is this instant's clock reading; reading the clock again gives the same time
         if (now < 0) now = performance.now();
         if (this.#paced(now)) break;
       }
@@ -464,13 +452,11 @@ export class ExecutorPool {
         this.#member.waitForSlot();
         return;
       }
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: `now` is this instant's clock reading; reading the clock again gives the same time
       this.#start(queue.pop()!, admission === START_PROBE, now >= 0 ? now : performance.now());
       // A started task ran its function synchronously: read the clock afresh for the next one.
       now = -1;
     }
     this.#offerRoom();
-    // Stryker disable next-line ConditionalExpression: #checkIdle itself requires an empty queue
     if (queue.size === 0) this.#checkIdle();
   }
 
@@ -479,7 +465,6 @@ export class ExecutorPool {
    * slot, not a shorter queue; with a budget, a slot another pool frees: wait in the budget's line for it.
    */
   #offerRoom(): void {
-    // Stryker disable next-line ConditionalExpression: a shortcut; with no waiter, nothing is woken and a budget slot waited for is handed on unused.
     if (this.#roomWaiters.length === 0) return;
     if (!this.isQueueFull) {
       for (const wake of this.#roomWaiters.splice(0)) wake();
@@ -495,7 +480,6 @@ export class ExecutorPool {
       this.#paused ||
       this.#active + this.#resting >= this.#cap ||
       this.#queue.size === 0 ||
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: a shortcut, with no interval #paced never holds a start back
       (this.#startGapMs > 0 && this.#queue.peek()!.paced && this.#paced(performance.now()))
     ) {
       // Nothing to start (or not yet: the pace timer pumps), but a producer waiting in `onQueueRoom` may enqueue into this slot once it is back.
@@ -510,7 +494,7 @@ export class ExecutorPool {
     }
     this.#start(this.#queue.pop()!, admission === START_PROBE, performance.now());
     // Still busy: get back in line (at the back) for the next slot.
-    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,ArithmeticOperator: re-joining the line only saves offers; one this pool cannot use is refused and handed on in the same dispatch
+    // Stryker disable next-line LogicalOperator,ArithmeticOperator: re-joining the line more often only adds offers, and #onSlotGranted refuses one this pool cannot use and hands it on in the same dispatch
     if (!this.#paused && this.#active + this.#resting < this.#cap && this.#queue.size > 0)
       this.#member!.waitForSlot();
     return true;
@@ -523,7 +507,6 @@ export class ExecutorPool {
     // than that (an idle pool, a full budget, the in-flight cap) it banks nothing: no burst after a pause.
     if (task.paced) {
       const slot = this.#lastStartAt + this.#startGapMs;
-      // Stryker disable next-line EqualityOperator: equivalent, a start exactly half an interval late is a measure-zero boundary either side of which the rule holds
       this.#lastStartAt = now - slot <= this.#startGapMs / 2 ? slot : now;
     }
     task.state = RUNNING;
@@ -540,7 +523,6 @@ export class ExecutorPool {
     const queueWaitMs = now - task.enqueuedAt;
     this.#metrics.started(now, queueWaitMs, this.#active);
     if (timeout > 0 && timeout !== Number.POSITIVE_INFINITY) this.#timeouts.add(attempt);
-    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:taskStarted']) {
       this.#events.emit('pool:taskStarted', {
         id: task.id,
@@ -560,7 +542,6 @@ export class ExecutorPool {
     // way `await` adopts it, so its own `then` runs later, at most once, and a throw from it rejects the attempt.
     this.#settlers.watch(
       attempt,
-      // Stryker disable next-line ConditionalExpression: Promise.resolve(p) of a native promise p is p itself
       result instanceof Promise && result.constructor === Promise ? result : Promise.resolve(result),
     );
   }
@@ -574,7 +555,6 @@ export class ExecutorPool {
     attempt.next = undefined;
     this.#active -= 1;
     this.#metrics.released(now, this.#active);
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: waking an empty list of waiters does nothing
     if (this.#active === 0 && this.#settledWaiters.length > 0) {
       for (const wake of this.#settledWaiters.splice(0)) wake();
     }
@@ -602,7 +582,6 @@ export class ExecutorPool {
     // The budget hands the freed slot to a waiting pool before this pool competes for it again; only now,
     // once the breaker has seen this outcome, so a failure that opens it also stops the next queued task.
     this.#member?.release();
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: at duty 1 the rest is 0 ms and #rest returns at once
     if (this.#duty < 1 && answered) this.#rest(now - attempt.startedAt, now);
     this.#pump(now);
   }
@@ -668,7 +647,6 @@ export class ExecutorPool {
       !this.#stopped &&
       // Stryker disable next-line ConditionalExpression: a caller's abort detaches the attempt at once (one synchronous listener), so a failure seen here has no aborted signal
       task.extras?.signal?.aborted !== true;
-    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:taskError']) {
       this.#events.emit('pool:taskError', {
         id: task.id,
@@ -679,7 +657,6 @@ export class ExecutorPool {
       });
     }
     if (willRetry) this.#scheduleRetry(task, error, attempt.attempt);
-    // Stryker disable next-line ConditionalExpression: #failTask ignores a task already DONE, the only other state an attempt can fail in
     else if (task.state === RUNNING) this.#failTask(task, error);
   }
 
@@ -689,7 +666,6 @@ export class ExecutorPool {
     const delayMs = computeBackoff(this.#options, attempt, extras.lastDelay);
     extras.lastDelay = delayMs;
     extras.current = undefined;
-    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:taskRetry']) {
       this.#events.emit('pool:taskRetry', { id: task.id, attempt, error, delayMs });
     }
@@ -703,7 +679,6 @@ export class ExecutorPool {
 
   #onBackoffDone(entry: BackoffEntry): void {
     const task = entry.task;
-    // Stryker disable next-line ConditionalExpression: abort and stop() take an entry off the timer whenever its task leaves BACKOFF
     if (task.state !== BACKOFF) return;
     this.#delayed -= 1;
     task.extras!.backoff = undefined;
@@ -723,14 +698,13 @@ export class ExecutorPool {
         this.#queue.remove(task);
         break;
       case BACKOFF:
-        // Stryker disable next-line ConditionalExpression: a task in BACKOFF always has its entry
         if (extras.backoff !== undefined) this.#backoffs.remove(extras.backoff);
         extras.backoff = undefined;
         this.#delayed -= 1;
         break;
       case RUNNING: {
         const attempt = extras.current;
-        // Stryker disable next-line ConditionalExpression,LogicalOperator: a RUNNING task's current attempt is never detached (timeouts move the task on at once)
+        // Stryker disable next-line LogicalOperator: a RUNNING task always has a current attempt, never detached (timeouts move the task on at once), so || and && agree
         if (attempt !== undefined && !attempt.detached) {
           attempt.detached = true;
           attempt.abort(error);
@@ -739,7 +713,6 @@ export class ExecutorPool {
         }
         break;
       }
-      // Stryker disable next-line ConditionalExpression: a task leaves its signal's group when it settles, so a DONE task is never aborted
       default:
         return;
     }
@@ -753,7 +726,6 @@ export class ExecutorPool {
     this.#metrics.taskSettled(now);
     if (task.extras !== undefined) this.#cleanup(task, task.extras);
     task.resolve(value);
-    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:taskCompleted']) {
       this.#events.emit('pool:taskCompleted', {
         id: task.id,
@@ -765,7 +737,6 @@ export class ExecutorPool {
   }
 
   #failTask(task: Task, error: unknown): void {
-    // Stryker disable next-line ConditionalExpression: no caller fails a DONE task: stop() skips detached attempts and aborted tasks leave their group
     if (task.state === DONE) return;
     task.state = DONE;
     this.#errors += 1;
@@ -780,7 +751,7 @@ export class ExecutorPool {
 
   #cleanup(task: Task, extras: TaskExtras): void {
     this.#signals.leave(extras);
-    // Stryker disable next-line ConditionalExpression,OptionalChaining: settling an undefined key finds nothing; a key exists only with single-flight on
+    // Stryker disable next-line OptionalChaining: enqueue sets dedupKey only when #dedup exists, so #dedup is defined here
     if (extras.dedupKey !== undefined) this.#dedup?.settle(extras.dedupKey, task.promise!);
     extras.current = undefined;
   }
@@ -797,7 +768,6 @@ export class ExecutorPool {
   }
 
   #emitDrained(): void {
-    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:drained']) {
       this.#events.emit('pool:drained', { processedCount: this.#processed, errorCount: this.#errors });
     }
@@ -806,7 +776,6 @@ export class ExecutorPool {
   #onCircuitChange(state: CircuitState): void {
     // No pump here: a breaker closes only on a probe's success, in #onSettled, whose own #pump then starts
     // the tasks that waited behind the probes (breaker-recovery.test.ts).
-    // Stryker disable next-line ConditionalExpression: emitting with no listener does nothing; the check only saves building the payload
     if (this.#events.has['pool:circuitStateChange']) this.#events.emit('pool:circuitStateChange', { state });
   }
 }

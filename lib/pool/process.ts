@@ -144,7 +144,6 @@ export async function processWithPool<I, R>(
   if (callbackError !== undefined) throw callbackError.error;
   if (!exhausted && !(stopOnError && summary.failed > 0)) {
     if (signal?.aborted) throw new TaskAbortedError('process() aborted', { cause: signal.reason });
-    // Stryker disable next-line ConditionalExpression: reading stops early only on an abort or a callback error (both thrown above), stopOnError (excluded) or a stop.
     if (pool.isStopped) throw new PoolStoppedError();
   }
   return summary;

@@ -1,3 +1,4 @@
+import type { InjectOptions } from 'fastify';
 import { buildApp } from 'fauxqs';
 import { describe, expect, it } from 'vitest';
 import { createFauxqsStores } from '../../../../lib/local/emulators/fauxqs-stores.js';
@@ -91,10 +92,11 @@ describe('the gate holds a key from the condition check until the write is appli
     const checking = new Promise<void>((resolve) => {
       checkStarted = resolve;
     });
-    const inject = app.inject.bind(app);
-    const heldInject = async (options: Parameters<typeof inject>[0]) => {
+    const original = app.inject.bind(app);
+    const inject = (options: InjectOptions) => original(options);
+    const heldInject = async (options: InjectOptions) => {
       const answer = await inject(options);
-      if (typeof options === 'object' && options.method === 'HEAD') {
+      if (options.method === 'HEAD') {
         checkStarted();
         await checkHeld;
       }

@@ -1,12 +1,7 @@
-// `dlq export` keeps every attribute of a letter and `dlq import` sends it back as `redrive` would: to the
-// queue it came from, with its producer's attributes (data types and binary values) and its origin's.
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  CreateQueueCommand,
-  GetQueueAttributesCommand,
   type MessageAttributeValue,
   ReceiveMessageCommand,
   SendMessageCommand,
@@ -16,21 +11,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../../lib/cli/main.js';
 import { localClientConfig } from '../../support/local-aws.js';
 import { captureIo } from './capture-io.js';
+import { createQueue } from './sqs-queue.js';
 
 const sqs = new SQSClient(localClientConfig('sqs'));
 afterAll(() => {
   sqs.destroy();
 });
 
-async function queue(prefix: string, attributes: Record<string, string> = {}) {
-  const { QueueUrl } = await sqs.send(
-    new CreateQueueCommand({ QueueName: `${prefix}-${randomUUID().slice(0, 8)}`, Attributes: attributes }),
-  );
-  const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
-  );
-  return { url: QueueUrl!, arn: Attributes!.QueueArn! };
-}
+const queue = (prefix: string, attributes: Record<string, string> = {}) =>
+  createQueue(sqs, prefix, attributes);
 
 /** An ingest queue whose messages SQS moves to `dlq` after one receive. */
 async function ingestFor(dlqArn: string) {

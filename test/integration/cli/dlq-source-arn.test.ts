@@ -1,9 +1,4 @@
-// The embedded SQS stamps `DeadLetterQueueSourceArn` on a message its redrive policy moved, as SQS does: the
-// `dlq redrive` command routes each letter back to the queue it came from by it.
-import { randomUUID } from 'node:crypto';
 import {
-  CreateQueueCommand,
-  GetQueueAttributesCommand,
   type Message,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
@@ -12,21 +7,15 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { localClientConfig, usingEmbeddedAws } from '../../support/local-aws.js';
+import { createQueue } from './sqs-queue.js';
 
 const sqs = new SQSClient(localClientConfig('sqs'));
 afterAll(() => {
   sqs.destroy();
 });
 
-async function queue(name: string, attributes: Record<string, string> = {}) {
-  const { QueueUrl } = await sqs.send(
-    new CreateQueueCommand({ QueueName: `${name}-${randomUUID().slice(0, 8)}`, Attributes: attributes }),
-  );
-  const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
-  );
-  return { url: QueueUrl!, arn: Attributes!.QueueArn! };
-}
+const queue = (prefix: string, attributes: Record<string, string> = {}) =>
+  createQueue(sqs, prefix, attributes);
 
 /** Receives (and hands back at once) until the redrive policy (maxReceiveCount 1) moved everything. */
 async function exhaust(url: string): Promise<void> {

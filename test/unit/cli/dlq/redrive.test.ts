@@ -1,5 +1,6 @@
 // `s3-ingest dlq redrive` against an in-memory SQS and an injected clock: what moves where, with which
 // attributes, at which pace, what stays and why, and the exit code an operator's script sees.
+import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { FakeClock, FakeSqs, queueArn, queueUrl, str } from './fake-sqs.js';
 import { runCommand } from './run-command.js';
@@ -39,7 +40,7 @@ function moved(id: string, body = `{"id":"${id}"}`, source = 'ingest', ageMs = 1
 function rejected(
   id: string,
   reason: string,
-  extra: Record<string, { DataType: string; StringValue: string }> = {},
+  extra: Record<string, MessageAttributeValue> = {},
 ) {
   sqs.add(
     'dlq',

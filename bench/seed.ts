@@ -5,7 +5,7 @@
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { startFauxqs } from 'fauxqs';
+import { startLocalAws } from '../lib/local/index.js';
 import type { Engine, SeedRunConfig, SeedRunResult } from './seed/engine.js';
 import { runInChild } from './support/child.js';
 import { type Row, writeResults } from './support/report.js';
@@ -74,19 +74,14 @@ for (const [ops, concurrency, databases] of modelled) {
   }
 }
 
-// One run against the embedded S3 emulator (fauxqs, in this parent process; the client runs in the child).
-const fauxqs = await startFauxqs({ port: 0, host: '127.0.0.1', logger: false });
-const admin = new S3Client({
-  endpoint: fauxqs.address,
-  region: 'us-east-1',
-  forcePathStyle: true,
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-});
+// One run against the embedded S3 (in this parent process; the client runs in the child).
+const aws = await startLocalAws();
+const admin = new S3Client(aws.clientConfig.s3);
 await admin.send(new CreateBucketCommand({ Bucket: 'seed-bench' }));
 admin.destroy();
 const emulator = {
   kind: 'emulator',
-  connectionString: `http://test:test@${new URL(fauxqs.address).host}/seed-bench/run`,
+  connectionString: `http://test:test@${new URL(aws.endpoints.s3).host}/seed-bench/run`,
 } as const;
 for (const engine of ['separate-pools', 'shared-pool', 'promise-all'] as const) {
   cells.push({
@@ -129,7 +124,7 @@ for (const [i, cell] of cells.entries()) {
     `[${i + 1}/${cells.length}] ${cell.scenario} ${cell.engine} ops=${cell.ops} c=${cell.concurrency ?? '-'} dbs=${cell.databases}: ${row['wall ms']} ms, ${row['ops/s']} ops/s, ${row['peak RSS MB']} MB, 503s ${result.throttled}, failed ${result.failed} ${JSON.stringify(result.errorNames)}\n`,
   );
 }
-await fauxqs.stop();
+await aws.stop();
 
 // Ratios: each row's wall time over the separate-pools row of the same scenario/ops/dbs at the same
 // concurrency (Promise.all: at concurrency 100, the Database default).

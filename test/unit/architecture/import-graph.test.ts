@@ -81,6 +81,22 @@ describe('import graph', () => {
       .map(show);
     expect(offending).toEqual([]);
   });
+  it('reaches fauxqs only through the embedded stack, which puts S3 fidelity in front of it', () => {
+    // A bare fauxqs ignores conditional writes and lists out of order: every S3 the project or a user gets
+    // comes from startLocalAws (lib/local/emulators/local-aws.ts), and tests of that layer.
+    const direct = graph.edges
+      .filter((edge) => edge.pkg === 'fauxqs' && edge.value)
+      .filter(
+        (edge) =>
+          edge.from !== 'lib/local/emulators/local-aws.ts' &&
+          !edge.from.startsWith('test/unit/local/emulators/'),
+      )
+      .map(show);
+    expect(direct).toEqual([]);
+    expect(
+      graph.edges.some((edge) => edge.pkg === 'fauxqs' && edge.from === 'lib/local/emulators/local-aws.ts'),
+    ).toBe(true);
+  });
 });
 
 describe('the checks themselves', () => {

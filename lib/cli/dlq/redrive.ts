@@ -33,7 +33,7 @@ Options:
   --to QUEUE_URL       only move letters that came from this queue (the others are left)
   --reason R           only messages with this reason ("none": moved by SQS after maxReceiveCount)
   --rate N             at most N messages per second (default 50)
-  --limit N            move at most N messages
+  --limit N            stop after N letters (moved or left)
   --include-rejected   also move contract rejections
 ${TOMBSTONE_HELP}
   --json               print the summary as JSON ({ moved, refused, skipped, left })

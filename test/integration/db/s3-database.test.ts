@@ -12,7 +12,7 @@ import {
 } from '../../../lib/db/index.js';
 import { startChaosProxy } from '../../../lib/local/s3-behaviour/chaos-proxy.js';
 import { TaskTimeoutError } from '../../../lib/pool/index.js';
-import { localAwsEndpoints, localClientConfig, usingEmbeddedAws } from '../../support/local-aws.js';
+import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
 
 const bucket = `db-it-${randomUUID().slice(0, 8)}`;
 let admin: S3Client;
@@ -23,7 +23,7 @@ function connectionString(prefix = 'it') {
   return `http://test:test@${endpoint.host}/${bucket}/${prefix}`;
 }
 
-/** Records the headers of every PutObject the client sends (the emulator does not enforce conditions). */
+/** Records the headers of every PutObject the client sends. */
 function recordPutHeaders(client: S3Client): Array<Record<string, string>> {
   const seen: Array<Record<string, string>> = [];
   client.middlewareStack.add(
@@ -95,7 +95,7 @@ describe('Database over S3 (emulator)', () => {
     await db.disconnect();
   });
 
-  it('conditional writes: If-None-Match on insert, If-Match on update (412 enforced where the server does)', async () => {
+  it('conditional writes: If-None-Match on insert, If-Match on update, and the server enforces them', async () => {
     const client = createS3Client({ ...localClientConfig('s3') });
     const headers = recordPutHeaders(client);
     const db = openDatabase(connectionString(), { tenant: 'cond', client });
@@ -107,11 +107,11 @@ describe('Database over S3 (emulator)', () => {
     await r.upsert('c1', { n: 3 });
     expect(headers.at(-1)).not.toHaveProperty('if-match');
     expect(headers.at(-1)).not.toHaveProperty('if-none-match');
-    if (!usingEmbeddedAws()) {
-      // LocalStack / AWS enforce the conditions; the embedded emulator accepts them without checking.
-      await expect(r.insert({ n: 9 }, { id: 'c1' })).rejects.toBeInstanceOf(RecordExistsError);
-      expect(first.id).toBe('c1');
-    }
+    // Every target enforces the conditions (the embedded S3 too): a second create of c1 is refused and the
+    // record keeps its upserted content.
+    await expect(r.insert({ n: 9 }, { id: 'c1' })).rejects.toBeInstanceOf(RecordExistsError);
+    expect(first.id).toBe('c1');
+    expect(await r.get('c1')).toMatchObject({ n: 3 });
     await db.disconnect();
     client.destroy();
   });

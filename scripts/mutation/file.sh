@@ -5,6 +5,8 @@
 # project whose `Stryker disable` comments are made inert (stripped-copy.sh), so every mutant runs; scores.ts
 # prints the file's raw score (no disables) next to the reported one (the comments applied). The report is
 # reports/mutation/mutation.json, also copied to reports/mutation/<file's base name>.json.
+# MUTATION_CONCURRENCY sets the workers; MUTATION_TIMEOUT_MS Stryker's timeoutMS (the config's 20 s makes
+# every mutant that loops cost 20 s; 5000 suits the pool's fake-timer tests).
 # Survivors of a narrowed run may be killed by tests left out: its scores are lower bounds.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +25,7 @@ trap 'rm -rf "$copy"' EXIT
 bash scripts/mutation/stripped-copy.sh "$copy"
 echo "mutating $file against $tests (load $load: concurrency $concurrency; disables inert in $copy)"
 (cd "$copy" && MUTATION_TESTS="$tests" nice -n 15 npx stryker run stryker.config.mjs --mutate "$file" \
-  --concurrency "$concurrency")
+  --concurrency "$concurrency" ${MUTATION_TIMEOUT_MS:+--timeoutMS "$MUTATION_TIMEOUT_MS"})
 mkdir -p reports/mutation
 cp "$copy/reports/mutation/mutation.json" reports/mutation/mutation.json
 cp reports/mutation/mutation.json "reports/mutation/$(basename "$file" .ts).json"

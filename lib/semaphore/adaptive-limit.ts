@@ -46,8 +46,8 @@ export interface AdaptiveLimitOptions {
    * inFlightSlack)` requests per second (`Lease.latencyMs` is `latency x inFlightSlack`). For holders that
    * pace their starts at that rate (the handler's pools): the extra permits let a slow answer not hold the
    * holder under its rate, since at exactly Little's law the cap on requests in flight binds whenever
-   * answers are slower than their average (bench:load: a hot prefix's leases at 29-45 of their 50 writes/s).
-   * Without pacing, slack above 1 sends more than the rate.
+   * answers are slower than their average (docs/decisions/first-lease-latency.md). Without pacing, slack
+   * above 1 sends more than the rate.
    * @default 1
    * @example { ratePerSecond: 3500, inFlightSlack: 1.5 }
    */
@@ -107,17 +107,16 @@ export const MIN_CAPACITY = 1 / 64;
 const MAX_INCREASE_SHARE = 1 / 8;
 /**
  * For `CAUTIOUS_FOR_MS` after a decrease the increase is at most this share of the capacity instead: the
- * decrease found S3's limit just above, and at an eighth per release the limit was back over it two releases
- * later, so the hot prefix met a round of SlowDowns every few seconds (bench:load limit-bound after the
- * halving: 3-10% of its requests). At 1/64 it takes about ten releases to climb back from a 0.85 cut: the
- * prefix runs at ~92% of its limit between rare probes. After that, probing resumes at the full pace (S3 may
- * have scaled the prefix up).
+ * decrease found S3's limit just above, and an eighth per release would be back over it within two releases.
+ * At 1/64 it takes about ten releases to climb back from a 0.85 cut, so the prefix runs near its limit
+ * between rare probes. After that, probing resumes at the full pace (S3 may have scaled the prefix up).
+ * Why 1/64: docs/decisions/throttle-response.md.
  */
 export const CAUTIOUS_INCREASE_SHARE = 1 / 64;
 /**
  * How long after a decrease the increase stays cautious (`CAUTIOUS_INCREASE_SHARE`), ms. Two minutes: S3
- * scales a prefix up over minutes, not seconds, and every return to the full pace overshot the limit the
- * decrease had found (bench:load, 30 s: 6 of the hot prefix's 28 SlowDowns came in the 10 s after it ended).
+ * scales a prefix up over minutes, not seconds, and each return to the full pace overshoots the limit the
+ * decrease found (docs/decisions/throttle-response.md).
  */
 export const CAUTIOUS_FOR_MS = 120_000;
 /**
@@ -135,8 +134,8 @@ const MAX_LATENCY_MS = 60_000;
 /**
  * SlowDown answers a lease may meet without the limit shrinking: one, or this share of its attempts when
  * that is more. A prefix held at its limit meets the odd 503 from latency noise alone (S3 admits bursts of a
- * fraction of a second), and one lease of a hot prefix makes tens to hundreds of attempts: shrinking on any
- * single 503 held bench:load's hot prefix at 38% (halved limit) to 80% of its limit. Between one tolerated
+ * fraction of a second), and one lease of a hot prefix makes tens to hundreds of attempts, so shrinking on
+ * any single 503 keeps it well under its limit (docs/decisions/throttle-response.md). Between one tolerated
  * 503 and none the limit holds still (it grows only on leases S3 never refused).
  */
 export const TOLERATED_THROTTLE_SHARE = 0.01;
@@ -145,10 +144,9 @@ const MAX_RESCALE = 2;
 /**
  * The most one resize moves a shard's latency (and its permits) up by. More than a release's `MAX_RESCALE`:
  * a resize is one holder's measured slot time over at least a few writes, asked for only when it is far
- * above the average, and the rate stays the same (capacity and latency move together). Measured: bench:load's
- * hot prefix ran its first lease at 194 ms of slot per write against the 75 assumed (x2.6: four containers
- * cold-starting on two cores); resized by x2 its permits still capped it at 38 of its 50 writes/s for the
- * whole batch (3.4 s, a tenth of the window before the limit halves).
+ * above the average, and the rate stays the same (capacity and latency move together). A cold fleet's
+ * first writes can take several times the assumed slot time, and x2 leaves such a lease capped below its
+ * rate for its whole batch (docs/decisions/first-lease-latency.md).
  */
 const MAX_RESIZE = 4;
 /** The most one release shrinks a shard by (a lease whose attempts were nearly all refused). */
@@ -218,8 +216,8 @@ export function ceilingPerShard(
 export function initialState(shards: number, options: ResolvedAdaptiveLimitOptions): AdaptiveState {
   const latencyMs = options.initialLatencyMs;
   const exact = (options.ratePerSecond * latencyMs * options.inFlightSlack) / 1000 / shards;
-  // On the 1/1024 grid like every later capacity: whole permits lost a fifth of a 2.5-permit prefix's rate
-  // (bench:load: 50 writes/s x 50 ms, the first leases granted 2 permits, i.e. 40 writes/s).
+  // On the 1/1024 grid like every later capacity: whole permits would lose a fifth of a 2.5-permit prefix's
+  // rate (50 writes/s x 50 ms rounded down to 2 permits carries 40 writes/s).
   return { capacity: quantize(Math.max(MIN_CAPACITY, exact)), latencyMs, decreasedAt: 0 };
 }
 
@@ -262,9 +260,9 @@ export function adaptLimit(
     latencyMs = Math.min(MAX_LATENCY_MS, Math.max(MIN_LATENCY_MS, latencyMs));
   }
   // The limit is a rate (S3 limits requests per second) kept as permits: when the fleet's latency moves,
-  // the permits move with it so each still carries the same rate (`capacity / latency`). Without this a
-  // prefix whose writes took 50 ms instead of the assumed 20 ran at 40% of its rate until the additive
-  // increase (an eighth per release) caught up, a release per batch later. At most x2 / x0.5 per release:
+  // the permits move with it so each still carries the same rate (`capacity / latency`). Otherwise a
+  // prefix whose writes take 50 ms where 20 were assumed runs at 40% of its rate until the additive
+  // increase (an eighth per release) catches up, a release per batch later. At most x2 / x0.5 per release:
   // one stalled lease must not multiply the permits (the ceiling, rate x latency, moves with it).
   let capacity =
     state.capacity *
@@ -276,8 +274,8 @@ export function adaptLimit(
       // the old rate: one release brings the capacity near the new one), at least `decreaseFactor`.
       const refused = outcome.throttled / limited;
       // The holder's governor cut its own pool a step per round trip of SlowDowns while the release waited
-      // for the lease to end: where it got to is the freshest measure of what S3 accepts (bench:load: after
-      // the limit halved, one fixed step per release took four releases, ~10 s, to follow).
+      // for the lease to end: where it got to is the freshest measure of what S3 accepts, and a fixed step
+      // per release follows a halved limit only over several releases (docs/decisions/throttle-response.md).
       const kept = outcome.keptShare ?? 1;
       capacity *= Math.max(DEEPEST_DECREASE, Math.min(options.decreaseFactor, 1 - refused, kept));
       decreased = true;
@@ -313,7 +311,7 @@ export function adaptLimit(
  * and the capacity with it, so the limit stands for the same rate at the latency S3 shows now. A full-weight
  * step, unlike a release's moving average, because a holder asks only when the average is far below what it
  * measures (a new prefix's assumed latency, or S3 slowing down): at the average's pace the first lease of a
- * new prefix ran its whole batch at half its rate (bench:load: 100 writes at 25 of 50 writes/s, 4 s).
+ * new prefix runs its whole batch below its rate (docs/decisions/first-lease-latency.md).
  * Overestimating the latency is safe: holders space their starts at the rate a grant stands for, and the
  * releases' average brings it back. `undefined` when the sample is not above the average: a resize only grows.
  */

@@ -5,10 +5,8 @@ import type { AcquireOptions, Lease, Semaphore } from '../../semaphore/types.js'
  * How much longer a tenant waits for its turn, past its deadline, while the holders in the way are late:
  * they said they would be done by now (`SemaphoreTimeoutError.dueAt` past), so their release is a matter of
  * their last writes and one DynamoDB write, and a waiter present then is the one the hand-over needs.
- * Measured why (bench:load limit-bound): the hot prefix's first lease, slowed by four cold containers, ran
- * ~1 s past its announced end; its waiters gave up at their 1 s turn wait just before it released, their
- * deferred copies came back a second later, and the prefix sat idle for 0.5-1.3 s (a second with no write
- * at all in two runs of six).
+ * Without it, waiters give up just before a late holder releases and the prefix sits idle until their
+ * deferred copies come back (docs/decisions/prefix-hand-over.md).
  */
 export const LATE_HOLDER_GRACE_MS = 1_000;
 
@@ -16,9 +14,8 @@ export const LATE_HOLDER_GRACE_MS = 1_000;
  * A holder later than this past its announced due time is taken for stuck (its invocation crashed or
  * stalled: its entry stays until its lease expires, up to the function's timeout), not about to release:
  * its waiters neither stay for it nor come back every second, but back off as behind a holder that said
- * nothing. Without the bound, records behind a crashed holder used up their 20 deferrals in ~50 s and
- * then their receives (the attacker's review), where the backoff spreads them over ~2 minutes. Holders run
- * late by 0.2 s in steady state and up to ~1.5 s in bench:load's cold start.
+ * nothing, so records behind a crashed holder do not use up their deferrals and receives within a minute.
+ * Well above how late live holders run (docs/decisions/prefix-hand-over.md).
  */
 export const STUCK_HOLDER_LATE_MS = 5_000;
 

@@ -20,22 +20,19 @@ export interface ThrottleEvents {
 /**
  * Share of its grant a cut pool takes back per attempt S3 accepted that was sent after the last cut, after
  * its first cut of the lease; each further cut halves it. A prefix held at its limit meets the odd 503 from
- * latency noise alone; without a way back, each one cut the rest of a lease of ~100 attempts for good (3
- * noise 503s: 0.61 x the grant). From one cut (0.85) back to the grant takes 20 accepted attempts. Not
- * faster: at 1/32 a holder refused a third of the time (a halved limit) earned back most of each cut before
- * the next one and stayed there (bench:load: 30% 503s for 5 s). Halved per further cut because a pool that
- * keeps meeting SlowDown is above S3's limit, not unlucky: at a fixed 1/128 a lease under a halved limit
- * climbed back to its grant and was refused again every 0.5-0.7 s for 6 s (bench:load, 10 of its 28 503s),
- * and reported that it had recovered, so the fleet's limit shrank slowly too.
+ * latency noise alone, and without a way back each one would cut the rest of the lease for good (3 noise
+ * 503s: 0.61 x the grant). From one cut (0.85) back to the grant takes 20 accepted attempts; faster, a pool
+ * under a lower limit earns each cut back before the next. Halved per further cut because a pool that keeps
+ * meeting SlowDown is above S3's limit, not unlucky (docs/decisions/throttle-response.md).
  */
 export const RECOVERY_PER_ACCEPTED = 1 / 128;
 
 /**
  * Share of its concurrency a pool keeps after S3 answered SlowDown under its lease, and the factor the
  * handler's prefix semaphores shrink by at a release that saw SlowDown (`decreaseFactor`). Gentler than
- * the semaphore's default 0.7: a prefix held at its limit meets the odd 503 from latency noise alone (S3
- * admits bursts of a fraction of a second), and at 0.7 those cut a hot prefix to a third of its limit in
- * bench:load limit-bound; 0.85 still halves in four steps.
+ * the semaphore's default 0.7, because a prefix held at its limit meets the odd 503 from latency noise alone
+ * (S3 admits bursts of a fraction of a second); 0.85 still halves in four steps
+ * (docs/decisions/throttle-response.md).
  */
 export const GRANT_DECREASE_FACTOR = 0.85;
 
@@ -59,8 +56,8 @@ export interface GrantGovernorOptions {
    * The fleet's latency per attempt the grant was sized with (`Lease.latencyMs`): the grant then stands for
    * `permits / latencyMs` attempts per second. While this holder's own attempts are quicker than that, the
    * governor keeps `permits x (own latency / latencyMs)` in flight (at least `MIN_PACE` x), so it sends the
-   * rate its grant stands for and not more: at a fixed in-flight count a holder whose writes took 10 ms
-   * where the fleet's took 25 sent 2.5x its share and met SlowDowns. Never more than the grant in flight
+   * rate its grant stands for and not more: at a fixed in-flight count a holder whose writes take 10 ms
+   * where the fleet's take 25 would send 2.5x its share and meet SlowDowns. Never more than the grant in flight
    * when its attempts are slower: the permits are a cap on requests in flight (the chaos suite checks it),
    * and a slower fleet is followed by the limit itself (its permits move with the measured latency).
    * @default undefined (no pacing: the grant is the in-flight count)

@@ -232,8 +232,8 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
           // Records that only ran out of turn: their prefix's permits were held until the cutoff, or the
           // cutoff stopped them (their turn came late in the invocation). When they come back they wait for
           // their prefix's permits again, which is what keeps S3 under its limit, so they need not also sit
-          // out the SlowDown backoff: with it, a hot prefix idled 5-10 s at the end of bench:load while its
-          // last records waited in the queue.
+          // out the SlowDown backoff, which would leave a hot prefix idle while its last records wait in the
+          // queue (docs/decisions/prefix-hand-over.md).
           waitedForTurn: (messageId) => {
             const fate = ledger.fateOf(messageId);
             if (fate?.state !== 'redeliver') return false;

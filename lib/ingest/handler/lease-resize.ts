@@ -32,9 +32,9 @@ export interface LeaseResizeWatch {
  * Resizes a lease (`Lease.resize`) once, when its work's slot time per write rises above the latency the
  * grant stands for (`lease.latencyMs`, the in-flight slack included): from then on the permits cap the pool
  * below the grant's rate. The fleet's latency is an average of past leases, or the assumed one for a prefix
- * no lease has measured yet: bench:load's hot prefix ran its first lease, a whole batch of 100 writes, at
- * 25 of its 50 writes/s (4 s), its writes taking ~140 ms of slot against 50 assumed. One DynamoDB write, only
- * for a lease that measured this far off the fleet's latency (a holder in step with it never sends one).
+ * no lease has measured yet, which a cold fleet's first writes can exceed several times over
+ * (docs/decisions/first-lease-latency.md). One DynamoDB write, only for a lease that measured this far off
+ * the fleet's latency (a holder in step with it never sends one).
  */
 export class LeaseResize {
   #pending: Promise<void> | undefined;

@@ -49,16 +49,17 @@ export const SMALL_TENANTS_SHARE_OF_POOL = 1 / 4;
 /**
  * Longest wait between two acquire rounds on a tenant prefix's semaphore. A hot prefix whose limit is a
  * permit or less is held by one invocation at a time, and the next holder learns that it is free only by
- * reading again: at the default 500 ms cap the hand-over gaps left the prefix idle a quarter of the time
- * (bench:load limit-bound). Each round is one strongly consistent read (1 RCU), not a write.
+ * reading again, so the cap is the longest hand-over gap; the semaphore's default 500 ms leaves a hot prefix
+ * idle too long (docs/decisions/prefix-hand-over.md). Each round is one strongly consistent read (1 RCU),
+ * not a write.
  */
 export const PREFIX_ACQUIRE_BACKOFF_CAP_MS = 100;
 
 /**
  * A tenant stops waiting for its prefix's permits this long before the cutoff (a quarter of the time it
  * has, when that is less): a lease had with less time left than this holds the whole prefix, fleet-wide,
- * for a handful of writes or none. bench:load limit-bound saw leases granted 79-131 ms before the cutoff,
- * each leaving the hot prefix idle while its holder aborted, released, and the next waiter woke up.
+ * for a handful of writes or none, and leaves it idle while its holder aborts, releases and the next waiter
+ * wakes up (docs/decisions/prefix-hand-over.md).
  */
 export const LEAST_USEFUL_LEASE_MS = 500;
 

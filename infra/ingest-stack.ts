@@ -244,7 +244,7 @@ export class IngestStack extends Stack {
         banner:
           "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
         // The AWS SDK is bundled, not taken from the runtime: the S3 client's retry and socket behaviour
-        // (maxAttempts 1, maxSockets = pool size, SlowDown error shape) is measured against the pinned
+        // (maxAttempts 1, maxSockets = pool size, SlowDown error shape) is tested against the pinned
         // @aws-sdk/* and @smithy/node-http-handler versions, and mixing a bundled handler with the
         // runtime's SDK can pair mismatched @smithy internals. Tree-shaking keeps the cost small.
         externalModules: [],

@@ -83,8 +83,8 @@ export function parseConnectionString(connectionString: string): ConnectionTarge
   }
   const rawPath = rawPathOf(connectionString);
   // The URL parser resolves dot segments (`/a/../b` -> `/b`), also percent-encoded (`%2e%2e`) or
-  // backslashed (`\..\`, http only), and the prefix used to be percent-decoded after that. Bucket names and
-  // prefixes never need either, so a path must be taken literally or not at all.
+  // backslashed (`\..\`, http only), and percent-decoding the prefix would change it again. Bucket names
+  // and prefixes never need either, so a path must be taken literally or not at all.
   if (/\/\.{1,2}(?=\/|$)/.test(rawPath)) {
     throw new ConnectionStringError('path must not contain "." or ".." segments');
   }

@@ -502,9 +502,9 @@ export class ExecutorPool {
 
   #start(task: Task, probe: boolean, now: number): void {
     // A paced start late by at most half an interval (the timer's whole-ms rounding, event-loop lag) is
-    // counted at its slot, so lateness does not add up: counted when it happened, a 10 ms interval under a
-    // busy loop ran at 70-80% of its rate (bench:load: a hot prefix paced at 50 writes/s wrote 37-41). Later
-    // than that (an idle pool, a full budget, the in-flight cap) it banks nothing: no burst after a pause.
+    // counted at its slot, so lateness does not add up under a busy loop. Later than that (an idle pool, a
+    // full budget, the in-flight cap) it banks nothing: no burst after a pause. Why:
+    // docs/decisions/paced-writes-unpaced-reads.md.
     if (task.paced) {
       const slot = this.#lastStartAt + this.#startGapMs;
       this.#lastStartAt = now - slot <= this.#startGapMs / 2 ? slot : now;

@@ -41,7 +41,7 @@ export interface IngestMetricDefinition {
 }
 
 /**
- * Every metric the function emits (issue 18), keyed by metric name. The stack charts and alarms only on
+ * Every metric the function emits, keyed by metric name. The stack charts and alarms only on
  * these names.
  */
 export const INGEST_METRIC_CATALOGUE = {

@@ -12,7 +12,7 @@ export type DeadLetterReason =
   | 'record-not-found'
   /** `insert` with an explicit id that another write already holds with different content. */
   | 'record-exists'
-  /** The message's tenant is not one its source queue may write (tenant-bound producers, issue 19). */
+  /** The message's tenant is not one its source queue may write (tenant-bound producers, `SOURCE_TENANTS`). */
   | 'tenant-not-allowed'
   /** The message came from a source queue bound to no tenants (`SOURCE_TENANTS` set, fail closed). */
   | 'unknown-source';

@@ -47,7 +47,7 @@ export interface BatchPlan {
 /** What the plan checks besides the message contract. */
 export interface PlanOptions {
   /**
-   * Which tenants each source queue may write (issue 19): a write outside its source's tenants, or from a
+   * Which tenants each source queue may write (tenant-bound producers): a write outside its source's tenants, or from a
    * source not bound at all, is refused before any write.
    * @default undefined (single-queue mode: any tenant from any source)
    * @example { binding: new SourceBinding(config.sourceTenants) }

@@ -22,7 +22,7 @@ export class TenantNotAllowedError extends S3IngestError {
 }
 
 /**
- * Tenant-bound producers (issue 19): each source queue (`eventSourceARN`, stamped by Lambda from the queue
+ * Tenant-bound producers: each source queue (`eventSourceARN`, stamped by Lambda from the queue
  * it polled, never by the producer) maps to the tenants it may write. The `tenant` in a body is a claim;
  * the queue a message came through is not, since only that producer's principals may send to it.
  */

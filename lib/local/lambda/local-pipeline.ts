@@ -79,7 +79,7 @@ export interface LocalPipelineOptions {
    */
   readonly fifo?: boolean;
   /**
-   * Tenant-bound producers (issue 19): one more queue per producer, each with its own event source on the
+   * Tenant-bound producers: one more queue per producer, each with its own event source on the
    * same function, and `SOURCE_TENANTS` binding each to its tenants. The main queue stays consumed but is
    * bound to no tenant, so whatever is sent there is refused (`unknown-source`): fail closed.
    * @default [] (single-queue mode)

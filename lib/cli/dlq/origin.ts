@@ -18,14 +18,16 @@ export interface LetterOrigin {
   readonly sourceArn?: string;
 }
 
+/** A string attribute's value; an empty one counts as absent. */
 function text(m: Message, name: string): string | undefined {
   const value = m.MessageAttributes?.[name]?.StringValue;
-  return value === undefined || value === '' ? undefined : value;
+  return value === '' ? undefined : value;
 }
 
+/** Epoch milliseconds from an attribute's text, when it is a positive integer (`Number(undefined)` is NaN). */
 function epochMs(value: string | undefined): number | undefined {
   const n = Number(value);
-  return value !== undefined && Number.isSafeInteger(n) && n > 0 ? n : undefined;
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
 
 /** Whether the function wrote this letter (it carries a `reason`), rather than SQS moving the message. */

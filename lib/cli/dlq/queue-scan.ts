@@ -86,19 +86,19 @@ export class QueueScan {
           }),
         );
         const selected: Message[] = [];
-        let fresh = 0;
+        let fresh = false;
         for (const m of received) {
           if (m.MessageId === undefined || m.ReceiptHandle === undefined) continue;
           this.#held.set(m.MessageId, m.ReceiptHandle);
           if (this.#seen.has(m.MessageId)) continue;
           this.#seen.add(m.MessageId);
-          fresh++;
+          fresh = true;
           if (selectedCount < limit && select(m)) {
             selected.push(m);
             selectedCount++;
           }
         }
-        if (fresh === 0) break;
+        if (!fresh) break;
         if (selected.length > 0) await onBatch(selected);
       }
       await onDone();

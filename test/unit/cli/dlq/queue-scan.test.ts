@@ -89,6 +89,41 @@ describe('QueueScan', () => {
     expect(visibilityCalls()).toEqual([[['0', 0]]]);
   });
 
+  it('deletes in batches of 10, and calls onBatch only for receives that selected something', async () => {
+    const scan = scanOf({ select: (m) => Number(m.MessageId?.slice(2)) >= 10 });
+    let calls = 0;
+    await scan.run(async (batch) => {
+      calls++;
+      await scan.delete(batch);
+    });
+    expect(calls).toBe(2);
+    expect(sqs.callsOf('DeleteMessageBatchCommand').map((c) => (c.Entries as object[]).length)).toEqual([
+      10, 5,
+    ]);
+    sqs = new FakeSqs(clock);
+    for (let i = 0; i < 25; i++) sqs.add('dlq', `m-${i}`, `body-${i}`);
+    const all = scanOf();
+    const received: Message[] = [];
+    await all.run(
+      async (batch) => {
+        received.push(...batch);
+      },
+      () => all.delete(received),
+    );
+    expect(sqs.callsOf('DeleteMessageBatchCommand').map((c) => (c.Entries as object[]).length)).toEqual([
+      10, 10, 5,
+    ]);
+    expect(sqs.messages('dlq')).toEqual([]);
+  });
+
+  it('renews every half visibility timeout, not more often', async () => {
+    sqs.receiveTakesMs = 10_000;
+    await scanOf({ visibilitySeconds: 30 }).run(async () => {});
+    const renewals = visibilityCalls().filter((c) => c.every(([, v]) => v === 30));
+    // Receives end at 10, 20, 30 and 40 s; renewals fire at 15 and 30 s, of what was held then.
+    expect(renewals.map((c) => c.length)).toEqual([10, 10, 10, 5]);
+  });
+
   it('names the messages SQS would not delete', async () => {
     sqs.failDeletes = new Set(['m-2', 'm-4']);
     const scan = scanOf();

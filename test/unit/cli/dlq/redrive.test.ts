@@ -37,11 +37,7 @@ function moved(id: string, body = `{"id":"${id}"}`, source = 'ingest', ageMs = 1
 }
 
 /** A letter the function wrote: reason, the original's id and send time, its source queue. */
-function rejected(
-  id: string,
-  reason: string,
-  extra: Record<string, MessageAttributeValue> = {},
-) {
+function rejected(id: string, reason: string, extra: Record<string, MessageAttributeValue> = {}) {
   sqs.add(
     'dlq',
     id,

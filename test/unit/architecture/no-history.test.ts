@@ -46,6 +46,37 @@ describe('no work-log history in README, docs, lib, infra, functions', () => {
     ]);
   });
 
+  it('finds an issue number, "used to", a bench run told as a story, work rounds, reviews and briefs on planted lines', () => {
+    const planted = [
+      '## Adaptive limits (issue 16); see issues #19.',
+      'A rest used to outlive it; the value is used to derive an id.',
+      'Shrinking held it at 38% (bench:load: a hot prefix at 29-45 of 50 writes/s), (bench:load, 30 s: 6 of 28).',
+      'bench:load limit-bound saw leases granted late; Measured why: gaps. Cost in bench:load after the halving.',
+      "bench:load's hot prefix ran slowly; `npm run bench:db` measures each step (bench:db, lib/db/README.md).",
+      'What changed against the previous round; defined in this round.',
+      "Found in the attacker's review, as the issue asks, option (b) of the brief.",
+      'Before the fix, a redrive moves each letter once; before the change it was slower.',
+    ].join('\n');
+    expect(findHistoryMarkers('planted.ts', planted).map(show)).toEqual([
+      'planted.ts:1: issue number: issue 16',
+      'planted.ts:1: issue number: issues #19',
+      'planted.ts:2: used to: used to outlive',
+      'planted.ts:3: bench run log: (bench:load:',
+      'planted.ts:3: bench run log: (bench:load, 3',
+      'planted.ts:4: bench run log: bench:load limit-bound saw',
+      'planted.ts:4: bench run log: Measured why',
+      'planted.ts:4: bench run log: in bench:load',
+      "planted.ts:5: bench run log: bench:load's hot",
+      'planted.ts:6: work round: What changed against',
+      'planted.ts:6: work round: previous round',
+      'planted.ts:6: work round: in this round',
+      "planted.ts:7: review as history: attacker's review",
+      'planted.ts:7: task brief: the issue asks',
+      'planted.ts:7: task brief: of the brief',
+      'planted.ts:8: before this change: before the change',
+    ]);
+  });
+
   it('finds none in the product prose and code', () => {
     const markers = files.flatMap((file) => findHistoryMarkers(file, readFileSync(join(ROOT, file), 'utf8')));
     expect(markers.map(show)).toEqual([]);

@@ -88,6 +88,7 @@ describe('dlq export', () => {
       attributes: { reason: { dataType: 'String', stringValue: 'invalid-json' } },
     });
     expect(sqs.messages('dlq')).toHaveLength(2);
+    expect(sqs.destroyed).toBe(true);
   });
 
   it('exports only --reason, and purges exactly what it exported once confirmed', async () => {
@@ -194,6 +195,7 @@ describe('dlq import', () => {
       }),
     ]);
     expect(sqs.messages('dlq')).toHaveLength(1);
+    expect(sqs.destroyed).toBe(true);
   });
 
   it('leaves lines from other queues, unknown sources, contract rejections, past the horizon; says so', async () => {
@@ -279,7 +281,7 @@ describe('dlq import', () => {
     const file = join(dir, 'hand.ndjson');
     writeFileSync(
       file,
-      `\n${JSON.stringify({ messageId: 'h', body: 'b', systemAttributes: { SentTimestamp: String(clock.now()), DeadLetterQueueSourceArn: queueArn('ingest'), n: 1 } })}\n\n`,
+      `\n  \n${JSON.stringify({ messageId: 'h', body: 'b', systemAttributes: { SentTimestamp: String(clock.now()), DeadLetterQueueSourceArn: queueArn('ingest'), n: 1 } })}\n\n`,
     );
     const r = await importFrom([file, '--to', queueUrl('ingest')]);
     expect(r.stdout).toBe(`sent 1 message(s) to ${queueUrl('ingest')}; 0 left\n`);

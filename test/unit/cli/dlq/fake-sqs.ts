@@ -199,5 +199,10 @@ export class FakeSqs {
     return { Successful, Failed };
   }
 
-  destroy(): void {}
+  /** The command released its client. */
+  destroyed = false;
+
+  destroy(): void {
+    this.destroyed = true;
+  }
 }

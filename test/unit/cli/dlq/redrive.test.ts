@@ -76,6 +76,7 @@ describe('dlq redrive: what a copy carries', () => {
       }),
     ]);
     expect(sqs.messages('dlq')).toEqual([]);
+    expect(sqs.destroyed).toBe(true);
   });
 
   it("keeps a copy's origin: the origin attributes it already carries win over its own id and send time", async () => {

@@ -11,7 +11,7 @@ Commands:
   local     run the whole pipeline locally with a demo load (npm start)
   send      send NDJSON writes to an ingestion queue
   inspect   count records in a bucket and messages in a queue and its DLQ
-  dlq       peek at, redrive or export dead-lettered and rejected messages
+  dlq       peek at, redrive, export or import dead-lettered and rejected messages
 
 Run "s3-ingest <command> --help" for a command's options.`;
 

@@ -128,7 +128,7 @@ export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise
     // the emulator's own app, so no client or proxy can reach S3 behaviour that AWS would not have:
     // conditional writes (fauxqs ignores them), listing order, object tags (fauxqs keeps none).
     keepS3ObjectTags(fauxqs, s3);
-    enforceConditionalWrites(fauxqs);
+    enforceConditionalWrites(fauxqs, s3);
     serveS3Listing(fauxqs, s3);
     serveResolvableQueueUrls(fauxqs);
     cleanups.push(() => fauxqs.close());

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { S3StoreView } from './fauxqs-stores.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { bucketAndKey, elementTexts, noSuchKey, type S3ErrorAnswer, sendS3Error } from './s3-xml.js';
 
@@ -19,9 +20,11 @@ import { bucketAndKey, elementTexts, noSuchKey, type S3ErrorAnswer, sendS3Error 
  *   `409 ConditionalRequestConflict` instead of `412`; a linearised emulator never needs to.
  * - Error bodies and headers are S3's (XML `Code`, `Message`, `RequestId`, `HostId`), so SDK v3 names the
  *   error `PreconditionFailed` / `NoSuchKey` with the same status as against AWS.
+ * - The condition is checked against the emulator's own store, by the key as the emulator reads it from the
+ *   URL (an HTTP round trip would normalise `.` and `..` segments, which S3 keeps as part of the key).
  * Not modelled: `x-amz-if-match-last-modified-time` / `-size`, and per-object ETags inside `DeleteObjects`.
  */
-export function enforceConditionalWrites(app: FastifyInstance): ConditionalWritesGate {
+export function enforceConditionalWrites(app: FastifyInstance, store: S3StoreView): ConditionalWritesGate {
   const mutex = new KeyedMutex();
   const releases = new WeakMap<FastifyRequest, () => void>();
   const release = (request: FastifyRequest) => {
@@ -37,7 +40,8 @@ export function enforceConditionalWrites(app: FastifyInstance): ConditionalWrite
     // Backstop: whatever happens to the request from here, its keys are free once its socket answer ends.
     reply.raw.once('close', free);
     if (write.condition === undefined) return;
-    const refusal = refusalOf(write.condition, await currentEtag(app, write.path));
+    const current = store.buckets.get(write.bucket)?.get(write.keys[0] ?? '')?.etag;
+    const refusal = refusalOf(write.condition, current);
     if (refusal === undefined) return;
     release(request);
     return sendS3Error(reply, refusal(write.keys[0] ?? ''));
@@ -68,8 +72,6 @@ interface Condition {
 interface ObjectWrite {
   bucket: string;
   keys: string[];
-  /** The request's path, `/<bucket>/<key>` as sent (still URL-encoded). */
-  path: string;
   condition?: Condition;
 }
 
@@ -103,12 +105,11 @@ export function objectWriteOf(request: {
   headers: Record<string, string | string[] | undefined>;
   body?: unknown;
 }): ObjectWrite | undefined {
-  const rawPath = request.url.split('?', 1)[0] ?? '/';
   const { bucket, key, query } = bucketAndKey(request.url);
   const method = request.method.toUpperCase();
   if (method === 'POST' && query.has('delete')) {
     const keys = deleteObjectsKeys(request.body);
-    return keys.length === 0 ? undefined : { bucket, keys, path: rawPath };
+    return keys.length === 0 ? undefined : { bucket, keys };
   }
   if (key === '') return undefined;
   const isObjectWrite =
@@ -125,7 +126,7 @@ export function objectWriteOf(request: {
           ...(ifNoneMatch === undefined ? {} : { ifNoneMatch }),
           ...(ifMatch === undefined ? {} : { ifMatch }),
         };
-  return { bucket, keys: [key], path: rawPath, ...(condition === undefined ? {} : { condition }) };
+  return { bucket, keys: [key], ...(condition === undefined ? {} : { condition }) };
 }
 
 /** Why S3 refuses a write with this condition on an object whose ETag is `current` (`undefined`: none). */
@@ -138,13 +139,6 @@ export function refusalOf(condition: Condition, current: string | undefined): Re
   if (current === undefined) return noSuchKey;
   const wanted = condition.ifMatch.split(',').map(bareEtag);
   return wanted.includes('*') || wanted.includes(bareEtag(current)) ? undefined : IF_MATCH_FAILED;
-}
-
-/** The object's ETag now, asked of the emulator in-process (`undefined`: no such object). */
-async function currentEtag(app: FastifyInstance, path: string): Promise<string | undefined> {
-  const head = await app.inject({ method: 'HEAD', url: path });
-  const etag = head.headers.etag;
-  return head.statusCode === 200 && typeof etag === 'string' ? etag : undefined;
 }
 
 /** Strips a weak marker and quotes: `W/"abc"` and `"abc"` compare as `abc`. */

@@ -1,6 +1,13 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { S3StoreView, StoredS3Object } from './fauxqs-stores.js';
-import { bucketAndKey, escapeXml, noSuchBucket, sendS3Error, sendXml } from './s3-xml.js';
+import {
+  bucketAndKey,
+  escapeXml,
+  noSuchBucket,
+  type S3ErrorAnswer,
+  sendS3Error,
+  sendXml,
+} from './s3-xml.js';
 
 /** The query parameters of a listing; any other one makes a bucket GET something else (location, ...). */
 const LISTING_PARAMETERS = new Set([
@@ -18,6 +25,29 @@ const LISTING_PARAMETERS = new Set([
 
 /** S3's page size cap. */
 const MAX_KEYS = 1000;
+
+/** What every continuation token this listing issues starts with, so a token it did not issue is refused. */
+const TOKEN_MARK = 'k:';
+
+/** The continuation token that resumes a listing after `key` (opaque to clients, as S3's are). */
+export function continuationTokenAfter(key: string): string {
+  return Buffer.from(TOKEN_MARK + key, 'utf8').toString('base64url');
+}
+
+/** The key a continuation token resumes after; `undefined` for a token this listing did not issue. */
+export function keyOfContinuationToken(token: string): string | undefined {
+  const text = Buffer.from(token, 'base64url').toString('utf8');
+  if (!text.startsWith(TOKEN_MARK) || continuationTokenAfter(text.slice(TOKEN_MARK.length)) !== token)
+    return undefined;
+  return text.slice(TOKEN_MARK.length);
+}
+
+const invalidArgument = (message: string, name: string, value: string): S3ErrorAnswer => ({
+  status: 400,
+  code: 'InvalidArgument',
+  message,
+  detail: `<ArgumentName>${escapeXml(name)}</ArgumentName><ArgumentValue>${escapeXml(value)}</ArgumentValue>`,
+});
 
 /**
  * Compares two keys in UTF-8 byte order, S3's listing order (code point order, which UTF-16 code unit
@@ -69,7 +99,8 @@ export function listPage(
     if (entry !== key && (entry === page.last || (after !== undefined && compareKeys(entry, after) <= 0)))
       continue;
     if (count >= maxKeys) {
-      page.isTruncated = true;
+      // S3 answers max-keys 0 with an empty page that is not truncated: there is no position to resume from.
+      page.isTruncated = maxKeys > 0;
       break;
     }
     if (entry === key) page.objects.push(objects.get(key) as StoredS3Object);
@@ -83,7 +114,10 @@ export function listPage(
 /**
  * Answers ListObjectsV2 and ListObjects (v1) from the emulator's own objects, in S3's byte order with
  * continuation tokens and markers that resume exactly where a page ended (fauxqs sorts with `localeCompare`
- * and resumes by code unit, which skips or repeats keys that differ in case or punctuation).
+ * and resumes by code unit, which skips or repeats keys that differ in case or punctuation). As S3 does, it
+ * refuses with `400 InvalidArgument` a `max-keys` that is not an integer in [0, 2^31-1], an
+ * `encoding-type` other than `url`, and a continuation token it did not issue; with `encoding-type=url`,
+ * keys and prefixes are percent-encoded except for `/`.
  */
 export function serveS3Listing(app: FastifyInstance, store: S3StoreView): void {
   app.addHook('preHandler', async (request, reply) => {
@@ -106,16 +140,26 @@ function answerListing(
   const v2 = query.get('list-type') === '2';
   const prefix = query.get('prefix') ?? '';
   const delimiter = query.get('delimiter') || undefined;
-  const requested = Number.parseInt(query.get('max-keys') ?? `${MAX_KEYS}`, 10);
-  const maxKeys = Number.isNaN(requested) ? MAX_KEYS : Math.max(0, Math.min(requested, MAX_KEYS));
+  const requested = query.get('max-keys') ?? `${MAX_KEYS}`;
+  if (!/^\d{1,10}$/.test(requested) || Number(requested) > 2 ** 31 - 1) {
+    const message = 'Argument maxKeys must be an integer between 0 and 2147483647';
+    return sendS3Error(reply, invalidArgument(message, 'maxKeys', requested));
+  }
+  const maxKeys = Math.min(Number(requested), MAX_KEYS);
+  const encoding = query.get('encoding-type') ?? undefined;
+  if (encoding !== undefined && encoding !== 'url') {
+    const message = 'Invalid Encoding Method specified in Request';
+    return sendS3Error(reply, invalidArgument(message, 'encoding-type', encoding));
+  }
   const token = query.get('continuation-token') ?? undefined;
+  const tokenKey = token === undefined ? undefined : keyOfContinuationToken(token);
+  if (v2 && token !== undefined && tokenKey === undefined) {
+    const message = 'The continuation token provided is incorrect';
+    return sendS3Error(reply, invalidArgument(message, 'continuation-token', token));
+  }
   const startAfter = query.get('start-after') ?? undefined;
   const marker = query.get('marker') ?? undefined;
-  const after = v2
-    ? token !== undefined
-      ? Buffer.from(token, 'base64url').toString('utf8')
-      : startAfter
-    : marker;
+  const after = v2 ? (tokenKey ?? startAfter) : marker;
   const page = listPage(objects, {
     prefix,
     maxKeys,
@@ -123,8 +167,9 @@ function answerListing(
     ...(after ? { after } : {}),
   });
 
-  const urlEncoded = query.get('encoding-type') === 'url';
-  const text = (value: string) => escapeXml(urlEncoded ? encodeURIComponent(value) : value);
+  const urlEncoded = encoding === 'url';
+  const text = (value: string) =>
+    escapeXml(urlEncoded ? encodeURIComponent(value).replaceAll('%2F', '/') : value);
   const element = (name: string, value: string | number | boolean) =>
     `<${name}>${typeof value === 'string' ? text(value) : value}</${name}>`;
   const parts = [element('Name', bucket), element('Prefix', prefix)];
@@ -141,8 +186,7 @@ function answerListing(
   parts.push(element('IsTruncated', page.isTruncated));
   if (page.isTruncated && page.last !== undefined) {
     if (v2) {
-      const next = Buffer.from(page.last, 'utf8').toString('base64url');
-      parts.push(`<NextContinuationToken>${next}</NextContinuationToken>`);
+      parts.push(`<NextContinuationToken>${continuationTokenAfter(page.last)}</NextContinuationToken>`);
     } else if (delimiter) {
       parts.push(element('NextMarker', page.last));
     }

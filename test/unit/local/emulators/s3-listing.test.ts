@@ -1,7 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { StoredS3Object } from '../../../../lib/local/emulators/fauxqs-stores.js';
-import { compareKeys, listPage } from '../../../../lib/local/emulators/s3-listing.js';
+import {
+  compareKeys,
+  continuationTokenAfter,
+  keyOfContinuationToken,
+  listPage,
+} from '../../../../lib/local/emulators/s3-listing.js';
 
 const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
@@ -60,9 +65,16 @@ describe('embedded S3 listing', () => {
     expect(first).toMatchObject({ objects: [], commonPrefixes: ['p/a/'], isTruncated: true, last: 'p/a/' });
   });
 
-  it('a page that holds the last key is not truncated; max-keys 0 lists nothing', () => {
+  it('a page that holds the last key is not truncated; max-keys 0 lists nothing and is not truncated', () => {
     const objects = objectsOf(['k1', 'k2']);
     expect(listPage(objects, { prefix: '', maxKeys: 2 })).toMatchObject({ isTruncated: false, last: 'k2' });
-    expect(listPage(objects, { prefix: '', maxKeys: 0 })).toMatchObject({ objects: [], isTruncated: true });
+    expect(listPage(objects, { prefix: '', maxKeys: 0 })).toMatchObject({ objects: [], isTruncated: false });
+  });
+
+  it('continuation tokens round-trip any key; a token the listing did not issue reads as none', () => {
+    for (const key of ['', 'a', 't=x/r=y/id=1.json', 'ü/😀', 'k:'])
+      expect(keyOfContinuationToken(continuationTokenAfter(key))).toBe(key);
+    for (const token of ['garbage', 'bGlzdC9j', '', `${continuationTokenAfter('a')}=`, '!!!!'])
+      expect(keyOfContinuationToken(token), token).toBeUndefined();
   });
 });

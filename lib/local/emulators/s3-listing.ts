@@ -1,13 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { S3StoreView, StoredS3Object } from './fauxqs-stores.js';
-import {
-  bucketAndKey,
-  escapeXml,
-  noSuchBucket,
-  type S3ErrorAnswer,
-  sendS3Error,
-  sendXml,
-} from './s3-xml.js';
+import { bucketAndKey, escapeXml, noSuchBucket, type S3ErrorAnswer, sendS3Error, sendXml } from './s3-xml.js';
 
 /** The query parameters of a listing; any other one makes a bucket GET something else (location, ...). */
 const LISTING_PARAMETERS = new Set([

@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { InjectOptions } from 'fastify';
 import { buildApp } from 'fauxqs';
 import { describe, expect, it } from 'vitest';
@@ -132,5 +134,72 @@ describe('the gate holds a key from the condition check until the write is appli
     expect((await inject({ method: 'GET', url: '/bucket-one/k' })).body).toBe('plain');
     expect(gate.busyKeys).toBe(0);
     await app.close();
+  });
+});
+
+describe('clients that vanish never leave a key held', () => {
+  it('a PUT cut off mid-body, and one whose client leaves while it waits for the key: the key is free after', async () => {
+    const { stores, s3 } = await createFauxqsStores();
+    const app = buildApp({ logger: false, stores });
+    // Marks when a request reaches the gate (hooks run in the order they were added), and holds the first
+    // writer of the key after the gate, so the next one waits for the key.
+    let waiterAtGate!: () => void;
+    const waiting = new Promise<void>((resolve) => {
+      waiterAtGate = resolve;
+    });
+    app.addHook('preHandler', async (req) => {
+      if (String(req.body) === 'waiter') waiterAtGate();
+    });
+    const gate = enforceConditionalWrites(app, s3);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    app.addHook('preHandler', async (req) => {
+      if (String(req.body) === 'holder') await held;
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as AddressInfo;
+    const open = (length: number) =>
+      httpRequest({
+        host: '127.0.0.1',
+        port,
+        method: 'PUT',
+        path: '/bucket-two/k',
+        headers: { 'content-type': 'text/plain', 'content-length': length },
+      }).on('error', () => {});
+    try {
+      await app.inject({ method: 'PUT', url: '/bucket-two' });
+      // Cut off mid-body: the emulator never gets a whole request, so nothing reaches the gate.
+      const cut = open(100);
+      cut.write('0123456789');
+      await new Promise((resolve) => setImmediate(resolve));
+      cut.destroy();
+
+      const holder = app.inject({
+        method: 'PUT',
+        url: '/bucket-two/k',
+        payload: 'holder',
+        headers: { 'content-type': 'text/plain' },
+      });
+      const waiter = open(6);
+      waiter.end('waiter');
+      await waiting;
+      waiter.destroy();
+      release();
+      expect((await holder).statusCode).toBe(200);
+      // Queued behind both, so answered only once each has freed the key.
+      const after = await app.inject({
+        method: 'PUT',
+        url: '/bucket-two/k',
+        payload: 'after',
+        headers: { 'content-type': 'text/plain' },
+      });
+      expect(after.statusCode).toBe(200);
+      expect((await app.inject({ method: 'GET', url: '/bucket-two/k' })).body).toBe('after');
+      expect(gate.busyKeys).toBe(0);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -148,39 +148,28 @@ describe.each(backends)('S3 conformance: $name', (backend) => {
       expect(head.$metadata.httpStatusCode).toBe(404);
     });
 
-    it('20 racing creates of one key: exactly one wins, every loser is refused, the object is the winner', async () => {
-      const key = fresh('race-create');
+    /** 20 writers race to put `{"writer":i}` at `key` with `condition`: exactly one may win. */
+    const race = async (key: string, condition: { IfNoneMatch?: string; IfMatch?: string }) => {
       const outcomes = await Promise.allSettled(
-        Array.from({ length: 20 }, (_, i) => put({ Key: key, Body: `{"writer":${i}}`, IfNoneMatch: '*' })),
+        Array.from({ length: 20 }, (_, i) => put({ Key: key, Body: `{"writer":${i}}`, ...condition })),
       );
       const winners = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [i] : []));
       expect(winners).toHaveLength(1);
-      for (const o of outcomes) {
-        if (o.status === 'rejected') {
-          expect(backend.quirks.racingLoserStatuses).toContain(
-            (o.reason as S3ServiceException).$metadata.httpStatusCode,
-          );
-        }
-      }
+      const loserStatuses = outcomes.flatMap((o) =>
+        o.status === 'rejected' ? [(o.reason as S3ServiceException).$metadata.httpStatusCode] : [],
+      );
+      for (const status of loserStatuses) expect(backend.quirks.racingLoserStatuses).toContain(status);
       expect(await body(key)).toBe(`{"writer":${winners[0]}}`);
+    };
+
+    it('20 racing creates of one key: exactly one wins, every loser is refused, the object is the winner', async () => {
+      await race(fresh('race-create'), { IfNoneMatch: '*' });
     });
 
     it('20 racing updates from one ETag: exactly one wins, the object is the winner', async () => {
       const key = fresh('race-update');
       const base = await put({ Key: key, Body: '{"writer":"base"}' });
-      const outcomes = await Promise.allSettled(
-        Array.from({ length: 20 }, (_, i) => put({ Key: key, Body: `{"writer":${i}}`, IfMatch: base.ETag })),
-      );
-      const winners = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [i] : []));
-      expect(winners).toHaveLength(1);
-      for (const o of outcomes) {
-        if (o.status === 'rejected') {
-          expect(backend.quirks.racingLoserStatuses).toContain(
-            (o.reason as S3ServiceException).$metadata.httpStatusCode,
-          );
-        }
-      }
-      expect(await body(key)).toBe(`{"writer":${winners[0]}}`);
+      await race(key, { IfMatch: base.ETag });
     });
 
     it('DeleteObject with a stale If-Match', async () => {

@@ -11,10 +11,12 @@ export interface StoredS3Object {
   lastModified: Date;
 }
 
-/** The part of fauxqs's S3 store the embedded S3's listing and tags read: its objects, per bucket. */
+/** The part of fauxqs's S3 store the embedded S3's own answers use: its objects, per bucket. */
 export interface S3StoreView {
   /** bucket name -> object key -> object. */
   readonly buckets: Map<string, Map<string, StoredS3Object>>;
+  /** Deletes one object (none there: nothing happens; no such bucket: throws fauxqs's `NoSuchBucket`). */
+  deleteObject(bucket: string, key: string): void;
 }
 
 export interface FauxqsStores {
@@ -48,6 +50,8 @@ export async function createFauxqsStores(): Promise<FauxqsStores> {
   const s3Store = new S3Store();
   const buckets = (s3Store as { buckets?: unknown }).buckets;
   if (!(buckets instanceof Map)) throw changed('S3Store no longer keeps its objects in a `buckets` Map');
+  if (typeof (s3Store as { deleteObject?: unknown }).deleteObject !== 'function')
+    throw changed('S3Store no longer has deleteObject(bucket, key)');
   return {
     stores: { s3Store, sqsStore: new SqsStore(), snsStore: new SnsStore() } as FauxqsStores['stores'],
     s3: s3Store as unknown as S3StoreView,

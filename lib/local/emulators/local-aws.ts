@@ -8,6 +8,7 @@ import type { S3BehaviourModel, S3BehaviourOptions } from '../s3-behaviour/s3-be
 import { stampDeadLetterSources } from './dead-letter-source.js';
 import { createFauxqsStores } from './fauxqs-stores.js';
 import { enforceConditionalWrites } from './s3-conditional-writes.js';
+import { serveDeleteObjects } from './s3-delete-objects.js';
 import { serveS3Listing } from './s3-listing.js';
 import { keepS3ObjectTags } from './s3-object-tags.js';
 import { serveResolvableQueueUrls } from './sqs-queue-urls.js';
@@ -126,9 +127,11 @@ export async function startLocalAws(options: StartLocalAwsOptions = {}): Promise
     stampDeadLetterSources(fauxqs);
     // Where fauxqs departs from S3 in ways the product depends on, the embedded S3 answers as S3 does, inside
     // the emulator's own app, so no client or proxy can reach S3 behaviour that AWS would not have:
-    // conditional writes (fauxqs ignores them), listing order, object tags (fauxqs keeps none).
+    // conditional writes (fauxqs ignores them), listing order, object tags (fauxqs keeps none), the keys
+    // DeleteObjects deletes (fauxqs misreads some).
     keepS3ObjectTags(fauxqs, s3);
     enforceConditionalWrites(fauxqs, s3);
+    serveDeleteObjects(fauxqs, s3);
     serveS3Listing(fauxqs, s3);
     serveResolvableQueueUrls(fauxqs);
     cleanups.push(() => fauxqs.close());

@@ -8,6 +8,7 @@ import {
   CopyObjectCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
+  DeleteObjectsCommand,
   GetObjectTaggingCommand,
   ListObjectsV2Command,
   PutObjectCommand,
@@ -48,6 +49,29 @@ describe('conditional writes hold for every key the emulator stores', () => {
         name: 'PreconditionFailed',
       });
     }
+  });
+});
+
+describe('DeleteObjects deletes the keys it names, whatever characters they hold', () => {
+  it('keys with a newline, a carriage return or text that looks like an XML entity are deleted; Quiet lists none', async () => {
+    const keys = ['batch/line\nbreak', 'batch/cr\rx', 'batch/amp&lt;', 'batch/a&b', 'batch/plain'];
+    for (const key of keys) await put(key, 'x');
+    const answer = await s3.send(
+      new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys.map((Key) => ({ Key })) } }),
+    );
+    expect(answer.Deleted?.map((d) => d.Key)).toEqual(keys);
+    const left = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'batch/' }));
+    expect(left.Contents ?? []).toEqual([]);
+
+    await put('batch/quiet', 'x');
+    const quiet = await s3.send(
+      new DeleteObjectsCommand({
+        Bucket: bucket,
+        Delete: { Objects: [{ Key: 'batch/quiet' }], Quiet: true },
+      }),
+    );
+    expect(quiet.Deleted ?? []).toEqual([]);
+    expect((await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'batch/' }))).KeyCount).toBe(0);
   });
 });
 

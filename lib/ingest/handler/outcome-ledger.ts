@@ -109,8 +109,17 @@ export class OutcomeLedger {
     for (const { record, tenant, fate } of this.#order) {
       if (fate?.state === 'reporting') {
         const messageGroupId = messageGroupOf(record);
-        for (const letter of fate.letters)
-          letters.push(messageGroupId === undefined ? letter : { ...letter, messageGroupId });
+        // The refused update's message is gone; it came for the same tenant, so through the same producer's
+        // queue as its reporter. Its body carries its `seq`: a redrive needs no origin send time to order it.
+        const reporterSource = letterSourceOf(record);
+        for (const letter of fate.letters) {
+          const source = {
+            originId: letter.messageId,
+            originSentAt: undefined,
+            sourceArn: reporterSource.sourceArn,
+          };
+          letters.push({ ...letter, source, ...(messageGroupId === undefined ? {} : { messageGroupId }) });
+        }
       }
       if (fate?.state !== 'refused') continue;
       const messageGroupId = messageGroupOf(record);

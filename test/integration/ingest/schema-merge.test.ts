@@ -110,6 +110,8 @@ describe.each(orders)('an older upsert and a newer update of a new record, %s', 
     const letter = letters.get(update.messageId);
     expect(letter?.attributes).toMatchObject({ reason: 'schema-violation', errorName: 'ValidationError' });
     expect(JSON.parse(letter!.body)).toEqual(JSON.parse(update.body));
+    // Routable by `dlq redrive`: the queue it came through (its tenant's, as its reporter's) is named.
+    expect(letter?.attributes.sourceQueueArn).toBe(update.eventSourceARN);
     expect(letters.has(upsert.messageId)).toBe(false);
     expect(letters.size).toBe(1);
   });

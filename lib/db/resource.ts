@@ -138,9 +138,7 @@ function userFields(record: Document): Document {
       Object.defineProperty(out, key, {
         value: record[key],
         enumerable: true,
-        // Stryker disable next-line BooleanLiteral: every caller copies the result (spread, cloneState) before writing a field.
         writable: true,
-        // Stryker disable next-line BooleanLiteral: every caller copies the result (spread, cloneState) before deleting a field.
         configurable: true,
       });
     }
@@ -309,7 +307,7 @@ export class Resource<T extends Document = Document> {
     // The store's fields (`id`, `version`, `$seq`, ...) in user data are dropped, as the plain API does.
     const userWrites = writes.map(
       (w): SequencedWrite =>
-        // Stryker disable next-line StringLiteral,LogicalOperator: a delete has no data, so `!isPlainObject` alone passes it through; the op test only narrows the type.
+        // Stryker disable next-line StringLiteral: a delete has no data, so `!isPlainObject` alone passes it through; the op test only narrows the type.
         w.op === 'delete' || !isPlainObject(w.data) ? w : { ...w, data: userFields(w.data) },
     );
     order.sort((a, b) => compareStamps(writes[a]!.stamp, writes[b]!.stamp));
@@ -500,7 +498,6 @@ export class Resource<T extends Document = Document> {
           {
             prefix: this.#prefix,
             maxKeys: limit,
-            // Stryker disable next-line ConditionalExpression: both stores treat an undefined token as none.
             ...(options.cursor !== undefined ? { continuationToken: options.cursor } : {}),
           },
           { signal },

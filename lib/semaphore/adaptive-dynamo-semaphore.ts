@@ -162,7 +162,6 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
     signal?: AbortSignal,
     changes: ReadonlyMap<number, CapacityChange> = new Map(),
   ): Promise<void> {
-    // Stryker disable next-line ConditionalExpression: with no grants nothing is sent either way; this only spares a timer.
     if (grants.length === 0) return;
     const bound = signal ?? AbortSignal.timeout(this.giveBackTimeoutMs);
     await withAbortReason(
@@ -272,7 +271,6 @@ export class AdaptiveDynamoSemaphore implements Semaphore {
           };
         }
         const expired = expiredHolders(item, now);
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: reclaiming no expired holders sends nothing and frees 0 either way.
         const freed = expired.length > 0 ? await this.table.reclaim(index, expired, signal) : 0;
         const seen = { capacity: item.capacity, latencyMs: item.latencyMs, decreasedAt: item.decreasedAt };
         // A reclaim that freed nothing lost to another waiter's (the permits are free, but not in the `free`
@@ -368,7 +366,6 @@ export function freeAt(rooms: readonly Room[], enough: number): number | undefin
     )
     .sort((a, b) => (a.due ?? Number.POSITIVE_INFINITY) - (b.due ?? Number.POSITIVE_INFINITY));
   for (const holder of leaving) {
-    // Stryker disable next-line ConditionalExpression: a silent holder counted in would return its due, undefined, all the same.
     if (holder.due === undefined) return undefined;
     free[holder.shard]! += holder.n;
     if (total() >= enough) return holder.due;
@@ -432,7 +429,6 @@ class AdaptiveLease implements Lease {
       // never does; kept as the invariant the table's `free` arithmetic relies on).
       const extra = Math.max(
         0,
-        // Stryker disable next-line ArithmeticOperator: equivalent, the share term is never above the delta (n <= capacity)
         Math.min(room, floorToQuantum((g.n * capacity) / g.seen.capacity) - g.n, capacity - g.seen.capacity),
       );
       room -= extra;
@@ -518,7 +514,6 @@ class AdaptiveLease implements Lease {
       wanted: this.wanted,
       succeeded: usage.succeeded,
       throttled: usage.throttled,
-      // Stryker disable next-line ConditionalExpression: adaptLimit reads an absent and an undefined `attemptMs` alike.
       ...(usage.attemptMs === undefined ? {} : { attemptMs: usage.attemptMs }),
       ...(usage.writes === undefined ? {} : { writes: usage.writes }),
       ...(usage.keptShare === undefined ? {} : { keptShare: usage.keptShare }),

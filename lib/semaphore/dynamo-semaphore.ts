@@ -183,7 +183,6 @@ export class DynamoSemaphore implements Semaphore {
    * by `signal`, else by `giveBackTimeoutMs` (never by an acquire's signal, which may have aborted already).
    */
   async giveBack(fence: string, grants: readonly Grant[], signal?: AbortSignal): Promise<void> {
-    // Stryker disable next-line ConditionalExpression: with no grants nothing is sent either way; this only spares a timer.
     if (grants.length === 0) return;
     const bound = signal ?? AbortSignal.timeout(this.giveBackTimeoutMs);
     await withAbortReason(
@@ -258,7 +257,6 @@ export class DynamoSemaphore implements Semaphore {
           { limit: this.limit, shards: stored },
         );
       }
-      // Stryker disable next-line ConditionalExpression: adopting the count already in use changes nothing.
       if (stored !== this.table.shards) this.table.adoptShards(stored);
     }
     const byIndex = new Map(items.map((item) => [item.index, item]));
@@ -276,7 +274,6 @@ export class DynamoSemaphore implements Semaphore {
           item = { ...item, limit: this.limit, capacity: this.table.capacityOf(index) };
         }
         const expired = expiredHolders(item, now);
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: reclaiming no expired holders sends nothing and frees 0 either way.
         const freed = expired.length > 0 ? await this.table.reclaim(item, expired, signal) : 0;
         // Below zero after a shrink: old holders still hold more than the new capacity.
         return { index, free: Math.max(0, item.capacity - item.used + freed) };

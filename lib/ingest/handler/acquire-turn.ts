@@ -24,7 +24,6 @@ export const STUCK_HOLDER_LATE_MS = 5_000;
  * `now`: running late, not stuck.
  */
 export function lateNotStuck(dueAt: number | undefined, now: number): boolean {
-  // Stryker disable next-line ConditionalExpression: equivalent, `undefined <= now` is false; the first test only narrows the type
   return dueAt !== undefined && dueAt <= now && now - dueAt <= STUCK_HOLDER_LATE_MS;
 }
 

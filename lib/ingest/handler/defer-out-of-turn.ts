@@ -42,7 +42,6 @@ export function canDefer(plan: { readonly ordered: boolean; readonly deferrals: 
  * nothing": backing off behind it leaves the prefix idle while the records wait out long delays.
  */
 export function deferralDelaySeconds(deferrals: number, freeAtMs?: number, nowMs = Date.now()): number {
-  // Stryker disable next-line ConditionalExpression: Number.isFinite(undefined) is false, so the first test only reads clearly.
   if (
     freeAtMs !== undefined &&
     Number.isFinite(freeAtMs) &&
@@ -51,14 +50,12 @@ export function deferralDelaySeconds(deferrals: number, freeAtMs?: number, nowMs
     const seconds = Math.floor((freeAtMs - nowMs) / 1000);
     return Math.min(Math.max(seconds, FIRST_DEFERRAL_DELAY_SECONDS), MAX_DEFERRAL_DELAY_SECONDS);
   }
-  // Stryker disable next-line EqualityOperator: 0 deferrals give n = 0 either way.
   const n = Number.isInteger(deferrals) && deferrals > 0 ? Math.min(Math.floor(deferrals / 4), 30) : 0;
   return Math.min(FIRST_DEFERRAL_DELAY_SECONDS * 2 ** n, MAX_DEFERRAL_DELAY_SECONDS);
 }
 
 /** A record the port may take: from a standard queue (a FIFO one's group order forbids it), under the cap. */
 function deferrable(record: SQSRecord): boolean {
-  // Stryker disable next-line ConditionalExpression: Lambda's records always carry their source ARN.
   const fifo = typeof record.eventSourceARN === 'string' && record.eventSourceARN.endsWith('.fifo');
   return !fifo && deferralsOf(record) < MAX_DEFERRALS;
 }
@@ -76,7 +73,6 @@ export async function deferOutOfTurn(
   signal: AbortSignal,
 ): Promise<void> {
   const pending = ledger.pendingDeferrals();
-  // Stryker disable next-line ConditionalExpression: an optimisation; with nothing pending nothing is sent or settled either way.
   if (pending.length === 0) return;
   const now = Date.now();
   // Stryker disable next-line ArrayDeclaration: without a port nothing is sent, and every record is settled `notDeferred` either way.
@@ -84,7 +80,6 @@ export async function deferOutOfTurn(
   const notDeferred = new Set(
     pending.filter((p) => !eligible.includes(p)).map(({ record }) => record.messageId),
   );
-  // Stryker disable next-line ConditionalExpression: without a port `eligible` is empty, so the second test decides alone.
   if (port !== undefined && eligible.length > 0) {
     const deferrals = eligible.map(({ record, error }) => ({
       record,

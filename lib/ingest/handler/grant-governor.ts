@@ -119,7 +119,6 @@ export class GrantGovernor {
   readonly #onCompleted = (e: PoolEvents['pool:taskCompleted']): void => {
     this.#observe(e.durationMs);
     // Sent before the last cut: it says nothing about the rate the pool runs at now.
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: at the grant Math.min below keeps it there
     if (this.#concurrency < this.#grant && this.#now() - e.durationMs >= this.#lastCutAt) {
       this.#concurrency = Math.min(
         this.#grant,
@@ -140,7 +139,6 @@ export class GrantGovernor {
     this.#applied = grant;
     this.#grant = grant;
     const latency = options.latencyMs;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: Number.isFinite refuses undefined itself; a latency of 0 paces at own / 0 = Infinity, i.e. never
     const usable = latency !== undefined && Number.isFinite(latency) && latency > 0;
     this.#fleetLatencyMs = usable ? latency : undefined;
     this.#now = options.now ?? (() => performance.now());
@@ -193,12 +191,10 @@ export class GrantGovernor {
     this.events.off('pool:taskError', this.#onError);
     this.events.off('pool:taskCompleted', this.#onCompleted);
     // The pool outlives the lease (warm containers): its next work may hold no grant, or another one.
-    // Stryker disable next-line ConditionalExpression: equivalent, without a fleet latency no interval was ever set and setting 0 again changes nothing
     if (this.#fleetLatencyMs !== undefined) this.target.setStartInterval?.(0);
   }
 
   #observe(durationMs: number): void {
-    // Stryker disable next-line ConditionalExpression: observing without a fleet latency is harmless (#apply does not pace then); it only saves the work
     if (this.#fleetLatencyMs === undefined || !(durationMs >= 0)) return;
     if (this.#writes !== undefined) {
       const writes = this.#writes();
@@ -215,7 +211,6 @@ export class GrantGovernor {
   /** Own slot time per limited request: per attempt, or per write when writes are counted (none yet: unknown). */
   #ownSlotMs(): number | undefined {
     const own = this.#ownLatencyMs;
-    // Stryker disable next-line ConditionalExpression: equivalent, an undefined own latency gives undefined on either path
     if (own === undefined || this.#writes === undefined) return own;
     const perWrite = this.#attemptsPerWrite();
     return perWrite === undefined ? undefined : own * perWrite;
@@ -239,7 +234,6 @@ export class GrantGovernor {
     // slower than the average the pace was computed from.
     const spaced = this.target.setStartInterval !== undefined;
     const pace =
-      // Stryker disable next-line ConditionalExpression: own latency is only ever set when there is a fleet latency
       fleet === undefined || own === undefined || spaced ? 1 : Math.min(1, Math.max(MIN_PACE, own / fleet));
     const next = Math.max(MIN_CAPACITY, this.#concurrency * pace);
     this.#space();
@@ -259,7 +253,6 @@ export class GrantGovernor {
     const fleet = this.#fleetLatencyMs;
     if (fleet === undefined || this.target.setStartInterval === undefined) return;
     const interval = fleet / this.#concurrency;
-    // Stryker disable next-line ConditionalExpression: a shortcut, setting the same interval again spaces the same way
     if (interval === this.#interval) return;
     this.#interval = interval;
     this.target.setStartInterval(interval);

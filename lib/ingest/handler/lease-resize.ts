@@ -73,7 +73,6 @@ export class LeaseResize {
       // Stryker disable next-line OptionalChaining: equivalent, only a lease that has `resize` is watched
       const permits = (await this.lease.resize?.(usage, { signal: this.watch.bound() })) ?? before;
       const latencyMs = this.lease.latencyMs;
-      // Stryker disable next-line ConditionalExpression: equivalent, a resize that steps always moves the latency, so permits never move alone
       if ((permits !== before || latencyMs !== latencyBefore) && !this.#stopped)
         this.watch.resized(permits, latencyMs);
     } catch {

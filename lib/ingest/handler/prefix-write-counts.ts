@@ -18,7 +18,6 @@ export class PrefixWriteCounts {
 
   /** Called by the store before each write request, with the object key. */
   count(key: string): void {
-    // Stryker disable next-line ConditionalExpression: an optimisation, the lookup below finds nothing either way
     if (this.#watched.size === 0) return;
     const watchers = this.#watched.get(key.slice(0, key.indexOf('/') + 1));
     if (watchers === undefined) return;

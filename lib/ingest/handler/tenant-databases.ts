@@ -57,7 +57,6 @@ export class TenantDatabases {
     this.#cache = new LRUCache<string, TenantDatabase>({
       max: options.config.tenantCacheSize,
       dispose: (entry) => {
-        // Stryker disable next-line ConditionalExpression: equivalent, close() retires every entry itself and a second retire is a no-op (disconnect and stop are idempotent)
         if (this.#closing) return;
         // A batch with more tenants than the cache evicts tenants it is about to write to: disconnecting
         // one now would fail all its writes (DatabaseNotConnectedError) in every such batch.
@@ -107,7 +106,6 @@ export class TenantDatabases {
       const db = new Database({ tenant, store, pool });
       for (const [name, schema] of Object.entries(config.resources)) {
         await db.createResource(
-          // Stryker disable next-line ConditionalExpression: equivalent, the empty schema accepts every record, as no schema does (this only skips compiling it)
           Object.keys(schema).length === 0 ? { name } : { name, schema: schema as JsonSchema },
         );
       }
@@ -124,7 +122,6 @@ export class TenantDatabases {
     const entries = [...this.#cache.values(), ...this.#evicted];
     this.#evicted.clear();
     this.#inUse.clear();
-    // Stryker disable next-line BooleanLiteral: equivalent, without the flag the dispose below retires each entry a second time, a no-op
     this.#closing = true;
     this.#cache.clear();
     this.#closing = false;

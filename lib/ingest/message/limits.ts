@@ -70,7 +70,6 @@ export function scanJson(root: unknown): JsonScan {
       continue;
     }
     if (typeof value !== 'object' || value === null) continue;
-    // Stryker disable next-line ConditionalExpression,BlockStatement: walked as an object, an array's Object.keys are its indices in order.
     if (Array.isArray(value)) {
       // Stryker disable next-line ArithmeticOperator: indices past the end hold undefined, which the walk skips.
       for (let i = value.length - 1; i >= 0; i--) {
@@ -104,7 +103,6 @@ const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
  * integer-valued number, so ordinary bodies never pay for it.
  */
 export function firstUnsafeIntegerLiteral(text: string): string | undefined {
-  // Stryker disable next-line EqualityOperator: at text.length charCodeAt is NaN, which starts no token.
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
@@ -113,15 +111,12 @@ export function firstUnsafeIntegerLiteral(text: string): string | undefined {
     }
     if (c !== 0x2d && !isDigit(c)) continue;
     let end = i + 1;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: past the end charCodeAt is NaN, no digit.
     while (end < text.length && isDigit(text.charCodeAt(end))) end++;
     let isInteger = true;
     // A fraction or an exponent makes it a float, whose rounding is JSON's documented behaviour.
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: past the end text[end] is undefined, which is none of these.
     while (end < text.length && '.eE+-'.includes(text[end]!)) {
       isInteger = false;
       end++;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: past the end charCodeAt is NaN, no digit.
       while (end < text.length && isDigit(text.charCodeAt(end))) end++;
     }
     const token = text.slice(i, end);
@@ -136,7 +131,6 @@ const BACKSLASH = 0x5c;
 
 /** Index of the quote closing the JSON string opened at `open` (`text.length` if it never closes). */
 function closingQuoteOf(text: string, open: number): number {
-  // Stryker disable next-line EqualityOperator: at text.length charCodeAt is NaN, neither quote nor backslash.
   for (let i = open + 1; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === BACKSLASH)
@@ -152,7 +146,6 @@ function closingQuoteOf(text: string, open: number): number {
  */
 export function nestsDeeperThan(text: string, maxLevels: number): boolean {
   let level = 0;
-  // Stryker disable next-line EqualityOperator: at text.length charCodeAt is NaN, no bracket or quote.
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {

@@ -38,7 +38,6 @@ export interface MessageMeta {
 export function seqFromSentTimestamp(sentTimestamp: string | number | undefined): number {
   // Number(undefined) and Number('x') are NaN, Number('') is 0: each ends as seq 0, like a missing timestamp.
   const ms = Number(sentTimestamp);
-  // Stryker disable next-line EqualityOperator: equivalent, a timestamp of 0 gives seq 0 either way
   if (!Number.isSafeInteger(ms) || ms < 0) return 0;
   const seq = ms * 1000;
   return Number.isSafeInteger(seq) ? seq : 0;

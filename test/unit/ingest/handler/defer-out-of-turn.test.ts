@@ -76,6 +76,15 @@ describe('deferOutOfTurn', () => {
     expect(port.calls).toHaveLength(1);
   });
 
+  it('a record that names no source queue is deferred as from a standard queue', async () => {
+    const { ledger, records } = outOfTurn(1);
+    (records[0] as { eventSourceARN?: string }).eventSourceARN = undefined;
+    const port = new MemoryDeferrals();
+    await deferOutOfTurn(ledger, port, silentLogger(), open());
+    expect([...port.deferred.keys()]).toEqual([records[0]!.messageId]);
+    expect(ledger.counts()).toMatchObject({ deferred: 1, redelivered: 0 });
+  });
+
   it('holders late by more than STUCK_HOLDER_LATE_MS are taken for stuck: the backoff of silent holders', () => {
     const now = 1_000_000;
     expect(deferralDelaySeconds(12, now - 200, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);

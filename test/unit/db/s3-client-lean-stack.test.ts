@@ -41,6 +41,9 @@ const server = createServer((req, res) => {
       const [status, code] = answer;
       const xml = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>m</Message><RequestId>r</RequestId></Error>`;
       res.writeHead(status, {
+        // From this process's clock (faked where a test freezes it), not Node's own cached real one: the SDK
+        // sets its clock offset from every answer's Date.
+        Date: new Date().toUTCString(),
         'Content-Type': 'application/xml',
         'x-amz-request-id': 'r',
         'Content-Length': Buffer.byteLength(xml),
@@ -50,6 +53,7 @@ const server = createServer((req, res) => {
     }
     const body = '{"a":1}';
     res.writeHead(200, {
+      Date: new Date().toUTCString(),
       ETag: '"e1"',
       'Content-Type': 'application/json',
       'x-amz-meta-version': '3',
@@ -192,8 +196,10 @@ describe('createS3Client trimmed stack', () => {
 
   it("signs with the reused signer exactly as with the SDK's per-call one (same request, same instant)", async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
-    // Frozen at now: the server's Date header then shows no clock skew for the SDK to correct.
-    vi.setSystemTime(new Date());
+    // Frozen at a whole second, which the server's Date header (second resolution, from the same frozen
+    // clock) then shows exactly: the offset the SDK takes from the first answer is 0, so every request of
+    // the test signs at one instant however long the first one took.
+    vi.setSystemTime(Math.floor(Date.now() / 1000) * 1000);
     const { client, store } = storeAndClient();
     const sdk = new S3Client({
       endpoint,

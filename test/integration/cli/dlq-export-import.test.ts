@@ -1,25 +1,13 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  type MessageAttributeValue,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { type MessageAttributeValue, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { describe, expect, it } from 'vitest';
 import { main } from '../../../lib/cli/main.js';
-import { localClientConfig } from '../../support/local-aws.js';
 import { captureIo } from './capture-io.js';
-import { createQueue } from './sqs-queue.js';
+import { testSqs } from './sqs-queue.js';
 
-const sqs = new SQSClient(localClientConfig('sqs'));
-afterAll(() => {
-  sqs.destroy();
-});
-
-const queue = (prefix: string, attributes: Record<string, string> = {}) =>
-  createQueue(sqs, prefix, attributes);
+const { sqs, queue } = testSqs();
 
 /** An ingest queue whose messages SQS moves to `dlq` after one receive. */
 async function ingestFor(dlqArn: string) {

@@ -3,19 +3,12 @@ import {
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
-  SQSClient,
 } from '@aws-sdk/client-sqs';
-import { afterAll, describe, expect, it } from 'vitest';
-import { localClientConfig, usingEmbeddedAws } from '../../support/local-aws.js';
-import { createQueue } from './sqs-queue.js';
+import { describe, expect, it } from 'vitest';
+import { usingEmbeddedAws } from '../../support/local-aws.js';
+import { testSqs } from './sqs-queue.js';
 
-const sqs = new SQSClient(localClientConfig('sqs'));
-afterAll(() => {
-  sqs.destroy();
-});
-
-const queue = (prefix: string, attributes: Record<string, string> = {}) =>
-  createQueue(sqs, prefix, attributes);
+const { sqs, queue } = testSqs();
 
 /** Receives (and hands back at once) until the redrive policy (maxReceiveCount 1) moved everything. */
 async function exhaust(url: string): Promise<void> {

@@ -17,7 +17,7 @@ import type {
   StoredObject,
 } from '../lib/db/object-store.js';
 import type { Document, Resource } from '../lib/db/resource.js';
-import { applyChain } from '../lib/ingest/handler/apply-write.js';
+import { applyChain } from '../lib/ingest/handler/run/apply-write.js';
 import type { IngestWrite } from '../lib/ingest/message/types.js';
 import { type Row, writeResults } from './support/report.js';
 

@@ -11,10 +11,10 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { createS3Client } from '../../lib/db/s3-client.js';
 import { loadConfig } from '../../lib/ingest/config.js';
 import { createAwsClients } from '../../lib/ingest/handler/aws-clients.js';
-import { type DeferralPort, originSentOf } from '../../lib/ingest/handler/deferral-port.js';
-import { SqsDeferrals } from '../../lib/ingest/handler/deferral-queue.js';
 import { createIngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
-import { dynamoSemaphores } from '../../lib/ingest/handler/tenant-permits.js';
+import { dynamoSemaphores } from '../../lib/ingest/handler/run/tenant-permits.js';
+import { type DeferralPort, originSentOf } from '../../lib/ingest/handler/settle/deferral-port.js';
+import { SqsDeferrals } from '../../lib/ingest/handler/settle/deferral-queue.js';
 import type { ProducerWrite } from '../../lib/ingest/message/types.js';
 import { Producer } from '../../lib/ingest/producer.js';
 import {

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { InvocationSummary } from '../ingest/handler/ingest-handler.js';
-import type { InvocationCounts } from '../ingest/handler/invocation-metrics.js';
+import type { InvocationCounts } from '../ingest/handler/settle/invocation-metrics.js';
 import { Producer } from '../ingest/producer.js';
 import { DEMO_RESOURCES, generateDemoLoad } from '../local/demo/demo-load.js';
 import { type DemoVerification, verifyDemo } from '../local/demo/demo-verify.js';

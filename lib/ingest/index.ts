@@ -11,9 +11,6 @@ export {
 export type { AwsClients } from './handler/aws-clients.js';
 export type { Clock } from './handler/clock.js';
 export { systemClock } from './handler/clock.js';
-export type { DeadLetter } from './handler/dead-letter-queue.js';
-export type { DeadLetterReason } from './handler/dead-letter-reason.js';
-export type { DeadLetterSink } from './handler/dead-letter-sink.js';
 export { OutcomeAlreadySettledError, UnknownRecordError } from './handler/errors.js';
 export {
   createIngestHandler,
@@ -21,9 +18,12 @@ export {
   type IngestHandlerOptions,
   type InvocationSummary,
 } from './handler/ingest-handler.js';
-export { type LetterFilter, MemoryDeadLetterSink } from './handler/memory-dead-letter-sink.js';
-export type { SemaphoreFactory } from './handler/tenant-permits.js';
-export type { TransientCause, WriteOutcome } from './handler/write-outcome.js';
+export type { SemaphoreFactory } from './handler/run/tenant-permits.js';
+export type { TransientCause, WriteOutcome } from './handler/run/write-outcome.js';
+export type { DeadLetter } from './handler/settle/dead-letter-queue.js';
+export type { DeadLetterReason } from './handler/settle/dead-letter-reason.js';
+export type { DeadLetterSink } from './handler/settle/dead-letter-sink.js';
+export { type LetterFilter, MemoryDeadLetterSink } from './handler/settle/memory-dead-letter-sink.js';
 export * from './message/index.js';
 export {
   Producer,

@@ -16,7 +16,7 @@ export const CONTRACT_REASONS: ReadonlySet<string> = new Set([
   'schema-violation',
 ]);
 
-/** The message attributes the handler adds to a letter (lib/ingest/handler/dead-letter-queue.ts). */
+/** The message attributes the handler adds to a letter (lib/ingest/handler/settle/dead-letter-queue.ts). */
 export const DEAD_LETTER_ATTRIBUTES = [
   'reason',
   'errorName',

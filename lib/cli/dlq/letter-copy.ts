@@ -1,5 +1,5 @@
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
-import { ORIGIN_ATTRIBUTE, ORIGIN_SENT_ATTRIBUTE } from '../../ingest/handler/deferral-port.js';
+import { ORIGIN_ATTRIBUTE, ORIGIN_SENT_ATTRIBUTE } from '../../ingest/handler/settle/deferral-port.js';
 import { producerAttributes, viewOf } from './dead-letter.js';
 import { type LetterOrigin, originOf } from './origin.js';
 import { isContractRejection } from './select.js';

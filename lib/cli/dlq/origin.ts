@@ -1,8 +1,8 @@
 import type { Message } from '@aws-sdk/client-sqs';
-import { ORIGIN_ATTRIBUTE, ORIGIN_SENT_ATTRIBUTE } from '../../ingest/handler/deferral-port.js';
+import { ORIGIN_ATTRIBUTE, ORIGIN_SENT_ATTRIBUTE } from '../../ingest/handler/settle/deferral-port.js';
 
 /**
- * Message attribute of a letter the function wrote (lib/ingest/handler/dead-letter-queue.ts): the ARN of the
+ * Message attribute of a letter the function wrote (lib/ingest/handler/settle/dead-letter-queue.ts): the ARN of the
  * queue the refused message came from. A message SQS moved carries the same as its
  * `DeadLetterQueueSourceArn` system attribute.
  */

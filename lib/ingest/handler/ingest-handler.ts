@@ -8,30 +8,30 @@ import { SemaphoreTimeoutError } from '../../semaphore/errors.js';
 import type { IngestConfig } from '../config.js';
 import { type AwsClients, createAwsClients } from './aws-clients.js';
 import { type Clock, systemClock } from './clock.js';
-import { DeadLetterQueue } from './dead-letter-queue.js';
-import type { DeadLetterSink } from './dead-letter-sink.js';
-import { deferOutOfTurn, TURN_WAIT_MS } from './defer-out-of-turn.js';
-import type { DeferralPort } from './deferral-port.js';
-import { SqsDeferrals } from './deferral-queue.js';
-import { withholdFifoLetters } from './fifo-groups.js';
 import { InvocationDeadline } from './invocation-deadline.js';
+import { withholdFifoLetters } from './plan/fifo-groups.js';
+import { planBatch } from './plan/plan-batch.js';
+import { SourceBinding } from './plan/source-binding.js';
+import { observeSemaphores } from './run/observed-semaphores.js';
+import { PrefixWriteCounts } from './run/prefix-write-counts.js';
+import { runTenants } from './run/run-tenants.js';
+import { TenantDatabases } from './run/tenant-databases.js';
+import { dynamoSemaphores, type SemaphoreFactory, settleMs, TenantPermits } from './run/tenant-permits.js';
+import { WriteCountingStore } from './run/write-counting-store.js';
+import { DeadLetterQueue } from './settle/dead-letter-queue.js';
+import type { DeadLetterSink } from './settle/dead-letter-sink.js';
+import { deferOutOfTurn, TURN_WAIT_MS } from './settle/defer-out-of-turn.js';
+import type { DeferralPort } from './settle/deferral-port.js';
+import { SqsDeferrals } from './settle/deferral-queue.js';
 import {
   type InvocationCounts,
   InvocationMetrics,
   type InvocationSamples,
   type InvocationSplits,
-} from './invocation-metrics.js';
-import { observeSemaphores } from './observed-semaphores.js';
-import { OutcomeLedger } from './outcome-ledger.js';
-import { planBatch } from './plan-batch.js';
-import { PrefixWriteCounts } from './prefix-write-counts.js';
-import { backOffRedeliveries, SqsVisibility, type VisibilityPort } from './redelivery-backoff.js';
-import { runTenants } from './run-tenants.js';
-import { sendDeadLetters } from './send-dead-letters.js';
-import { SourceBinding } from './source-binding.js';
-import { TenantDatabases } from './tenant-databases.js';
-import { dynamoSemaphores, type SemaphoreFactory, settleMs, TenantPermits } from './tenant-permits.js';
-import { WriteCountingStore } from './write-counting-store.js';
+} from './settle/invocation-metrics.js';
+import { OutcomeLedger } from './settle/outcome-ledger.js';
+import { backOffRedeliveries, SqsVisibility, type VisibilityPort } from './settle/redelivery-backoff.js';
+import { sendDeadLetters } from './settle/send-dead-letters.js';
 
 export interface IngestHandlerOptions {
   /**

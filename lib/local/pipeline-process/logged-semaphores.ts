@@ -1,4 +1,4 @@
-import type { SemaphoreFactory } from '../../ingest/handler/tenant-permits.js';
+import type { SemaphoreFactory } from '../../ingest/handler/run/tenant-permits.js';
 import type { AcquireOptions, Lease, LeaseUsage, Semaphore } from '../../semaphore/types.js';
 import type { EventLog } from './event-log.js';
 

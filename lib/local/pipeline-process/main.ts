@@ -13,7 +13,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { createS3Client } from '../../db/s3-client.js';
 import { loadConfig } from '../../ingest/config.js';
 import { createIngestHandler, type InvocationSummary } from '../../ingest/handler/ingest-handler.js';
-import { SMALL_TENANT_WRITES } from '../../ingest/handler/tenant-permits.js';
+import { SMALL_TENANT_WRITES } from '../../ingest/handler/run/tenant-permits.js';
 import { DynamoSemaphore } from '../../semaphore/dynamo-semaphore.js';
 import { EventSourceRunner } from '../lambda/event-source-runner.js';
 import { type ContainerHandler, LambdaContainers } from '../lambda/lambda-containers.js';

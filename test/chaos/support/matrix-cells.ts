@@ -5,7 +5,7 @@
 // dead letter by the copy's deferral-count attribute; a cell also asserts its call was faulted at least
 // once, so a change of those expressions or attributes fails the matrix loudly instead of emptying it.
 import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
-import { DEFERRALS_ATTRIBUTE } from '../../../lib/ingest/handler/deferral-port.js';
+import { DEFERRALS_ATTRIBUTE } from '../../../lib/ingest/handler/settle/deferral-port.js';
 import type { AwsCall, AwsService } from '../../../lib/local/faults/aws-call.js';
 import { FAULT_KINDS, type FaultKind } from '../../../lib/local/faults/fault-proxy.js';
 
@@ -68,7 +68,7 @@ function updateExpression(call: AwsCall): string {
   }
 }
 
-/** A `SendMessageBatch` of deferred copies: its entries carry the deferral count (lib/ingest/handler/deferral-queue.ts). */
+/** A `SendMessageBatch` of deferred copies: its entries carry the deferral count (lib/ingest/handler/settle/deferral-queue.ts). */
 function sendsDeferredCopies(call: AwsCall): boolean {
   if (call.operation !== 'SendMessageBatch') return false;
   try {

@@ -8,7 +8,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
-import { MAX_DEFERRAL_DELAY_SECONDS } from '../../../lib/ingest/handler/defer-out-of-turn.js';
+import { MAX_DEFERRAL_DELAY_SECONDS } from '../../../lib/ingest/handler/settle/defer-out-of-turn.js';
 import { toSqsRecord } from '../../../lib/local/lambda/sqs-event.js';
 
 /** Messages in the queue, visible or still delayed. */

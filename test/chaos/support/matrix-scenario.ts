@@ -3,7 +3,10 @@
 // prefix permits for the deferral send. The plain cells need nothing.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { IngestConfig } from '../../../lib/ingest/config.js';
-import { ASSUMED_WRITE_LATENCY_MS, dynamoSemaphores } from '../../../lib/ingest/handler/tenant-permits.js';
+import {
+  ASSUMED_WRITE_LATENCY_MS,
+  dynamoSemaphores,
+} from '../../../lib/ingest/handler/run/tenant-permits.js';
 import type { FaultProxy } from '../../../lib/local/faults/fault-proxy.js';
 import { permitsFor } from '../../../lib/semaphore/permits-for.js';
 import type { Lease } from '../../../lib/semaphore/types.js';

@@ -103,7 +103,7 @@ async function drain(queueUrl: string) {
 const text = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: value });
 
 /**
- * A letter as the handler writes it (lib/ingest/handler/dead-letter-queue.ts: reason, errorName, detail,
+ * A letter as the handler writes it (lib/ingest/handler/settle/dead-letter-queue.ts: reason, errorName, detail,
  * sourceMessageId, tenant, the source queue and origin send time; originalBodyBytes when it cut the body),
  * or, without `reason`, a message SQS moved after maxReceiveCount (the producer's own attributes only).
  */

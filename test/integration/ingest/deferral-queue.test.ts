@@ -11,8 +11,8 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFERRALS_ATTRIBUTE, ORIGIN_ATTRIBUTE } from '../../../lib/ingest/handler/deferral-port.js';
-import { SqsDeferrals } from '../../../lib/ingest/handler/deferral-queue.js';
+import { DEFERRALS_ATTRIBUTE, ORIGIN_ATTRIBUTE } from '../../../lib/ingest/handler/settle/deferral-port.js';
+import { SqsDeferrals } from '../../../lib/ingest/handler/settle/deferral-queue.js';
 import { toSqsRecord } from '../../../lib/local/lambda/sqs-event.js';
 import { localClientConfig } from '../../support/local-aws.js';
 

@@ -2,7 +2,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { CreateQueueCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { expect } from 'vitest';
-import { MAX_DEAD_LETTER_BODY_BYTES } from '../../../lib/ingest/handler/dead-letter-queue.js';
+import { MAX_DEAD_LETTER_BODY_BYTES } from '../../../lib/ingest/handler/settle/dead-letter-queue.js';
 import { drain } from '../../support/queues.js';
 
 export async function createDlq(sqs: SQSClient): Promise<string> {

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
-import { SqsVisibility, type VisibilityPort } from '../../../lib/ingest/handler/redelivery-backoff.js';
+import { SqsVisibility, type VisibilityPort } from '../../../lib/ingest/handler/settle/redelivery-backoff.js';
 import { Producer } from '../../../lib/ingest/producer.js';
 import type { LocalResources } from '../../../lib/local/emulators/provision.js';
 import { provisionLocal } from '../../../lib/local/emulators/provision.js';

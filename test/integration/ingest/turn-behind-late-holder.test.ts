@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { acquireForTurn, LATE_HOLDER_GRACE_MS } from '../../../lib/ingest/handler/acquire-turn.js';
+import { acquireForTurn, LATE_HOLDER_GRACE_MS } from '../../../lib/ingest/handler/run/acquire-turn.js';
 import { AdaptiveDynamoSemaphore, SemaphoreTimeoutError } from '../../../lib/semaphore/index.js';
 import { semaphoreTable } from '../semaphore/support/dynamo.js';
 

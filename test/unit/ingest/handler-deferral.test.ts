@@ -4,15 +4,15 @@
 // An origin and its copy in one batch or across batches write one record, acknowledged.
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TURN_WAIT_MS } from '../../../lib/ingest/handler/defer-out-of-turn.js';
+import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
+import { TURN_WAIT_MS } from '../../../lib/ingest/handler/settle/defer-out-of-turn.js';
 import {
   DEFERRALS_ATTRIBUTE,
   ORIGIN_ATTRIBUTE,
   ORIGIN_SENT_ATTRIBUTE,
-} from '../../../lib/ingest/handler/deferral-port.js';
-import { SqsDeferrals } from '../../../lib/ingest/handler/deferral-queue.js';
-import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
-import { MemoryDeferrals } from '../../../lib/ingest/handler/memory-deferrals.js';
+} from '../../../lib/ingest/handler/settle/deferral-port.js';
+import { SqsDeferrals } from '../../../lib/ingest/handler/settle/deferral-queue.js';
+import { MemoryDeferrals } from '../../../lib/ingest/handler/settle/memory-deferrals.js';
 import { recordingClient } from './handler/recording-sqs.js';
 import {
   body,

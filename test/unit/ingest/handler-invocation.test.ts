@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Database } from '../../../lib/db/database.js';
 import { type Clock, systemClock } from '../../../lib/ingest/handler/clock.js';
 import { createIngestHandler, type IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
-import { MemoryDeadLetterSink } from '../../../lib/ingest/handler/memory-dead-letter-sink.js';
+import { MemoryDeadLetterSink } from '../../../lib/ingest/handler/settle/memory-dead-letter-sink.js';
 import { ExecutorPool } from '../../../lib/pool/executor-pool.js';
 import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
 import type { AcquireOptions, Semaphore } from '../../../lib/semaphore/types.js';

@@ -4,7 +4,7 @@ import {
   DEFAULT_REDELIVERY_BASE_SECONDS,
   DEFAULT_REDELIVERY_TURN_SECONDS,
   type VisibilityPort,
-} from '../../../lib/ingest/handler/redelivery-backoff.js';
+} from '../../../lib/ingest/handler/settle/redelivery-backoff.js';
 import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import type { LeaseUsage, Semaphore } from '../../../lib/semaphore/types.js';
 import {

@@ -2,7 +2,7 @@
 // and acknowledged only once the update's letter is in the dead-letter sink; when the sink does not take
 // it, the upsert is redelivered and its redelivery reports the update again.
 import { describe, expect, it } from 'vitest';
-import { OutcomeLedger } from '../../../lib/ingest/handler/outcome-ledger.js';
+import { OutcomeLedger } from '../../../lib/ingest/handler/settle/outcome-ledger.js';
 import { body, keyOf, lambdaContext, sqsRecord, testHandler } from './handler/support.js';
 
 const CARTS = {

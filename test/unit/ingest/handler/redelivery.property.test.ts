@@ -20,9 +20,9 @@ import type {
   StoreCallOptions,
   StoredObject,
 } from '../../../../lib/db/object-store.js';
-import type { DeadLetter } from '../../../../lib/ingest/handler/dead-letter-queue.js';
 import { createIngestHandler, type IngestHandler } from '../../../../lib/ingest/handler/ingest-handler.js';
-import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/memory-dead-letter-sink.js';
+import type { DeadLetter } from '../../../../lib/ingest/handler/settle/dead-letter-queue.js';
+import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/settle/memory-dead-letter-sink.js';
 import { deriveInsertId } from '../../../../lib/ingest/message/derive-id.js';
 import { MemorySemaphore } from '../../../../lib/semaphore/memory-semaphore.js';
 import type { AcquireOptions, Lease, Semaphore } from '../../../../lib/semaphore/types.js';

@@ -4,9 +4,9 @@
 // repeated messageId once.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DeadLetter } from '../../../../lib/ingest/handler/dead-letter-queue.js';
 import type { IngestHandler } from '../../../../lib/ingest/handler/ingest-handler.js';
-import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/memory-dead-letter-sink.js';
+import type { DeadLetter } from '../../../../lib/ingest/handler/settle/dead-letter-queue.js';
+import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/settle/memory-dead-letter-sink.js';
 import { MemorySemaphore } from '../../../../lib/semaphore/memory-semaphore.js';
 import {
   body,

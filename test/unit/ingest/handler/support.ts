@@ -23,7 +23,7 @@ import {
   type IngestHandlerOptions,
   type InvocationSummary,
 } from '../../../../lib/ingest/handler/ingest-handler.js';
-import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/memory-dead-letter-sink.js';
+import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/settle/memory-dead-letter-sink.js';
 import { MemorySemaphore } from '../../../../lib/semaphore/memory-semaphore.js';
 import type { Semaphore } from '../../../../lib/semaphore/types.js';
 

@@ -1,0 +1,143 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
+import type { InvocationDeadline } from '../invocation-deadline.js';
+import type { TenantPlan } from '../plan/plan-batch.js';
+import { canDefer } from '../settle/defer-out-of-turn.js';
+import type { InvocationMetrics } from '../settle/invocation-metrics.js';
+import type { OutcomeLedger } from '../settle/outcome-ledger.js';
+import type { TenantDatabase, TenantDatabases } from './tenant-databases.js';
+import type { TenantPermits } from './tenant-permits.js';
+import { runTenantWrites } from './tenant-writes.js';
+import type { TransientCause } from './write-outcome.js';
+
+/** What the run stage needs of the invocation. */
+export interface RunContext {
+  readonly ledger: OutcomeLedger;
+  readonly deadline: InvocationDeadline;
+  /** Lease length: the invocation's remaining time plus a margin (no heartbeats). */
+  readonly leaseMs: number;
+  readonly metrics: InvocationMetrics;
+  readonly logger: Logger;
+  /**
+   * How long a tenant whose records can be deferred waits for its permits (`canDefer`); one that does not
+   * get them is `out-of-turn`. @default undefined (no deferral: every tenant waits until the cutoff)
+   */
+  readonly turnWaitMs?: number;
+  /**
+   * Whether the deferral port could take the record of this message id (`DeferralPort.takes`): a tenant
+   * with one it could not waits for its permits until the cutoff. @default every record
+   */
+  readonly deferrable?: (messageId: string) => boolean;
+}
+
+/** One tenant at run time: its plan with its Database and pool (what the permit planner hands back). */
+interface TenantRun extends TenantDatabase {
+  /** The cache entry, released (by identity) when the stage ends. */
+  readonly entry: TenantDatabase;
+  readonly plan: TenantPlan;
+  readonly writes: number;
+  readonly receives: number;
+  readonly maxWaitMs: number | undefined;
+}
+
+/** Marks every write of a tenant that could not run: redelivered, with why. */
+function redeliverTenant(
+  ledger: OutcomeLedger,
+  plan: TenantPlan,
+  cause: TransientCause,
+  error: unknown,
+): void {
+  for (const chain of plan.chains) {
+    for (const write of chain)
+      ledger.settle(write.messageId, { kind: 'transient', cause, error }, write.tenant);
+  }
+}
+
+/** Marks every write of a tenant whose permits were held by others past its wait: `out-of-turn`. */
+function outOfTurn(ledger: OutcomeLedger, plan: TenantPlan, error: SemaphoreTimeoutError): void {
+  for (const chain of plan.chains) {
+    for (const write of chain) ledger.settle(write.messageId, { kind: 'out-of-turn', error }, write.tenant);
+  }
+}
+
+/**
+ * The run stage: each tenant's writes under its permits, through its own pool. A tenant whose Database or
+ * permits cannot be had is redelivered; the others go on. Tenants stay pinned in the Database cache until
+ * the stage ends.
+ */
+export async function runTenants(
+  plans: readonly TenantPlan[],
+  databases: TenantDatabases,
+  permits: TenantPermits,
+  context: RunContext,
+): Promise<void> {
+  const { ledger, deadline, logger, metrics } = context;
+  const deferrable = (plan: TenantPlan) =>
+    canDefer(plan) &&
+    plan.chains.every((chain) => chain.every((w) => context.deferrable?.(w.messageId) ?? true));
+  const runs: TenantRun[] = [];
+  try {
+    await Promise.all(
+      plans.map(async (plan) => {
+        try {
+          const entry = await databases.get(plan.tenant);
+          runs.push({
+            ...entry,
+            entry,
+            plan,
+            writes: plan.writes,
+            receives: plan.receives + plan.deferrals,
+            maxWaitMs: context.turnWaitMs !== undefined && deferrable(plan) ? context.turnWaitMs : undefined,
+          });
+          metrics.watch(entry.pool);
+        } catch (error) {
+          logger.error('tenant database unavailable', { tenant: plan.tenant, error });
+          redeliverTenant(ledger, plan, 'storage', error);
+        }
+      }),
+    );
+    const report = await permits.run(
+      runs,
+      { deadline: deadline.cutoff, signal: deadline.signal, leaseMs: context.leaseMs },
+      async (run) => {
+        try {
+          await runTenantWrites(run.db, run.plan.chains, {
+            ledger,
+            deadline: deadline.signal,
+            logger,
+            onStale: () => metrics.countStale(),
+          });
+        } catch (error) {
+          // A bug of ours (the ledger refusing a second outcome, say): the tenant's records that have an
+          // outcome keep it, the others are redelivered.
+          logger.error('tenant run failed', { tenant: run.tenant, error });
+        }
+      },
+    );
+    for (const [run, result] of report.results) {
+      if ('permits' in result) {
+        metrics.counts.PermitsHeld += result.permits;
+        continue;
+      }
+      if ('outOfTurn' in result && result.unavailable instanceof SemaphoreTimeoutError) {
+        // Only out of turn (the permits were held by others): deferred when it can be, else redelivered.
+        outOfTurn(ledger, run.plan, result.unavailable);
+        continue;
+      }
+      logger.warn('no semaphore permits: tenant writes redelivered', {
+        tenant: run.tenant,
+        error: result.unavailable,
+      });
+      redeliverTenant(ledger, run.plan, 'permits-unavailable', result.unavailable);
+    }
+    for (const failure of report.releaseFailures) {
+      metrics.permitReleaseFailures++;
+      logger.warn('permit release failed: the lease expires by itself; outcomes unchanged', {
+        semaphore: failure.semaphore,
+        error: failure.error,
+      });
+    }
+  } finally {
+    for (const run of runs) databases.release(run.entry);
+  }
+}

@@ -1,0 +1,188 @@
+// The deferral stage and its policy: which out-of-turn records are deferred, with what delay, and what
+// happens when the port refuses, fails or does not answer (they are redelivered, never lost).
+import { describe, expect, it, vi } from 'vitest';
+import { STUCK_HOLDER_LATE_MS } from '../../../../../lib/ingest/handler/run/acquire-turn.js';
+import {
+  canDefer,
+  deferOutOfTurn,
+  deferralDelaySeconds,
+  FIRST_DEFERRAL_DELAY_SECONDS,
+  MAX_DEFERRAL_DELAY_SECONDS,
+  MAX_DEFERRALS,
+} from '../../../../../lib/ingest/handler/settle/defer-out-of-turn.js';
+import {
+  DEFERRALS_ATTRIBUTE,
+  type DeferralPort,
+} from '../../../../../lib/ingest/handler/settle/deferral-port.js';
+import { MemoryDeferrals } from '../../../../../lib/ingest/handler/settle/memory-deferrals.js';
+import { OutcomeLedger } from '../../../../../lib/ingest/handler/settle/outcome-ledger.js';
+import { SemaphoreTimeoutError } from '../../../../../lib/semaphore/errors.js';
+import { silentLogger, sqsRecord } from '../support.js';
+
+const open = () => new AbortController().signal;
+
+function outOfTurn(n: number, error: unknown = new SemaphoreTimeoutError('prefix:t', 1, Date.now())) {
+  const records = Array.from({ length: n }, (_, i) => sqsRecord(`body-${i}`, `m-${i}`));
+  const ledger = new OutcomeLedger(records);
+  for (const r of records) ledger.settle(r.messageId, { kind: 'out-of-turn', error }, 'acme');
+  return { records, ledger };
+}
+
+function withDeferrals(record: ReturnType<typeof sqsRecord>, n: number) {
+  record.messageAttributes[DEFERRALS_ATTRIBUTE] = {
+    dataType: 'Number',
+    stringValue: String(n),
+    stringListValues: [],
+    binaryListValues: [],
+  };
+  return record;
+}
+
+describe('deferralDelaySeconds', () => {
+  it('until the holders are due, rounded down to whole seconds, between the first and the longest delay', () => {
+    const now = 1_000_000;
+    expect(deferralDelaySeconds(0, now + 4_900, now)).toBe(4);
+    expect(deferralDelaySeconds(7, now + 4_900, now)).toBe(4);
+    expect(deferralDelaySeconds(0, now + 300, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
+    expect(deferralDelaySeconds(0, now - 5_000, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
+    expect(deferralDelaySeconds(0, now + 600_000, now)).toBe(MAX_DEFERRAL_DELAY_SECONDS);
+  });
+
+  it('when no holder said: the first delay, doubling every fourth deferral, up to the longest', () => {
+    expect([0, 1, 3, 4, 7, 8, 12, 16, 19, 40].map((n) => deferralDelaySeconds(n))).toEqual([
+      1, 1, 1, 2, 2, 4, 8, 16, 16, 30,
+    ]);
+    expect(deferralDelaySeconds(-2)).toBe(1);
+    expect(deferralDelaySeconds(Number.NaN)).toBe(1);
+    expect(deferralDelaySeconds(0, Number.NaN)).toBe(1);
+  });
+});
+
+describe('canDefer', () => {
+  it('a tenant with no FIFO group, under the cap', () => {
+    expect(canDefer({ ordered: false, deferrals: MAX_DEFERRALS - 1 })).toBe(true);
+    expect(canDefer({ ordered: false, deferrals: MAX_DEFERRALS })).toBe(false);
+    expect(canDefer({ ordered: true, deferrals: 0 })).toBe(false);
+  });
+});
+
+describe('deferOutOfTurn', () => {
+  it('defers every eligible record with the delay its holders announced; nothing pending, no call', async () => {
+    const now = Date.now();
+    const { ledger, records } = outOfTurn(3, new SemaphoreTimeoutError('p', 1, now, now + 3_500));
+    const port = new MemoryDeferrals();
+    await deferOutOfTurn(ledger, port, silentLogger(), open());
+    expect([...port.deferred.keys()]).toEqual(records.map((r) => r.messageId));
+    expect([...port.deferred.values()].map((d) => d.delaySeconds)).toEqual([3, 3, 3]);
+    expect(ledger.counts()).toMatchObject({ deferred: 3, redelivered: 0 });
+    await deferOutOfTurn(ledger, port, silentLogger(), open());
+    expect(port.calls).toHaveLength(1);
+  });
+
+  it('a record that names no source queue is deferred as from a standard queue', async () => {
+    const { ledger, records } = outOfTurn(1);
+    (records[0] as { eventSourceARN?: string }).eventSourceARN = undefined;
+    const port = new MemoryDeferrals();
+    await deferOutOfTurn(ledger, port, silentLogger(), open());
+    expect([...port.deferred.keys()]).toEqual([records[0]!.messageId]);
+    expect(ledger.counts()).toMatchObject({ deferred: 1, redelivered: 0 });
+  });
+
+  it('holders late by more than STUCK_HOLDER_LATE_MS are taken for stuck: the backoff of silent holders', () => {
+    const now = 1_000_000;
+    expect(deferralDelaySeconds(12, now - 200, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
+    expect(deferralDelaySeconds(12, now - STUCK_HOLDER_LATE_MS, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
+    expect(deferralDelaySeconds(12, now - STUCK_HOLDER_LATE_MS - 1, now)).toBe(8);
+    expect(deferralDelaySeconds(12, undefined, now)).toBe(8);
+    // Due in the future: until then, whatever the deferrals.
+    expect(deferralDelaySeconds(12, now + 3_500, now)).toBe(3);
+  });
+
+  it('a record that waited its turn behind holders running late comes back in FIRST, whatever its deferrals', async () => {
+    const now = Date.now();
+    const late = outOfTurn(2, new SemaphoreTimeoutError('p', 1, now, undefined, now - 200));
+    // Deferred a dozen times already: behind holders that said nothing it would wait 2^3 = 8 s.
+    for (const record of late.records) withDeferrals(record, 12);
+    const port = new MemoryDeferrals();
+    await deferOutOfTurn(late.ledger, port, silentLogger(), open());
+    expect([...port.deferred.values()].map((d) => d.delaySeconds)).toEqual([
+      FIRST_DEFERRAL_DELAY_SECONDS,
+      FIRST_DEFERRAL_DELAY_SECONDS,
+    ]);
+    const silent = outOfTurn(1, new SemaphoreTimeoutError('p', 1, now));
+    withDeferrals(silent.records[0]!, 12);
+    const other = new MemoryDeferrals();
+    await deferOutOfTurn(silent.ledger, other, silentLogger(), open());
+    expect([...other.deferred.values()].map((d) => d.delaySeconds)).toEqual([8]);
+  });
+
+  it('FIFO records, records at the cap and those the port refuses are redelivered; no port: all of them', async () => {
+    const { ledger, records } = outOfTurn(4);
+    records[0]!.eventSourceARN = 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo';
+    withDeferrals(records[1]!, MAX_DEFERRALS);
+    withDeferrals(records[2]!, MAX_DEFERRALS - 1);
+    const port = new MemoryDeferrals();
+    port.accept = (d) => d.record.messageId !== 'm-3';
+    await deferOutOfTurn(ledger, port, silentLogger(), open());
+    expect(port.calls.flat().map((d) => d.record.messageId)).toEqual(['m-2', 'm-3']);
+    expect(ledger.fateOf('m-2')).toEqual({ state: 'deferred' });
+    for (const id of ['m-0', 'm-1', 'm-3'])
+      expect(ledger.fateOf(id)).toMatchObject({ state: 'redeliver', cause: 'permits-unavailable' });
+
+    const none = outOfTurn(2);
+    const logger = silentLogger();
+    const warn = vi.spyOn(logger, 'warn');
+    await deferOutOfTurn(none.ledger, undefined, logger, open());
+    expect(none.ledger.counts()).toMatchObject({ deferred: 0, redelivered: 2 });
+    // No port is not a failing port.
+    expect(warn).not.toHaveBeenCalled();
+  });
+
+  it('asks no port when nothing pending can be deferred, and hands the port the settle signal', async () => {
+    const { ledger, records } = outOfTurn(1);
+    records[0]!.eventSourceARN = 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo';
+    const port = new MemoryDeferrals();
+    await deferOutOfTurn(ledger, port, silentLogger(), open());
+    expect(port.calls).toEqual([]);
+    expect(ledger.fateOf('m-0')).toMatchObject({ state: 'redeliver' });
+
+    const seen: AbortSignal[] = [];
+    const watching: DeferralPort = {
+      defer: async (_, options) => {
+        seen.push(options.signal);
+        return new Set();
+      },
+    };
+    const controller = new AbortController();
+    await deferOutOfTurn(outOfTurn(1).ledger, watching, silentLogger(), controller.signal);
+    expect(seen).toEqual([controller.signal]);
+  });
+
+  it('logs a failing port with how many records it redelivers', async () => {
+    const logger = silentLogger();
+    const warn = vi.spyOn(logger, 'warn');
+    const error = new Error('SQS down');
+    await deferOutOfTurn(outOfTurn(3).ledger, { defer: () => Promise.reject(error) }, logger, open());
+    expect(warn).toHaveBeenCalledWith('deferral failed: records redelivered', { error, records: 3 });
+  });
+
+  it('a port that fails, or does not answer before the signal, leaves every record redelivered', async () => {
+    const failing: DeferralPort = {
+      defer: async () => {
+        throw new Error('SQS down');
+      },
+    };
+    const a = outOfTurn(2);
+    await deferOutOfTurn(a.ledger, failing, silentLogger(), open());
+    expect(a.ledger.counts()).toMatchObject({ deferred: 0, redelivered: 2 });
+
+    const silent: DeferralPort = { defer: () => new Promise(() => undefined) };
+    const b = outOfTurn(2);
+    const controller = new AbortController();
+    const settled = deferOutOfTurn(b.ledger, silent, silentLogger(), controller.signal);
+    controller.abort(new Error('settle budget spent'));
+    await settled;
+    expect(b.ledger.counts()).toMatchObject({ deferred: 0, redelivered: 2 });
+    expect(b.ledger.pendingDeferrals()).toEqual([]);
+  });
+});

@@ -3,6 +3,7 @@
 // 20 ms median / 80 ms p99), through one engine. At `halveAtMs` the model's limit halves.
 import { AdaptiveRetryStrategy, StandardRetryStrategy } from '@smithy/core/retry';
 import { MemoryBucket, MemoryObjectStore } from '../../lib/db/memory-object-store.js';
+import { S3_PREFIX_WRITES_PER_SECOND } from '../../lib/db/s3-rate-prior.js';
 import { systemClock } from '../../lib/local/s3-behaviour/clock.js';
 import { S3BehaviourModel } from '../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { type AutotuneOptions, Autotuner } from '../../lib/pool/autotune/index.js';
@@ -157,9 +158,11 @@ if (config.engine === 'promise-all' || config.engine === 'sdk-adaptive') {
       retries += 1;
     });
     if (config.engine === 'autotune') {
-      // BENCH_AUTOTUNE='{"throttle":{"beta":0.95}}' tries other settings; the committed run uses the defaults.
+      // BENCH_AUTOTUNE='{"throttle":{"beta":0.95}}' tries other settings; the committed run uses the defaults
+      // with S3's per-prefix write rate as the prior.
       const extra = JSON.parse(process.env.BENCH_AUTOTUNE ?? '{}') as AutotuneOptions;
-      tuners.push(new Autotuner(pool, { maxConcurrency: 1000, ...extra }));
+      const throttle = { initialRate: S3_PREFIX_WRITES_PER_SECOND, ...extra.throttle };
+      tuners.push(new Autotuner(pool, { maxConcurrency: 1000, ...extra, throttle }));
     }
     pools.push(pool);
   }

@@ -9,6 +9,7 @@ import { MemoryObjectStore } from './memory-object-store.js';
 import type { ObjectStore } from './object-store.js';
 import { type CreateS3ClientOptions, createS3Client } from './s3-client.js';
 import { S3ObjectStore } from './s3-object-store.js';
+import { withS3RatePrior } from './s3-rate-prior.js';
 
 /** Pool settings `openDatabase` uses when given none (the pool's own defaults for the rest). */
 export const DATABASE_POOL_DEFAULTS = { concurrency: 100 } as const;
@@ -23,7 +24,8 @@ export interface OpenDatabaseOptions {
   /**
    * Options of the Database's own `ExecutorPool` (stopped by `disconnect()`). `false`: no pool, requests
    * go straight to storage, unbounded.
-   * @default { concurrency: 100 } (the pool's defaults for the rest: 3 retries, 30 s per-attempt timeout)
+   * @default { concurrency: 100 } (the pool's defaults for the rest: 3 retries, 30 s per-attempt timeout; an
+   * autotuned pool starts from S3's 3,500 writes/s per prefix, `S3_PREFIX_WRITES_PER_SECOND`)
    * @example { pool: { concurrency: 50, retries: 5, timeout: 2_000 } }
    */
   pool?: ExecutorPoolOptions | false;
@@ -93,10 +95,12 @@ export function openDatabase(connectionString: string, options: OpenDatabaseOpti
   const pool =
     poolOptions === false
       ? undefined
-      : new ExecutorPool({
-          ...poolOptions,
-          concurrency: poolOptions.concurrency ?? DATABASE_POOL_DEFAULTS.concurrency,
-        });
+      : new ExecutorPool(
+          withS3RatePrior({
+            ...poolOptions,
+            concurrency: poolOptions.concurrency ?? DATABASE_POOL_DEFAULTS.concurrency,
+          }),
+        );
 
   let store: ObjectStore;
   let ownedClient: S3Client | undefined;

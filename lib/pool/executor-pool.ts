@@ -188,7 +188,7 @@ export class ExecutorPool {
    * A fractional `n` (> 0) caps the *average* in flight: `ceil(n)` slots, each resting after an attempt for
    * the attempt's duration x (`ceil(n) / n` - 1), so each slot is busy `n / ceil(n)` of the time. By Little's
    * law that caps the rate at `n / latency` whatever the latency is, which is how a fleet-wide grant of less
-   * than one permit (a prefix whose limit x latency < 1) is kept without knowing the latency.
+   * than one permit (a rate limit x latency < 1) is kept without knowing the latency.
    * @example pool.setConcurrency(0.75) // one attempt at a time, each followed by a third of its duration idle
    */
   setConcurrency(n: number): void {
@@ -203,10 +203,10 @@ export class ExecutorPool {
   /**
    * Spaces attempt starts at least `ms` apart (0: no pacing; the default): a cap on the *rate* of starts on
    * top of the cap on attempts in flight. A fleet-wide grant is a rate (`permits / latency`), and a pool
-   * that sends it in bursts (several slots freed by quick answers at once) meets SlowDown from an S3
-   * partition that admits only a fraction of a second of its rate in a burst, though its average is under
-   * the limit; evenly spaced starts at that rate are not refused. Retries and probes are paced alike; tasks
-   * enqueued with `paced: false` (a Database's reads) start unspaced, and a paced task at the head of the
+   * that sends it in bursts (several slots freed by quick answers at once) is throttled by a service that
+   * admits only a fraction of a second of its rate in a burst, though its average is under the limit;
+   * evenly spaced starts at that rate are not refused. Retries and probes are paced alike; tasks enqueued
+   * with `paced: false` (reads a service limits apart from writes) start unspaced, and a paced task at the head of the
    * queue holds back the tasks behind it until its turn.
    * @example pool.setStartInterval(1000 / 45) // at most 45 starts per second
    */
@@ -564,7 +564,7 @@ export class ExecutorPool {
     const now = performance.now();
     this.#release(attempt, now);
     // Timed out or aborted before it settled: no answer came, so its duration is a stall, not the latency a
-    // rest keeps the rate by (a 2 s timeout at 0.42 rested 2.7 s more and idled a hot prefix's lease).
+    // rest keeps the rate by (a 2 s timeout at 0.42 would rest 2.7 s more and idle a busy lease).
     const answered = !attempt.detached;
     if (answered) {
       // Stryker disable next-line BooleanLiteral: a settled attempt is off the running list and the timer: nothing reads its flag again

@@ -110,8 +110,8 @@ function listed(e: ErrorShape, names: readonly string[]): boolean {
 
 /**
  * Transient (worth retrying or redelivering) vs permanent. With the default list this is the taxonomy's
- * `isTransient` (throttling, timeouts, 429/5xx, S3's 409 `ConditionalRequestConflict`, network failures,
- * the SDK's `$retryable`) plus the pool's own cut-offs (`TaskTimeoutError`, `TaskAbortedError`,
+ * `isTransient` (throttling, timeouts, 429/5xx, the transient conflict names, network failures, the
+ * SDK's `$retryable`) plus the pool's own cut-offs (`TaskTimeoutError`, `TaskAbortedError`,
  * `PoolStoppedError`, `QueueFullError`, `CircuitOpenError`). With a custom `retryableErrors` list, the list
  * replaces the names; the structural rules (status, `$retryable`, network codes, 'socket hang up', the
  * pool's cut-offs) still apply. Everything else (other 4xx, validation, programming errors, non-objects) is

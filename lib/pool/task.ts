@@ -49,9 +49,9 @@ export interface EnqueueOptions {
   signal?: AbortSignal;
   /**
    * Whether this task's attempts are spaced by `ExecutorPool.setStartInterval`. A pool paced at a write rate
-   * runs its reads unpaced: S3 limits a prefix's reads (5,500/s) apart from its writes (3,500/s), and a read
-   * spaced like a write both wastes the write rate's slots and lets writes bunch up behind it (several
-   * writes queued at once after their reads). Unpaced tasks still count against the concurrency cap.
+   * runs its reads unpaced when the service limits reads apart from writes: a read spaced like a write both
+   * wastes the write rate's slots and lets writes bunch up behind it (several writes queued at once after
+   * their reads). Unpaced tasks still count against the concurrency cap.
    * @default true
    * @example pool.enqueue(() => store.get(key), { paced: false })
    */

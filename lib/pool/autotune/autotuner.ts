@@ -28,7 +28,7 @@ export interface AutotuneState {
   limit: number;
   /** Latency-gradient limit. */
   gradientLimit: number;
-  /** Allowed requests per second for the prefix (`Infinity` until the first throttle). */
+  /** Allowed requests per second for the pool (`Infinity` until the first throttle). */
   rateLimit: number;
   /** `rateLimit` as a concurrency (Little's law: rate x mean latency). */
   rateConcurrency: number;
@@ -44,8 +44,8 @@ export interface AutotuneState {
 
 /**
  * Adaptive concurrency for an ExecutorPool. Per completed attempt (no timer) it takes the minimum of
- * (a) a latency-gradient limit fed by first attempts only, (b) a per-prefix request rate that SlowDown/503
- * and timeouts cut and busy time grows back (CUBIC), turned into a concurrency by Little's law
+ * (a) a latency-gradient limit fed by first attempts only, (b) a request rate that throttled answers
+ * (`isThrottle`) and timeouts cut and busy time grows back (CUBIC), turned into a concurrency by Little's law
  * (rate x mean latency), and (c) a memory cap; bounds it to [minConcurrency, maxConcurrency]; and calls
  * `pool.setConcurrency` when the result changes. See docs/autotune.md.
  */
@@ -57,6 +57,7 @@ export class Autotuner {
   readonly #rate: ThrottleRateLimit;
   readonly #memory: MemoryCap;
   readonly #meter = new RateMeter();
+  readonly #isThrottle: (error: unknown) => boolean;
   /** Mean latency of every attempt, for Little's law before a first attempt has succeeded. */
   #anyRtt = 0;
   #limit: number;
@@ -70,15 +71,15 @@ export class Autotuner {
     this.#meter.record(now, true);
     if (e.attempt === 1) this.#gradient.onSample(e.durationMs, inFlight);
     this.#rate.onSuccess(now, this.#isBusy(stats), this.#sendingRate(now, inFlight));
-    // With a starting rate (S3's documented per-prefix rate), start at its Little's-law concurrency as soon
-    // as the first latencies are in, rather than ramping up to it.
+    // With a starting rate (a service's documented limit), start at its Little's-law concurrency as soon as
+    // the first latencies are in, rather than ramping up to it.
     if (this.#gradient.slowStart && this.#gradient.warmedUp) this.#gradient.raiseTo(this.#rateConcurrency());
     this.#memory.onSample(now, inFlight);
     this.#apply();
   };
 
   readonly #onError = (e: PoolEvents['pool:taskError']): void => {
-    if (!isCongestionSignal(e.error)) return;
+    if (!this.#isThrottle(e.error)) return;
     const now = this.#now();
     this.#observeRtt(e.durationMs);
     this.#meter.record(now, false);
@@ -100,6 +101,7 @@ export class Autotuner {
     const o = resolveAutotuneOptions(options);
     this.#options = o;
     this.#now = options.now ?? (() => performance.now());
+    this.#isThrottle = options.isThrottle ?? isCongestionSignal;
     const initial = options.initialConcurrency ?? pool.concurrency;
     this.#limit = Math.min(o.maxConcurrency, Math.max(o.minConcurrency, initial));
     this.#gradient = new GradientLimit({

@@ -13,7 +13,7 @@ const WARMUP_SAMPLES = 10;
 
 /**
  * Growth per sample at most: x1.25 per round trip while probing. Faster ramps overshoot an unknown rate
- * limit further before the first 503 comes back (S3's burst allowance hides it for a while).
+ * limit further before the first throttle comes back (a service's burst allowance hides it for a while).
  */
 const MAX_GROWTH_PER_SAMPLE = 0.25;
 

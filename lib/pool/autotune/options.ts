@@ -1,4 +1,4 @@
-/** Latency-gradient tuning (Gradient2-like). Defaults suit S3 PUTs of small objects. */
+/** Latency-gradient tuning (Gradient2-like). Defaults suit short requests (tens of milliseconds) of small payloads. */
 export interface GradientOptions {
   /**
    * Short-term latency may exceed the long-term one by this factor before the limit shrinks.
@@ -44,13 +44,13 @@ export interface ThrottleOptions {
    */
   recoverySeconds?: number;
   /**
-   * Requests per second per prefix to start from, as a plateau: slow start stops there (rate x latency by
-   * Little's law) and the tuner probes beyond it gently, CUBIC's convex way, until S3 throttles. S3's
-   * documented baseline for writes is 3,500 PUT/s per prefix; S3 may grant more (the probe finds it) or less
-   * (the first 503 cuts). `Infinity`: no prior, slow start until the first throttle, which halves what was
-   * sent.
-   * @default 3500
-   * @example { throttle: { initialRate: 5_500 } } // S3's GET baseline, for a read-heavy pool
+   * Requests per second to start from, as a plateau: slow start stops there (rate x latency by Little's law)
+   * and the tuner probes beyond it gently, CUBIC's convex way, until the service throttles. Give the
+   * service's documented limit when there is one: it may grant more (the probe finds it) or less (the first
+   * throttle cuts). `Infinity`: no prior, slow start until the first throttle, which halves what was sent.
+   * lib/db's `openDatabase` fills in its store's documented write rate.
+   * @default Infinity (no prior)
+   * @example { throttle: { initialRate: 500 } } // a service documented to accept 500 requests/s
    */
   initialRate?: number;
 }
@@ -114,10 +114,18 @@ export interface AutotuneOptions {
   gradient?: GradientOptions;
   /**
    * Throttle-driven rate limit; see `ThrottleOptions`.
-   * @default { beta: 0.9, recoverySeconds: 2, initialRate: 3500 }
-   * @example { throttle: { initialRate: Number.POSITIVE_INFINITY } }
+   * @default { beta: 0.9, recoverySeconds: 2, initialRate: Infinity }
+   * @example { throttle: { initialRate: 500 } }
    */
   throttle?: ThrottleOptions;
+  /**
+   * Whether a failed attempt's error says the service is overloaded: a throttled answer, or a timeout (latency
+   * gone to infinity). Those cut the request rate and end slow start; other failures are ignored. The service
+   * a pool calls knows its own refusals: pass its classifier.
+   * @default isCongestionSignal (the throttling and timeout names of the one taxonomy, lib/errors/classify.ts)
+   * @example { isThrottle: (error) => (error as { status?: number }).status === 429 }
+   */
+  isThrottle?: (error: unknown) => boolean;
   /**
    * Milliseconds now, on the pool's clock. Injected by tests.
    * @default () => performance.now()
@@ -132,7 +140,7 @@ export const AUTOTUNE_DEFAULTS = {
   targetLatency: Number.POSITIVE_INFINITY,
   targetMemoryPercent: 80,
   gradient: { tolerance: 1.5, longWindow: 600, shortWindow: 10, smoothing: 0.2 },
-  throttle: { beta: 0.9, recoverySeconds: 2, initialRate: 3500 },
+  throttle: { beta: 0.9, recoverySeconds: 2, initialRate: Number.POSITIVE_INFINITY },
 } as const;
 
 /** The memory budget outside an explicit option: Lambda's configured size, a cgroup limit, or total RAM. */
@@ -179,6 +187,9 @@ export function resolveAutotuneOptions(options: AutotuneOptions): ResolvedAutotu
   check('throttle.beta', t.beta, t.beta > 0 && t.beta < 1);
   check('throttle.recoverySeconds', t.recoverySeconds, t.recoverySeconds > 0);
   check('throttle.initialRate', t.initialRate, t.initialRate > 0);
+  if (options.isThrottle !== undefined && typeof options.isThrottle !== 'function') {
+    throw new TypeError(`autotune.isThrottle must be a function, got ${typeof options.isThrottle}`);
+  }
   return {
     enabled: options.enabled ?? true,
     minConcurrency: min,

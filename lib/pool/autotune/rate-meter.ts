@@ -3,9 +3,9 @@ const SLOT_MS = 10;
 
 /**
  * Attempts and successes per second, measured from completion times over the most recent slots: at least
- * `minSpanMs`, widened (up to `maxSpanMs`) until `minSamples` attempts are covered, so a busy prefix gets a
+ * `minSpanMs`, widened (up to `maxSpanMs`) until `minSamples` attempts are covered, so a busy pool gets a
  * fresh reading and a slow one a steady reading. The autotuner uses it for what the pool really sends and
- * what S3 really accepts, instead of rates derived from in-flight counts and a mean latency.
+ * what the service really accepts, instead of rates derived from in-flight counts and a mean latency.
  */
 export class RateMeter {
   readonly #slots: number;

@@ -2,7 +2,7 @@ import type { ThrottleOptions } from './options.js';
 
 /**
  * Convex probe past the plateau: +30% after one recovery period (2 s by default), +240% after two. Gentle
- * next to the last known good rate, so a probe that touches S3's limit overshoots it by a few percent.
+ * next to the last known good rate, so a probe that touches the service's limit overshoots it by a few percent.
  */
 const PROBE_DEPTH = 0.3;
 
@@ -14,13 +14,12 @@ const PROBE_DEPTH = 0.3;
 const SLOT_SHARE = 0.5;
 
 /**
- * A per-prefix request rate that S3 throttling steers. It starts at `initialRate` (S3's documented per-prefix
- * rate) as a plateau, or, without a prior, unlimited until the first SlowDown/503 or timeout, which halves
- * what was sent. Each throttle cuts (once per round trip by `beta`, then half a slot per refusal, never below
+ * A request rate that throttled answers steer. It starts at `initialRate` (a known limit, such as the
+ * service's documented one) as a plateau, or, without a prior, unlimited until the first throttle or timeout,
+ * which halves what was sent. Each throttle cuts (once per round trip by `beta`, then half a slot per refusal, never below
  * half of what was sent) and the rate it lands on is the new plateau: it holds there and then, while the
  * pool is busy, probes up along CUBIC's convex curve (the curve the AWS SDK's adaptive retry mode uses).
- *
- * A pool of the project serves one tenant's Database, i.e. one S3 prefix, so this rate is that prefix's.
+ * What counts as a throttle is the caller's word (the autotuner's `isThrottle`); this class sees only events.
  */
 export class ThrottleRateLimit {
   readonly #beta: number;
@@ -65,7 +64,7 @@ export class ThrottleRateLimit {
   onSuccess(now: number, busy: boolean, sendingRate: number): number {
     this.#advance(now, busy);
     if (this.#rate === Number.POSITIVE_INFINITY) return this.#rate;
-    // Flat next to the last known good rate, then steeper: a limit S3 raised is found within seconds.
+    // Flat next to the last known good rate, then steeper: a limit the service raised is found within seconds.
     const t = this.#busyMs / this.#recoveryMs;
     const cubic = this.#wMax * (1 + PROBE_DEPTH * t ** 3);
     // Never more than twice what was really sent: a rate the pool cannot use is no evidence of headroom.
@@ -74,20 +73,20 @@ export class ThrottleRateLimit {
   }
 
   /**
-   * An attempt that started at `startedAt` was throttled (SlowDown/503/429) or timed out. `slotRate` is the
+   * An attempt that started at `startedAt` was throttled (refused for load) or timed out. `slotRate` is the
    * rate one in-flight slot makes (1000 / mean latency in ms).
    *
    * Once per round trip (a throttle of an attempt started after the last cut) the rate drops to `beta` x
    * what was being sent. Every other throttle of that round trip takes one slot off the rate: the share of
-   * attempts S3 refuses is the share by which the pool oversends, so one slot per refusal lands the rate on
-   * S3's limit within a round trip, however far the limit moved. A round trip never cuts below half of what
+   * attempts the service refuses is the share by which the pool oversends, so one slot per refusal lands the
+   * rate on the service's limit within a round trip, however far the limit moved. A round trip never cuts below half of what
    * was sent. The result is the new plateau: the rate holds there and then probes up convexly.
    */
   onThrottle(now: number, startedAt: number, busy: boolean, sendingRate: number, slotRate = 0): number {
     this.#advance(now, busy);
     this.#throttles += 1;
     if (this.#wMax === 0) {
-      // Leaving slow start (x2 per round trip) the overshoot is up to 2x and S3's burst allowance hides the
+      // Leaving slow start (x2 per round trip) the overshoot is up to 2x and a burst allowance may hide the
       // limit: halve what was sent, as TCP does; the rest of that round trip's refusals are the same overshoot.
       const sending = Math.min(this.#rate, sendingRate);
       if (!(sending > 0 && Number.isFinite(sending))) return this.#rate;

@@ -144,6 +144,49 @@ describe('isCongestionSignal', () => {
   });
 });
 
+describe('Autotuner isThrottle: the service says what a throttled answer is', () => {
+  function throttledOnce(options: ConstructorParameters<typeof Autotuner>[1], error: unknown) {
+    const pool = new FakePool(10);
+    let now = 0;
+    const tuner = new Autotuner(pool, { now: () => now, throttle: { initialRate: 2000 }, ...options });
+    pool.activeCount = 9;
+    for (let i = 0; i < 20; i++) {
+      now += 2;
+      pool.completed(20);
+    }
+    pool.failed(error, 20);
+    return tuner.state();
+  }
+
+  it('cuts the rate on an error the injected classifier calls a throttle, whatever its name', () => {
+    const refused = { status: 429 };
+    const state = throttledOnce({ isThrottle: (e) => (e as { status?: number }).status === 429 }, refused);
+    expect(state.throttles).toBe(1);
+    expect(state.cuts).toBe(1);
+    expect(state.rateLimit).toBeLessThan(2000);
+  });
+
+  it('ignores an error the injected classifier does not call a throttle, even a SlowDown', () => {
+    const state = throttledOnce({ isThrottle: () => false }, slowDown());
+    expect(state).toMatchObject({ throttles: 0, cuts: 0 });
+  });
+
+  it('defaults to the taxonomy (isCongestionSignal) and refuses a classifier that is not a function', () => {
+    expect(throttledOnce({}, slowDown())).toMatchObject({ throttles: 1, cuts: 1 });
+    const bad = { isThrottle: 'SlowDown' } as unknown as ConstructorParameters<typeof Autotuner>[1];
+    expect(() => new Autotuner(new FakePool(10), bad)).toThrow(
+      expect.objectContaining({ name: 'TypeError', message: expect.stringContaining('autotune.isThrottle') }),
+    );
+  });
+
+  it("starts without a prior rate by default (a service limit is the caller's to give)", () => {
+    expect(AUTOTUNE_DEFAULTS.throttle.initialRate).toBe(Number.POSITIVE_INFINITY);
+    expect(new Autotuner(new FakePool(10), { now: () => 0 }).state().rateLimit).toBe(
+      Number.POSITIVE_INFINITY,
+    );
+  });
+});
+
 describe('Autotuner on a hand-driven pool', () => {
   it('keeps retried attempts out of the latency statistics', () => {
     const pool = new FakePool(10);

@@ -26,7 +26,12 @@ export const MODULES = {
     'lib/semaphore/backoff.ts',
   ],
   pool: ['lib/pool/executor-pool.ts', 'lib/pool/process.ts'],
-  db: ['lib/db/resource.ts'],
+  db: [
+    'lib/db/resource.ts',
+    'lib/db/sequenced-writer.ts',
+    'lib/db/record-fields.ts',
+    'lib/db/canonical-json.ts',
+  ],
   handler: [
     'lib/ingest/handler/settle/invocation-metrics.ts',
     'lib/ingest/handler/settle/dead-letter-queue.ts',

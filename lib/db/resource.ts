@@ -1,88 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { isRecordSize, withParity } from './body-parity.js';
-import {
-  ConflictError,
-  CorruptRecordError,
-  RecordExistsError,
-  RecordNotFoundError,
-  ValidationError,
-} from './errors.js';
+import { ConflictError, RecordExistsError, RecordNotFoundError, ValidationError } from './errors.js';
 import { idFromKey, recordKey, resourcePrefix } from './keys.js';
-import { GUESS_THRESHOLD, MovingShare } from './moving-share.js';
+import { PreconditionFailedError } from './object-store.js';
 import {
-  type ObjectStore,
-  PreconditionFailedError,
-  type PutObjectInput,
-  type StoredObject,
-} from './object-store.js';
-import { RecordCache } from './record-cache.js';
-import { refuseInvalidNewerFields } from './schema-merge.js';
-import {
-  applyToState,
-  cloneState,
-  emptyState,
-  HIDDEN_METADATA,
-  HIDDEN_TAGS,
-  isHiddenJson,
-  type RecordState,
-  type RefusedFields,
-  SEQ_FIELD,
-  type SequencedWrite,
-  stateFromJson,
-  stateToJson,
-} from './sequenced-state.js';
-import type { CallOptions, StorageCalls } from './storage-calls.js';
-import { compareStamps, type WriteStamp } from './write-stamp.js';
+  type Document,
+  isPlainObject,
+  parseRecordJson,
+  type RecordFields,
+  type StoredRecord,
+  userFields,
+} from './record-fields.js';
+import { HIDDEN_METADATA, isHiddenJson, SEQ_FIELD, type SequencedWrite } from './sequenced-state.js';
+import { type SequencedOutcome, SequencedWriter, type SequencedWriterContext } from './sequenced-writer.js';
+import type { CallOptions } from './storage-calls.js';
 
+export type { Document, RecordFields, StoredRecord } from './record-fields.js';
 export type { CallOptions } from './storage-calls.js';
-
-/** A record's user data: a JSON object. */
-export type Document = Record<string, unknown>;
-
-/** The fields the store maintains on every record. User data with these names is overwritten. */
-export interface RecordFields {
-  id: string;
-  /** ISO 8601, set by `insert`/`upsert`, kept by `update`. */
-  createdAt: string;
-  /** ISO 8601, set by every write. */
-  updatedAt: string;
-  /** 1 on `insert`/`upsert`, +1 per `update`. */
-  version: number;
-}
-
-export type StoredRecord<T extends Document = Document> = Omit<T, keyof RecordFields> & RecordFields;
-
-const SYSTEM_FIELDS: ReadonlySet<string> = new Set(['id', 'createdAt', 'updatedAt', 'version', SEQ_FIELD]);
-
-/**
- * Read-decide-write rounds of one `applySequenced` call: a round lost to a concurrent writer (412) re-reads
- * and decides again; past this, `ConflictError` (transient: the message is redelivered).
- */
-export const MAX_SEQUENCED_ROUNDS = 5;
-/** Priority boost of a sequenced write's PUT over its caller's reads (see `applySequenced`). */
-const CONTINUATION_PRIORITY = 0.5;
-
-/**
- * An update accepted earlier (pending, or applied to the record then) that the record made by an older
- * upsert or insert, arriving later, refuses: its fields are left out, as in seq order it would have been
- * refused. Reported with the base that refused it, for its writer to hear of.
- */
-export interface RefusedUpdate {
-  readonly stamp: WriteStamp;
-  /** The update's fields the record held for it. */
-  readonly data: Document;
-  readonly error: ValidationError;
-}
-
-/**
- * What one write of `applySequenced` came to, at its index. `refusedUpdates` (never empty when present) is
- * on an upsert or insert that refused earlier accepted updates: when it was applied, and on every later
- * delivery of it (`stale`), until a newer base replaces the record.
- */
-export type SequencedOutcome =
-  | { readonly kind: 'applied' | 'stale'; readonly refusedUpdates?: readonly RefusedUpdate[] }
-  | { readonly kind: 'pending' }
-  | { readonly kind: 'rejected'; readonly error: RecordExistsError | ValidationError };
 
 export interface InsertOptions extends CallOptions {
   /** The record id. Default: `data.id` when it is a string, else a random UUID. */
@@ -107,43 +41,10 @@ export type InsertManyResult<T extends Document = Document> =
   | { ok: true; id: string; record: StoredRecord<T> }
   | { ok: false; id: string | undefined; error: unknown };
 
-/** What a Resource needs from its Database. */
-export interface ResourceContext {
-  name: string;
+/** What a Resource needs from its Database: the sequenced-write engine's needs, plus where its keys live. */
+export interface ResourceContext extends SequencedWriterContext {
   tenant: string;
   prefix: string;
-  store: ObjectStore;
-  /** The Database's request runner (its pool, or direct calls). */
-  calls: StorageCalls;
-  /** Throws `ValidationError`; absent for schemaless resources. */
-  validate: ((data: unknown) => void) | undefined;
-  /**
-   * Throws `ValidationError` for partial data whose fields fail the schema on their own (`compileFields`):
-   * an update is checked with it on arrival. Absent: updates are checked only merged into their record.
-   */
-  validateFields?: ((data: unknown) => void) | undefined;
-}
-
-function isPlainObject(value: unknown): value is Document {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
-function userFields(record: Document): Document {
-  const out: Document = {};
-  for (const key of Object.keys(record)) {
-    // defineProperty, not assignment: a `__proto__` key (JSON.parse makes it an own field) stays a field.
-    if (!SYSTEM_FIELDS.has(key)) {
-      Object.defineProperty(out, key, {
-        value: record[key],
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
-  }
-  return out;
 }
 
 /**
@@ -154,16 +55,14 @@ export class Resource<T extends Document = Document> {
   readonly name: string;
   readonly #ctx: ResourceContext;
   readonly #prefix: string;
-  readonly #cache = new RecordCache();
-  /** How often an uncached record turned out absent: when nearly always, new records are not read first. */
-  readonly #absent = new MovingShare();
-  /** How often a cached ETag was still current: when nearly always (one writer), cached records are not read. */
-  readonly #cacheCurrent = new MovingShare();
+  /** The engine of `applySequenced`; it caches the records it wrote, which the other writes make it forget. */
+  readonly #sequenced: SequencedWriter;
 
   constructor(ctx: ResourceContext) {
     this.#ctx = ctx;
     this.name = ctx.name;
     this.#prefix = resourcePrefix(ctx.tenant, ctx.name, ctx.prefix);
+    this.#sequenced = new SequencedWriter(ctx);
   }
 
   /** The S3 key of record `id` (validated). */
@@ -203,7 +102,7 @@ export class Resource<T extends Document = Document> {
         throw retryErr;
       }
     }
-    this.#cache.delete(key);
+    this.#sequenced.forget(key);
     return record;
   }
 
@@ -215,7 +114,7 @@ export class Resource<T extends Document = Document> {
       'read',
     );
     if (object === undefined) return undefined;
-    return isHiddenJson(this.#parseJson(key, object)) ? object.etag : undefined;
+    return isHiddenJson(parseRecordJson(key, object)) ? object.etag : undefined;
   }
 
   /** Reads a record; rejects with `RecordNotFoundError` if there is none. */
@@ -247,7 +146,7 @@ export class Resource<T extends Document = Document> {
         throw new ConflictError(this.name, id, etag, { cause: err });
       throw err;
     }
-    this.#cache.delete(key);
+    this.#sequenced.forget(key);
     return record;
   }
 
@@ -262,7 +161,7 @@ export class Resource<T extends Document = Document> {
     const body = JSON.stringify(record);
     // Stryker disable next-line BooleanLiteral: an unconditional PUT never fails a precondition, so the retry flag is never read.
     await this.#ctx.calls.run((signal) => this.#put(key, body, record, {}, signal, false), options);
-    this.#cache.delete(key);
+    this.#sequenced.forget(key);
     return record;
   }
 
@@ -273,7 +172,7 @@ export class Resource<T extends Document = Document> {
   async delete(id: string, options: CallOptions = {}): Promise<void> {
     const key = this.keyOf(id);
     await this.#ctx.calls.run((signal) => this.#ctx.store.delete(key, { signal }), options);
-    this.#cache.delete(key);
+    this.#sequenced.forget(key);
   }
 
   /**
@@ -296,193 +195,7 @@ export class Resource<T extends Document = Document> {
     writes: readonly SequencedWrite[],
     options: CallOptions = {},
   ): Promise<SequencedOutcome[]> {
-    const key = this.keyOf(id);
-    const outcomes: SequencedOutcome[] = [];
-    const order: number[] = [];
-    writes.forEach((write, index) => {
-      const refused = write.op === 'delete' ? undefined : this.#refusal(write.op, write.data);
-      if (refused === undefined) order.push(index);
-      else outcomes[index] = { kind: 'rejected', error: refused };
-    });
-    // The store's fields (`id`, `version`, `$seq`, ...) in user data are dropped, as the plain API does.
-    const userWrites = writes.map(
-      (w): SequencedWrite =>
-        // Stryker disable next-line StringLiteral: a delete has no data, so `!isPlainObject` alone passes it through; the op test only narrows the type.
-        w.op === 'delete' || !isPlainObject(w.data) ? w : { ...w, data: userFields(w.data) },
-    );
-    order.sort((a, b) => compareStamps(writes[a]!.stamp, writes[b]!.stamp));
-    for (let round = 1; ; round++) {
-      const current = await this.#currentState(key, writes, options, round === 1);
-      const state = cloneState(current.state);
-      const changed = this.#decide(id, state, userWrites, order, outcomes);
-      if (!changed) return outcomes;
-      const hidden = !state.exists;
-      const body = withParity(JSON.stringify(stateToJson(id, state)), hidden);
-      const input: PutObjectInput = {
-        key,
-        body,
-        contentType: 'application/json',
-        metadata: {
-          version: String(state.version),
-          'updated-at': state.updatedAt,
-          ...(hidden ? HIDDEN_METADATA : {}),
-        },
-        ...(current.etag === undefined ? { ifNoneMatch: '*' as const } : { ifMatch: current.etag }),
-        ...(hidden ? { tags: HIDDEN_TAGS } : {}),
-      };
-      try {
-        const { etag } = await this.#ctx.calls.run(
-          (signal) => this.#ctx.store.put(input, { signal }),
-          // Once read, the record is written before the pool starts reading more (half a level up: never
-          // past a caller's higher priority, whose levels are integers): a fresh read conflicts less, and a
-          // deadline then stops a tenant with its records written, not all read and none written.
-          { ...options, priority: (options.priority ?? 0) + CONTINUATION_PRIORITY },
-        );
-        if (current.guessed === 'absent') this.#absent.observe(true);
-        if (current.guessed === 'cached') this.#cacheCurrent.observe(true);
-        this.#cache.set(key, { etag, state, bytes: body.length });
-        return outcomes;
-      } catch (err) {
-        this.#cache.delete(key);
-        if (!(err instanceof PreconditionFailedError)) throw err;
-        if (current.guessed === 'absent') this.#absent.observe(false);
-        if (current.guessed === 'cached') this.#cacheCurrent.observe(false);
-        if (round >= MAX_SEQUENCED_ROUNDS)
-          throw new ConflictError(this.name, id, current.etag ?? '', { cause: err });
-      }
-    }
-  }
-
-  /**
-   * Why a write's data is refused before anything is read: not an object, or the schema (an insert's or
-   * upsert's data as a record; an update's fields each on its own, as they would be merged into any record).
-   */
-  #refusal(op: SequencedWrite['op'], data: unknown): ValidationError | undefined {
-    if (!isPlainObject(data)) {
-      return new ValidationError(this.name, [{ instancePath: '', field: '', message: 'must be an object' }]);
-    }
-    const validate = op === 'update' ? this.#ctx.validateFields : this.#ctx.validate;
-    try {
-      validate?.(userFields(data));
-      return undefined;
-    } catch (err) {
-      if (err instanceof ValidationError) return err;
-      throw err;
-    }
-  }
-
-  /**
-   * The state to decide on. On the first round, the read may be skipped by a guess that is usually right
-   * (`GUESS_THRESHOLD`): the cached state, when cached ETags have been current; "absent" for an uncached
-   * record, when uncached records have been absent, or when every write is an insert (as a plain insert,
-   * `If-None-Match: *`). A wrong guess fails its precondition and the next round reads. Every read also
-   * tells whether each guess would have been right, so both shares are learnt without paying for misses.
-   */
-  async #currentState(
-    key: string,
-    writes: readonly SequencedWrite[],
-    options: CallOptions,
-    firstRound: boolean,
-  ): Promise<{ etag: string | undefined; state: RecordState; guessed?: 'cached' | 'absent' }> {
-    const cached = firstRound ? this.#cache.get(key) : undefined;
-    if (firstRound) {
-      if (cached !== undefined && this.#cacheCurrent.value > GUESS_THRESHOLD)
-        return { ...cached, guessed: 'cached' };
-      if (
-        cached === undefined &&
-        (writes.every((w) => w.op === 'insert') || this.#absent.value > GUESS_THRESHOLD)
-      ) {
-        return { etag: undefined, state: emptyState(), guessed: 'absent' };
-      }
-    }
-    const object = await this.#ctx.calls.run(
-      (signal) => this.#ctx.store.get(key, { signal }),
-      options,
-      'read',
-    );
-    if (cached !== undefined) this.#cacheCurrent.observe(object?.etag === cached.etag);
-    else if (firstRound) this.#absent.observe(object === undefined);
-    if (object === undefined) return { etag: undefined, state: emptyState() };
-    const state = stateFromJson(this.#parseJson(key, object), userFields);
-    if (state === undefined) throw new CorruptRecordError(key);
-    this.#cache.set(key, { etag: object.etag, state, bytes: object.body.length });
-    return { etag: object.etag, state };
-  }
-
-  /**
-   * Applies the writes (indices in stamp order) to `state`, filling `outcomes`; true when the state changed.
-   * An update whose result fails the schema is undone and rejected, the others go on. An upsert or insert
-   * (valid on its own) whose result fails only with the newer updates' fields is applied, and those updates
-   * are refused instead (`refuseInvalidNewerFields`): in seq order they came after it.
-   */
-  #decide(
-    id: string,
-    state: RecordState,
-    writes: readonly SequencedWrite[],
-    order: readonly number[],
-    outcomes: SequencedOutcome[],
-  ): boolean {
-    const now = new Date().toISOString();
-    const inCall = new Set(order.map((index) => stampKey(writes[index]!.stamp)));
-    // A redelivery of the record's base reports the updates it refused again (its letters may be lost).
-    const again = (write: SequencedWrite) =>
-      isBaseOf(state, write) ? this.#reported(state.refused, inCall) : {};
-    let changed = false;
-    for (const index of order) {
-      const write = writes[index]!;
-      const before = cloneState(state);
-      const effect = applyToState(state, write, now);
-      if (effect === 'exists') {
-        const same =
-          write.op === 'insert' && canonicalJson(state.values) === canonicalJson(userFields(write.data));
-        outcomes[index] = same
-          ? { kind: 'stale', ...again(write) }
-          : { kind: 'rejected', error: new RecordExistsError(this.name, id) };
-        continue;
-      }
-      if (effect === 'stale') {
-        outcomes[index] = { kind: 'stale', ...again(write) };
-        continue;
-      }
-      const refused = state.exists ? this.#invalidity(state) : undefined;
-      if (refused !== undefined) {
-        if (write.op === 'update') {
-          Object.assign(state, before);
-          outcomes[index] = { kind: 'rejected', error: refused };
-          continue;
-        }
-        // The data of an upsert or insert was checked up front: only newer updates' fields can fail it.
-        const base = refuseInvalidNewerFields(state, (data) => this.#ctx.validate?.(data));
-        outcomes[index] = { kind: 'applied', ...this.#reported(base, inCall) };
-        changed = true;
-        continue;
-      }
-      outcomes[index] = { kind: effect };
-      changed = true;
-    }
-    return changed;
-  }
-
-  /** The schema's refusal of the record `state` holds, or `undefined` when it is valid. */
-  #invalidity(state: RecordState): ValidationError | undefined {
-    try {
-      this.#ctx.validate?.(state.values);
-      return undefined;
-    } catch (err) {
-      if (err instanceof ValidationError) return err;
-      throw err;
-    }
-  }
-
-  /** `refusedUpdates` of an outcome; an update of the same call (`inCall`) has its own outcome instead. */
-  #reported(
-    refused: readonly RefusedFields[],
-    inCall: ReadonlySet<string>,
-  ): { refusedUpdates?: RefusedUpdate[] } {
-    const reported = refused
-      .filter((r) => !inCall.has(stampKey(r.stamp)))
-      .map((r) => ({ stamp: r.stamp, data: r.data, error: new ValidationError(this.name, r.issues) }));
-    return reported.length > 0 ? { refusedUpdates: reported } : {};
+    return this.#sequenced.apply(id, this.keyOf(id), writes, options);
   }
 
   /**
@@ -601,23 +314,10 @@ export class Resource<T extends Document = Document> {
       'read',
     );
     if (object === undefined) throw new RecordNotFoundError(this.name, id);
-    const value = this.#parseJson(key, object);
+    const value = parseRecordJson(key, object);
     if (isHiddenJson(value)) throw new RecordNotFoundError(this.name, id);
     delete value[SEQ_FIELD];
     return { record: value as StoredRecord<T>, etag: object.etag };
-  }
-
-  #parseJson(key: string, object: StoredObject): Document {
-    let value: unknown;
-    try {
-      value = JSON.parse(object.body);
-    } catch (err) {
-      throw new CorruptRecordError(key, { cause: err });
-    }
-    if (!isPlainObject(value) || typeof value.id !== 'string' || typeof value.version !== 'number') {
-      throw new CorruptRecordError(key);
-    }
-    return value;
   }
 
   /**
@@ -647,27 +347,4 @@ export class Resource<T extends Document = Document> {
       if (current?.body !== input.body) throw err;
     }
   }
-}
-
-/** Whether `write` is the upsert or insert that made the visible record `state` holds (a redelivery). */
-function isBaseOf(state: RecordState, write: SequencedWrite): boolean {
-  return state.exists && state.base !== undefined && compareStamps(write.stamp, state.base) === 0;
-}
-
-function stampKey(stamp: WriteStamp): string {
-  return JSON.stringify([stamp.seq, stamp.tie]);
-}
-
-/** Stable JSON (sorted keys), so equal content compares equal whatever its key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-    // Stryker disable next-line StringLiteral: each entry starts with a JSON string after a complete value, so entries stay apart without a separator.
-    const fields = entries.join(',');
-    return `{${fields}}`;
-  }
-  return JSON.stringify(value);
 }

@@ -17,8 +17,9 @@ import {
   PreconditionFailedError,
   type PutObjectInput,
 } from '../../../lib/db/object-store.js';
-import { MAX_SEQUENCED_ROUNDS, Resource } from '../../../lib/db/resource.js';
+import { Resource } from '../../../lib/db/resource.js';
 import { HIDDEN_METADATA, type SequencedWrite } from '../../../lib/db/sequenced-state.js';
+import { MAX_SEQUENCED_ROUNDS } from '../../../lib/db/sequenced-writer.js';
 import { StorageCalls } from '../../../lib/db/storage-calls.js';
 import { wrap } from './support/wrapped-store.js';
 

@@ -6,8 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { Database } from '../../../lib/db/database.js';
 import { CorruptRecordError, RecordNotFoundError, ValidationError } from '../../../lib/db/errors.js';
 import { MemoryObjectStore } from '../../../lib/db/memory-object-store.js';
-import type { Document, SequencedOutcome } from '../../../lib/db/resource.js';
+import type { Document } from '../../../lib/db/resource.js';
 import type { SequencedWrite } from '../../../lib/db/sequenced-state.js';
+import type { SequencedOutcome } from '../../../lib/db/sequenced-writer.js';
 
 /** cdk.json's `orders`. */
 const ORDERS = {

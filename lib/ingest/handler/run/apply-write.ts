@@ -4,8 +4,9 @@ import {
   RecordNotFoundError,
   ValidationError,
 } from '../../../db/errors.js';
-import type { Document, RefusedUpdate, Resource, SequencedOutcome } from '../../../db/resource.js';
+import type { Document, Resource } from '../../../db/resource.js';
 import type { SequencedWrite } from '../../../db/sequenced-state.js';
+import type { RefusedUpdate, SequencedOutcome } from '../../../db/sequenced-writer.js';
 import { isTransient } from '../../../errors/index.js';
 import type { IngestWrite } from '../../message/types.js';
 import { RecordVanishedError } from '../errors.js';

@@ -12,8 +12,10 @@ import { InvocationDeadline } from './invocation-deadline.js';
 import { withholdFifoLetters } from './plan/fifo-groups.js';
 import { planBatch } from './plan/plan-batch.js';
 import { SourceBinding } from './plan/source-binding.js';
+import { observeBudgets } from './run/observed-budgets.js';
 import { observeSemaphores } from './run/observed-semaphores.js';
 import { PrefixWriteCounts } from './run/prefix-write-counts.js';
+import type { RateBudgetFactory } from './run/rate-holder.js';
 import { runTenants } from './run/run-tenants.js';
 import { TenantDatabases } from './run/tenant-databases.js';
 import { dynamoSemaphores, type SemaphoreFactory, settleMs, TenantPermits } from './run/tenant-permits.js';
@@ -72,6 +74,14 @@ export interface IngestHandlerOptions {
    * @example { semaphores: (name, limit) => new MemorySemaphore({ name, limit }) }
    */
   readonly semaphores?: SemaphoreFactory;
+  /**
+   * Rate-budget port: builds the fleet-wide write budget of a prefix, `(name, ceiling) => RateBudget`
+   * (docs/fleet-cap.md). When given, tenants with a lease hold a share of their prefix's rate instead of
+   * permits, and `semaphores` is not used for tenant prefixes.
+   * @default undefined (permits from `semaphores`)
+   * @example { budgets: (name, ceiling) => new MemoryRateBudget({ name, ceiling }) }
+   */
+  readonly budgets?: RateBudgetFactory;
   /**
    * Dead-letter port: where permanent failures go; ids it does not take are redelivered.
    * @default new DeadLetterQueue(clients.sqs, DLQ_URL)
@@ -178,7 +188,8 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     store,
     budget: new ConcurrencyBudget(config.poolConcurrency),
   });
-  const permits = new TenantPermits(config, semaphores, prefixWrites);
+  const budgets = options.budgets === undefined ? undefined : observeBudgets(options.budgets, () => running);
+  const permits = new TenantPermits(config, semaphores, prefixWrites, budgets);
   // Tenant-bound producers: without SOURCE_TENANTS, single-queue mode (any tenant from any source).
   const planOptions =
     config.sourceTenants === undefined ? {} : { binding: new SourceBinding(config.sourceTenants) };

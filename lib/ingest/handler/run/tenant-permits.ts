@@ -7,13 +7,16 @@ import { AdaptiveDynamoSemaphore } from '../../../semaphore/adaptive-dynamo-sema
 import { DynamoSemaphore } from '../../../semaphore/dynamo-semaphore.js';
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
 import { permitsFor } from '../../../semaphore/permits-for.js';
+import type { RateBudget } from '../../../semaphore/rate-types.js';
 import type { Lease, LeaseUsage, Semaphore } from '../../../semaphore/types.js';
 import type { ConcurrencyTarget } from '../../../semaphore/with-permits.js';
 import type { IngestConfig } from '../../config.js';
 import { acquireForTurn, LATE_HOLDER_GRACE_MS } from './acquire-turn.js';
+import { drainBy } from './drain-by.js';
 import { GRANT_DECREASE_FACTOR, GrantGovernor } from './grant-governor.js';
 import { LeaseResize } from './lease-resize.js';
 import type { PrefixWriteCounts, WriteWatch } from './prefix-write-counts.js';
+import { type RateBudgetFactory, type RateHolderPool, runUnderRate } from './rate-holder.js';
 
 /** The S3 write latency the permits are sized for (Little's law: 3,500 PUT/s x 20 ms = 70 in flight). */
 export const ASSUMED_WRITE_LATENCY_MS = 20;
@@ -229,38 +232,15 @@ class UsageCounter {
   }
 }
 
-/**
- * Waits for `target` to drain, but no longer than `graceMs` after `signal` aborts (the cutoff, which aborts
- * every attempt in flight). An aborted request that never settles (a connection that ignores its abort) must
- * not hold the invocation past its deadline: the handler hung until Lambda killed it, failing the batch's
- * written records with it. Past the grace the permits go back with that request still out; it was aborted
- * and starts nothing more.
- */
-async function drainBy(
-  target: { drain?(): Promise<void> },
-  signal: AbortSignal,
-  graceMs: number,
-): Promise<void> {
-  const drained = target.drain?.();
-  if (drained === undefined) return;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const startGrace = (resolve: () => void) => {
-    timer = setTimeout(resolve, graceMs);
-  };
-  let onAbort: (() => void) | undefined;
-  const grace = new Promise<void>((resolve) => {
-    if (signal.aborted) startGrace(resolve);
-    else {
-      onAbort = () => startGrace(resolve);
-      signal.addEventListener('abort', onAbort, { once: true });
-    }
-  });
-  try {
-    await Promise.race([drained, grace]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
-  }
+/** Builds the cap of one prefix name (a rate budget or a semaphore). */
+type CapBuilder = (name: string) => Semaphore | RateBudget;
+
+function isRateHolderPool(pool: unknown): pool is RateHolderPool {
+  return isUsageEvents(pool) && typeof (pool as Partial<RateHolderPool>).setStartInterval === 'function';
+}
+
+function isRateBudget(cap: Semaphore | RateBudget): cap is RateBudget {
+  return typeof (cap as Partial<RateBudget>).take === 'function';
 }
 
 function isUsageEvents(pool: unknown): pool is UsageEvents {
@@ -279,7 +259,7 @@ export class TenantPermits {
    * sized like the tenant Database cache: a container seeing ever new tenants keeps a bounded set. An
    * evicted semaphore still in use keeps working for its holder (the permits live in the table).
    */
-  readonly #semaphores: LRUCache<string, Semaphore>;
+  readonly #semaphores: LRUCache<string, Semaphore | RateBudget>;
   readonly #factory: SemaphoreFactory | undefined;
   readonly #prefixLimit: number;
   readonly #releaseTimeoutMs: number;
@@ -293,13 +273,15 @@ export class TenantPermits {
     private readonly config: IngestConfig,
     factory: SemaphoreFactory | undefined,
     private readonly writeCounts?: PrefixWriteCounts,
+    /** The prefixes' rate budgets (docs/fleet-cap.md): with them, large tenants hold a rate, not permits. */
+    private readonly budgets?: RateBudgetFactory,
   ) {
     this.#prefixLimit = permitsFor({
       ratePerSecond: config.s3PrefixWriteRate,
       latencyMs: ASSUMED_WRITE_LATENCY_MS,
     });
     this.#factory = factory;
-    this.#semaphores = new LRUCache<string, Semaphore>({ max: config.tenantCacheSize });
+    this.#semaphores = new LRUCache<string, Semaphore | RateBudget>({ max: config.tenantCacheSize });
     this.#releaseTimeoutMs = releaseTimeoutMs(config);
   }
 
@@ -326,7 +308,7 @@ export class TenantPermits {
   ): Promise<PermitReport<T>> {
     const results = new Map<T, PermitResult>();
     const releaseFailures: ReleaseFailure[] = [];
-    const factory = this.#factory;
+    const factory = this.#capBuilder();
     // A tenant that had its own prefix lease recently, or that S3 throttled while it wrote without one (its
     // semaphore is cached either way), takes its prefix lease whatever its batch brings: a hot prefix whose
     // records come back spread over many redelivered batches would otherwise escape its prefix's limit.
@@ -355,7 +337,7 @@ export class TenantPermits {
    * next tenant starting once one has drained.
    */
   async #runSmallTenants<T extends TenantPermitRequest>(
-    factory: SemaphoreFactory,
+    factory: CapBuilder,
     small: readonly T[],
     results: Map<T, PermitResult>,
     window: PermitWindow,
@@ -383,7 +365,7 @@ export class TenantPermits {
    * leaves the tenant small (the write itself never depended on it).
    */
   async #runWithoutLease<T extends TenantPermitRequest>(
-    factory: SemaphoreFactory | undefined,
+    factory: CapBuilder | undefined,
     tenant: T,
     work: (tenant: T) => Promise<void>,
     share = this.config.poolConcurrency,
@@ -396,12 +378,7 @@ export class TenantPermits {
     } finally {
       if (factory !== undefined && usage !== undefined && usage.stop().throttled > 0) {
         try {
-          this.#semaphore(
-            factory,
-            this.#prefixName(tenant.tenant),
-            this.#prefixLimit,
-            this.config.s3PrefixWriteRate,
-          );
+          this.#cap(factory, this.#prefixName(tenant.tenant));
         } catch {
           // Promotion is an optimisation: without it the tenant stays small until a factory works.
         }
@@ -412,25 +389,21 @@ export class TenantPermits {
 
   /** A large tenant's writes under its prefix's lease; `unavailable` when the semaphore cannot be built. */
   async #runUnderPrefixLease<T extends TenantPermitRequest>(
-    factory: SemaphoreFactory,
+    factory: CapBuilder,
     tenant: T,
     window: PermitWindow,
     releaseFailures: ReleaseFailure[],
     work: (tenant: T) => Promise<void>,
   ): Promise<PermitResult> {
-    let semaphore: Semaphore;
+    let semaphore: Semaphore | RateBudget;
     try {
-      semaphore = this.#semaphore(
-        factory,
-        this.#prefixName(tenant.tenant),
-        this.#prefixLimit,
-        this.config.s3PrefixWriteRate,
-      );
+      semaphore = this.#cap(factory, this.#prefixName(tenant.tenant));
     } catch (unavailable) {
       // A semaphore that cannot even be built is one more way of "permits could not be had", for this
       // tenant only (its writes are redelivered; the other tenants go on).
       return { unavailable };
     }
+    if (isRateBudget(semaphore)) return this.#runUnderRate(semaphore, tenant, window, releaseFailures, work);
     // Up to the semaphore's own limit (an adaptive one may grant more than the 20 ms sizing).
     const want = Math.min(semaphore.limit, this.config.poolConcurrency, tenant.writes);
     // Records closer to the DLQ poll more often, so they tend to be the next to get a hot prefix's turn: a
@@ -456,13 +429,54 @@ export class TenantPermits {
     return `prefix:${this.config.bucketName}/t=${tenant}/`;
   }
 
-  #semaphore(factory: SemaphoreFactory, name: string, limit: number, ratePerSecond: number): Semaphore {
-    let semaphore = this.#semaphores.get(name);
-    if (semaphore === undefined) {
-      semaphore = factory(name, limit, ratePerSecond);
-      this.#semaphores.set(name, semaphore);
+  /** What builds a prefix's cap: its rate budget, else its semaphore, else none (no table). */
+  #capBuilder(): CapBuilder | undefined {
+    const { budgets } = this;
+    const factory = this.#factory;
+    const rate = this.config.s3PrefixWriteRate;
+    if (budgets !== undefined) return (name) => budgets(name, rate);
+    if (factory !== undefined) return (name) => factory(name, this.#prefixLimit, rate);
+    return undefined;
+  }
+
+  #cap(build: CapBuilder, name: string): Semaphore | RateBudget {
+    let cap = this.#semaphores.get(name);
+    if (cap === undefined) {
+      cap = build(name);
+      this.#semaphores.set(name, cap);
     }
-    return semaphore;
+    return cap;
+  }
+
+  /** A large tenant's writes under a share of its prefix's rate budget (docs/fleet-cap.md). */
+  async #runUnderRate<T extends TenantPermitRequest>(
+    budget: RateBudget,
+    tenant: T,
+    window: PermitWindow,
+    releaseFailures: ReleaseFailure[],
+    work: (tenant: T) => Promise<void>,
+  ): Promise<PermitResult> {
+    const pool: unknown = tenant.pool;
+    if (!isRateHolderPool(pool))
+      return {
+        unavailable: new TypeError('a rate budget paces an ExecutorPool: the pool lacks setStartInterval'),
+      };
+    const result = await runUnderRate(
+      budget,
+      {
+        pool,
+        writes: tenant.writes,
+        inFlight: Math.min(this.config.poolConcurrency, tenant.writes),
+        maxWaitMs: tenant.maxWaitMs,
+      },
+      { ...window, releaseTimeoutMs: this.#releaseTimeoutMs },
+      this.writeCounts?.watch(tenantPrefix(tenant.tenant)),
+      () => work(tenant),
+    );
+    if ('unavailable' in result) return result;
+    if ('releaseError' in result)
+      releaseFailures.push({ semaphore: budget.name, error: result.releaseError });
+    return { permits: result.rate };
   }
 
   /**

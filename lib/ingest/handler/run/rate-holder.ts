@@ -1,0 +1,138 @@
+import { isThrottling } from '../../../errors/classify.js';
+import type { PoolEvents } from '../../../pool/events.js';
+import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
+import type { RateBudget, RateLease } from '../../../semaphore/rate-types.js';
+import { LEASE_TARGET_S } from '../../../semaphore/tuning.js';
+import { drainBy } from './drain-by.js';
+import type { WriteWatch } from './prefix-write-counts.js';
+import { type PacedTarget, RatePace, type RefusalEvents } from './rate-pace.js';
+
+/** Builds the budget of one prefix, `(name, ceiling) => RateBudget`; called again after a cache eviction. */
+export type RateBudgetFactory = (name: string, ceiling: number) => RateBudget;
+
+/** A tenant's pool as a rate holder steers it (`ExecutorPool` fits). */
+export interface RateHolderPool extends PacedTarget, RefusalEvents {
+  setConcurrency(n: number): void;
+  drain?(): Promise<void>;
+  on(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
+  on(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
+  off(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
+  off(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
+}
+
+/** One tenant's writes in this invocation, as its holder sees them. */
+export interface RateHolderRequest {
+  readonly pool: RateHolderPool;
+  /** Writes the tenant has to make (records, not attempts). */
+  readonly writes: number;
+  /** Requests in flight the pool may have: its concurrency while it holds the lease. */
+  readonly inFlight: number;
+  /** The longest it waits for its rate (a tenant whose records can be deferred). @default half the time left */
+  readonly maxWaitMs?: number | undefined;
+}
+
+/** The invocation's bounds on a holder. */
+export interface RateWindow {
+  /** Epoch ms: the invocation's cutoff. */
+  readonly deadline: number;
+  readonly signal: AbortSignal;
+  /** Lease length: the invocation's remaining time plus a margin (no heartbeats). */
+  readonly leaseMs: number;
+  /** How long giving the rate back may take after the work. */
+  readonly releaseTimeoutMs: number;
+}
+
+/**
+ * What a holder did: it ran at `rate` writes/s (`releaseError`: its release failed; the lease expires by
+ * itself and nothing about the writes changes), or could not have a rate (`outOfTurn`: others held it).
+ */
+export type HolderResult =
+  | { readonly rate: number; readonly releaseError?: unknown }
+  | { readonly unavailable: unknown; readonly outOfTurn?: true };
+
+/** Attempts the pool settled while a lease was held: a count of writes when the store counts none. */
+class AttemptCount {
+  count = 0;
+  readonly #listener = () => {
+    this.count++;
+  };
+  readonly #errorListener = (e: PoolEvents['pool:taskError']) => {
+    if (isThrottling(e.error)) this.count++;
+  };
+
+  constructor(private readonly pool: RateHolderPool) {
+    pool.on('pool:taskCompleted', this.#listener);
+    pool.on('pool:taskError', this.#errorListener);
+  }
+
+  stop(): void {
+    this.pool.off('pool:taskCompleted', this.#listener);
+    this.pool.off('pool:taskError', this.#errorListener);
+  }
+}
+
+/**
+ * One tenant's writes under a share of its prefix's budget (docs/fleet-cap.md, "What a holder does"): ask
+ * for the rate that finishes its writes in `LEASE_TARGET_S`, and at least the rate that finishes them in
+ * the half of the time left it does not spend waiting; pace the pool at the grant, cut the pace on
+ * refusals, drain, and release with what the lease saw. `writes` counts the prefix's write requests
+ * (from the container's store) when given, else every settled attempt counts as a write.
+ */
+export async function runUnderRate(
+  budget: RateBudget,
+  request: RateHolderRequest,
+  window: RateWindow,
+  writes: WriteWatch | undefined,
+  body: () => Promise<void>,
+  now: () => number = Date.now,
+): Promise<HolderResult> {
+  const want = Math.min(budget.ceiling, request.writes / LEASE_TARGET_S);
+  const start = now();
+  const halfLeftMs = Math.max(1, (window.deadline - start) / 2);
+  const least = Math.min(want, (request.writes * 1000) / halfLeftMs);
+  const deadline = start + Math.min(request.maxWaitMs ?? halfLeftMs, halfLeftMs);
+  let lease: RateLease;
+  try {
+    lease = await budget.take(want, { least, deadline, signal: window.signal, leaseMs: window.leaseMs });
+  } catch (err) {
+    writes?.stop();
+    // Out of time, aborted, or the store unreachable: only this tenant's writes are redelivered.
+    if (window.signal.aborted)
+      return { unavailable: new SemaphoreTimeoutError(budget.name, least, deadline) };
+    return err instanceof SemaphoreTimeoutError
+      ? { unavailable: err, outOfTurn: true }
+      : { unavailable: err };
+  }
+  const waited = lease.takenAt > start;
+  const attempts = writes === undefined ? new AttemptCount(request.pool) : undefined;
+  const sent = () => writes?.count ?? attempts?.count ?? 0;
+  const pace = new RatePace(request.pool, request.pool, lease.rate, budget.ceiling, sent);
+  let releaseError: unknown;
+  let released = true;
+  try {
+    request.pool.setConcurrency(Math.max(1, request.inFlight));
+    await body();
+    // No write outlives its lease: in-flight (and timed-out, still settling) work ends first.
+    await drainBy(request.pool, window.signal, window.releaseTimeoutMs);
+  } finally {
+    pace.stop();
+    attempts?.stop();
+    writes?.stop();
+    const throttled = pace.throttled;
+    const report = {
+      accepted: Math.max(0, sent() - throttled),
+      throttled,
+      starved: waited || lease.rate < want,
+      endRate: pace.rate,
+    };
+    try {
+      // Released after the cutoff too (the rate is handed back for others), but bounded: a stalled store
+      // cannot hold the invocation; the lease expires by itself.
+      await lease.release(report, { signal: AbortSignal.timeout(window.releaseTimeoutMs) });
+    } catch (error) {
+      released = false;
+      releaseError = error;
+    }
+  }
+  return released ? { rate: lease.rate } : { rate: lease.rate, releaseError };
+}

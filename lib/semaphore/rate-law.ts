@@ -1,0 +1,48 @@
+import type { LeaseReport, WriteRound } from './rate-types.js';
+import {
+  INCREASE_SHARE,
+  MAX_DECREASE,
+  MIN_BUDGET_SHARE,
+  TOLERATED_THROTTLE_SHARE,
+  TOLERATED_THROTTLES,
+} from './tuning.js';
+
+/** Whether a round saw more refusals than jitter explains (more than one, and over the tolerated share). */
+export function overloaded(round: WriteRound): boolean {
+  const total = round.accepted + round.throttled;
+  return round.throttled > TOLERATED_THROTTLES && round.throttled > total * TOLERATED_THROTTLE_SHARE;
+}
+
+/**
+ * The fleet cap's control law (docs/fleet-cap.md#the-control-law): the rate after one round of writes.
+ * Overloaded: cut in proportion to the share refused (a prefix sending `x` where `a` is accepted sees
+ * `1 - a/x` refused, so `x (1 - share)` is `a`), at most by half. Starved and nothing refused beyond noise:
+ * add `INCREASE_SHARE` of the ceiling. Otherwise hold. Always within `[ceiling x MIN_BUDGET_SHARE, ceiling]`.
+ */
+export function nextRate(rate: number, round: WriteRound, ceiling: number): number {
+  let next = rate;
+  if (overloaded(round)) {
+    const share = round.throttled / (round.accepted + round.throttled);
+    next = rate * Math.max(MAX_DECREASE, 1 - share);
+  } else if (round.starved && round.throttled <= TOLERATED_THROTTLES) {
+    next = rate + ceiling * INCREASE_SHARE;
+  }
+  return clampRate(next, ceiling);
+}
+
+/** `rate` within `[ceiling x MIN_BUDGET_SHARE, ceiling]`. */
+export function clampRate(rate: number, ceiling: number): number {
+  return Math.min(ceiling, Math.max(ceiling * MIN_BUDGET_SHARE, rate));
+}
+
+/**
+ * The budget after a lease's release: the law applied to the whole lease, and no higher than where the
+ * holder's own pace ended (`report.endRate` over its grant: the freshest measure of what the service
+ * accepts). `granted` is the lease's rate.
+ */
+export function budgetAfter(budget: number, report: LeaseReport, granted: number, ceiling: number): number {
+  const law = nextRate(budget, report, ceiling);
+  const endRate = report.endRate ?? granted;
+  if (!(endRate < granted) || granted <= 0) return law;
+  return clampRate(Math.min(law, budget * Math.max(MAX_DECREASE, endRate / granted)), ceiling);
+}

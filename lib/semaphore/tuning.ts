@@ -1,0 +1,28 @@
+/**
+ * Every knob of the fleet cap, one line each; the model they belong to is docs/fleet-cap.md, and each
+ * value's reason is in the decision record it links.
+ */
+
+/** A holder asks for the rate that finishes its writes in this many seconds (docs/fleet-cap.md#the-knobs). */
+export const LEASE_TARGET_S = 1;
+
+/** Below this share of writes refused with SlowDown, a rate holds: jitter alone causes that at the limit (docs/decisions/throttle-response.md). */
+export const TOLERATED_THROTTLE_SHARE = 0.01;
+
+/** Refusals a round may see and still count as noise, whatever its share (one stray 503 never cuts a rate). */
+export const TOLERATED_THROTTLES = 1;
+
+/** One increase adds this share of the ceiling: from half the ceiling back to it in 16 releases. */
+export const INCREASE_SHARE = 1 / 32;
+
+/** A budget never falls below this share of its ceiling, so a prefix always makes progress. */
+export const MIN_BUDGET_SHARE = 1 / 64;
+
+/** One decrease cuts a rate to at least this share of itself, however many writes were refused. */
+export const MAX_DECREASE = 1 / 2;
+
+/** First wait between two reads of a budget a holder is waiting for, ms (full jitter). */
+export const ACQUIRE_BACKOFF_BASE_MS = 20;
+
+/** Longest wait between two reads of a budget a holder is waiting for, ms: a freed rate waits at most this long for its next holder (docs/decisions/prefix-hand-over.md). */
+export const ACQUIRE_BACKOFF_CAP_MS = 200;

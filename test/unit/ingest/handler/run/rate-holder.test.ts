@@ -1,0 +1,239 @@
+import { describe, expect, it } from 'vitest';
+import { runUnderRate } from '../../../../../lib/ingest/handler/run/rate-holder.js';
+import { ExecutorPool } from '../../../../../lib/pool/executor-pool.js';
+import { SemaphoreTimeoutError } from '../../../../../lib/semaphore/errors.js';
+import type {
+  LeaseReport,
+  RateBudget,
+  RateLease,
+  TakeOptions,
+} from '../../../../../lib/semaphore/rate-types.js';
+
+const slowDown = () => Object.assign(new Error('Please reduce your request rate.'), { name: 'SlowDown' });
+
+/** A budget that grants `grant` (or fails with `fail`) and keeps what it was asked and told. */
+function recordingBudget(grant: number, fail?: unknown, takenAt = 0) {
+  const takes: Array<{ want: number; options: TakeOptions }> = [];
+  const reports: LeaseReport[] = [];
+  let releaseError: unknown;
+  const budget: RateBudget = {
+    name: 'prefix:b/t=acme/',
+    ceiling: 100,
+    take: async (want, options) => {
+      takes.push({ want, options });
+      if (fail !== undefined) throw fail;
+      const lease: RateLease = {
+        rate: Math.min(want, grant),
+        fence: 'lease-1',
+        takenAt,
+        expiresAt: Number.MAX_SAFE_INTEGER,
+        release: async (report) => {
+          reports.push(report);
+          if (releaseError !== undefined) throw releaseError;
+        },
+      };
+      return lease;
+    },
+  };
+  return {
+    budget,
+    takes,
+    reports,
+    failRelease: (e: unknown) => {
+      releaseError = e;
+    },
+  };
+}
+
+const window = (deadline: number, signal = new AbortController().signal) => ({
+  deadline,
+  signal,
+  leaseMs: 10_000,
+  releaseTimeoutMs: 500,
+});
+
+function pool() {
+  return new ExecutorPool({ concurrency: 1, retries: 3, retryDelay: 1, maxRetryDelay: 1 });
+}
+
+/** 40 writes' holder whose work does nothing, at time 0 with 10 s left. */
+function runIdle(budget: RateBudget) {
+  return runUnderRate(
+    budget,
+    { pool: pool(), writes: 40, inFlight: 4 },
+    window(10_000),
+    undefined,
+    async () => {},
+    () => 0,
+  );
+}
+
+describe('runUnderRate', () => {
+  it('asks for the rate that finishes its writes in a second, and at least the one that finishes them in half the time left', async () => {
+    const { budget, takes } = recordingBudget(100);
+    const p = pool();
+    await runUnderRate(
+      budget,
+      { pool: p, writes: 40, inFlight: 8 },
+      window(10_000),
+      undefined,
+      async () => {},
+      () => 0,
+    );
+    expect(takes).toHaveLength(1);
+    expect(takes[0]!.want).toBe(40);
+    // 40 writes in the 5 s that remain after waiting at most half of the 10 s left.
+    expect(takes[0]!.options.least).toBeCloseTo(8, 10);
+    expect(takes[0]!.options.deadline).toBe(5_000);
+    expect(takes[0]!.options.leaseMs).toBe(10_000);
+  });
+
+  it('asks no more than the ceiling, and waits no longer than its turn wait', async () => {
+    const { budget, takes } = recordingBudget(100);
+    await runUnderRate(
+      budget,
+      { pool: pool(), writes: 500, inFlight: 8, maxWaitMs: 300 },
+      window(10_000),
+      undefined,
+      async () => {},
+      () => 0,
+    );
+    expect(takes[0]!.want).toBe(100);
+    expect(takes[0]!.options.least).toBe(100);
+    expect(takes[0]!.options.deadline).toBe(300);
+  });
+
+  it('paces the pool at the grant and sizes its concurrency to the in-flight bound', async () => {
+    const { budget } = recordingBudget(20);
+    const p = pool();
+    let seen: { interval: number; concurrency: number } | undefined;
+    const result = await runUnderRate(
+      budget,
+      { pool: p, writes: 40, inFlight: 8 },
+      window(10_000),
+      undefined,
+      async () => {
+        seen = { interval: p.startInterval, concurrency: p.concurrency };
+      },
+    );
+    expect(seen).toEqual({ interval: 50, concurrency: 8 });
+    expect(result).toEqual({ rate: 20 });
+  });
+
+  it('reports what the lease saw: accepted and refused writes, starved when granted less than it wanted, where its pace ended', async () => {
+    const { budget, reports } = recordingBudget(20);
+    const p = pool();
+    const counted = { count: 0, stop: () => {} };
+    await runUnderRate(
+      budget,
+      { pool: p, writes: 40, inFlight: 4 },
+      window(Date.now() + 10_000),
+      counted,
+      async () => {
+        p.setStartInterval(0);
+        const refusals = [slowDown(), slowDown()];
+        await Promise.all(
+          Array.from({ length: 6 }, (_, i) =>
+            p.enqueue(async () => {
+              counted.count++;
+              const refusal = i < 2 ? refusals.shift() : undefined;
+              if (refusal !== undefined) throw refusal;
+            }),
+          ),
+        );
+      },
+    );
+    expect(reports).toHaveLength(1);
+    const report = reports[0]!;
+    expect(report.throttled).toBe(2);
+    expect(report.accepted).toBe(6);
+    expect(report.starved).toBe(true);
+    expect(report.endRate).toBeLessThan(20);
+  });
+
+  it('is not starved when granted all it asked for, without waiting', async () => {
+    const { budget, reports } = recordingBudget(100);
+    await runIdle(budget);
+    expect(reports[0]).toMatchObject({ accepted: 0, throttled: 0, starved: false, endRate: 40 });
+  });
+
+  it('is starved when it had to wait for its grant', async () => {
+    const { budget, reports } = recordingBudget(100, undefined, 5);
+    await runIdle(budget);
+    expect(reports[0]!.starved).toBe(true);
+  });
+
+  it('is out of turn when the budget times out, and runs nothing', async () => {
+    const timeout = new SemaphoreTimeoutError('prefix:b/t=acme/', 8, 5_000);
+    const { budget } = recordingBudget(100, timeout);
+    let ran = false;
+    const result = await runUnderRate(
+      budget,
+      { pool: pool(), writes: 40, inFlight: 4 },
+      window(10_000),
+      undefined,
+      async () => {
+        ran = true;
+      },
+    );
+    expect(result).toEqual({ unavailable: timeout, outOfTurn: true });
+    expect(ran).toBe(false);
+  });
+
+  it('is unavailable (not out of turn) when the store fails, and a timeout after the cutoff is the cutoff', async () => {
+    const failure = Object.assign(new Error('connect ECONNREFUSED'), { name: 'Error' });
+    const failing = recordingBudget(100, failure);
+    expect(
+      await runUnderRate(
+        failing.budget,
+        { pool: pool(), writes: 40, inFlight: 4 },
+        window(10_000),
+        undefined,
+        async () => {},
+      ),
+    ).toEqual({ unavailable: failure });
+    const aborted = new AbortController();
+    aborted.abort(new Error('cutoff'));
+    const cut = recordingBudget(100, aborted.signal.reason);
+    const result = await runUnderRate(
+      cut.budget,
+      { pool: pool(), writes: 40, inFlight: 4 },
+      window(10_000, aborted.signal),
+      undefined,
+      async () => {},
+    );
+    expect(result).toMatchObject({ unavailable: { name: 'SemaphoreTimeoutError' } });
+    expect('outOfTurn' in result).toBe(false);
+  });
+
+  it('keeps the writes when the release fails, and says so', async () => {
+    const recording = recordingBudget(100);
+    const lost = new Error('release lost');
+    recording.failRelease(lost);
+    const result = await runUnderRate(
+      recording.budget,
+      { pool: pool(), writes: 4, inFlight: 4 },
+      window(10_000),
+      undefined,
+      async () => {},
+    );
+    expect(result).toEqual({ rate: 4, releaseError: lost });
+  });
+
+  it('releases when the work throws, and the error goes on', async () => {
+    const recording = recordingBudget(100);
+    const broken = new TypeError('work broke');
+    await expect(
+      runUnderRate(
+        recording.budget,
+        { pool: pool(), writes: 4, inFlight: 4 },
+        window(10_000),
+        undefined,
+        async () => {
+          throw broken;
+        },
+      ),
+    ).rejects.toBe(broken);
+    expect(recording.reports).toHaveLength(1);
+  });
+});

@@ -8,6 +8,7 @@ export {
   adaptLimit,
   type LeaseOutcome,
 } from './adaptive-limit.js';
+export { DynamoRateBudget, type DynamoRateBudgetOptions } from './dynamo-rate-budget.js';
 export { DynamoSemaphore, type DynamoSemaphoreOptions } from './dynamo-semaphore.js';
 export {
   InvalidPermitRequestError,
@@ -18,7 +19,14 @@ export {
   SemaphoreTableNotFoundError,
   SemaphoreTimeoutError,
 } from './errors.js';
+export {
+  MemoryBudgetTable,
+  MemoryRateBudget,
+  type MemoryRateBudgetOptions,
+} from './memory-rate-budget.js';
 export { MemorySemaphore, type MemorySemaphoreOptions } from './memory-semaphore.js';
 export { type PermitSizing, permitsFor } from './permits-for.js';
+export { budgetAfter, clampRate, nextRate, overloaded } from './rate-law.js';
+export type { LeaseReport, RateBudget, RateLease, TakeOptions, WriteRound } from './rate-types.js';
 export type { AcquireOptions, Lease, LeaseCallOptions, LeaseUsage, Semaphore } from './types.js';
 export { type ConcurrencyTarget, type PermitRequest, withPermits } from './with-permits.js';

@@ -1,0 +1,93 @@
+import { backoffDelay, sleep, throwIfAborted } from './backoff.js';
+import { type BudgetHolder, expiredHolders, onRateGrid } from './budget-item.js';
+import { type BudgetContext, BudgetLease } from './budget-lease.js';
+import { SemaphoreTimeoutError } from './errors.js';
+import { newLeaseId } from './lease-id.js';
+import { checkTake } from './rate-budget-checks.js';
+import type { RateLease, TakeOptions } from './rate-types.js';
+import { ACQUIRE_BACKOFF_BASE_MS, ACQUIRE_BACKOFF_CAP_MS } from './tuning.js';
+
+/** A budget's take loop and its randomness (the backoff's jitter). */
+export interface TakeContext extends BudgetContext {
+  readonly random: () => number;
+}
+
+/**
+ * `RateBudget.take` over a store (docs/fleet-cap.md#what-a-holder-does): each round reads the item
+ * (creating it at the ceiling when missing), reclaims expired holders, and takes `min(want, free)` when at
+ * least `least` is free; a round that finds too little free or loses the race backs off with full jitter
+ * and reads again, until the deadline (`SemaphoreTimeoutError`) or the signal (its reason). Rejected means
+ * holding nothing that could be given back.
+ */
+export async function takeRate(budget: TakeContext, want: number, options: TakeOptions): Promise<RateLease> {
+  const rates = checkTake(budget.name, budget.ceiling, want, options);
+  const { deadline, signal } = options;
+  const fence = newLeaseId();
+  const until = budget.now() + options.leaseMs;
+  try {
+    for (let attempt = 0; ; attempt++) {
+      throwIfAborted(signal);
+      const lease = await takeRound(budget, fence, rates, until, signal);
+      if (lease !== undefined) {
+        // The signal may have aborted while the take was in flight.
+        if (signal?.aborted) {
+          await giveBack(budget, fence, lease.rate);
+          throw signal.reason;
+        }
+        return lease;
+      }
+      const now = budget.now();
+      if (now >= deadline) throw new SemaphoreTimeoutError(budget.name, options.least, deadline);
+      const delay = backoffDelay(attempt, ACQUIRE_BACKOFF_BASE_MS, ACQUIRE_BACKOFF_CAP_MS, budget.random);
+      await sleep(Math.min(delay, deadline - now), signal);
+    }
+  } catch (err) {
+    // A request cut short by the signal fails with the SDK's AbortError: report the caller's reason.
+    if (signal?.aborted) throw signal.reason;
+    throw err;
+  }
+}
+
+/** One round: a lease, or `undefined` when too little is free or another taker won the race. */
+async function takeRound(
+  budget: TakeContext,
+  fence: string,
+  rates: { readonly want: number; readonly least: number },
+  until: number,
+  signal: AbortSignal | undefined,
+): Promise<BudgetLease | undefined> {
+  const { store, ceiling } = budget;
+  let item = await store.read(signal);
+  if (item === undefined) {
+    await store.create(ceiling, signal);
+    // Read what is stored: a racing creator may have written another ceiling.
+    item = await store.read(signal);
+    if (item === undefined) return undefined;
+  }
+  const now = budget.now();
+  const expired = expiredHolders(item, now);
+  const freed = expired.length > 0 ? await store.reclaim(expired, signal) : 0;
+  // A budget above this taker's ceiling grants only what a budget at the ceiling would leave free.
+  const excess = Math.max(0, item.budget - ceiling);
+  const free = onRateGrid(item.free + freed - excess);
+  if (free < rates.least) return undefined;
+  const holder: BudgetHolder = { r: Math.min(rates.want, free), until, at: now };
+  try {
+    const took = await store.take(fence, holder, onRateGrid(holder.r + excess), signal);
+    return took ? new BudgetLease(budget, fence, holder, item.budget) : undefined;
+  } catch (err) {
+    // The take may have landed with its answer lost: give it back (a no-op if it never landed).
+    await giveBack(budget, fence, holder.r);
+    throw err;
+  }
+}
+
+/**
+ * Gives lease `fence`'s `rate` back, conditionally, bounded by `giveBackTimeoutMs` (not by the caller's
+ * signal, which may be why it is given back). A give-back that fails leaves the entry to expire.
+ */
+async function giveBack(budget: BudgetContext, fence: string, rate: number): Promise<void> {
+  await budget.store
+    .release(fence, rate, AbortSignal.timeout(budget.giveBackTimeoutMs))
+    .catch(() => undefined);
+}

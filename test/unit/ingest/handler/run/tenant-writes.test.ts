@@ -1,8 +1,8 @@
 // runTenantWrites, one tenant's chains through its Database: every write's outcome goes to the ledger once,
 // stale writes are counted, failed writes are logged (a storage failure as a warning, anything else as an
-// error), a FIFO chain spanning records runs in message order and stops at its first transient failure,
-// and nothing starts after the deadline. Issue 14's mutation testing of tenant-writes.ts, on a real
-// Database over the in-memory store.
+// error), a chain of one record is one PUT of its merged effect, a FIFO chain spanning records runs in
+// message order and stops at its first transient failure, and nothing starts after the deadline. Issue 14's
+// mutation testing of tenant-writes.ts, on a real Database over the in-memory store.
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -238,6 +238,27 @@ describe('runTenantWrites', () => {
       't=acme/r=orders/id=x.json',
       't=acme/r=customers/id=x.json',
     ]);
+  });
+
+  it('a chain of one record is coalesced: one PUT of its merged effect, every write acknowledged', async () => {
+    const { db, store } = await tenantDb();
+    const put = vi.spyOn(store, 'put');
+    const chain = [
+      write('a', { data: { total: 1 } }),
+      write('a', { op: 'update', data: { status: 'paid' } }),
+    ];
+    const ledger = ledgerFor([chain]);
+    await runTenantWrites(db, [chain], {
+      ledger,
+      deadline: new AbortController().signal,
+      logger: recordingLogger().logger,
+    });
+    expect(chain.map((w) => ledger.fateOf(w.messageId))).toEqual([
+      { state: 'written' },
+      { state: 'written' },
+    ]);
+    expect(put.mock.calls.map(([input]) => input.key)).toEqual(['t=acme/r=orders/id=a.json']);
+    expect(await db.resource('orders').get('a')).toMatchObject({ total: 1, status: 'paid' });
   });
 
   it('one chain that throws (a bug) lets the others finish, then rethrows', async () => {

@@ -39,7 +39,8 @@ export class BudgetLease implements RateLease {
     this.expiresAt = holder.until;
   }
 
-  release(report: LeaseReport, options: { readonly signal?: AbortSignal } = {}): Promise<void> {
+  async release(report: LeaseReport, options: { readonly signal?: AbortSignal } = {}): Promise<void> {
+    // A bad report rejects (never throws): callers of a promise-returning release catch on the promise.
     checkReport(this.budget.name, report);
     this.#releasing ??= this.#release(report, options.signal).catch((err: unknown) => {
       // A release that did not finish may be tried again (the lease expires anyway).

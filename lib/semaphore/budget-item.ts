@@ -68,7 +68,7 @@ export function ceilToRateGrid(rate: number): number {
 
 const num = (n: number): AttributeValue => ({ N: String(n) });
 
-const NAMES = {
+const attributeNames = {
   '#budget': 'budget',
   '#free': 'free',
   '#holders': 'holders',
@@ -79,7 +79,7 @@ const NAMES = {
 } as const;
 
 function namesFor(expressions: string, extra: Record<string, string>): Record<string, string> {
-  const all: Record<string, string> = { ...NAMES, ...extra };
+  const all: Record<string, string> = { ...attributeNames, ...extra };
   return Object.fromEntries(Object.entries(all).filter(([placeholder]) => expressions.includes(placeholder)));
 }
 

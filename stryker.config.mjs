@@ -25,7 +25,21 @@ export const MODULES = {
     'lib/semaphore/acquire-rounds.ts',
     'lib/semaphore/backoff.ts',
   ],
-  pool: ['lib/pool/executor-pool.ts', 'lib/pool/process.ts'],
+  pool: [
+    'lib/pool/executor-pool.ts',
+    'lib/pool/process.ts',
+    // The scheduler's parts, each in its own file.
+    'lib/pool/attempt-runner.ts',
+    'lib/pool/start-pacer.ts',
+    'lib/pool/slot-rests.ts',
+    'lib/pool/retry-waits.ts',
+    'lib/pool/task-promise.ts',
+    'lib/pool/waiters.ts',
+    // The one Backoff the pool, the semaphore and the handler share.
+    'lib/backoff/exponential.ts',
+    'lib/backoff/decorrelated.ts',
+    'lib/backoff/constant.ts',
+  ],
   db: [
     'lib/db/resource.ts',
     'lib/db/sequenced-writer.ts',

@@ -1,82 +1,30 @@
-import { AttemptSettlers } from './attempt-settlers.js';
+import { AttemptRunner } from './attempt-runner.js';
 import { Autotuner } from './autotune/autotuner.js';
 import { type Admission, CircuitBreaker, type CircuitState } from './circuit-breaker.js';
 import type { BudgetMember } from './concurrency-budget.js';
-import { DeadlineTimer } from './deadline-timer.js';
 import { SingleFlight } from './dedup.js';
-import {
-  CircuitOpenError,
-  PoolStoppedError,
-  QueueFullError,
-  TaskAbortedError,
-  TaskTimeoutError,
-} from './errors.js';
+import { CircuitOpenError, PoolStoppedError, QueueFullError, TaskAbortedError } from './errors.js';
 import { PoolEventEmitter, type PoolEventName, type PoolListener } from './events.js';
 import {
+  autotunes,
   type ExecutorPoolOptions,
-  POOL_DEFAULTS,
   type ResolvedPoolOptions,
   resolvePoolOptions,
+  startingConcurrency,
 } from './options.js';
 import { type AggregateMetrics, type DetailedMetrics, PoolMetrics, type PoolStats } from './pool-metrics.js';
 import { PriorityQueue } from './priority-queue.js';
 import { type ProcessOptions, type ProcessSummary, processWithPool } from './process.js';
-import { computeBackoff, isRetryableError } from './retry-policy.js';
+import { isRetryableError, retryBackoff } from './retry-policy.js';
+import { RetryWaits } from './retry-waits.js';
 import { SignalGroups } from './signal-groups.js';
+import { SlotRests } from './slot-rests.js';
+import { StartPacer } from './start-pacer.js';
 import type { EnqueueOptions, TaskContext, TaskFn } from './task.js';
-import {
-  Attempt,
-  BACKOFF,
-  BackoffEntry,
-  DONE,
-  noop,
-  QUEUED,
-  RUNNING,
-  Task,
-  TaskExtras,
-} from './task-state.js';
-import { assertConcurrency, assertFractionalConcurrency } from './validation.js';
-
-let capturedResolve: (value: unknown) => void = noop;
-// One shared executor: `new Promise(capture)` allocates no closure per task.
-const capture = (resolve: (value: unknown) => void): void => {
-  capturedResolve = resolve;
-};
-
-function rejectingThenable(error: unknown): PromiseLike<never> {
-  return {
-    // biome-ignore lint/suspicious/noThenProperty: a thenable is the point: resolve() adopts its rejection.
-    then(_onFulfilled, onRejected) {
-      // Stryker disable next-line OptionalChaining: resolve() always passes onRejected to a thenable
-      onRejected?.(error);
-      return undefined as never;
-    },
-  };
-}
-
-/** Describes the first bad field of `options`, if any. */
-function invalidEnqueueOption(options: EnqueueOptions): string | undefined {
-  const { priority, timeout, retries } = options;
-  if (priority !== undefined && !Number.isFinite(priority))
-    return `priority must be a finite number, got ${priority}`;
-  if (timeout !== undefined && !(timeout >= 0)) return `timeout must be a number >= 0, got ${timeout}`;
-  if (retries !== undefined && !(retries >= 0)) return `retries must be a number >= 0, got ${retries}`;
-  const { paced } = options;
-  if (paced !== undefined && typeof paced !== 'boolean')
-    return `paced must be a boolean, got ${String(paced)}`;
-  return undefined;
-}
-
-function rejected<T>(error: unknown): Promise<T> {
-  const promise = Promise.reject(error);
-  promise.catch(noop);
-  return promise;
-}
-
-/** What `#admitHead` found: the head of the queue may start (as a breaker probe or not), or nothing may. */
-const START = 0;
-const START_PROBE = 1;
-const HOLD = 2;
+import { attachPromise, rejected, rejectTask } from './task-promise.js';
+import { Attempt, BACKOFF, DONE, QUEUED, RUNNING, Task, TaskExtras } from './task-state.js';
+import { assertFractionalConcurrency, invalidEnqueueOption } from './validation.js';
+import { Waiters } from './waiters.js';
 
 /**
  * A bounded, prioritised executor with retries, per-attempt timeouts, an optional circuit breaker,
@@ -87,66 +35,50 @@ const HOLD = 2;
 export class ExecutorPool {
   readonly #options: ResolvedPoolOptions;
   readonly #queue = new PriorityQueue<Task>();
-  readonly #timeouts = new DeadlineTimer<Attempt>((attempt) => this.#onTimeout(attempt));
-  readonly #backoffs = new DeadlineTimer<BackoffEntry>((entry) => this.#onBackoffDone(entry));
-  readonly #signals = new SignalGroups<TaskExtras>((extras) => this.#abortTask(extras.task));
-  readonly #settlers = new AttemptSettlers((attempt, value, error, failed) =>
-    this.#onSettled(attempt, value, error, failed),
+  readonly #runner = new AttemptRunner(
+    (attempt, value, error, failed) => this.#onSettled(attempt, value, error, failed),
+    (attempt, error) => this.#attemptFailed(attempt, error, performance.now() - attempt.startedAt),
   );
+  readonly #retryWaits: RetryWaits;
+  readonly #signals = new SignalGroups<TaskExtras>((extras) => this.#abortTask(extras.task));
   readonly #events = new PoolEventEmitter();
   readonly #metrics = new PoolMetrics();
   readonly #breaker: CircuitBreaker | undefined;
   readonly #member: BudgetMember | undefined;
   readonly #dedup: SingleFlight | undefined;
   #cap: number;
-  /** What `setConcurrency` was given: `#cap` slots, each busy at most `#duty` of the time (see `#rest`). */
+  /** What `setConcurrency` was given: `#cap` slots, each busy at most concurrency / cap of the time. */
   #concurrency: number;
-  #duty = 1;
   #active = 0;
-  /** Slots resting after an attempt (fractional concurrency): they start nothing until their rest ends. */
-  #resting = 0;
-  /** Those rests, so a raised concurrency can shorten them (`#shortenRests`). */
-  readonly #rests = new Set<Rest>();
-  #delayed = 0;
-  /** Least ms between two attempt starts (0: no pacing), see `setStartInterval`. */
-  #startGapMs = 0;
-  #lastStartAt = Number.NEGATIVE_INFINITY;
-  /** Pending while a queued task waits for the start interval to pass. */
-  #paceTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Slots resting after an attempt (fractional concurrency): they count against `#cap` until they end. */
+  readonly #rests = new SlotRests(() => this.#pump());
+  readonly #pacer = new StartPacer(() => this.#pump());
   #seq = 0;
   #paused: boolean;
   #stopped = false;
   #processed = 0;
   #errors = 0;
   #retries = 0;
-  #running: Attempt | undefined = undefined;
   /** Work arrived since the last time the pool was idle: the next idle moment emits `pool:drained`. */
   #busy = false;
-  #idleWaiters: (() => void)[] = [];
-  #settledWaiters: (() => void)[] = [];
-  #roomWaiters: (() => void)[] = [];
+  readonly #idleWaiters = new Waiters();
+  readonly #settledWaiters = new Waiters();
+  readonly #roomWaiters = new Waiters();
   #autotuner: Autotuner | undefined;
 
   constructor(options: ExecutorPoolOptions = {}) {
-    const auto = options.concurrency === 'auto';
-    const concurrency =
-      options.concurrency === 'auto'
-        ? (options.autotune?.initialConcurrency ?? POOL_DEFAULTS.concurrency)
-        : (options.concurrency ?? POOL_DEFAULTS.concurrency);
-    assertConcurrency(concurrency);
+    const concurrency = startingConcurrency(options);
     this.#cap = concurrency;
     this.#concurrency = concurrency;
     this.#options = resolvePoolOptions(options);
+    this.#retryWaits = new RetryWaits(retryBackoff(this.#options), (task) => this.#requeue(task));
     this.#paused = options.paused ?? false;
     if (options.circuitBreaker?.enabled) {
       this.#breaker = new CircuitBreaker(options.circuitBreaker, (state) => this.#onCircuitChange(state));
     }
     if (options.deduplication?.enabled !== false) this.#dedup = new SingleFlight(options.deduplication);
     this.#member = options.budget?.join({ onSlotGranted: () => this.#onSlotGranted() });
-    const tune = options.autotune;
-    if ((auto && tune?.enabled !== false) || tune?.enabled === true) {
-      this.#autotuner = new Autotuner(this, { ...tune, enabled: true });
-    }
+    if (autotunes(options)) this.#autotuner = new Autotuner(this, { ...options.autotune, enabled: true });
   }
 
   /** The adaptive concurrency controller, when `concurrency: 'auto'` or `autotune.enabled` turned it on. */
@@ -195,51 +127,28 @@ export class ExecutorPool {
     assertFractionalConcurrency(n);
     this.#concurrency = n;
     this.#cap = Math.ceil(n);
-    this.#duty = n / this.#cap;
-    if (this.#rests.size > 0) this.#shortenRests(performance.now());
+    this.#rests.setDuty(n / this.#cap);
     this.#pump();
   }
 
   /**
    * Spaces attempt starts at least `ms` apart (0: no pacing; the default): a cap on the *rate* of starts on
-   * top of the cap on attempts in flight. A fleet-wide grant is a rate (`permits / latency`), and a pool
-   * that sends it in bursts (several slots freed by quick answers at once) is throttled by a service that
-   * admits only a fraction of a second of its rate in a burst, though its average is under the limit;
-   * evenly spaced starts at that rate are not refused. Retries and probes are paced alike; tasks enqueued
-   * with `paced: false` (reads a service limits apart from writes) start unspaced, and a paced task at the head of the
-   * queue holds back the tasks behind it until its turn.
+   * top of the cap on attempts in flight. A rate limit is a rate (`permits / latency`), and a pool that
+   * sends it in bursts (several slots freed by quick answers at once) is throttled by a service that admits
+   * only a fraction of a second of its rate in a burst, though its average is under the limit; evenly spaced
+   * starts at that rate are not refused. Retries and probes are paced alike; tasks enqueued with
+   * `paced: false` (reads a service limits apart from writes) start unspaced, and a paced task at the head
+   * of the queue holds back the tasks behind it until its turn.
    * @example pool.setStartInterval(1000 / 45) // at most 45 starts per second
    */
   setStartInterval(ms: number): void {
-    if (!(ms >= 0 && Number.isFinite(ms))) {
-      throw new RangeError(`startInterval must be a finite number >= 0, got ${ms}`);
-    }
-    const shorter = ms < this.#startGapMs;
-    this.#startGapMs = ms;
-    // Called per completed attempt by a governor: a longer (or the same) interval starts nothing sooner, and a
-    // pending timer re-checks the wait when it fires, so only a shorter one re-arms and pumps.
-    if (!shorter) return;
-    if (this.#paceTimer !== undefined) {
-      clearTimeout(this.#paceTimer);
-      this.#paceTimer = undefined;
-    }
-    this.#pump();
+    // Called per completed attempt by a governor: only a shorter interval can start something sooner.
+    if (this.#pacer.setInterval(ms)) this.#pump();
   }
 
   /** The least ms between two attempt starts (0: none). */
   get startInterval(): number {
-    return this.#startGapMs;
-  }
-
-  /** Whether the start interval holds the next start back at `now`; if so, a timer pumps when it passes. */
-  #paced(now: number): boolean {
-    const wait = this.#lastStartAt + this.#startGapMs - now;
-    if (!(wait > 0)) return false;
-    this.#paceTimer ??= setTimeout(() => {
-      this.#paceTimer = undefined;
-      this.#pump();
-    }, Math.ceil(wait));
-    return true;
+    return this.#pacer.interval;
   }
 
   on<K extends PoolEventName>(event: K, listener: PoolListener<K>): this {
@@ -286,9 +195,7 @@ export class ExecutorPool {
     }
     const task = new Task(fn as TaskFn<unknown>, options?.priority ?? 0, ++this.#seq, now);
     if (options?.paced === false) task.paced = false;
-    const promise = new Promise(capture);
-    task.resolve = capturedResolve;
-    task.promise = promise;
+    const promise = attachPromise(task);
     if (needsExtras) {
       const extras = new TaskExtras(task, options!.id, options!.timeout, options!.retries, signal);
       task.extras = extras;
@@ -302,10 +209,10 @@ export class ExecutorPool {
     if (
       this.#queue.size === 0 &&
       !this.#paused &&
-      this.#active + this.#resting < this.#cap &&
+      this.#active + this.#rests.count < this.#cap &&
       this.#breaker === undefined &&
       this.#member === undefined &&
-      (this.#startGapMs === 0 || !task.paced)
+      (this.#pacer.interval === 0 || !task.paced)
     ) {
       // Nothing waits and a slot is free: skip the queue.
       this.#start(task, false, now);
@@ -333,7 +240,7 @@ export class ExecutorPool {
   /** Resolves when `enqueue` would no longer refuse a task for a full queue (at once if it would not now), or at `stop()`. */
   onQueueRoom(): Promise<void> {
     if (!this.isQueueFull || this.#stopped) return Promise.resolve();
-    const room = new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
+    const room = this.#roomWaiters.wait();
     this.#offerRoom();
     return room;
   }
@@ -343,7 +250,7 @@ export class ExecutorPool {
     this.#paused = true;
     this.#member?.cancelWait();
     if (this.#active === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#settledWaiters.push(resolve));
+    return this.#settledWaiters.wait();
   }
 
   resume(): void {
@@ -358,7 +265,7 @@ export class ExecutorPool {
       this.#emitDrained();
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+    return this.#idleWaiters.wait();
   }
 
   /**
@@ -368,25 +275,21 @@ export class ExecutorPool {
   stop(): void {
     if (this.#stopped) return;
     this.#stopped = true;
-    clearTimeout(this.#paceTimer);
-    this.#paceTimer = undefined;
+    this.#pacer.cancel();
     this.#autotuner?.detach();
     this.#paused = true;
     this.#member?.cancelWait();
     const error = new PoolStoppedError();
     for (const task of this.#queue.clear()) this.#failTask(task, error);
-    for (const entry of this.#backoffs.clear()) {
-      this.#delayed -= 1;
-      this.#failTask(entry.task, error);
-    }
-    for (let attempt = this.#running; attempt !== undefined; attempt = attempt.next) {
+    for (const task of this.#retryWaits.clear()) this.#failTask(task, error);
+    for (let attempt = this.#runner.head; attempt !== undefined; attempt = attempt.next) {
       if (attempt.detached) continue;
       attempt.detached = true;
       attempt.abort(error);
       this.#failTask(attempt.task, error);
     }
     this.#dedup?.clear();
-    for (const wake of this.#roomWaiters.splice(0)) wake();
+    this.#roomWaiters.wakeAll();
     this.#checkIdle();
   }
 
@@ -413,46 +316,44 @@ export class ExecutorPool {
   #canStartNow(): boolean {
     return (
       !this.#paused &&
-      this.#active + this.#resting < this.#cap &&
+      this.#active + this.#rests.count < this.#cap &&
       this.#queue.size === 0 &&
       (this.#member === undefined || this.#member.budget.available > 0)
     );
   }
 
   /**
-   * The breaker's word on starting the head of the queue: START, START_PROBE, or HOLD (half-open with its
+   * The breaker's word on starting the head of the queue: `'run'`, `'probe'`, or `'wait'` (half-open with its
    * probes out, or nothing left). While the breaker is open, queued tasks are refused here as they come up.
    */
-  #admitHead(): number {
+  #admitHead(): Exclude<Admission, 'reject'> {
     const breaker = this.#breaker;
-    if (breaker === undefined) return START;
+    if (breaker === undefined) return 'run';
     for (;;) {
       const now = performance.now();
-      const admission: Admission = breaker.admit(now);
-      if (admission === 'run') return START;
-      if (admission === 'probe') return START_PROBE;
-      if (admission === 'wait') return HOLD;
+      const admission = breaker.admit(now);
+      if (admission !== 'reject') return admission;
       this.#failTask(this.#queue.pop()!, new CircuitOpenError(breaker.retryAfter(now)));
-      if (this.#queue.size === 0) return HOLD;
+      if (this.#queue.size === 0) return 'wait';
     }
   }
 
   /** Starts queued tasks while slots are free. `now`, when the caller just read the clock, dates the first start. */
   #pump(now = -1): void {
     const queue = this.#queue;
-    while (!this.#paused && this.#active + this.#resting < this.#cap && queue.size > 0) {
-      if (this.#startGapMs > 0 && queue.peek()!.paced) {
+    while (!this.#paused && this.#active + this.#rests.count < this.#cap && queue.size > 0) {
+      if (this.#pacer.interval > 0 && queue.peek()!.paced) {
         if (now < 0) now = performance.now();
-        if (this.#paced(now)) break;
+        if (this.#pacer.holds(now)) break;
       }
       const admission = this.#admitHead();
-      if (admission === HOLD) break;
+      if (admission === 'wait') break;
       if (this.#member !== undefined && !this.#member.tryAcquire()) {
-        if (admission === START_PROBE) this.#breaker!.cancelProbe();
+        if (admission === 'probe') this.#breaker!.cancelProbe();
         this.#member.waitForSlot();
         return;
       }
-      this.#start(queue.pop()!, admission === START_PROBE, now >= 0 ? now : performance.now());
+      this.#start(queue.pop()!, admission === 'probe', now >= 0 ? now : performance.now());
       // A started task ran its function synchronously: read the clock afresh for the next one.
       now = -1;
     }
@@ -465,9 +366,9 @@ export class ExecutorPool {
    * slot, not a shorter queue; with a budget, a slot another pool frees: wait in the budget's line for it.
    */
   #offerRoom(): void {
-    if (this.#roomWaiters.length === 0) return;
+    if (this.#roomWaiters.size === 0) return;
     if (!this.isQueueFull) {
-      for (const wake of this.#roomWaiters.splice(0)) wake();
+      this.#roomWaiters.wakeAll();
       return;
     }
     // Never wait while the budget has a free slot: its grant would come straight back here, in a loop.
@@ -478,37 +379,30 @@ export class ExecutorPool {
   #onSlotGranted(): boolean {
     if (
       this.#paused ||
-      this.#active + this.#resting >= this.#cap ||
+      this.#active + this.#rests.count >= this.#cap ||
       this.#queue.size === 0 ||
-      (this.#startGapMs > 0 && this.#queue.peek()!.paced && this.#paced(performance.now()))
+      (this.#pacer.interval > 0 && this.#queue.peek()!.paced && this.#pacer.holds(performance.now()))
     ) {
       // Nothing to start (or not yet: the pace timer pumps), but a producer waiting in `onQueueRoom` may enqueue into this slot once it is back.
       queueMicrotask(() => this.#offerRoom());
       return false;
     }
     const admission = this.#admitHead();
-    if (admission === HOLD) {
+    if (admission === 'wait') {
       // Refused tasks may have emptied the queue: settle the pool's idle state outside the budget's dispatch.
       if (this.#queue.size === 0) queueMicrotask(() => this.#pump());
       return false;
     }
-    this.#start(this.#queue.pop()!, admission === START_PROBE, performance.now());
+    this.#start(this.#queue.pop()!, admission === 'probe', performance.now());
     // Still busy: get back in line (at the back) for the next slot.
     // Stryker disable next-line LogicalOperator,ArithmeticOperator: re-joining the line more often only adds offers, and #onSlotGranted refuses one this pool cannot use and hands it on in the same dispatch
-    if (!this.#paused && this.#active + this.#resting < this.#cap && this.#queue.size > 0)
+    if (!this.#paused && this.#active + this.#rests.count < this.#cap && this.#queue.size > 0)
       this.#member!.waitForSlot();
     return true;
   }
 
   #start(task: Task, probe: boolean, now: number): void {
-    // A paced start late by at most half an interval (the timer's whole-ms rounding, event-loop lag) is
-    // counted at its slot, so lateness does not add up under a busy loop. Later than that (an idle pool, a
-    // full budget, the in-flight cap) it banks nothing: no burst after a pause. Why:
-    // docs/decisions/paced-writes-unpaced-reads.md.
-    if (task.paced) {
-      const slot = this.#lastStartAt + this.#startGapMs;
-      this.#lastStartAt = now - slot <= this.#startGapMs / 2 ? slot : now;
-    }
+    if (task.paced) this.#pacer.started(now);
     task.state = RUNNING;
     task.attempts += 1;
     const extras = task.extras;
@@ -516,13 +410,9 @@ export class ExecutorPool {
     const attempt = new Attempt(task, task.attempts, now, probe, timeout);
     if (extras !== undefined) extras.current = attempt;
     this.#active += 1;
-    const head = this.#running;
-    attempt.next = head;
-    if (head !== undefined) head.prev = attempt;
-    this.#running = attempt;
+    this.#runner.track(attempt);
     const queueWaitMs = now - task.enqueuedAt;
     this.#metrics.started(now, queueWaitMs, this.#active);
-    if (timeout > 0 && timeout !== Number.POSITIVE_INFINITY) this.#timeouts.add(attempt);
     if (this.#events.has['pool:taskStarted']) {
       this.#events.emit('pool:taskStarted', {
         id: task.id,
@@ -531,33 +421,14 @@ export class ExecutorPool {
         queueWaitMs,
       });
     }
-    let result: unknown;
-    try {
-      result = task.fn(attempt);
-    } catch (error) {
-      // Settle asynchronously like a rejected promise, so a synchronous thrower cannot recurse through pump.
-      result = Promise.reject(error);
-    }
-    // A native promise is watched as is; anything else (a value, a thenable, a Promise subclass) is adopted the
-    // way `await` adopts it, so its own `then` runs later, at most once, and a throw from it rejects the attempt.
-    this.#settlers.watch(
-      attempt,
-      result instanceof Promise && result.constructor === Promise ? result : Promise.resolve(result),
-    );
+    this.#runner.invoke(attempt);
   }
 
   #release(attempt: Attempt, now: number): void {
-    if (attempt.timerIndex !== -1) this.#timeouts.remove(attempt);
-    if (attempt.prev === undefined) this.#running = attempt.next;
-    else attempt.prev.next = attempt.next;
-    if (attempt.next !== undefined) attempt.next.prev = attempt.prev;
-    attempt.prev = undefined;
-    attempt.next = undefined;
+    this.#runner.release(attempt);
     this.#active -= 1;
     this.#metrics.released(now, this.#active);
-    if (this.#active === 0 && this.#settledWaiters.length > 0) {
-      for (const wake of this.#settledWaiters.splice(0)) wake();
-    }
+    if (this.#active === 0) this.#settledWaiters.wakeAll();
   }
 
   #onSettled(attempt: Attempt, value: unknown, error: unknown, failed: boolean): void {
@@ -582,55 +453,8 @@ export class ExecutorPool {
     // The budget hands the freed slot to a waiting pool before this pool competes for it again; only now,
     // once the breaker has seen this outcome, so a failure that opens it also stops the next queued task.
     this.#member?.release();
-    if (this.#duty < 1 && answered) this.#rest(now - attempt.startedAt, now);
+    if (answered && this.#rests.resting) this.#rests.rest(now - attempt.startedAt, now);
     this.#pump(now);
-  }
-
-  /** Fractional concurrency: the slot an attempt of `durationMs` used stays taken for its share of idle time. */
-  #rest(durationMs: number, now: number): void {
-    const restMs = restFor(durationMs, this.#duty);
-    if (!(restMs > 0)) return;
-    this.#resting += 1;
-    const rest: Rest = { durationMs, finishedAt: now, endsAt: now + restMs, timer: undefined };
-    this.#rests.add(rest);
-    // Not unref'd: queued work waiting for this slot must keep the process alive, as a retry's backoff does.
-    rest.timer = setTimeout(() => this.#endRest(rest), restMs);
-  }
-
-  #endRest(rest: Rest): void {
-    if (!this.#rests.delete(rest)) return;
-    this.#resting -= 1;
-    this.#pump();
-  }
-
-  /**
-   * A rest enforces the duty its attempt ended under; once the duty is raised (a new lease granting more,
-   * a governor recovering) it ends where the new duty would have ended it: at once, or sooner. Without
-   * this a rest from a tiny grant (63 x a slow attempt at 1/64) outlived it and left the next lease of the
-   * same pool idle for seconds. A lowered duty never lengthens a rest already running.
-   */
-  #shortenRests(now: number): void {
-    for (const rest of this.#rests) {
-      const endsAt = rest.finishedAt + restFor(rest.durationMs, this.#duty);
-      if (endsAt >= rest.endsAt) continue;
-      clearTimeout(rest.timer);
-      if (endsAt <= now) {
-        this.#rests.delete(rest);
-        this.#resting -= 1;
-        continue;
-      }
-      rest.endsAt = endsAt;
-      rest.timer = setTimeout(() => this.#endRest(rest), Math.ceil(endsAt - now));
-    }
-  }
-
-  #onTimeout(attempt: Attempt): void {
-    if (attempt.detached) return;
-    attempt.detached = true;
-    const error = new TaskTimeoutError(attempt.timeoutMs);
-    attempt.abort(error);
-    this.#attemptFailed(attempt, error, performance.now() - attempt.startedAt);
-    // The slot stays held until the work settles, so nothing new can start here.
   }
 
   #attemptFailed(attempt: Attempt, error: unknown, durationMs: number): void {
@@ -662,26 +486,17 @@ export class ExecutorPool {
 
   #scheduleRetry(task: Task, error: unknown, attempt: number): void {
     this.#retries += 1;
-    const extras = task.needExtras();
-    const delayMs = computeBackoff(this.#options, attempt, extras.lastDelay);
-    extras.lastDelay = delayMs;
-    extras.current = undefined;
+    const delayMs = this.#retryWaits.nextDelay(task);
+    task.extras!.current = undefined;
     if (this.#events.has['pool:taskRetry']) {
       this.#events.emit('pool:taskRetry', { id: task.id, attempt, error, delayMs });
     }
     task.state = BACKOFF;
-    this.#delayed += 1;
-    const entry = new BackoffEntry(task, performance.now() + delayMs);
-    extras.backoff = entry;
-    if (delayMs <= 0) this.#onBackoffDone(entry);
-    else this.#backoffs.add(entry);
+    this.#retryWaits.wait(task, delayMs, performance.now());
   }
 
-  #onBackoffDone(entry: BackoffEntry): void {
-    const task = entry.task;
-    if (task.state !== BACKOFF) return;
-    this.#delayed -= 1;
-    task.extras!.backoff = undefined;
+  /** A retrying task's backoff ended: back in the queue, with its priority. */
+  #requeue(task: Task): void {
     task.state = QUEUED;
     task.enqueuedAt = performance.now();
     this.#queue.push(task);
@@ -698,9 +513,7 @@ export class ExecutorPool {
         this.#queue.remove(task);
         break;
       case BACKOFF:
-        if (extras.backoff !== undefined) this.#backoffs.remove(extras.backoff);
-        extras.backoff = undefined;
-        this.#delayed -= 1;
+        this.#retryWaits.cancel(task);
         break;
       case RUNNING: {
         const attempt = extras.current;
@@ -742,11 +555,7 @@ export class ExecutorPool {
     this.#errors += 1;
     this.#metrics.taskSettled(performance.now());
     if (task.extras !== undefined) this.#cleanup(task, task.extras);
-    // Marked handled first: a caller that ignores the promise must not crash the process. Callers that
-    // await it still get the rejection.
-    // Stryker disable next-line OptionalChaining: every task gets its promise in enqueue, before it can fail
-    task.promise?.catch(noop);
-    task.resolve(rejectingThenable(error));
+    rejectTask(task, error);
   }
 
   #cleanup(task: Task, extras: TaskExtras): void {
@@ -757,13 +566,13 @@ export class ExecutorPool {
   }
 
   #isIdle(): boolean {
-    return this.#queue.size === 0 && this.#active === 0 && this.#delayed === 0;
+    return this.#queue.size === 0 && this.#active === 0 && this.#retryWaits.count === 0;
   }
 
   #checkIdle(): void {
     if (!this.#busy || !this.#isIdle()) return;
     this.#busy = false;
-    for (const wake of this.#idleWaiters.splice(0)) wake();
+    this.#idleWaiters.wakeAll();
     this.#emitDrained();
   }
 
@@ -778,18 +587,4 @@ export class ExecutorPool {
     // the tasks that waited behind the probes (breaker-recovery.test.ts).
     if (this.#events.has['pool:circuitStateChange']) this.#events.emit('pool:circuitStateChange', { state });
   }
-}
-
-/** One slot's rest after an attempt under fractional concurrency. */
-interface Rest {
-  readonly durationMs: number;
-  readonly finishedAt: number;
-  endsAt: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
-}
-
-/** The rest after an attempt of `durationMs` at `duty`: busy `duty` of the time. Rounded up (timers fire on
- * whole milliseconds; a rest cut short by rounding would oversend). */
-function restFor(durationMs: number, duty: number): number {
-  return Math.ceil(durationMs * (1 / duty - 1) - 1e-6);
 }

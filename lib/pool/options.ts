@@ -6,7 +6,7 @@ import { CIRCUIT_BREAKER_DEFAULTS, type CircuitBreakerOptions } from './circuit-
 import type { BudgetOptions } from './concurrency-budget.js';
 import { DEDUPLICATION_DEFAULTS, type DeduplicationOptions } from './dedup.js';
 import { RETRY_DEFAULTS, type RetryOptions, type RetryPolicy, resolveRetryOptions } from './retry-policy.js';
-import { nonNegative } from './validation.js';
+import { assertConcurrency, nonNegative } from './validation.js';
 
 export interface ExecutorPoolOptions extends RetryOptions, BudgetOptions {
   /**
@@ -82,4 +82,20 @@ export function resolvePoolOptions(options: ExecutorPoolOptions): ResolvedPoolOp
     timeout: timeout === 0 ? Number.POSITIVE_INFINITY : timeout,
     maxQueueSize: nonNegative('maxQueueSize', options.maxQueueSize ?? POOL_DEFAULTS.maxQueueSize),
   };
+}
+
+/** The concurrency a pool starts at: the option, or with `'auto'` the autotuner's `initialConcurrency`. */
+export function startingConcurrency(options: ExecutorPoolOptions): number {
+  const concurrency =
+    options.concurrency === 'auto'
+      ? (options.autotune?.initialConcurrency ?? POOL_DEFAULTS.concurrency)
+      : (options.concurrency ?? POOL_DEFAULTS.concurrency);
+  assertConcurrency(concurrency);
+  return concurrency;
+}
+
+/** Whether the pool gets an autotuner: `concurrency: 'auto'` (unless `autotune.enabled: false`) or `autotune.enabled`. */
+export function autotunes(options: ExecutorPoolOptions): boolean {
+  const enabled = options.autotune?.enabled;
+  return (options.concurrency === 'auto' && enabled !== false) || enabled === true;
 }

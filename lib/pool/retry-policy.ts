@@ -1,4 +1,12 @@
 import {
+  type BackoffStrategy,
+  DecorrelatedBackoff,
+  decorrelatedDelay,
+  ExponentialBackoff,
+  exponentialDelay,
+  type RandomSource,
+} from '../backoff/index.js';
+import {
   isTransient,
   NETWORK_ERROR_CODES,
   THROTTLING_ERROR_NAMES,
@@ -137,20 +145,25 @@ export interface BackoffPolicy {
 }
 
 /**
- * Delay before retry number `retry` (1-based). `full`: uniform in [0, min(cap, base·2^(retry-1))] (AWS "full
- * jitter"); `decorrelated`: min(cap, uniform in [base, 3·previous]); `none`: the capped exponential itself.
+ * Delay before retry number `retry` (1-based; below 1 counts as 1). `full`: uniform in
+ * [0, min(cap, base·2^(retry-1))] (AWS "full jitter"); `decorrelated`: min(cap, uniform in
+ * [base, 3·previous]); `none`: the capped exponential itself. The formulas are lib/backoff's.
  */
 export function computeBackoff(
   policy: BackoffPolicy,
   retry: number,
   previousDelay = 0,
-  random: () => number = Math.random,
+  random: RandomSource = Math.random,
 ): number {
-  const { retryDelay: base, maxRetryDelay: cap } = policy;
-  if (policy.jitter === 'decorrelated') {
-    const upper = Math.max(base, previousDelay * 3);
-    return Math.min(cap, base + random() * (upper - base));
-  }
-  const exponential = Math.min(cap, base * 2 ** Math.min(retry - 1, 52));
-  return policy.jitter === 'none' ? exponential : random() * exponential;
+  const { retryDelay: base, maxRetryDelay: cap, jitter } = policy;
+  if (jitter === 'decorrelated') return decorrelatedDelay(previousDelay, base, cap, random);
+  return exponentialDelay(retry, base, cap, jitter, random);
+}
+
+/** The pool's retry waits as a lib/backoff strategy: each task steps its own `Backoff` from it. */
+export function retryBackoff(policy: BackoffPolicy, random?: RandomSource): BackoffStrategy {
+  const bounds = { initialDelay: policy.retryDelay, maxDelay: policy.maxRetryDelay };
+  const source = random === undefined ? {} : { random };
+  if (policy.jitter === 'decorrelated') return new DecorrelatedBackoff({ ...bounds, ...source });
+  return new ExponentialBackoff({ ...bounds, jitter: policy.jitter, ...source });
 }

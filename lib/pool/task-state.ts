@@ -1,5 +1,6 @@
 // The task state machine's records: what the scheduler (executor-pool.ts) keeps per task and per attempt.
 // Kept small and monomorphic: a long queue is made of `Task`s, and every attempt allocates one `Attempt`.
+import type { Backoff } from '../backoff/index.js';
 import type { SignalGroup, SignalMember } from './signal-groups.js';
 import type { TaskContext, TaskFn } from './task.js';
 
@@ -16,7 +17,8 @@ export const noop = (): void => {};
  */
 export class TaskExtras implements SignalMember<TaskExtras> {
   dedupKey: string | undefined = undefined;
-  lastDelay = 0;
+  /** The task's last retry wait; its `next()` is the wait before the next retry. */
+  retryWait: Backoff | undefined = undefined;
   backoff: BackoffEntry | undefined = undefined;
   current: Attempt | undefined = undefined;
   group: SignalGroup<TaskExtras> | undefined = undefined;
@@ -57,7 +59,7 @@ export class Task {
     return this.extras?.id ?? `${this.seq}`;
   }
 
-  /** The extras, created on first need (a retry of a plain task needs `lastDelay` and `backoff`). */
+  /** The extras, created on first need (a retry of a plain task needs `retryWait` and `backoff`). */
   needExtras(): TaskExtras {
     this.extras ??= new TaskExtras(this, undefined, undefined, undefined, undefined);
     return this.extras;

@@ -128,4 +128,14 @@ describe('the checks themselves', () => {
     );
     expect(groupOf('vitest.config.mts')).toBeUndefined();
   });
+
+  it('put lib/backoff at the bottom beside lib/errors: pool, semaphore, db and ingest may import it, it imports nothing of lib', () => {
+    const backoff = groupOf('lib/backoff/backoff.ts')!;
+    expect(backoff).toMatchObject({ group: 'lib/backoff', rank: groupOf('lib/errors/index.ts')!.rank });
+    for (const user of ['lib/pool/x.ts', 'lib/semaphore/x.ts', 'lib/db/x.ts', 'lib/ingest/x.ts']) {
+      expect(groupOf(user)!.rank).toBeGreaterThan(backoff.rank);
+    }
+    const fromBackoff = projectEdges.filter((edge) => groupOf(edge.from)?.group === 'lib/backoff');
+    expect(fromBackoff.filter((edge) => groupOf(edge.to)?.group !== 'lib/backoff').map(show)).toEqual([]);
+  });
 });

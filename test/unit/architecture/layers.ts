@@ -9,6 +9,11 @@ export const LAYERS: ReadonlyArray<{ group: string; rank: number; why: string }>
     why: 'the base error class and the one error taxonomy: everything throws them',
   },
   {
+    group: 'lib/backoff',
+    rank: 0,
+    why: 'the one Backoff (how long to wait before trying again) stands alone: it imports nothing of lib',
+  },
+  {
     group: 'lib/pool',
     rank: 1,
     why: 'the executor pool knows tasks and errors, nothing about S3 or tenants',

@@ -8,6 +8,7 @@ import {
   TaskAbortedError,
   TaskTimeoutError,
 } from '../../../lib/pool/index.js';
+import { retryBackoff } from '../../../lib/pool/retry-policy.js';
 import { awsError, deferred, flush, stateOf, useFakeTimersInEachTest } from './helpers.js';
 
 describe('isRetryableError', () => {
@@ -81,6 +82,53 @@ describe('computeBackoff', () => {
     expect([1, 2, 3, 4, 5, 6].map((n) => computeBackoff(none, n))).toEqual([100, 200, 400, 800, 1000, 1000]);
   });
 });
+
+describe('retryBackoff: the pool steps lib/backoff with the same waits computeBackoff gives', () => {
+  const draws = [0.3, 0.9, 0.1, 0.6, 1, 0.45, 0.2];
+  for (const jitter of ['full', 'decorrelated', 'none'] as const) {
+    it(`${jitter}: one task's retry waits are computeBackoff's for the same draws`, () => {
+      const policy = { retryDelay: 100, maxRetryDelay: 1000, jitter };
+      const stepped: number[] = [];
+      const random = playback(draws);
+      let wait = retryBackoff(policy, random).next();
+      stepped.push(wait.duration);
+      for (let n = 2; n <= draws.length; n++) {
+        wait = wait.next();
+        stepped.push(wait.duration);
+      }
+      const computed: number[] = [];
+      const again = playback(draws);
+      for (let n = 1; n <= draws.length; n++)
+        computed.push(computeBackoff(policy, n, computed.at(-1) ?? 0, again));
+      expect(stepped).toEqual(computed);
+    });
+  }
+
+  it("a pool's task waits its strategy's first, second and third wait before retries 1, 2 and 3", async () => {
+    vi.useFakeTimers();
+    const random = vi.spyOn(Math, 'random');
+    try {
+      for (const draw of [0.5, 0.25, 1]) random.mockReturnValueOnce(draw);
+      const pool = new ExecutorPool({ retries: 3, retryDelay: 100, maxRetryDelay: 1000, timeout: 0 });
+      const delays: number[] = [];
+      pool.on('pool:taskRetry', ({ delayMs }) => delays.push(delayMs));
+      const task = pool.enqueue(() => Promise.reject(awsError('SlowDown', 503)));
+      task.catch(() => undefined);
+      await vi.runAllTimersAsync();
+      await expect(task).rejects.toMatchObject({ name: 'SlowDown' });
+      expect(delays).toEqual([50, 50, 400]);
+    } finally {
+      random.mockRestore();
+      vi.useRealTimers();
+    }
+  });
+});
+
+/** A random source that plays `draws` back in order. */
+function playback(draws: readonly number[]): () => number {
+  let i = 0;
+  return () => draws[i++ % draws.length]!;
+}
 
 describe('ExecutorPool retries', () => {
   useFakeTimersInEachTest();

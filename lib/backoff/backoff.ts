@@ -1,6 +1,7 @@
 /**
  * One wait of a backoff and the way to the next: `duration` is how long to wait now, `next()` the wait after
- * this one. A step never changes, so a caller may keep one per task (the pool) or per loop (the semaphore)
+ * this one. A step never changes (a jittered duration is drawn when first read, then kept, and `next()`
+ * always returns the same step), so a caller may keep one per task (the pool) or per loop (the semaphore)
  * and step it on each failure without sharing state.
  * @example
  * let wait = new ExponentialBackoff({ initialDelay: 100 }).next();

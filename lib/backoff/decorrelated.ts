@@ -29,11 +29,34 @@ export class DecorrelatedBackoff implements BackoffStrategy {
   }
 
   next(): Backoff {
-    return this.#after(0);
+    return new DecorrelatedStep(this, undefined);
   }
 
-  #after(previousMs: number): Backoff {
-    const duration = decorrelatedDelay(previousMs, this.#base, this.#cap, this.#random);
-    return { duration, next: () => this.#after(duration) };
+  /** The wait after one of `previousMs`, drawn afresh. */
+  delayAfter(previousMs: number): number {
+    return decorrelatedDelay(previousMs, this.#base, this.#cap, this.#random);
+  }
+}
+
+/** A wait of a decorrelated backoff, drawn when first read (after its previous wait, which it depends on). */
+class DecorrelatedStep implements Backoff {
+  readonly #strategy: DecorrelatedBackoff;
+  readonly #previous: Backoff | undefined;
+  #duration: number | undefined = undefined;
+  #next: Backoff | undefined = undefined;
+
+  constructor(strategy: DecorrelatedBackoff, previous: Backoff | undefined) {
+    this.#strategy = strategy;
+    this.#previous = previous;
+  }
+
+  get duration(): number {
+    this.#duration ??= this.#strategy.delayAfter(this.#previous?.duration ?? 0);
+    return this.#duration;
+  }
+
+  next(): Backoff {
+    this.#next ??= new DecorrelatedStep(this.#strategy, this);
+    return this.#next;
   }
 }

@@ -51,13 +51,34 @@ export class ExponentialBackoff implements BackoffStrategy {
   }
 
   next(): Backoff {
-    return this.#step(1);
+    return new ExponentialStep(this, 1);
   }
 
-  #step(n: number): Backoff {
-    return {
-      duration: exponentialDelay(n, this.#base, this.#cap, this.#jitter, this.#random),
-      next: () => this.#step(n + 1),
-    };
+  /** Wait number `n` (1-based), drawn afresh: for a caller that knows only a count (a receive count). */
+  delayAt(n: number): number {
+    return exponentialDelay(n, this.#base, this.#cap, this.#jitter, this.#random);
+  }
+}
+
+/** Wait `n` of an exponential backoff, drawn when first read (so draws come in the order waits are used). */
+class ExponentialStep implements Backoff {
+  readonly #strategy: ExponentialBackoff;
+  readonly #n: number;
+  #duration: number | undefined = undefined;
+  #next: Backoff | undefined = undefined;
+
+  constructor(strategy: ExponentialBackoff, n: number) {
+    this.#strategy = strategy;
+    this.#n = n;
+  }
+
+  get duration(): number {
+    this.#duration ??= this.#strategy.delayAt(this.#n);
+    return this.#duration;
+  }
+
+  next(): Backoff {
+    this.#next ??= new ExponentialStep(this.#strategy, this.#n + 1);
+    return this.#next;
   }
 }

@@ -1,4 +1,5 @@
-import { backoffDelay, sleep, throwIfAborted } from './backoff.js';
+import { type Backoff, ExponentialBackoff } from '../backoff/index.js';
+import { sleep, throwIfAborted } from './backoff.js';
 import { SemaphoreTimeoutError } from './errors.js';
 
 /** What one DynamoDB-backed acquire needs: how to try once, how to give a short grant back, when to stop. */
@@ -34,6 +35,12 @@ export interface AcquireRounds<G extends { n: number }> {
  * nothing held that could be given back.
  */
 export async function acquireInRounds<G extends { n: number }>(a: AcquireRounds<G>): Promise<G[]> {
+  const backoff = new ExponentialBackoff({
+    initialDelay: a.backoffBaseMs,
+    maxDelay: a.backoffCapMs,
+    random: a.random,
+  });
+  let wait: Backoff = backoff.next();
   try {
     for (let attempt = 0; ; attempt++) {
       throwIfAborted(a.signal);
@@ -59,8 +66,10 @@ export async function acquireInRounds<G extends { n: number }>(a: AcquireRounds<
         // often, closer to giving up, tends to wake first), then poll from the base delay.
         delay = at - now + a.random() * a.backoffCapMs;
         attempt = -1;
+        wait = backoff.next();
       } else {
-        delay = backoffDelay(attempt, a.backoffBaseMs, a.backoffCapMs, a.random);
+        delay = wait.duration;
+        wait = wait.next();
       }
       await sleep(a.deadline === undefined ? delay : Math.min(delay, a.deadline - now), a.signal);
     }

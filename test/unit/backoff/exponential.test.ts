@@ -64,3 +64,14 @@ describe('exponentialDelay: wait n straight from a count', () => {
     expect(exponentialDelay(3, 10, 1000, 'full', () => 0.5)).toBe(20);
   });
 });
+
+describe('a jittered step is drawn when first read, once', () => {
+  it('keeps its duration and its next step, and draws in the order the waits are read', () => {
+    const random = playback(0.5, 0.25);
+    const first = new ExponentialBackoff({ initialDelay: 100, random }).next();
+    const second = first.next();
+    expect(second.duration).toBe(100); // read first: takes the first draw (0.5 x a 200 ms ceiling)
+    expect(first.duration).toBe(25); // then 0.25 x 100
+    expect([first.duration, first.next(), second.duration]).toEqual([25, second, 100]);
+  });
+});

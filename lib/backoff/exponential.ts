@@ -21,17 +21,18 @@ export interface ExponentialBackoffOptions extends BackoffBounds {
 }
 
 /**
- * Wait number `n` (1-based) of a capped exponential backoff: `min(cap, base x 2^(n-1))`, times a uniform
- * draw with full jitter. For callers that know only a count (a receive count, a number of deferrals).
+ * Wait number `n` (1-based; below 1 counts as 1) of a capped exponential backoff: `min(cap, base x 2^(n-1))`,
+ * times a uniform draw with full jitter. `base` and `cap` in one unit (ms for the strategies, seconds for an
+ * SQS delay). For callers that know only a count (a receive count, a number of deferrals); unchecked.
  */
 export function exponentialDelay(
   n: number,
-  baseMs: number,
-  capMs: number,
+  base: number,
+  cap: number,
   jitter: 'full' | 'none' = 'full',
   random: RandomSource = mathRandom,
 ): number {
-  const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(Math.max(n - 1, 0), MAX_DOUBLINGS));
+  const ceiling = Math.min(cap, base * 2 ** Math.min(Math.max(n - 1, 0), MAX_DOUBLINGS));
   return jitter === 'none' ? ceiling : random() * ceiling;
 }
 

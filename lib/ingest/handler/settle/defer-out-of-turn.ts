@@ -1,5 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
+import { exponentialDelay } from '../../../backoff/index.js';
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
 import { lateNotStuck } from '../run/acquire-turn.js';
 import { type DeferralPort, deferralsOf } from './deferral-port.js';
@@ -50,8 +51,9 @@ export function deferralDelaySeconds(deferrals: number, freeAtMs?: number, nowMs
     const seconds = Math.floor((freeAtMs - nowMs) / 1000);
     return Math.min(Math.max(seconds, FIRST_DEFERRAL_DELAY_SECONDS), MAX_DEFERRAL_DELAY_SECONDS);
   }
-  const n = Number.isInteger(deferrals) && deferrals > 0 ? Math.min(Math.floor(deferrals / 4), 30) : 0;
-  return Math.min(FIRST_DEFERRAL_DELAY_SECONDS * 2 ** n, MAX_DEFERRAL_DELAY_SECONDS);
+  // One doubling per 4 deferrals: wait n+1 of the exponential from FIRST to MAX.
+  const doublings = Number.isInteger(deferrals) && deferrals > 0 ? Math.floor(deferrals / 4) : 0;
+  return exponentialDelay(doublings + 1, FIRST_DEFERRAL_DELAY_SECONDS, MAX_DEFERRAL_DELAY_SECONDS, 'none');
 }
 
 /** A record the port may take: from a standard queue (a FIFO one's group order forbids it), under the cap. */

@@ -5,6 +5,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchItemFailure, SQSRecord } from 'aws-lambda';
+import { exponentialDelay } from '../../../backoff/index.js';
 import { rejectOnAbort } from './send-dead-letters.js';
 
 /**
@@ -74,7 +75,7 @@ export function visibilityTimeoutFor(
     : (options.baseSeconds ?? DEFAULT_REDELIVERY_BASE_SECONDS);
   const max = Math.min(options.maxSeconds ?? DEFAULT_REDELIVERY_MAX_SECONDS, MAX_VISIBILITY_SECONDS);
   const n = Number.isFinite(receiveCount) && receiveCount >= 1 ? Math.floor(receiveCount) : 1;
-  return Math.max(0, Math.floor(Math.min(base * 2 ** Math.min(n - 1, 30), max)));
+  return Math.max(0, Math.floor(exponentialDelay(n, base, max, 'none')));
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   type SendMessageBatchResult,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { exponentialDelay } from '../backoff/index.js';
 import { InvalidBatchError, InvalidMessageError, type InvalidWriteIssue, SendFailedError } from './errors.js';
 import { sha256Hex } from './message/derive-id.js';
 import { encodeWrite } from './message/encode.js';
@@ -294,9 +295,8 @@ export class Producer {
       }
       pending = retry;
       if (pending.length > 0) {
-        const ceiling = Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (attempt - 1));
         try {
-          await sleep(Math.random() * ceiling, undefined, { signal });
+          await sleep(exponentialDelay(attempt, this.#baseDelayMs, this.#maxDelayMs), undefined, { signal });
         } catch {
           // Aborted during backoff: the next iteration reports the pending entries as aborted.
         }

@@ -29,8 +29,10 @@ import { Waiters } from './waiters.js';
 /**
  * A bounded, prioritised executor with retries, per-attempt timeouts, an optional circuit breaker,
  * deduplication, a shared concurrency budget and constant-memory metrics. This file is the scheduler: the
- * task state machine (queue -> running -> backoff -> done) and slot accounting. Bulk feeding (`process`,
- * process.ts) and single-flight (dedup.ts) sit on top of it; see lib/pool/README.md.
+ * task state machine (queue -> running -> backoff -> done) and slot accounting. Its parts live in their
+ * own files: running attempts (attempt-runner.ts), the start interval (start-pacer.ts), fractional
+ * concurrency's rests (slot-rests.ts), retry waits (retry-waits.ts). Bulk feeding (`process`, process.ts)
+ * and single-flight (dedup.ts) sit on top of it; see lib/pool/README.md.
  */
 export class ExecutorPool {
   readonly #options: ResolvedPoolOptions;

@@ -16,7 +16,7 @@ export const LAYERS: ReadonlyArray<{ group: string; rank: number; why: string }>
   {
     group: 'lib/pool',
     rank: 1,
-    why: 'the executor pool knows tasks and errors, nothing about S3 or tenants',
+    why: 'the executor pool knows tasks, errors and backoffs, nothing about S3 or tenants',
   },
   { group: 'lib/semaphore', rank: 1, why: 'the lease semaphore stands alone: DynamoDB or memory, no pool' },
   { group: 'lib/db', rank: 2, why: 'a tenant document store runs its calls through a pool' },

@@ -9,9 +9,15 @@ import {
   DEAD_LETTER_GROUP_ID,
   type DeadLetter,
   DeadLetterQueue,
+  letterSourceOf,
   MAX_DEAD_LETTER_BODY_BYTES,
 } from '../../../../../lib/ingest/handler/settle/dead-letter-queue.js';
+import {
+  ORIGIN_ATTRIBUTE,
+  ORIGIN_SENT_ATTRIBUTE,
+} from '../../../../../lib/ingest/handler/settle/deferral-port.js';
 import { allSent, batchBytes, recordingClient } from '../recording-sqs.js';
+import { sqsRecord } from '../support.js';
 
 const QUEUE = 'https://sqs.us-east-1.amazonaws.com/000000000000/dlq';
 
@@ -226,6 +232,37 @@ describe('DeadLetterQueue entries', () => {
     const entry = await entryOf(letter({ body: '€'.repeat(100_000) }));
     expect(Buffer.byteLength(entry.MessageBody!)).toBeLessThanOrEqual(MAX_DEAD_LETTER_BODY_BYTES);
     expect(attr(entry, 'originalBodyBytes')).toBe('300000');
+  });
+
+  it("names its record's origin for a redrive: the origin's id and send time and the source queue", async () => {
+    // A deferred copy: a new SQS message standing for its origin, sent at 1700000000000.
+    const copy = sqsRecord('{}', 'copy-1');
+    copy.messageAttributes = {
+      [ORIGIN_ATTRIBUTE]: { dataType: 'String', stringValue: 'origin-1' },
+      [ORIGIN_SENT_ATTRIBUTE]: { dataType: 'Number', stringValue: '1700000000000' },
+    };
+    const entry = await entryOf(letter({ messageId: copy.messageId, source: letterSourceOf(copy) }));
+    expect(entry.MessageAttributes).toMatchObject({
+      sourceMessageId: { DataType: 'String', StringValue: 'origin-1' },
+      sourceQueueArn: { DataType: 'String', StringValue: copy.eventSourceARN },
+      [ORIGIN_SENT_ATTRIBUTE]: { DataType: 'Number', StringValue: '1700000000000' },
+    });
+    // A producer's own message: its id and its SentTimestamp.
+    const own = sqsRecord('{}', 'own-1');
+    expect(letterSourceOf(own)).toEqual({
+      originId: 'own-1',
+      originSentAt: own.attributes.SentTimestamp,
+      sourceArn: own.eventSourceARN,
+    });
+  });
+
+  it('leaves out an origin send time that is not a positive integer', async () => {
+    for (const originSentAt of [undefined, '', '0', '-5', '1.5', 'soon', '9007199254740993']) {
+      const source = { originId: 'origin-1', originSentAt, sourceArn: 'arn:aws:sqs:us-east-1:0:ingest' };
+      const entry = await entryOf(letter({ source }));
+      expect(attr(entry, 'sourceQueueArn')).toBe(source.sourceArn);
+      expect(entry.MessageAttributes).not.toHaveProperty(ORIGIN_SENT_ATTRIBUTE);
+    }
   });
 
   it('a FIFO DLQ files a letter under its source group when that is a valid group id, else the fallback group', async () => {

@@ -25,7 +25,7 @@ export function checkBudgetOptions(options: {
     throw fail(`giveBackTimeoutMs must be a positive number of ms, got ${String(options.giveBackTimeoutMs)}`);
 }
 
-/** A take's rates on the rate grid: `want` clamped to the ceiling, `least` never above it. */
+/** A take's rates on the rate grid: `want` clamped to the ceiling, `least` never above `want`. */
 export interface CheckedTake {
   readonly want: number;
   readonly least: number;
@@ -33,7 +33,7 @@ export interface CheckedTake {
 
 /**
  * Checks a take's arguments (`InvalidPermitRequestError` naming the bad one) and puts its rates on the rate
- * grid: `want` above the ceiling is the ceiling; a `least` above the ceiling could never be granted.
+ * grid: `want` above the ceiling is the ceiling, and `least` no more than that.
  */
 export function checkTake(name: string, ceiling: number, want: number, options: TakeOptions): CheckedTake {
   const fail = (why: string) => new InvalidPermitRequestError(`rate budget "${name}": ${why}`);
@@ -43,8 +43,6 @@ export function checkTake(name: string, ceiling: number, want: number, options: 
   if (!isPositive(least))
     throw fail(`least must be a positive number of writes per second, got ${String(least)}`);
   if (least > want) throw fail(`least = ${least} exceeds want = ${want}`);
-  if (least > ceiling)
-    throw fail(`least = ${least} exceeds the ceiling ${ceiling}; it could never be granted`);
   if (typeof deadline !== 'number' || !Number.isFinite(deadline))
     throw fail(`deadline must be epoch milliseconds, got ${String(deadline)}`);
   if (!isPositive(leaseMs)) throw fail(`leaseMs must be a positive number of ms, got ${String(leaseMs)}`);

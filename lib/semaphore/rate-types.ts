@@ -23,7 +23,10 @@ export interface LeaseReport extends WriteRound {
 
 /** Options of one `RateBudget.take`. */
 export interface TakeOptions {
-  /** The least rate worth having (writes/s, > 0, <= `want`): below it the caller waits. */
+  /**
+   * The least rate worth having (writes/s, > 0, <= `want`): below it the caller waits. A budget below it
+   * (or a least above the ceiling) is granted whole once nothing holds it (only releases raise a budget).
+   */
   readonly least: number;
   /** Epoch ms: stop waiting and reject with `SemaphoreTimeoutError` after this. */
   readonly deadline: number;
@@ -35,7 +38,7 @@ export interface TakeOptions {
 
 /** A share of a prefix's budget, held from `take` until `release` or `expiresAt`. */
 export interface RateLease {
-  /** Writes per second granted: between the take's `least` and `want`. */
+  /** Writes per second granted: between the take's `least` and `want` (the whole budget when that is less). */
   readonly rate: number;
   /** The lease id: it keys the holder entry, and fences it (a reclaimed lease frees nothing). */
   readonly fence: string;
@@ -58,9 +61,10 @@ export interface RateBudget {
   /** The most writes per second the budget may reach (`S3_PREFIX_WRITE_RATE`). */
   readonly ceiling: number;
   /**
-   * Grants `min(want, free)` writes per second once at least `options.least` is free, waiting (re-reading
-   * with jittered backoff) until `options.deadline`; then rejects with `SemaphoreTimeoutError`, holding
-   * nothing. Aborting `options.signal` rejects with its reason, holding nothing.
+   * Grants `min(want, free)` writes per second once at least `options.least` is free (the whole budget,
+   * when that is less), waiting (re-reading with jittered backoff) until `options.deadline`; then rejects
+   * with `SemaphoreTimeoutError`, holding nothing. Aborting `options.signal` rejects with its reason,
+   * holding nothing. A `want` above the ceiling is the ceiling.
    */
   take(want: number, options: TakeOptions): Promise<RateLease>;
 }

@@ -1,5 +1,5 @@
 import { backoffDelay, sleep, throwIfAborted } from './backoff.js';
-import { type BudgetHolder, expiredHolders, onRateGrid } from './budget-item.js';
+import { type BudgetHolder, expiredHolders, floorToRateGrid, onRateGrid } from './budget-item.js';
 import { type BudgetContext, BudgetLease } from './budget-lease.js';
 import { SemaphoreTimeoutError } from './errors.js';
 import { newLeaseId } from './lease-id.js';
@@ -15,9 +15,9 @@ export interface TakeContext extends BudgetContext {
 /**
  * `RateBudget.take` over a store (docs/fleet-cap.md#what-a-holder-does): each round reads the item
  * (creating it at the ceiling when missing), reclaims expired holders, and takes `min(want, free)` when at
- * least `least` is free; a round that finds too little free or loses the race backs off with full jitter
- * and reads again, until the deadline (`SemaphoreTimeoutError`) or the signal (its reason). Rejected means
- * holding nothing that could be given back.
+ * least `least` is free (the whole budget, when that is less); a round that finds too little free or loses
+ * the race backs off with full jitter and reads again, until the deadline (`SemaphoreTimeoutError`) or the
+ * signal (its reason). Rejected means holding nothing that could be given back.
  */
 export async function takeRate(budget: TakeContext, want: number, options: TakeOptions): Promise<RateLease> {
   const rates = checkTake(budget.name, budget.ceiling, want, options);
@@ -70,7 +70,10 @@ async function takeRound(
   // A budget above this taker's ceiling grants only what a budget at the ceiling would leave free.
   const excess = Math.max(0, item.budget - ceiling);
   const free = onRateGrid(item.free + freed - excess);
-  if (free < rates.least) return undefined;
+  // A budget cut below `least` is had whole once nothing holds it: increases come only from releases, so
+  // a budget no taker could take would never rise again.
+  const whole = floorToRateGrid(Math.min(item.budget, ceiling));
+  if (free < Math.max(1e-6, Math.min(rates.least, whole))) return undefined;
   const holder: BudgetHolder = { r: Math.min(rates.want, free), until, at: now };
   try {
     const took = await store.take(fence, holder, onRateGrid(holder.r + excess), signal);

@@ -62,7 +62,11 @@ export function memoryBackend(): BudgetBackend {
 }
 
 /** `DynamoRateBudget` on the run's dynalite, in a fresh semaphore table. */
-export function dynamoBackend(): BudgetBackend & { client(): DynamoDBClient; tableName(): string } {
+export function dynamoBackend(): BudgetBackend & {
+  client(): DynamoDBClient;
+  tableName(): string;
+  endpoint(): string;
+} {
   let table: Awaited<ReturnType<typeof semaphoreTable>> | undefined;
   const ready = () => {
     if (table === undefined) throw new Error('dynamoBackend: setup() first');
@@ -74,6 +78,7 @@ export function dynamoBackend(): BudgetBackend & { client(): DynamoDBClient; tab
       table = await semaphoreTable();
     },
     client: () => ready().client,
+    endpoint: () => ready().endpoint,
     tableName: () => ready().tableName,
     budget: ({ client, ...config }) =>
       new DynamoRateBudget({ ...config, client: client ?? ready().client, tableName: ready().tableName }),

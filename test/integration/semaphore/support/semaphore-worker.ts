@@ -1,10 +1,10 @@
 // A separate OS process that uses one DynamoSemaphore, driven by the tests through fork() IPC.
 //   contend: report 'ready', wait for 'go', run `cycles` acquire/hold/release cycles and send back every hold interval.
 //   hold:    acquire `k` permits, report the lease, then wait for 'release' / 'extend' commands.
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ExecutorPool } from '../../../../lib/pool/index.js';
 import { DynamoSemaphore, withPermits } from '../../../../lib/semaphore/index.js';
 import type { HoldInterval } from './timeline.js';
+import { sendToTest, workerClient, workerConfig } from './worker-process.js';
 
 export interface WorkerConfig {
   endpoint: string;
@@ -32,14 +32,9 @@ export type WorkerMessage =
   | { type: 'extendFailed'; errorName: string }
   | { type: 'extended' };
 
-const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
-const send = (message: WorkerMessage) =>
-  new Promise<void>((resolve) => process.send!(message, () => resolve()));
-const client = new DynamoDBClient({
-  endpoint: config.endpoint,
-  region: 'us-east-1',
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-});
+const config = workerConfig<WorkerConfig>();
+const send = (message: WorkerMessage) => sendToTest(message);
+const client = workerClient(config.endpoint);
 const semaphore = new DynamoSemaphore({
   client,
   tableName: config.tableName,

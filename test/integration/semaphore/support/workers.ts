@@ -5,16 +5,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import type { RateWorkerConfig } from './rate-budget-worker.js';
 import type { WorkerConfig, WorkerMessage } from './semaphore-worker.js';
 
-const source = fileURLToPath(new URL('./semaphore-worker.ts', import.meta.url));
+const semaphoreWorker = fileURLToPath(new URL('./semaphore-worker.ts', import.meta.url));
 
 /**
  * Bundles the worker (the real lib code and SDK) into one ESM file, once per test file. A bundled worker
  * starts with about 40% of the CPU of `node --import tsx worker.ts`, which matters when several processes
  * start at once on a 2-core machine.
  */
-export async function bundleWorker(): Promise<string> {
+export async function bundleWorker(source = semaphoreWorker): Promise<string> {
   const outfile = join(mkdtempSync(join(tmpdir(), 'semaphore-worker-')), 'worker.mjs');
   await build({
     entryPoints: [source],
@@ -40,8 +41,11 @@ export interface Worker {
   exited: Promise<void>;
 }
 
-/** Starts a semaphore worker (a bundle from `bundleWorker`) in its own Node process, talking over fork IPC. */
-export function startWorker(bundle: string, config: WorkerConfig): Worker {
+/**
+ * Starts a worker (a bundle from `bundleWorker`) in its own Node process, talking over fork IPC. `config`
+ * is the bundled worker's (`WorkerConfig` for the semaphore worker).
+ */
+export function startWorker(bundle: string, config: WorkerConfig | RateWorkerConfig): Worker {
   const child = fork(bundle, [JSON.stringify(config)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

@@ -27,6 +27,7 @@ const scenario = process.env.BENCH_LOAD_SCENARIO ?? 'limit-bound';
 
 const LABEL: Record<LoadEngine, string> = {
   adaptive: 'createIngestHandler (adaptive limits + redelivery backoff)',
+  rate: 'createIngestHandler, fleet cap as a rate (docs/fleet-cap.md)',
   static: 'createIngestHandler, static permits (before)',
   naive: 'naive (Promise.all, SDK retries)',
   real: 'createIngestHandler (as shipped)',
@@ -98,7 +99,7 @@ async function limitBound(): Promise<void> {
     halveAt: 0.5,
   };
   const plan: Array<{ label: string; config: LoadRunConfig }> = [
-    ...(['adaptive', 'static', 'naive'] as const).map((engine) => ({
+    ...(['adaptive', 'rate', 'static', 'naive'] as const).map((engine) => ({
       label: LABEL[engine],
       config: { ...base, engine },
     })),

@@ -12,6 +12,7 @@ import { createS3Client } from '../../lib/db/s3-client.js';
 import { loadConfig } from '../../lib/ingest/config.js';
 import { createAwsClients } from '../../lib/ingest/handler/aws-clients.js';
 import { createIngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
+import { dynamoRateBudgets } from '../../lib/ingest/handler/run/prefix-budgets.js';
 import { dynamoSemaphores } from '../../lib/ingest/handler/run/tenant-permits.js';
 import { type DeferralPort, originSentOf } from '../../lib/ingest/handler/settle/deferral-port.js';
 import { SqsDeferrals } from '../../lib/ingest/handler/settle/deferral-queue.js';
@@ -35,10 +36,11 @@ import { createNaiveHandler } from './naive-handler.js';
 
 /**
  * `adaptive`: createIngestHandler as shipped (adaptive fleet-wide prefix limits, redelivery backoff);
+ * `rate`: the same handler with each prefix's fleet cap as a rate budget (docs/fleet-cap.md);
  * `static`: the same handler with today's static permits (`S3_PREFIX_WRITE_RATE` x 20 ms) and no
  * redelivery backoff; `naive`: Promise.all over the batch, SDK retries only.
  */
-export type LoadEngine = 'adaptive' | 'static' | 'naive' | 'real';
+export type LoadEngine = 'adaptive' | 'rate' | 'static' | 'naive' | 'real';
 
 export interface LoadRunConfig {
   engine: LoadEngine;
@@ -322,6 +324,9 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       const handlerSqs = createAwsClients(ingestConfig).sqs;
       return createIngestHandler(ingestConfig, {
         clients: { s3, dynamodb },
+        ...(config.engine === 'rate'
+          ? { budgets: dynamoRateBudgets(ingestConfig, dynamodb, resources.tableName) }
+          : {}),
         // Today's handler: static permits, failed records wait out the queue's visibility timeout.
         ...(staticPermits
           ? {

@@ -21,6 +21,12 @@ export interface IngestConfig {
    */
   readonly semaphoreTable?: string;
   /**
+   * `FLEET_CAP`: how `SEMAPHORE_TABLE` caps a tenant prefix fleet-wide. `rate`: a budget in writes per
+   * second that holders share and pace at (docs/fleet-cap.md); `permits`: leases of adaptive permits sized
+   * by measured latency. Default `permits`.
+   */
+  readonly fleetCap: FleetCap;
+  /**
    * `RESOURCES` (required): JSON object, resource name -> JSON Schema, each compiled at load (a bad one
    * throws `ConfigError` with key `RESOURCES.<resource>`). A null-prototype map.
    */
@@ -73,8 +79,13 @@ export interface IngestConfig {
   readonly sourceTenants?: ReadonlyMap<string, TenantAllowList>;
 }
 
+/** The ways `SEMAPHORE_TABLE` can cap a tenant prefix (`FLEET_CAP`). */
+export const FLEET_CAPS = ['rate', 'permits'] as const;
+export type FleetCap = (typeof FLEET_CAPS)[number];
+
 /** Defaults of the optional keys, exported so docs and tests cannot drift from the code. */
 export const CONFIG_DEFAULTS = {
+  FLEET_CAP: 'permits' as FleetCap,
   POOL_CONCURRENCY: 64,
   S3_PREFIX_WRITE_RATE: 3500,
   DEADLINE_MARGIN_MS: 5000,
@@ -122,6 +133,14 @@ function required(env: Env, key: string): string {
   return value;
 }
 
+function fleetCap(env: Env): FleetCap {
+  const value = optional(env, 'FLEET_CAP') ?? CONFIG_DEFAULTS.FLEET_CAP;
+  const known = FLEET_CAPS.find((cap) => cap === value);
+  if (known === undefined)
+    throw new ConfigError('FLEET_CAP', `must be one of ${FLEET_CAPS.join(', ')}, got ${value}`);
+  return known;
+}
+
 function bucketName(env: Env): string {
   const name = required(env, 'BUCKET_NAME');
   const problem = bucketNameProblem(name);
@@ -131,7 +150,7 @@ function bucketName(env: Env): string {
 
 function integer(
   env: Env,
-  key: keyof typeof CONFIG_DEFAULTS,
+  key: Exclude<keyof typeof CONFIG_DEFAULTS, 'FLEET_CAP'>,
   min: number,
   max: number = Number.MAX_SAFE_INTEGER,
 ): number {
@@ -280,6 +299,7 @@ export function loadConfig(env: Env): IngestConfig {
     bucketName: bucket,
     dlqUrl,
     ...(semaphoreTable === undefined ? {} : { semaphoreTable }),
+    fleetCap: fleetCap(env),
     resources: resourceMap,
     poolConcurrency: integer(env, 'POOL_CONCURRENCY', 1),
     s3PrefixWriteRate: integer(env, 'S3_PREFIX_WRITE_RATE', 1),

@@ -14,6 +14,7 @@ import { planBatch } from './plan/plan-batch.js';
 import { SourceBinding } from './plan/source-binding.js';
 import { observeBudgets } from './run/observed-budgets.js';
 import { observeSemaphores } from './run/observed-semaphores.js';
+import { dynamoRateBudgets } from './run/prefix-budgets.js';
 import { PrefixWriteCounts } from './run/prefix-write-counts.js';
 import type { RateBudgetFactory } from './run/rate-holder.js';
 import { runTenants } from './run/run-tenants.js';
@@ -78,7 +79,8 @@ export interface IngestHandlerOptions {
    * Rate-budget port: builds the fleet-wide write budget of a prefix, `(name, ceiling) => RateBudget`
    * (docs/fleet-cap.md). When given, tenants with a lease hold a share of their prefix's rate instead of
    * permits, and `semaphores` is not used for tenant prefixes.
-   * @default undefined (permits from `semaphores`)
+   * @default `FLEET_CAP=rate` with `SEMAPHORE_TABLE` and no `semaphores`: one DynamoDB item per prefix in
+   * the table (`dynamoRateBudgets`); else none (permits from `semaphores`)
    * @example { budgets: (name, ceiling) => new MemoryRateBudget({ name, ceiling }) }
    */
   readonly budgets?: RateBudgetFactory;

@@ -33,9 +33,18 @@ describe('loadConfig', () => {
       writeRetries: 3,
       semaphoreLeaseMarginMs: 10_000,
       tenantCacheSize: 100,
+      fleetCap: 'permits',
     });
     expect(config.semaphoreTable).toBeUndefined();
     expect(CONFIG_DEFAULTS.TENANT_CACHE_SIZE).toBe(config.tenantCacheSize);
+  });
+
+  it('reads FLEET_CAP, and names the key when it is neither rate nor permits', () => {
+    expect(loadConfig({ ...minimal, FLEET_CAP: 'rate' }).fleetCap).toBe('rate');
+    expect(loadConfig({ ...minimal, FLEET_CAP: 'permits' }).fleetCap).toBe('permits');
+    expect(() => loadConfig({ ...minimal, FLEET_CAP: 'tokens' })).toThrow(
+      expect.objectContaining({ name: 'ConfigError', key: 'FLEET_CAP' }),
+    );
   });
 
   it('reads every optional key', () => {

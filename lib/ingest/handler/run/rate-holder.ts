@@ -5,14 +5,15 @@ import type { RateBudget, RateLease } from '../../../semaphore/rate-types.js';
 import { LEASE_TARGET_S } from '../../../semaphore/tuning.js';
 import { drainBy } from './drain-by.js';
 import type { WriteWatch } from './prefix-write-counts.js';
-import { type PacedTarget, RatePace, type RefusalEvents } from './rate-pace.js';
 
 /** Builds the budget of one prefix, `(name, ceiling) => RateBudget`; called again after a cache eviction. */
 export type RateBudgetFactory = (name: string, ceiling: number) => RateBudget;
 
 /** A tenant's pool as a rate holder steers it (`ExecutorPool` fits). */
-export interface RateHolderPool extends PacedTarget, RefusalEvents {
+export interface RateHolderPool {
   setConcurrency(n: number): void;
+  /** Least ms between two paced starts (`ExecutorPool.setStartInterval`). */
+  setStartInterval(ms: number): void;
   drain?(): Promise<void>;
   on(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
   on(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
@@ -50,32 +51,38 @@ export type HolderResult =
   | { readonly rate: number; readonly releaseError?: unknown }
   | { readonly unavailable: unknown; readonly outOfTurn?: true };
 
-/** Attempts the pool settled while a lease was held: a count of writes when the store counts none. */
-class AttemptCount {
-  count = 0;
-  readonly #listener = () => {
-    this.count++;
+/**
+ * What S3 answered while a lease was held: attempts the pool settled (a count of writes when the store
+ * counts none) and refusals (SlowDown, 503).
+ */
+class LeaseCounts {
+  attempts = 0;
+  throttled = 0;
+  readonly #completed = () => {
+    this.attempts++;
   };
-  readonly #errorListener = (e: PoolEvents['pool:taskError']) => {
-    if (isThrottling(e.error)) this.count++;
+  readonly #failed = (e: PoolEvents['pool:taskError']) => {
+    if (!isThrottling(e.error)) return;
+    this.attempts++;
+    this.throttled++;
   };
 
   constructor(private readonly pool: RateHolderPool) {
-    pool.on('pool:taskCompleted', this.#listener);
-    pool.on('pool:taskError', this.#errorListener);
+    pool.on('pool:taskCompleted', this.#completed);
+    pool.on('pool:taskError', this.#failed);
   }
 
   stop(): void {
-    this.pool.off('pool:taskCompleted', this.#listener);
-    this.pool.off('pool:taskError', this.#errorListener);
+    this.pool.off('pool:taskCompleted', this.#completed);
+    this.pool.off('pool:taskError', this.#failed);
   }
 }
 
 /**
  * One tenant's writes under a share of its prefix's budget (docs/fleet-cap.md, "What a holder does"): ask
  * for the rate that finishes its writes in `LEASE_TARGET_S`, and at least the rate that finishes them in
- * the half of the time left it does not spend waiting; pace the pool at the grant, cut the pace on
- * refusals, drain, and release with what the lease saw. `writes` counts the prefix's write requests
+ * the time left after its wait (at most half the time left); pace the pool at the grant, drain, and
+ * release with what the lease saw. `writes` counts the prefix's write requests
  * (from the container's store) when given, else every settled attempt counts as a write.
  */
 export async function runUnderRate(
@@ -88,9 +95,12 @@ export async function runUnderRate(
 ): Promise<HolderResult> {
   const want = Math.min(budget.ceiling, request.writes / LEASE_TARGET_S);
   const start = now();
-  const halfLeftMs = Math.max(1, (window.deadline - start) / 2);
-  const least = Math.min(want, (request.writes * 1000) / halfLeftMs);
-  const deadline = start + Math.min(request.maxWaitMs ?? halfLeftMs, halfLeftMs);
+  const leftMs = Math.max(2, window.deadline - start);
+  // It waits at most half the time left (less with a turn wait), and a grant taken then must finish its
+  // writes in what remains.
+  const waitMs = Math.min(request.maxWaitMs ?? leftMs / 2, leftMs / 2);
+  const least = Math.min(want, (request.writes * 1000) / (leftMs - waitMs));
+  const deadline = start + waitMs;
   let lease: RateLease;
   try {
     lease = await budget.take(want, { least, deadline, signal: window.signal, leaseMs: window.leaseMs });
@@ -104,26 +114,24 @@ export async function runUnderRate(
       : { unavailable: err };
   }
   const waited = lease.takenAt > start;
-  const attempts = writes === undefined ? new AttemptCount(request.pool) : undefined;
-  const sent = () => writes?.count ?? attempts?.count ?? 0;
-  const pace = new RatePace(request.pool, request.pool, lease.rate, budget.ceiling, sent);
+  const counts = new LeaseCounts(request.pool);
   let releaseError: unknown;
   let released = true;
   try {
+    // Writes start at most `rate` per second; reads are not paced (the store enqueues them unpaced).
+    request.pool.setStartInterval(1000 / lease.rate);
     request.pool.setConcurrency(Math.max(1, request.inFlight));
     await body();
     // No write outlives its lease: in-flight (and timed-out, still settling) work ends first.
     await drainBy(request.pool, window.signal, window.releaseTimeoutMs);
   } finally {
-    pace.stop();
-    attempts?.stop();
+    counts.stop();
     writes?.stop();
-    const throttled = pace.throttled;
+    const { throttled } = counts;
     const report = {
-      accepted: Math.max(0, sent() - throttled),
+      accepted: Math.max(0, (writes?.count ?? counts.attempts) - throttled),
       throttled,
       starved: waited || lease.rate < want,
-      endRate: pace.rate,
     };
     try {
       // Released after the cutoff too (the rate is handed back for others), but bounded: a stalled store

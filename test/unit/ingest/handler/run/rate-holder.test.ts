@@ -69,7 +69,7 @@ function runIdle(budget: RateBudget) {
 }
 
 describe('runUnderRate', () => {
-  it('asks for the rate that finishes its writes in a second, and at least the one that finishes them in half the time left', async () => {
+  it('asks for the rate that finishes its writes in a second, and at least the one that finishes them after its wait', async () => {
     const { budget, takes } = recordingBudget(100);
     const p = pool();
     await runUnderRate(
@@ -99,7 +99,8 @@ describe('runUnderRate', () => {
       () => 0,
     );
     expect(takes[0]!.want).toBe(100);
-    expect(takes[0]!.options.least).toBe(100);
+    // 500 writes in the 9.7 s left after a 300 ms wait.
+    expect(takes[0]!.options.least).toBeCloseTo(500 / 9.7, 10);
     expect(takes[0]!.options.deadline).toBe(300);
   });
 
@@ -120,7 +121,7 @@ describe('runUnderRate', () => {
     expect(result).toEqual({ rate: 20 });
   });
 
-  it('reports what the lease saw: accepted and refused writes, starved when granted less than it wanted, where its pace ended', async () => {
+  it('reports what the lease saw: accepted and refused writes, starved when granted less than it wanted', async () => {
     const { budget, reports } = recordingBudget(20);
     const p = pool();
     const counted = { count: 0, stop: () => {} };
@@ -148,13 +149,12 @@ describe('runUnderRate', () => {
     expect(report.throttled).toBe(2);
     expect(report.accepted).toBe(6);
     expect(report.starved).toBe(true);
-    expect(report.endRate).toBeLessThan(20);
   });
 
   it('is not starved when granted all it asked for, without waiting', async () => {
     const { budget, reports } = recordingBudget(100);
     await runIdle(budget);
-    expect(reports[0]).toMatchObject({ accepted: 0, throttled: 0, starved: false, endRate: 40 });
+    expect(reports[0]).toEqual({ accepted: 0, throttled: 0, starved: false });
   });
 
   it('is starved when it had to wait for its grant', async () => {

@@ -1,0 +1,18 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoRateBudget } from '../../../semaphore/dynamo-rate-budget.js';
+import type { IngestConfig } from '../../config.js';
+import type { RateBudgetFactory } from './rate-holder.js';
+import { releaseTimeoutMs } from './tenant-permits.js';
+
+/**
+ * The handler's prefix budgets in the semaphore table (docs/fleet-cap.md): one item per prefix, its
+ * ceiling `S3_PREFIX_WRITE_RATE`, give-backs bounded like releases (a quarter of `DEADLINE_MARGIN_MS`).
+ */
+export function dynamoRateBudgets(
+  config: IngestConfig,
+  client: DynamoDBClient,
+  tableName: string,
+): RateBudgetFactory {
+  const giveBackTimeoutMs = releaseTimeoutMs(config);
+  return (name, ceiling) => new DynamoRateBudget({ client, tableName, name, ceiling, giveBackTimeoutMs });
+}

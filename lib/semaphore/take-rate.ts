@@ -1,4 +1,5 @@
-import { backoffDelay, sleep, throwIfAborted } from './backoff.js';
+import { type Backoff, ExponentialBackoff } from '../backoff/index.js';
+import { sleep, throwIfAborted } from './backoff.js';
 import { type BudgetHolder, expiredHolders, floorToRateGrid, onRateGrid } from './budget-item.js';
 import { type BudgetContext, BudgetLease } from './budget-lease.js';
 import { SemaphoreTimeoutError } from './errors.js';
@@ -24,8 +25,13 @@ export async function takeRate(budget: TakeContext, want: number, options: TakeO
   const { deadline, signal } = options;
   const fence = newLeaseId();
   const until = budget.now() + options.leaseMs;
+  let wait: Backoff = new ExponentialBackoff({
+    initialDelay: ACQUIRE_BACKOFF_BASE_MS,
+    maxDelay: ACQUIRE_BACKOFF_CAP_MS,
+    random: budget.random,
+  }).next();
   try {
-    for (let attempt = 0; ; attempt++) {
+    for (;;) {
       throwIfAborted(signal);
       const lease = await takeRound(budget, fence, rates, until, signal);
       if (lease !== undefined) {
@@ -38,8 +44,8 @@ export async function takeRate(budget: TakeContext, want: number, options: TakeO
       }
       const now = budget.now();
       if (now >= deadline) throw new SemaphoreTimeoutError(budget.name, options.least, deadline);
-      const delay = backoffDelay(attempt, ACQUIRE_BACKOFF_BASE_MS, ACQUIRE_BACKOFF_CAP_MS, budget.random);
-      await sleep(Math.min(delay, deadline - now), signal);
+      await sleep(Math.min(wait.duration, deadline - now), signal);
+      wait = wait.next();
     }
   } catch (err) {
     // A request cut short by the signal fails with the SDK's AbortError: report the caller's reason.

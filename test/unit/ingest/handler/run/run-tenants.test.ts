@@ -1,23 +1,31 @@
 // runTenants, the run stage: a tenant that cannot run (its Database cannot be opened, its permits cannot be
 // had, its run hits a bug of ours) is redelivered with the right cause and logged with its name, while the
 // other tenants are written. Issue 14's mutation testing of run-tenants.ts found these paths untested.
+// Also: a tenant whose permits others held past its wait is out of turn, the figures the stage counts
+// (permits held, stale writes, its pools' events, failed releases), and how long a tenant waits for its
+// prefix (the turn wait only when all its records can be deferred; more often the more they were received).
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Database } from '../../../../../lib/db/database.js';
 import { MemoryBucket, MemoryObjectStore } from '../../../../../lib/db/memory-object-store.js';
 import { systemClock } from '../../../../../lib/ingest/handler/clock.js';
 import { InvocationDeadline } from '../../../../../lib/ingest/handler/invocation-deadline.js';
 import { planBatch } from '../../../../../lib/ingest/handler/plan/plan-batch.js';
-import { runTenants } from '../../../../../lib/ingest/handler/run/run-tenants.js';
+import { type RunContext, runTenants } from '../../../../../lib/ingest/handler/run/run-tenants.js';
 import { TenantDatabases } from '../../../../../lib/ingest/handler/run/tenant-databases.js';
 import {
   type SemaphoreFactory,
   TenantPermits,
 } from '../../../../../lib/ingest/handler/run/tenant-permits.js';
+import { MAX_DEFERRALS } from '../../../../../lib/ingest/handler/settle/defer-out-of-turn.js';
+import { DEFERRALS_ATTRIBUTE } from '../../../../../lib/ingest/handler/settle/deferral-port.js';
 import { InvocationMetrics } from '../../../../../lib/ingest/handler/settle/invocation-metrics.js';
 import { OutcomeLedger } from '../../../../../lib/ingest/handler/settle/outcome-ledger.js';
 import { ConcurrencyBudget } from '../../../../../lib/pool/concurrency-budget.js';
+import { SemaphoreTimeoutError } from '../../../../../lib/semaphore/errors.js';
 import { MemorySemaphore } from '../../../../../lib/semaphore/memory-semaphore.js';
+import type { AcquireOptions, Lease } from '../../../../../lib/semaphore/types.js';
 import { body, sqsRecord, testConfig } from '../support.js';
 
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -38,24 +46,40 @@ function recordingLogger() {
 
 /** The run stage over a batch of one write per `(tenant, id)`, on the in-memory store. */
 async function runStage(
-  writes: readonly { tenant: string; id: string }[],
+  writes: readonly { tenant: string; id: string; seq?: number }[],
   options: {
     semaphores?: SemaphoreFactory;
     databases?: (real: TenantDatabases) => TenantDatabases;
     env?: Record<string, string>;
+    store?: MemoryObjectStore;
+    /** Changes each record before the plan (receive counts, attributes). */
+    record?: (record: SQSRecord) => void;
+    context?: Pick<RunContext, 'turnWaitMs' | 'deferrable'>;
+    /** The invocation's remaining time (its cutoff is `DEADLINE_MARGIN_MS`, 2 s, before its end). */
+    remainingMs?: number;
   } = {},
 ) {
   const config = testConfig(options.env);
   const real = new TenantDatabases({
     config,
-    store: new MemoryObjectStore({ bucket: new MemoryBucket(`run-tenants-${Math.random()}`) }),
+    store:
+      options.store ?? new MemoryObjectStore({ bucket: new MemoryBucket(`run-tenants-${Math.random()}`) }),
     budget: new ConcurrencyBudget(config.poolConcurrency),
   });
   cleanup.push(() => real.close());
-  const records = writes.map((w, i) => sqsRecord(body({ tenant: w.tenant, id: w.id }), `m-${i}`));
+  const records = writes.map((w, i) =>
+    sqsRecord(body({ tenant: w.tenant, id: w.id, ...(w.seq === undefined ? {} : { seq: w.seq }) }), `m-${i}`),
+  );
+  for (const record of records) options.record?.(record);
   const plan = planBatch(records, config.resources);
   const ledger = new OutcomeLedger(records);
-  const deadline = new InvocationDeadline(systemClock, Date.now(), 30_000, config.deadlineMarginMs, 1_000);
+  const deadline = new InvocationDeadline(
+    systemClock,
+    Date.now(),
+    options.remainingMs ?? 30_000,
+    config.deadlineMarginMs,
+    1_000,
+  );
   cleanup.push(() => deadline.dispose());
   const metrics = new InvocationMetrics();
   cleanup.push(() => metrics.detach());
@@ -70,9 +94,34 @@ async function runStage(
       leaseMs: 40_000,
       metrics,
       logger,
+      ...options.context,
     },
   );
   return { ledger, lines, metrics, databases: real };
+}
+
+/** Ten writes of one tenant: enough for it to take its prefix lease (fewer take none). */
+const largeTenant = (tenant = 'acme') =>
+  Array.from({ length: 10 }, (_, i) => ({ tenant, id: `${tenant}-${i}` }));
+
+/** Memory semaphores that record what each acquire asked for and each lease granted. */
+function recordingSemaphores(change: { release?: (lease: Lease) => Promise<void> } = {}) {
+  const acquires: { name: string; options: AcquireOptions }[] = [];
+  const granted: number[] = [];
+  const semaphores: SemaphoreFactory = (name, limit) => {
+    const inner = new MemorySemaphore({ name, limit });
+    return {
+      name,
+      limit,
+      acquire: async (k, options = {}) => {
+        acquires.push({ name, options });
+        const lease = await inner.acquire(k, options);
+        granted.push(lease.permits);
+        return change.release === undefined ? lease : { ...lease, release: () => change.release!(lease) };
+      },
+    };
+  };
+  return { semaphores, acquires, granted };
 }
 
 describe('runTenants', () => {
@@ -178,5 +227,157 @@ describe('runTenants', () => {
     // No stage gave these records an outcome: the response redelivers them (as unexpected).
     expect(ledger.fateOf('m-0')).toBeUndefined();
     expect(ledger.response().batchItemFailures).toHaveLength(2);
+  });
+  it('a tenant whose permits others held past its wait is out of turn; its records keep that outcome', async () => {
+    const timeout = new SemaphoreTimeoutError('prefix:acme', 1, Date.now());
+    const semaphores: SemaphoreFactory = (name, limit) =>
+      name.includes('t=acme/')
+        ? { name, limit, acquire: () => Promise.reject(timeout) }
+        : new MemorySemaphore({ name, limit });
+    const { ledger, lines } = await runStage([...largeTenant('acme'), { tenant: 'globex', id: 'g-1' }], {
+      semaphores,
+    });
+    for (let i = 0; i < 10; i++)
+      expect(ledger.fateOf(`m-${i}`)).toEqual({ state: 'out-of-turn', error: timeout });
+    expect(ledger.fateOf('m-10')).toEqual({ state: 'written' });
+    expect(lines).toEqual([]);
+  });
+
+  it('counts the permits its tenants held and the stale writes', async () => {
+    const store = new MemoryObjectStore({ bucket: new MemoryBucket(`run-tenants-${Math.random()}`) });
+    const { semaphores, granted } = recordingSemaphores();
+    // Explicit seqs: a redelivery is then the same writes, not newer ones.
+    const writes = largeTenant().map((w, i) => ({ ...w, seq: i + 1 }));
+    const first = await runStage(writes, { semaphores, store });
+    expect(granted).toHaveLength(1);
+    expect(granted[0]).toBeGreaterThan(0);
+    expect(first.metrics.counts.PermitsHeld).toBe(granted[0]);
+    expect(first.metrics.counts.StaleWrites).toBe(0);
+    // The same messages again (a redelivery): every write is already stored, so each is stale.
+    const again = await runStage(writes, { semaphores, store });
+    expect(again.ledger.response().batchItemFailures).toEqual([]);
+    expect(again.metrics.counts.StaleWrites).toBe(10);
+  });
+
+  it("counts its tenants' pool events: a write S3 slowed down and retried", async () => {
+    const store = new MemoryObjectStore({ bucket: new MemoryBucket(`run-tenants-${Math.random()}`) });
+    const put = store.put.bind(store);
+    let calls = 0;
+    vi.spyOn(store, 'put').mockImplementation(async (input, options) => {
+      if (++calls === 1)
+        throw Object.assign(new Error('slow down'), {
+          name: 'SlowDown',
+          $fault: 'server',
+          $metadata: { httpStatusCode: 503 },
+        });
+      return put(input, options);
+    });
+    const { ledger, metrics } = await runStage([{ tenant: 'acme', id: 'a-1' }], {
+      store,
+      env: { WRITE_RETRIES: '1' },
+    });
+    expect(ledger.fateOf('m-0')).toEqual({ state: 'written' });
+    expect(metrics.counts).toMatchObject({ S3SlowDowns: 1, Retries: 1 });
+  });
+
+  it('a failed release is counted and logged with its semaphore; the written records stay written', async () => {
+    const lost = new Error('release timed out');
+    const { semaphores } = recordingSemaphores({
+      release: async (lease) => {
+        await lease.release();
+        throw lost;
+      },
+    });
+    const { ledger, lines, metrics } = await runStage(largeTenant(), { semaphores });
+    expect(ledger.response().batchItemFailures).toEqual([]);
+    expect(metrics.permitReleaseFailures).toBe(1);
+    expect(lines).toEqual([
+      {
+        level: 'warn',
+        message: 'permit release failed: the lease expires by itself; outcomes unchanged',
+        fields: { semaphore: expect.stringContaining('t=acme/'), error: lost },
+      },
+    ]);
+  });
+
+  it('a tenant asks for its prefix more often the more its records were received and deferred', async () => {
+    const { semaphores, acquires } = recordingSemaphores();
+    await runStage(largeTenant(), {
+      semaphores,
+      record: (record) => {
+        record.attributes.ApproximateReceiveCount = '3';
+        record.messageAttributes = { [DEFERRALS_ATTRIBUTE]: { dataType: 'Number', stringValue: '1' } };
+      },
+    });
+    // PREFIX_ACQUIRE_BACKOFF_CAP_MS (100) over 3 receives + 1 deferral.
+    expect(acquires.map((a) => a.options.backoffCapMs)).toEqual([25]);
+  });
+
+  it('waits turnWaitMs for its permits only when every record of the tenant can be deferred', async () => {
+    const waitOf = async (context: Pick<RunContext, 'turnWaitMs' | 'deferrable'>) => {
+      const { semaphores, acquires } = recordingSemaphores();
+      const before = Date.now();
+      await runStage(largeTenant(), { semaphores, context });
+      expect(acquires).toHaveLength(1);
+      return acquires[0]!.options.deadline! - before;
+    };
+    // The deadline's window is 30 s: without a turn wait the tenant waits until close to its cutoff.
+    expect(await waitOf({})).toBeGreaterThan(20_000);
+    const turn = await waitOf({ turnWaitMs: 50 });
+    expect(turn).toBeGreaterThanOrEqual(50);
+    expect(turn).toBeLessThan(1_000);
+    expect(await waitOf({ turnWaitMs: 50, deferrable: () => true })).toBeLessThan(1_000);
+    // One record the deferral port could not take keeps the whole tenant waiting until the cutoff, also
+    // when it shares its chain (its record) with records the port could take.
+    expect(await waitOf({ turnWaitMs: 50, deferrable: (id) => id !== 'm-3' })).toBeGreaterThan(20_000);
+    const { semaphores, acquires } = recordingSemaphores();
+    const before = Date.now();
+    const sameRecord = largeTenant().map((w) => ({ ...w, id: 'a-1' }));
+    await runStage(sameRecord, {
+      semaphores,
+      context: { turnWaitMs: 50, deferrable: (id) => id !== 'm-9' },
+    });
+    expect(acquires[0]!.options.deadline! - before).toBeGreaterThan(20_000);
+  });
+
+  it('a tenant still waiting for its permits at the cutoff is redelivered, not out of turn', async () => {
+    // Waits until the invocation's signal aborts (its cutoff, 200 ms in), as a semaphore waiting for holders.
+    const semaphores: SemaphoreFactory = (name, limit) => ({
+      name,
+      limit,
+      acquire: (_k, options = {}) =>
+        new Promise((_, reject) =>
+          options.signal?.addEventListener('abort', () => reject(options.signal?.reason)),
+        ),
+    });
+    const { ledger, lines } = await runStage(largeTenant(), {
+      semaphores,
+      remainingMs: 2_200,
+      context: { turnWaitMs: 50 },
+    });
+    expect(ledger.fateOf('m-0')).toMatchObject({
+      state: 'redeliver',
+      cause: 'permits-unavailable',
+      error: expect.any(SemaphoreTimeoutError),
+    });
+    expect(ledger.response().batchItemFailures).toHaveLength(10);
+    expect(lines).toMatchObject([
+      { level: 'warn', message: 'no semaphore permits: tenant writes redelivered' },
+    ]);
+  });
+
+  it('a tenant that cannot be deferred (deferred too often already) waits until the cutoff', async () => {
+    const { semaphores, acquires } = recordingSemaphores();
+    const before = Date.now();
+    await runStage(largeTenant(), {
+      semaphores,
+      context: { turnWaitMs: 50 },
+      record: (record) => {
+        record.messageAttributes = {
+          [DEFERRALS_ATTRIBUTE]: { dataType: 'Number', stringValue: String(MAX_DEFERRALS) },
+        };
+      },
+    });
+    expect(acquires[0]!.options.deadline! - before).toBeGreaterThan(20_000);
   });
 });

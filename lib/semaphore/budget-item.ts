@@ -12,18 +12,23 @@ import type {
  *   sk           S  "budget"
  *   budget       N  writes per second the fleet may send now
  *   free         N  budget minus the holders' rates; negative after a decrease while leases are held
- *   holders      M  { "<fence>": { r: N (rate), until: N (epoch ms), at: N (epoch ms granted) } }
+ *   holders      M  { "<fence>": { r: N (rate), until: N (epoch ms), at: N (epoch ms granted),
+ *                       due: N (epoch ms the holder expects to be done) } }
  *   decreasedAt  N  epoch ms of the last decrease (0: never)
  *
  * Every write keeps `free = budget - sum(holders[*].r)`. Every attribute goes through a placeholder, and a
  * request names only the placeholders its expressions use (DynamoDB rejects unused ones).
  */
 
-/** One holder's entry: its granted rate, when its lease ends and when it was granted (epoch ms). */
+/**
+ * One holder's entry: its granted rate, when its lease ends, when it was granted, and when it expects to
+ * be done (its writes at its rate; absent when it did not say), all epoch ms.
+ */
 export interface BudgetHolder {
   readonly r: number;
   readonly until: number;
   readonly at: number;
+  readonly due?: number;
 }
 
 /** The budget item as read. */
@@ -146,7 +151,14 @@ export function takeRequest(
     '#free >= :need AND attribute_not_exists(#holders.#f)',
     { '#f': fence },
     {
-      ':entry': { M: { r: num(holder.r), until: num(holder.until), at: num(holder.at) } },
+      ':entry': {
+        M: {
+          r: num(holder.r),
+          until: num(holder.until),
+          at: num(holder.at),
+          ...(holder.due === undefined ? {} : { due: num(holder.due) }),
+        },
+      },
       ':g': num(holder.r),
       ':need': num(need),
     },
@@ -233,6 +245,22 @@ export function reclaimRequest(
   return { input, freed };
 }
 
+/**
+ * When `least` will be free by what the holders said (each gives its rate back at its `due`): `now` when
+ * it is free already, or when a holder needed for it is past its due or said nothing (it may be done any
+ * moment: poll); `Infinity` when not even every holder's rate would make it.
+ */
+export function freeAt(free: number, holders: Iterable<BudgetHolder>, least: number, now: number): number {
+  if (free >= least) return now;
+  let freed = free;
+  const dueOf = (h: BudgetHolder) => h.due ?? Number.NEGATIVE_INFINITY;
+  for (const holder of [...holders].sort((a, b) => dueOf(a) - dueOf(b))) {
+    freed += holder.r;
+    if (freed >= least) return Math.max(now, dueOf(holder));
+  }
+  return Number.POSITIVE_INFINITY;
+}
+
 /** The holders whose lease ended before `now`: any reader may reclaim their rates. */
 export function expiredHolders(item: BudgetItem, now: number): [string, BudgetHolder][] {
   return [...item.holders].filter(([, holder]) => holder.until < now);
@@ -246,7 +274,12 @@ export function parseBudgetItem(raw: Record<string, AttributeValue> | undefined)
   const holders = new Map<string, BudgetHolder>();
   for (const [fence, value] of Object.entries(raw.holders?.M ?? {})) {
     const entry = value.M ?? {};
-    holders.set(fence, { r: numberOf(entry.r), until: numberOf(entry.until), at: numberOf(entry.at) });
+    holders.set(fence, {
+      r: numberOf(entry.r),
+      until: numberOf(entry.until),
+      at: numberOf(entry.at),
+      ...(entry.due === undefined ? {} : { due: numberOf(entry.due) }),
+    });
   }
   const item = {
     budget: numberOf(raw.budget),
@@ -258,7 +291,7 @@ export function parseBudgetItem(raw: Record<string, AttributeValue> | undefined)
     item.budget,
     item.free,
     item.decreasedAt,
-    ...[...holders.values()].flatMap((h) => [h.r, h.until, h.at]),
+    ...[...holders.values()].flatMap((h) => [h.r, h.until, h.at, h.due ?? 0]),
   ];
   if (broken.some((n) => !Number.isFinite(n)))
     throw new TypeError(`budget item ${raw.pk?.S ?? '?'} is not a budget item: ${JSON.stringify(raw)}`);

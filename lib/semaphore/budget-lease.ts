@@ -2,7 +2,7 @@ import { withAbortReason } from './abort-reason.js';
 import { type BudgetHolder, onRateGrid } from './budget-item.js';
 import type { BudgetStore } from './budget-store.js';
 import { checkReport } from './rate-budget-checks.js';
-import { budgetAfter } from './rate-law.js';
+import { nextRate } from './rate-law.js';
 import type { LeaseReport, RateLease } from './rate-types.js';
 
 /** What a lease needs of the budget it was taken from. */
@@ -53,7 +53,7 @@ export class BudgetLease implements RateLease {
   async #release(report: LeaseReport, signal: AbortSignal | undefined): Promise<void> {
     const { store, ceiling, now, giveBackTimeoutMs } = this.budget;
     const bound = signal ?? AbortSignal.timeout(giveBackTimeoutMs);
-    const after = onRateGrid(budgetAfter(this.read, report, this.rate, ceiling));
+    const after = onRateGrid(nextRate(this.read, report, ceiling));
     await withAbortReason(
       bound,
       (async () => {

@@ -60,6 +60,4 @@ export function checkReport(name: string, report: LeaseReport): void {
     throw fail(`throttled must be a count >= 0, got ${String(report.throttled)}`);
   if (typeof report.starved !== 'boolean')
     throw fail(`starved must be a boolean, got ${String(report.starved)}`);
-  if (report.endRate !== undefined && !isPositive(report.endRate))
-    throw fail(`endRate must be a positive number of writes per second, got ${String(report.endRate)}`);
 }

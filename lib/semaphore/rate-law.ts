@@ -1,4 +1,4 @@
-import type { LeaseReport, WriteRound } from './rate-types.js';
+import type { WriteRound } from './rate-types.js';
 import {
   INCREASE_SHARE,
   MAX_DECREASE,
@@ -16,15 +16,16 @@ export function overloaded(round: WriteRound): boolean {
 /**
  * The fleet cap's control law (docs/fleet-cap.md#the-control-law): the rate after one round of writes.
  * Overloaded: cut in proportion to the share refused (a prefix sending `x` where `a` is accepted sees
- * `1 - a/x` refused, so `x (1 - share)` is `a`), at most by half. Starved and nothing refused beyond noise:
- * add `INCREASE_SHARE` of the ceiling. Otherwise hold. Always within `[ceiling x MIN_BUDGET_SHARE, ceiling]`.
+ * `1 - a/x` refused, so `x (1 - share)` is `a`), at most by half. Starved and nothing refused: add
+ * `INCREASE_SHARE` of the ceiling (a round with a stray refusal is at the limit already: it holds).
+ * Otherwise hold. Always within `[ceiling x MIN_BUDGET_SHARE, ceiling]`.
  */
 export function nextRate(rate: number, round: WriteRound, ceiling: number): number {
   let next = rate;
   if (overloaded(round)) {
     const share = round.throttled / (round.accepted + round.throttled);
     next = rate * Math.max(MAX_DECREASE, 1 - share);
-  } else if (round.starved && round.throttled <= TOLERATED_THROTTLES) {
+  } else if (round.starved && round.throttled === 0) {
     next = rate + ceiling * INCREASE_SHARE;
   }
   return clampRate(next, ceiling);
@@ -33,16 +34,4 @@ export function nextRate(rate: number, round: WriteRound, ceiling: number): numb
 /** `rate` within `[ceiling x MIN_BUDGET_SHARE, ceiling]`. */
 export function clampRate(rate: number, ceiling: number): number {
   return Math.min(ceiling, Math.max(ceiling * MIN_BUDGET_SHARE, rate));
-}
-
-/**
- * The budget after a lease's release: the law applied to the whole lease, and no higher than where the
- * holder's own pace ended (`report.endRate` over its grant: the freshest measure of what the service
- * accepts). `granted` is the lease's rate.
- */
-export function budgetAfter(budget: number, report: LeaseReport, granted: number, ceiling: number): number {
-  const law = nextRate(budget, report, ceiling);
-  const endRate = report.endRate ?? granted;
-  if (!(endRate < granted) || granted <= 0) return law;
-  return clampRate(Math.min(law, budget * Math.max(MAX_DECREASE, endRate / granted)), ceiling);
 }

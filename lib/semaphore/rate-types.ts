@@ -12,14 +12,8 @@ export interface WriteRound {
   readonly starved: boolean;
 }
 
-/** What a lease saw, reported in its release: the round, and the pace the holder ended at. */
-export interface LeaseReport extends WriteRound {
-  /**
-   * Writes per second the holder was pacing at when it released, after its own cuts (`nextRate` applied
-   * within the lease); absent or equal to the grant when it never cut. @default the granted rate
-   */
-  readonly endRate?: number;
-}
+/** What a lease saw, reported in its release: the control law moves the budget by it. */
+export type LeaseReport = WriteRound;
 
 /** Options of one `RateBudget.take`. */
 export interface TakeOptions {
@@ -34,6 +28,13 @@ export interface TakeOptions {
   readonly signal?: AbortSignal;
   /** How long the lease lasts, ms from the call (the invocation's remaining time plus a margin). */
   readonly leaseMs: number;
+  /**
+   * Writes the holder will make under the lease. Its entry then says when it expects to be done (its
+   * writes at its rate), and waiters sleep until enough holders are due instead of polling; one whose turn
+   * cannot come before its deadline rejects at once (`SemaphoreTimeoutError.freeAt`).
+   * @default undefined (the holder is due at its lease end)
+   */
+  readonly writes?: number;
 }
 
 /** A share of a prefix's budget, held from `take` until `release` or `expiresAt`. */

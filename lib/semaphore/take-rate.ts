@@ -1,6 +1,6 @@
 import { type Backoff, ExponentialBackoff } from '../backoff/index.js';
 import { sleep, throwIfAborted } from './backoff.js';
-import { type BudgetHolder, expiredHolders, floorToRateGrid, onRateGrid } from './budget-item.js';
+import { type BudgetHolder, expiredHolders, floorToRateGrid, freeAt, onRateGrid } from './budget-item.js';
 import { type BudgetContext, BudgetLease } from './budget-lease.js';
 import { SemaphoreTimeoutError } from './errors.js';
 import { newLeaseId } from './lease-id.js';
@@ -16,24 +16,23 @@ export interface TakeContext extends BudgetContext {
 /**
  * `RateBudget.take` over a store (docs/fleet-cap.md#what-a-holder-does): each round reads the item
  * (creating it at the ceiling when missing), reclaims expired holders, and takes `min(want, free)` when at
- * least `least` is free (the whole budget, when that is less); a round that finds too little free or loses
- * the race backs off with full jitter and reads again, until the deadline (`SemaphoreTimeoutError`) or the
- * signal (its reason). Rejected means holding nothing that could be given back.
+ * least `least` is free (the whole budget, when that is less). A round that finds too little free sleeps
+ * until the holders in the way said they would be done (`BudgetHolder.due`), or rejects at once when that
+ * is past the deadline (`SemaphoreTimeoutError.freeAt`: the caller can come back then); a round that loses
+ * the race, or finds holders past their due, backs off with full jitter and reads again, until the deadline
+ * (`SemaphoreTimeoutError`) or the signal (its reason). Rejected means holding nothing that could be given
+ * back.
  */
 export async function takeRate(budget: TakeContext, want: number, options: TakeOptions): Promise<RateLease> {
   const rates = checkTake(budget.name, budget.ceiling, want, options);
   const { deadline, signal } = options;
   const fence = newLeaseId();
   const until = budget.now() + options.leaseMs;
-  let wait: Backoff = new ExponentialBackoff({
-    initialDelay: ACQUIRE_BACKOFF_BASE_MS,
-    maxDelay: ACQUIRE_BACKOFF_CAP_MS,
-    random: budget.random,
-  }).next();
+  let wait: Backoff = firstWait(budget);
   try {
     for (;;) {
       throwIfAborted(signal);
-      const lease = await takeRound(budget, fence, rates, until, signal);
+      const { lease, freeAt: due } = await takeRound(budget, fence, rates, until, options.writes, signal);
       if (lease !== undefined) {
         // The signal may have aborted while the take was in flight.
         if (signal?.aborted) {
@@ -43,7 +42,15 @@ export async function takeRate(budget: TakeContext, want: number, options: TakeO
         return lease;
       }
       const now = budget.now();
+      if (due > deadline) throw new SemaphoreTimeoutError(budget.name, options.least, deadline, due);
       if (now >= deadline) throw new SemaphoreTimeoutError(budget.name, options.least, deadline);
+      if (due > now) {
+        // The holders in the way said when they would be done: read again then, and poll from the base
+        // delay if they run late.
+        await sleep(Math.min(due, deadline) - now, signal);
+        wait = firstWait(budget);
+        continue;
+      }
       await sleep(Math.min(wait.duration, deadline - now), signal);
       wait = wait.next();
     }
@@ -54,21 +61,34 @@ export async function takeRate(budget: TakeContext, want: number, options: TakeO
   }
 }
 
-/** One round: a lease, or `undefined` when too little is free or another taker won the race. */
+/** The first wait of a polling run: full jitter over the base delay, doubling to the cap. */
+function firstWait(budget: TakeContext): Backoff {
+  return new ExponentialBackoff({
+    initialDelay: ACQUIRE_BACKOFF_BASE_MS,
+    maxDelay: ACQUIRE_BACKOFF_CAP_MS,
+    random: budget.random,
+  }).next();
+}
+
+/**
+ * One round: a lease; or none, with when `least` should be free by the holders' due times (`now` when it
+ * was free and another taker won the race, or the holders in the way are late).
+ */
 async function takeRound(
   budget: TakeContext,
   fence: string,
   rates: { readonly want: number; readonly least: number },
   until: number,
+  writes: number | undefined,
   signal: AbortSignal | undefined,
-): Promise<BudgetLease | undefined> {
+): Promise<{ readonly lease?: BudgetLease; readonly freeAt: number }> {
   const { store, ceiling } = budget;
   let item = await store.read(signal);
   if (item === undefined) {
     await store.create(ceiling, signal);
     // Read what is stored: a racing creator may have written another ceiling.
     item = await store.read(signal);
-    if (item === undefined) return undefined;
+    if (item === undefined) return { freeAt: budget.now() };
   }
   const now = budget.now();
   const expired = expiredHolders(item, now);
@@ -79,11 +99,22 @@ async function takeRound(
   // A budget cut below `least` is had whole once nothing holds it: increases come only from releases, so
   // a budget no taker could take would never rise again.
   const whole = floorToRateGrid(Math.min(item.budget, ceiling));
-  if (free < Math.max(1e-6, Math.min(rates.least, whole))) return undefined;
-  const holder: BudgetHolder = { r: Math.min(rates.want, free), until, at: now };
+  const least = Math.max(1e-6, Math.min(rates.least, whole));
+  if (free < least) {
+    const left = [...item.holders].filter(([f]) => !expired.some(([e]) => e === f)).map(([, h]) => h);
+    return { freeAt: freeAt(free, left, least, now) };
+  }
+  const r = Math.min(rates.want, free);
+  // Due when its writes are done at its rate, when it said how many it makes.
+  const holder: BudgetHolder =
+    writes === undefined
+      ? { r, until, at: now }
+      : { r, until, at: now, due: Math.min(until, Math.ceil(now + (writes * 1000) / r)) };
   try {
     const took = await store.take(fence, holder, onRateGrid(holder.r + excess), signal);
-    return took ? new BudgetLease(budget, fence, holder, item.budget) : undefined;
+    return took
+      ? { lease: new BudgetLease(budget, fence, holder, item.budget), freeAt: now }
+      : { freeAt: now };
   } catch (err) {
     // The take may have landed with its answer lost: give it back (a no-op if it never landed).
     await giveBack(budget, fence, holder.r);

@@ -32,13 +32,14 @@ describe.each([memoryBackend(), dynamoBackend()])('RateBudget contract: $kind', 
     b: { budget: RateBudget; clock: { now(): number } },
     want: number,
     least = 1,
-    more: { deadline?: number; signal?: AbortSignal; leaseMs?: number } = {},
+    more: { deadline?: number; signal?: AbortSignal; leaseMs?: number; writes?: number } = {},
   ) =>
     b.budget.take(want, {
       least,
       deadline: more.deadline ?? b.clock.now() + FAR,
       leaseMs: more.leaseMs ?? FAR,
       ...(more.signal === undefined ? {} : { signal: more.signal }),
+      ...(more.writes === undefined ? {} : { writes: more.writes }),
     });
   const stored = async (name: string): Promise<StoredBudget> => {
     const item = await backend.stored(name);
@@ -70,6 +71,45 @@ describe.each([memoryBackend(), dynamoBackend()])('RateBudget contract: $kind', 
     const lease = await waiting;
     expect(lease.rate).toBe(50);
     expect(await stored(b.name)).toMatchObject({ budget: 100, free: 50, held: 50 });
+  });
+
+  it('a holder that says how many writes it makes is due when they are done at its rate', async () => {
+    const b = fresh('due', 100);
+    const holder = await take(b, 80, 1, { writes: 40 });
+    expect((await stored(b.name)).holders[holder.fence]).toEqual({
+      r: 80,
+      until: holder.expiresAt,
+      at: holder.takenAt,
+      due: holder.takenAt + 500,
+    });
+  });
+
+  it('a waiter sleeps until the holders in its way are due, instead of polling', async () => {
+    const b = fresh('due-wait', 100);
+    // 4 writes at 80 per second: due 50 ms after the take, on the budget's clock.
+    const holder = await take(b, 80, 1, { writes: 4 });
+    let got: number | undefined;
+    const waiting = take(b, 50, 40).then((lease) => {
+      got = lease.rate;
+      return lease;
+    });
+    // It reads, sleeps to the due time, reads again (the holder is not done on this clock), never jitters.
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(got).toBeUndefined();
+    expect(b.clock.backoffs).toBe(0);
+    await holder.release(CLEAN);
+    expect((await waiting).rate).toBe(50);
+  });
+
+  it('a waiter whose deadline comes before the holders are due gives up at once, saying when they will be', async () => {
+    const b = fresh('due-early', 100);
+    const holder = await take(b, 100, 1, { writes: 1_000 });
+    const deadline = b.clock.now() + 1_000;
+    const error = await take(b, 10, 10, { deadline }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SemaphoreTimeoutError);
+    expect(error).toMatchObject({ deadline, freeAt: holder.takenAt + 10_000 });
+    expect(b.clock.backoffs).toBe(0);
+    expect(Object.keys((await stored(b.name)).holders)).toEqual([holder.fence]);
   });
 
   it('a take that times out or is aborted holds nothing', async () => {

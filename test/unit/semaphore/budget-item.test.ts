@@ -5,6 +5,7 @@ import {
   ceilToRateGrid,
   createBudgetRequest,
   floorToRateGrid,
+  freeAt,
   onRateGrid,
   parseBudgetItem,
   reclaimRequest,
@@ -43,11 +44,15 @@ describe('budget item requests', () => {
   });
 
   it('takes on free >= need for a fence that holds nothing', () => {
-    const input = takeRequest('t', 'p', 'F1', { r: 30, until: 2_000, at: 1_000 }, 40);
+    const input = takeRequest('t', 'p', 'F1', { r: 30, until: 2_000, at: 1_000, due: 1_500 }, 40);
     expect(input.UpdateExpression).toBe('SET #holders.#f = :entry, #free = #free - :g');
     expect(input.ConditionExpression).toBe('#free >= :need AND attribute_not_exists(#holders.#f)');
     expect(input.ExpressionAttributeNames?.['#f']).toBe('F1');
-    expect(input.ExpressionAttributeValues).toMatchObject({ ':g': { N: '30' }, ':need': { N: '40' } });
+    expect(input.ExpressionAttributeValues).toMatchObject({
+      ':g': { N: '30' },
+      ':need': { N: '40' },
+      ':entry': { M: { r: { N: '30' }, until: { N: '2000' }, at: { N: '1000' }, due: { N: '1500' } } },
+    });
     expectPlaceholdersMatch(input);
   });
 
@@ -77,7 +82,10 @@ describe('budget item requests', () => {
   });
 
   it('reclaims at most 25 holders per write, each only if unchanged', () => {
-    const expired = Array.from({ length: 30 }, (_, i) => [`F${i}`, { r: 0.5, until: i, at: 0 }] as const);
+    const expired = Array.from(
+      { length: 30 },
+      (_, i) => [`F${i}`, { r: 0.5, until: i, at: 0, due: i }] as const,
+    );
     const { input, freed } = reclaimRequest('t', 'p', expired);
     expect(freed).toBe(12.5);
     expect(input.UpdateExpression?.match(/#holders\.#h\d+/g)).toHaveLength(25);
@@ -106,14 +114,47 @@ describe('parseBudgetItem', () => {
       budget: { N: '50.5' },
       free: { N: '-10' },
       decreasedAt: { N: '7' },
-      holders: { M: { F1: { M: { r: { N: '60.5' }, until: { N: '9' }, at: { N: '3' } } } } },
+      holders: {
+        M: {
+          F1: { M: { r: { N: '60.5' }, until: { N: '9' }, at: { N: '3' }, due: { N: '5' } } },
+          // An entry that announced nothing.
+          F2: { M: { r: { N: '1' }, until: { N: '8' }, at: { N: '3' } } },
+        },
+      },
     });
     expect(item).toEqual({
       budget: 50.5,
       free: -10,
       decreasedAt: 7,
-      holders: new Map([['F1', { r: 60.5, until: 9, at: 3 }]]),
+      holders: new Map([
+        ['F1', { r: 60.5, until: 9, at: 3, due: 5 }],
+        ['F2', { r: 1, until: 8, at: 3 }],
+      ]),
     });
+  });
+});
+
+describe('freeAt', () => {
+  const holder = (r: number, due: number) => ({ r, until: 10_000, at: 0, due });
+
+  it('is now when least is free already', () => {
+    expect(freeAt(5, [holder(10, 500)], 5, 100)).toBe(100);
+  });
+
+  it('is the due time of the holder whose rate makes least free, earliest first', () => {
+    const holders = [holder(10, 900), holder(10, 300), holder(10, 600)];
+    expect(freeAt(0, holders, 10, 100)).toBe(300);
+    expect(freeAt(0, holders, 15, 100)).toBe(600);
+    expect(freeAt(-10, holders, 15, 100)).toBe(900);
+  });
+
+  it('counts a holder past its due, or one that said nothing, as due now', () => {
+    expect(freeAt(0, [holder(10, 50)], 10, 100)).toBe(100);
+    expect(freeAt(0, [{ r: 10, until: 10_000, at: 0 }, holder(10, 900)], 10, 100)).toBe(100);
+  });
+
+  it('is infinity when every holder together would not free least', () => {
+    expect(freeAt(0, [holder(1, 200), holder(2, 300)], 10, 100)).toBe(Number.POSITIVE_INFINITY);
   });
 
   it('refuses an item that is not a budget item', () => {

@@ -91,7 +91,6 @@ describe('release report', () => {
     ['accepted', { accepted: -1, throttled: 0, starved: false }],
     ['throttled', { accepted: 1, throttled: Number.NaN, starved: false }],
     ['starved', { accepted: 1, throttled: 0, starved: 'yes' as unknown as boolean }],
-    ['endRate', { accepted: 1, throttled: 0, starved: false, endRate: 0 }],
   ];
   for (const [field, report] of bad) {
     it(`refuses a bad ${field} with InvalidPermitRequestError, before releasing anything`, async () => {

@@ -5,15 +5,14 @@ import type { RateBudget, RateLease } from '../../../semaphore/rate-types.js';
 import { LEASE_TARGET_S } from '../../../semaphore/tuning.js';
 import { drainBy } from './drain-by.js';
 import type { WriteWatch } from './prefix-write-counts.js';
+import { type PacedTarget, RatePace, type RefusalEvents } from './rate-pace.js';
 
 /** Builds the budget of one prefix, `(name, ceiling) => RateBudget`; called again after a cache eviction. */
 export type RateBudgetFactory = (name: string, ceiling: number) => RateBudget;
 
 /** A tenant's pool as a rate holder steers it (`ExecutorPool` fits). */
-export interface RateHolderPool {
+export interface RateHolderPool extends PacedTarget, RefusalEvents {
   setConcurrency(n: number): void;
-  /** Least ms between two paced starts (`ExecutorPool.setStartInterval`). */
-  setStartInterval(ms: number): void;
   drain?(): Promise<void>;
   on(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
   on(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
@@ -51,20 +50,14 @@ export type HolderResult =
   | { readonly rate: number; readonly releaseError?: unknown }
   | { readonly unavailable: unknown; readonly outOfTurn?: true };
 
-/**
- * What S3 answered while a lease was held: attempts the pool settled (a count of writes when the store
- * counts none) and refusals (SlowDown, 503).
- */
-class LeaseCounts {
-  attempts = 0;
-  throttled = 0;
+/** Attempts the pool settled while a lease was held: a count of writes when the store counts none. */
+class AttemptCount {
+  count = 0;
   readonly #completed = () => {
-    this.attempts++;
+    this.count++;
   };
   readonly #failed = (e: PoolEvents['pool:taskError']) => {
-    if (!isThrottling(e.error)) return;
-    this.attempts++;
-    this.throttled++;
+    if (isThrottling(e.error)) this.count++;
   };
 
   constructor(private readonly pool: RateHolderPool) {
@@ -81,8 +74,8 @@ class LeaseCounts {
 /**
  * One tenant's writes under a share of its prefix's budget (docs/fleet-cap.md, "What a holder does"): ask
  * for the rate that finishes its writes in `LEASE_TARGET_S`, and at least the rate that finishes them in
- * the time left after its wait (at most half the time left); pace the pool at the grant, drain, and
- * release with what the lease saw. `writes` counts the prefix's write requests
+ * the time left after its wait (at most half the time left); pace the pool at the grant (cut per round on
+ * refusals, `RatePace`), drain, and release with what the lease saw. `writes` counts the prefix's write requests
  * (from the container's store) when given, else every settled attempt counts as a write.
  */
 export async function runUnderRate(
@@ -103,7 +96,13 @@ export async function runUnderRate(
   const deadline = start + waitMs;
   let lease: RateLease;
   try {
-    lease = await budget.take(want, { least, deadline, signal: window.signal, leaseMs: window.leaseMs });
+    lease = await budget.take(want, {
+      least,
+      deadline,
+      signal: window.signal,
+      leaseMs: window.leaseMs,
+      writes: request.writes,
+    });
   } catch (err) {
     writes?.stop();
     // Out of time, aborted, or the store unreachable: only this tenant's writes are redelivered.
@@ -114,22 +113,25 @@ export async function runUnderRate(
       : { unavailable: err };
   }
   const waited = lease.takenAt > start;
-  const counts = new LeaseCounts(request.pool);
+  const attempts = writes === undefined ? new AttemptCount(request.pool) : undefined;
+  const sent = () => writes?.count ?? attempts?.count ?? 0;
+  // Writes start at most `rate` per second (reads are not paced: the store enqueues them unpaced), cut
+  // within the lease when S3 refuses more than noise.
+  const pace = new RatePace(request.pool, request.pool, lease.rate, budget.ceiling, sent);
   let releaseError: unknown;
   let released = true;
   try {
-    // Writes start at most `rate` per second; reads are not paced (the store enqueues them unpaced).
-    request.pool.setStartInterval(1000 / lease.rate);
     request.pool.setConcurrency(Math.max(1, request.inFlight));
     await body();
     // No write outlives its lease: in-flight (and timed-out, still settling) work ends first.
     await drainBy(request.pool, window.signal, window.releaseTimeoutMs);
   } finally {
-    counts.stop();
+    pace.stop();
+    attempts?.stop();
     writes?.stop();
-    const { throttled } = counts;
+    const { throttled } = pace;
     const report = {
-      accepted: Math.max(0, (writes?.count ?? counts.attempts) - throttled),
+      accepted: Math.max(0, sent() - throttled),
       throttled,
       starved: waited || lease.rate < want,
     };

@@ -13,7 +13,7 @@ export interface StoredBudget {
   budget: number;
   free: number;
   decreasedAt: number;
-  holders: Record<string, { r: number; until: number; at: number }>;
+  holders: Record<string, { r: number; until: number; at: number; due?: number }>;
   /** The sum of the holders' rates. */
   held: number;
 }
@@ -94,7 +94,12 @@ export function dynamoBackend(): BudgetBackend & {
       const holders = Object.fromEntries(
         Object.entries(Item.holders!.M!).map(([fence, v]) => [
           fence,
-          { r: Number(v.M!.r!.N), until: Number(v.M!.until!.N), at: Number(v.M!.at!.N) },
+          {
+            r: Number(v.M!.r!.N),
+            until: Number(v.M!.until!.N),
+            at: Number(v.M!.at!.N),
+            ...(v.M!.due === undefined ? {} : { due: Number(v.M!.due.N) }),
+          },
         ]),
       );
       return {

@@ -172,6 +172,25 @@ describe('planBatch (pure)', () => {
     fifo.eventSourceARN = 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo';
     (fifo.attributes as typeof fifo.attributes & { MessageGroupId: string }).MessageGroupId = 'g';
     expect(planBatch([fifo], resources).tenants[0]!.ordered).toBe(true);
+    // One such record among standard ones (two sources) orders the whole tenant.
+    const standard = sqsRecord(body({ id: 's' }), 'm-s');
+    expect(planBatch([standard, fifo], resources).tenants[0]!.ordered).toBe(true);
+    expect(planBatch([standard], resources).tenants[0]!.ordered).toBe(false);
+  });
+
+  it('a receive count that is missing, unreadable or below 1 counts as one receive', () => {
+    for (const count of [undefined, '', 'many', '0', '-2', '0.5', 'Infinity']) {
+      const record = sqsRecord(body({ id: 'r' }), 'm-r');
+      const attributes = { ...record.attributes, ApproximateReceiveCount: count };
+      const plan = planBatch([{ ...record, attributes } as typeof record], resources);
+      expect(plan.tenants[0]!.receives).toBe(1);
+    }
+    const twice = sqsRecord(body({ id: 'r' }), 'm-r');
+    const plan = planBatch(
+      [{ ...twice, attributes: { ...twice.attributes, ApproximateReceiveCount: '2' } }],
+      resources,
+    );
+    expect(plan.tenants[0]!.receives).toBe(2);
   });
 
   it('gives the same plan for the same records (no hidden state)', () => {

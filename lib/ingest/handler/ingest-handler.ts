@@ -190,7 +190,12 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     store,
     budget: new ConcurrencyBudget(config.poolConcurrency),
   });
-  const budgets = options.budgets === undefined ? undefined : observeBudgets(options.budgets, () => running);
+  const budgetFactory =
+    options.budgets ??
+    (config.fleetCap === 'rate' && table !== undefined && options.semaphores === undefined
+      ? dynamoRateBudgets(config, clients.dynamodb, table)
+      : undefined);
+  const budgets = budgetFactory === undefined ? undefined : observeBudgets(budgetFactory, () => running);
   const permits = new TenantPermits(config, semaphores, prefixWrites, budgets);
   // Tenant-bound producers: without SOURCE_TENANTS, single-queue mode (any tenant from any source).
   const planOptions =

@@ -1,19 +1,20 @@
 // One bench:fleet cell in its own process, on simulated time (bench/throttle/virtual-time.ts): a producer
 // feeds the SQS model at the offered rate; the event source mapping model invokes the REAL handler
-// (createIngestHandler: plan, tenant pools, permit planner, DynamoSemaphore, autotune, dead letters) in
+// (createIngestHandler: plan, tenant pools, the fleet cap of `config.engine`, dead letters) in
 // simulated Lambda containers, each with its own handler instance and warm state, cold starts included;
 // the handler's ports are the S3 model (MemoryObjectStore + S3BehaviourModel per prefix), the DynamoDB
 // model behind the client port the semaphore uses, and an SQS client model for its dead letters and its
 // deferred records (copies sent to the ingest queue itself, issue 16).
 
-import { writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, writeFileSync, writeSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { MemoryBucket, MemoryObjectStore } from '../../lib/db/memory-object-store.js';
-import { loadConfig } from '../../lib/ingest/config.js';
+import { type FleetCap, loadConfig } from '../../lib/ingest/config.js';
 import { createIngestHandler, type IngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
+import { dynamoRateBudgets } from '../../lib/ingest/handler/run/prefix-budgets.js';
 import { ORIGIN_ATTRIBUTE } from '../../lib/ingest/handler/settle/deferral-port.js';
 import { createLambdaContext } from '../../lib/local/lambda/sqs-event.js';
 import { systemClock } from '../../lib/local/s3-behaviour/clock.js';
@@ -37,11 +38,18 @@ import {
   QueueWithEventSource,
   REDRIVEN,
 } from './sqs-model.js';
+import { type BudgetTrace, traceBudgets } from './traced-budgets.js';
 import { installVirtualAbortTimeout } from './virtual-abort-timeout.js';
 import { generateWorkload, messageBody, objectKey, type Skew } from './workload.js';
 
 export interface FleetCellConfig {
   name: string;
+  /**
+   * The fleet cap the handler runs (`FLEET_CAP`): `permits` (adaptive prefix semaphores) or `rate` (a
+   * budget in writes per second per prefix, docs/fleet-cap.md).
+   * @default 'permits'
+   */
+  engine?: FleetCap;
   messages: number;
   /** The event source's MaximumConcurrency (invocations at once). */
   concurrency: number;
@@ -101,7 +109,10 @@ export interface TimelinePoint {
   final: number;
   running: number;
   backlog: number;
-  /** The hot prefix's adaptive semaphore, summed over its shard items. */
+  /**
+   * The hot prefix's cap: with permits its adaptive semaphore summed over its shard items (capacity, free
+   * permits); with a rate its budget item (budget, free in writes/s). Holders: leases held.
+   */
   hotCapacity: number;
   hotFree: number;
   hotHolders: number;
@@ -158,6 +169,8 @@ export interface FleetCellResult {
     /** Records the handler deferred (`RecordsDeferred`): each a copy sent to the queue. */
     deferred: number;
   };
+  /** The rate engine's takes and releases, every prefix and the hot one (absent with permits). */
+  budgets?: BudgetTrace;
 }
 
 const EPOCH = Date.UTC(2026, 10, 30);
@@ -362,8 +375,26 @@ const ingestConfig = loadConfig({
   RESOURCES: JSON.stringify({ items: {} }),
   AWS_REGION: 'us-east-1',
   S3_PREFIX_WRITE_RATE: String(config.s3.writesPerSecond),
+  FLEET_CAP: config.engine ?? 'permits',
   ...config.env,
 });
+
+// The rate engine: each prefix's budget item in the table model, every take and release traced.
+// BENCH_FLEET_TRACE=<file>: one JSON line per invocation and per hot-prefix take and release.
+const traceFile = process.env.BENCH_FLEET_TRACE;
+if (traceFile !== undefined) writeFileSync(traceFile, '');
+const traceLine = (line: object) => {
+  if (traceFile !== undefined)
+    appendFileSync(traceFile, `${JSON.stringify({ at: Date.now() - EPOCH, ...line })}\n`);
+};
+const budgets =
+  ingestConfig.fleetCap === 'rate'
+    ? traceBudgets(
+        dynamoRateBudgets(ingestConfig, dynamodb as never, ingestConfig.semaphoreTable!),
+        `prefix:fleet-bucket/${'t=t-0/'}`,
+        traceLine,
+      )
+    : undefined;
 
 const handlerStats = {
   retries: 0,
@@ -407,6 +438,7 @@ function coldStart(): Container {
       sqs: sqsClientFor(container) as never,
       dynamodb: dynamodb as never,
     },
+    ...(budgets === undefined ? {} : { budgets: budgets.factory }),
     store:
       cpuStore ??
       ((config.s3.clientCpuMsPerCall ?? 0) > 0
@@ -424,6 +456,14 @@ function coldStart(): Container {
       handlerStats.permitsUnavailable += summary.splits.RecordsRedelivered['permits-unavailable'] ?? 0;
       if (summary.deadlineReached) handlerStats.deadlineReached += 1;
       for (const ms of summary.samples.PermitWaitMs) leaseWait.record(ms);
+      if (traceFile !== undefined) {
+        const { samples, splits, ...counts } = summary;
+        traceLine({
+          invocation: counts,
+          redelivered: splits.RecordsRedelivered,
+          permitWaitMs: samples.PermitWaitMs,
+        });
+      }
     },
   });
   return container;
@@ -543,16 +583,25 @@ produce();
 // Once a simulated second: what the hot prefix's semaphore holds, for the cell's timeline.
 const timeline: TimelinePoint[] = [];
 const hotSemaphore = `sem#prefix:fleet-bucket/${hotPrefix}`;
+const hotBudget = `rate#prefix:fleet-bucket/${hotPrefix}`;
 let lastFinal = 0;
 function sample(): void {
   let capacity = 0;
   let free = 0;
   let holders = 0;
-  for (const item of table.itemsOf(hotSemaphore)) {
-    if (!item.sk?.S?.startsWith('adaptive#')) continue;
-    capacity += Number(item.capacity?.N ?? 0);
-    free += Number(item.free?.N ?? 0);
-    holders += Object.keys(item.holders?.M ?? {}).length;
+  if (budgets !== undefined) {
+    for (const item of table.itemsOf(hotBudget)) {
+      capacity += Number(item.budget?.N ?? 0);
+      free += Number(item.free?.N ?? 0);
+      holders += Object.keys(item.holders?.M ?? {}).length;
+    }
+  } else {
+    for (const item of table.itemsOf(hotSemaphore)) {
+      if (!item.sk?.S?.startsWith('adaptive#')) continue;
+      capacity += Number(item.capacity?.N ?? 0);
+      free += Number(item.free?.N ?? 0);
+      holders += Object.keys(item.holders?.M ?? {}).length;
+    }
   }
   const second = timeline.length;
   const hotModel = s3Model.hot.get(hotPrefix)!;
@@ -685,6 +734,7 @@ const result: FleetCellResult = {
   logBytes,
   sqs: { ...queue.counters, requests: sqsRequests },
   handler: handlerStats,
+  ...(budgets === undefined ? {} : { budgets: budgets.trace }),
   timeline,
 };
 process.stdout.write = realWrite;

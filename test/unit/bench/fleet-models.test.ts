@@ -11,6 +11,7 @@ import { MemoryObjectStore } from '../../../lib/db/memory-object-store.js';
 import { isTimeout } from '../../../lib/errors/classify.js';
 import { seededRandom } from '../../../lib/local/s3-behaviour/seeded-random.js';
 import { AdaptiveShardTable } from '../../../lib/semaphore/adaptive-shard-table.js';
+import { DynamoRateBudget } from '../../../lib/semaphore/dynamo-rate-budget.js';
 import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
 
 const key = { pk: { S: 'sem#a' }, sk: { S: 'shard#0' } };
@@ -128,6 +129,54 @@ describe('DynamoTableModel', () => {
     expect(peak).toBeLessThanOrEqual(7);
     expect(peak).toBeGreaterThan(3);
     expect(t.stats.conditionalFailures).toBeGreaterThan(0);
+  });
+});
+
+describe('DynamoTableModel: the rate budget (docs/fleet-cap.md)', () => {
+  it("lets the real DynamoRateBudget's GetItem, PutItem and UpdateItem decide: never more granted than the budget", async () => {
+    const t = table(() => Date.now(), 100_000);
+    const client = new DynamoModelClient(t, {
+      latency: { medianMs: 0.01, p99Ms: 0.05 },
+      random: seededRandom(7),
+    });
+    let held = 0;
+    let peak = 0;
+    const worker = async () => {
+      const budget = new DynamoRateBudget({
+        client: client as never,
+        tableName: 't',
+        name: 'prefix:x',
+        ceiling: 100,
+      });
+      for (let i = 0; i < 4; i++) {
+        const lease = await budget.take(40, { least: 10, deadline: Date.now() + 60_000, leaseMs: 60_000 });
+        held += lease.rate;
+        peak = Math.max(peak, held);
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        held -= lease.rate;
+        await lease.release({ accepted: 10, throttled: 0, starved: false });
+      }
+    };
+    await Promise.all(Array.from({ length: 6 }, worker));
+    expect(peak).toBeLessThanOrEqual(100);
+    expect(peak).toBeGreaterThan(40);
+    const [item] = t.itemsOf('rate#prefix:x');
+    expect(item).toMatchObject({ budget: { N: '100' }, free: { N: '100' }, holders: { M: {} } });
+  });
+
+  it('bills a strongly consistent GetItem one read unit per started 4 KB of the item, on its partition', () => {
+    const t = table();
+    const budgetKey = { pk: { S: 'rate#prefix:x' }, sk: { S: 'budget' } };
+    t.execute('PutItem', { TableName: 't', Item: { ...budgetKey, holders: { S: 'x'.repeat(5000) } } });
+    t.execute('GetItem', { TableName: 't', Key: budgetKey, ConsistentRead: true });
+    // A missing item still costs a unit.
+    t.execute('GetItem', { TableName: 't', Key: { pk: { S: 'rate#prefix:y' }, sk: { S: 'budget' } } });
+    expect(t.stats).toMatchObject({ readRequests: 2, readUnits: 3 });
+    expect(t.report().hottestReadPartition).toEqual({
+      key: 'rate#prefix:x',
+      readUnits: 2,
+      peakReadUnitsPerSecond: 2,
+    });
   });
 });
 

@@ -71,6 +71,28 @@ describe('DynamoRateBudget: a take', () => {
     await expectNothingHeld(name);
   });
 
+  it('whose write landed but was answered "condition failed" (the SDK retried it after a lost answer) holds its own entry: the lease is its, at once', async () => {
+    // The first attempt's answer is lost after the write applied; the SDK's retry of the same write then
+    // fails its condition (the entry exists). A taker that read that as "lost the race" kept retrying
+    // until its deadline against its own entry, then rejected while the entry held 40 until its lease end.
+    let retried = false;
+    const { budget, name, clock, kinds } = faulty({
+      after: (call) => {
+        if (retried || requestOf(call) !== 'take') return;
+        retried = true;
+        throw Object.assign(new Error('The conditional request failed'), {
+          name: 'ConditionalCheckFailedException',
+        });
+      },
+    });
+    const lease = await budget.take(40, { least: 1, deadline: clock.now(), leaseMs: FAR });
+    expect(lease.rate).toBe(40);
+    expect(Object.keys((await backend.stored(name))!.holders)).toEqual([lease.fence]);
+    await lease.release(CLEAN);
+    expect(kinds().filter((k) => k === 'take')).toHaveLength(1);
+    await expectNothingHeld(name);
+  });
+
   it('whose write is throttled rejects with that error at once (not a timeout) and holds nothing', async () => {
     const { budget, name, clock, kinds } = faulty({
       before: (call) => {

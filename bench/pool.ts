@@ -78,7 +78,7 @@ const label: Record<string, string> = {
   'p-queue-priority': 'p-queue (priority)',
   'p-limit': 'p-limit',
   'promise-all': 'Promise.all (unbounded)',
-  'pool.process': 'ExecutorPool.process() (streamed)',
+  'pool.process': 'processWithPool() (streamed)',
   'signal-none': 'ExecutorPool, no caller signal',
   'signal-shared': 'ExecutorPool, one shared signal (one listener per pool)',
   'signal-per-task': 'ExecutorPool, one shared signal, a listener per task (old behaviour)',

@@ -3,7 +3,7 @@
 import fastq from 'fastq';
 import pLimit from 'p-limit';
 import PQueue from 'p-queue';
-import { ExecutorPool } from '../../lib/pool/index.js';
+import { ExecutorPool, processWithPool } from '../../lib/pool/index.js';
 import { reportToParent } from '../support/child.js';
 
 export interface EngineResult {
@@ -169,7 +169,7 @@ async function sharedSignal(): Promise<EngineResult> {
   return measured(engine, performance.now() - start);
 }
 
-/** Streams `tasks` items through ExecutorPool.process(): nothing per item is kept. */
+/** Streams `tasks` items through processWithPool(): nothing per item is kept. */
 async function streaming(): Promise<EngineResult> {
   const pool = new ExecutorPool({ concurrency: CONCURRENCY, retries: 3, retryDelay: 100, timeout: 30_000 });
   function* items() {
@@ -178,7 +178,7 @@ async function streaming(): Promise<EngineResult> {
   let sum = 0;
   startCpu();
   const start = performance.now();
-  const summary = await pool.process(items(), work, {
+  const summary = await processWithPool(pool, items(), work, {
     onResult: () => {
       sum += 1;
     },

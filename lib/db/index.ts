@@ -42,5 +42,5 @@ export { Resource } from './resource.js';
 export type { CreateS3ClientOptions } from './s3-client.js';
 export { createS3Client } from './s3-client.js';
 export { S3ObjectStore } from './s3-object-store.js';
-export { S3_PREFIX_WRITES_PER_SECOND } from './s3-rate-prior.js';
+export { S3_PREFIX_WRITES_PER_SECOND, s3Autotune } from './s3-rate-prior.js';
 export type { JsonSchema } from './schema.js';

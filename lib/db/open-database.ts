@@ -1,5 +1,5 @@
 import type { S3Client } from '@aws-sdk/client-s3';
-import { AUTOTUNE_DEFAULTS, ExecutorPool, type ExecutorPoolOptions } from '../pool/index.js';
+import { ExecutorPool, type ExecutorPoolOptions } from '../pool/index.js';
 import type { BehaviourModel } from './behaviour-model.js';
 import { parseConnectionString } from './connection-string.js';
 import { Database } from './database.js';
@@ -9,7 +9,7 @@ import { MemoryObjectStore } from './memory-object-store.js';
 import type { ObjectStore } from './object-store.js';
 import { type CreateS3ClientOptions, createS3Client } from './s3-client.js';
 import { S3ObjectStore } from './s3-object-store.js';
-import { withS3RatePrior } from './s3-rate-prior.js';
+import { s3Autotune } from './s3-rate-prior.js';
 
 /** Pool settings `openDatabase` uses when given none (the pool's own defaults for the rest). */
 export const DATABASE_POOL_DEFAULTS = { concurrency: 100 } as const;
@@ -24,8 +24,9 @@ export interface OpenDatabaseOptions {
   /**
    * Options of the Database's own `ExecutorPool` (stopped by `disconnect()`). `false`: no pool, requests
    * go straight to storage, unbounded.
-   * @default { concurrency: 100 } (the pool's defaults for the rest: 3 retries, 30 s per-attempt timeout; an
-   * autotuned pool starts from S3's 3,500 writes/s per prefix, `S3_PREFIX_WRITES_PER_SECOND`)
+   * @default { concurrency: 100 } (the pool's defaults for the rest: 3 retries, 30 s per-attempt timeout;
+   * `concurrency: 'auto'` without an `autotune` gets `s3Autotune()`, which starts from S3's 3,500 writes/s
+   * per prefix, `S3_PREFIX_WRITES_PER_SECOND`)
    * @example { pool: { concurrency: 50, retries: 5, timeout: 2_000 } }
    */
   pool?: ExecutorPoolOptions | false;
@@ -53,10 +54,10 @@ export interface OpenDatabaseOptions {
   behaviour?: BehaviourModel;
 }
 
-/** An autotuned pool may grow to its ceiling: size the sockets for that, not for where it starts. */
-function autotuneCeiling(options: ExecutorPoolOptions | false): number {
-  if (options === false || (options.concurrency !== 'auto' && options.autotune?.enabled !== true)) return 0;
-  return options.autotune?.maxConcurrency ?? AUTOTUNE_DEFAULTS.maxConcurrency;
+/** The pool's options with `concurrency: 'auto'` resolved: the caller's tuner, else one primed with S3's rate. */
+function withS3Tuner(options: ExecutorPoolOptions): ExecutorPoolOptions {
+  if (options.concurrency !== 'auto' || options.autotune !== undefined) return options;
+  return { ...options, autotune: s3Autotune() };
 }
 
 /** A Database that owns the pool and client it was opened with: `disconnect()` releases them too. */
@@ -91,16 +92,12 @@ export function openDatabase(connectionString: string, options: OpenDatabaseOpti
   if (options.behaviour !== undefined && target.kind !== 'memory') {
     throw new ConnectionStringError('the behaviour option applies to memory:// only');
   }
-  const poolOptions = options.pool ?? DATABASE_POOL_DEFAULTS;
-  const pool =
-    poolOptions === false
+  const given = options.pool ?? DATABASE_POOL_DEFAULTS;
+  const poolOptions =
+    given === false
       ? undefined
-      : new ExecutorPool(
-          withS3RatePrior({
-            ...poolOptions,
-            concurrency: poolOptions.concurrency ?? DATABASE_POOL_DEFAULTS.concurrency,
-          }),
-        );
+      : withS3Tuner({ ...given, concurrency: given.concurrency ?? DATABASE_POOL_DEFAULTS.concurrency });
+  const pool = poolOptions === undefined ? undefined : new ExecutorPool(poolOptions);
 
   let store: ObjectStore;
   let ownedClient: S3Client | undefined;
@@ -118,7 +115,8 @@ export function openDatabase(connectionString: string, options: OpenDatabaseOpti
             maxSockets: Math.max(
               clientOptions.maxSockets ?? 0,
               pool?.concurrency ?? 0,
-              autotuneCeiling(poolOptions),
+              // An autotuned pool may grow to its ceiling: size the sockets for that, not for where it starts.
+              poolOptions?.autotune?.maxConcurrency ?? 0,
               100,
             ),
             ...(target.endpoint !== undefined ? { endpoint: target.endpoint } : {}),

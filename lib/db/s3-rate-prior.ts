@@ -1,4 +1,5 @@
-import type { ExecutorPoolOptions } from '../pool/index.js';
+import { type AutotuneOptions, autotune } from '../pool/autotune/index.js';
+import type { TunerCompanion } from '../pool/companions.js';
 
 /**
  * S3's documented baseline for writes to one prefix: 3,500 PUT/COPY/POST/DELETE requests per second. A
@@ -7,13 +8,12 @@ import type { ExecutorPoolOptions } from '../pool/index.js';
  */
 export const S3_PREFIX_WRITES_PER_SECOND = 3500;
 
-/** `options` with S3's per-prefix write rate as the autotuner's starting rate, unless the caller set one. */
-export function withS3RatePrior(options: ExecutorPoolOptions): ExecutorPoolOptions {
-  const autotuned = options.concurrency === 'auto' || options.autotune?.enabled === true;
-  if (!autotuned || options.autotune?.throttle?.initialRate !== undefined) return options;
-  const autotune = options.autotune ?? {};
-  return {
-    ...options,
-    autotune: { ...autotune, throttle: { ...autotune.throttle, initialRate: S3_PREFIX_WRITES_PER_SECOND } },
-  };
+/**
+ * An autotuner for a pool writing to one S3 prefix: `autotune(options)` starting from S3's per-prefix write
+ * rate unless the options set a starting rate. `openDatabase` uses it for `concurrency: 'auto'`.
+ * @example openDatabase('s3://bucket/app', { pool: { concurrency: 'auto', autotune: s3Autotune({ maxConcurrency: 200 }) } })
+ */
+export function s3Autotune(options: AutotuneOptions = {}): TunerCompanion {
+  const initialRate = options.throttle?.initialRate ?? S3_PREFIX_WRITES_PER_SECOND;
+  return autotune({ ...options, throttle: { ...options.throttle, initialRate } });
 }

@@ -1,41 +1,35 @@
-export type CircuitState = 'closed' | 'open' | 'halfOpen';
+import type { Admission, BreakerCompanion, CircuitState, PoolBreaker } from './companions.js';
 
-/** The circuit breaker's options (`ExecutorPoolOptions.circuitBreaker`). Off unless `enabled`. */
+/** The circuit breaker's options: `circuitBreaker(options)`, given to `ExecutorPoolOptions.circuitBreaker`. */
 export interface CircuitBreakerOptions {
-  /**
-   * Turns the breaker on.
-   * @default false
-   * @example new ExecutorPool({ circuitBreaker: { enabled: true } })
-   */
-  enabled?: boolean;
   /**
    * Failure ratio (0..1] over the window that opens the breaker. Only transient failures count.
    * @default 0.5
-   * @example { enabled: true, threshold: 0.25 }
+   * @example { threshold: 0.25 }
    */
   threshold?: number;
   /**
    * No decision before this many attempts were recorded in the window.
    * @default 10
-   * @example { enabled: true, minimumRequests: 50 }
+   * @example { minimumRequests: 50 }
    */
   minimumRequests?: number;
   /**
    * How many recent attempts the failure ratio looks at.
    * @default max(100, minimumRequests)
-   * @example { enabled: true, windowSize: 500 }
+   * @example { windowSize: 500 }
    */
   windowSize?: number;
   /**
    * Milliseconds the breaker stays open before half-opening.
    * @default 60000
-   * @example { enabled: true, timeout: 5_000 }
+   * @example { timeout: 5_000 }
    */
   timeout?: number;
   /**
    * Probe attempts admitted while half-open; all must succeed to close again, one failure re-opens.
    * @default 5
-   * @example { enabled: true, halfOpenRequests: 1 }
+   * @example { halfOpenRequests: 1 }
    */
   halfOpenRequests?: number;
 }
@@ -48,8 +42,14 @@ export const CIRCUIT_BREAKER_DEFAULTS = {
   halfOpenRequests: 5,
 } as const satisfies CircuitBreakerOptions;
 
-/** What the breaker says about starting one attempt now. */
-export type Admission = 'run' | 'probe' | 'reject' | 'wait';
+/**
+ * A circuit breaker for `ExecutorPoolOptions.circuitBreaker` (without one, a pool has none). Each pool it
+ * is given to gets a breaker of its own.
+ * @example new ExecutorPool({ circuitBreaker: circuitBreaker({ threshold: 0.25, timeout: 5_000 }) })
+ */
+export function circuitBreaker(options: CircuitBreakerOptions = {}): BreakerCompanion {
+  return { createBreaker: (onChange) => new CircuitBreaker(options, onChange) };
+}
 
 /**
  * Closed -> open when, over the last `windowSize` attempts (at least `minimumRequests` of them), the
@@ -57,7 +57,7 @@ export type Admission = 'run' | 'probe' | 'reject' | 'wait';
  * `halfOpenRequests` probes: one probe failure re-opens, all succeeding closes (with a fresh window).
  * Outcomes sit in a fixed ring, so memory is constant.
  */
-export class CircuitBreaker {
+export class CircuitBreaker implements PoolBreaker {
   readonly #threshold: number;
   readonly #minimumRequests: number;
   readonly #timeout: number;

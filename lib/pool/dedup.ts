@@ -1,15 +1,10 @@
+import type { DeduplicationCompanion, PoolDeduplication } from './companions.js';
 import { TaskAbortedError } from './errors.js';
 import { type SignalGroup, SignalGroups, type SignalMember } from './signal-groups.js';
 import type { EnqueueOptions, TaskFn } from './task.js';
 
-/** Deduplication (single-flight) options: `ExecutorPoolOptions.deduplication`. */
+/** Deduplication (single-flight) options: `deduplication(options)`, given to `ExecutorPoolOptions.deduplication`. */
 export interface DeduplicationOptions {
-  /**
-   * `true` honours explicit `dedupKey`s (and `keyFn`); `false` ignores them.
-   * @default true
-   * @example new ExecutorPool({ deduplication: { enabled: false } })
-   */
-  enabled?: boolean;
   /**
    * Derives a key for `enqueue` calls that pass options but no `dedupKey`; return `undefined` for "do not
    * deduplicate".
@@ -26,7 +21,16 @@ export interface DeduplicationOptions {
   ttl?: number;
 }
 
-export const DEDUPLICATION_DEFAULTS = { enabled: true, ttl: 60_000 } as const satisfies DeduplicationOptions;
+export const DEDUPLICATION_DEFAULTS = { ttl: 60_000 } as const satisfies DeduplicationOptions;
+
+/**
+ * Single-flight for `ExecutorPoolOptions.deduplication`: `enqueue` calls with the same `dedupKey` (or `keyFn`
+ * key) while one is pending share its execution. Each pool it is given to gets a registry of its own.
+ * @example new ExecutorPool({ deduplication: deduplication({ ttl: 5_000 }) })
+ */
+export function deduplication(options: DeduplicationOptions = {}): DeduplicationCompanion {
+  return { createDeduplication: () => new SingleFlight(options) };
+}
 
 /** One pending execution of a key. */
 interface Flight {
@@ -50,7 +54,7 @@ class Follower implements SignalMember<Follower> {
  * and calls `settle` when that execution's task is done. A follower's own `signal` only detaches that
  * follower (rejecting it with TaskAbortedError); the first caller's signal governs the execution.
  */
-export class SingleFlight {
+export class SingleFlight implements PoolDeduplication {
   readonly #flights = new Map<string, Flight>();
   readonly #keyFn: DeduplicationOptions['keyFn'];
   readonly #ttl: number;

@@ -1,4 +1,5 @@
-import type { CircuitState } from './circuit-breaker.js';
+/** A circuit breaker's state (`ExecutorPoolOptions.circuitBreaker`). */
+export type CircuitState = 'closed' | 'open' | 'halfOpen';
 
 /** Events of an ExecutorPool and their payloads. Payloads are built only when someone listens. */
 export interface PoolEvents {

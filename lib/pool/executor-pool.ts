@@ -1,12 +1,10 @@
 import { AttemptRunner } from './attempt-runner.js';
-import { Autotuner } from './autotune/autotuner.js';
-import { type Admission, CircuitBreaker, type CircuitState } from './circuit-breaker.js';
+import type { Admission, CircuitState, PoolBreaker, PoolDeduplication, PoolTuner } from './companions.js';
 import type { BudgetMember } from './concurrency-budget.js';
-import { SingleFlight } from './dedup.js';
 import { CircuitOpenError, PoolStoppedError, QueueFullError, TaskAbortedError } from './errors.js';
 import { PoolEventEmitter, type PoolEventName, type PoolListener } from './events.js';
 import {
-  autotunes,
+  assertCompanions,
   type ExecutorPoolOptions,
   type ResolvedPoolOptions,
   resolvePoolOptions,
@@ -14,7 +12,6 @@ import {
 } from './options.js';
 import { type AggregateMetrics, type DetailedMetrics, PoolMetrics, type PoolStats } from './pool-metrics.js';
 import { PriorityQueue } from './priority-queue.js';
-import { type ProcessOptions, type ProcessSummary, processWithPool } from './process.js';
 import { isRetryableError, retryBackoff } from './retry-policy.js';
 import { RetryWaits } from './retry-waits.js';
 import { SignalGroups } from './signal-groups.js';
@@ -26,13 +23,17 @@ import { Attempt, BACKOFF, DONE, QUEUED, RUNNING, Task, TaskExtras } from './tas
 import { assertFractionalConcurrency, invalidEnqueueOption } from './validation.js';
 import { Waiters } from './waiters.js';
 
+const NO_DEDUPLICATION =
+  'dedupKey needs a pool with deduplication: new ExecutorPool({ deduplication: deduplication() })';
+
 /**
- * A bounded, prioritised executor with retries, per-attempt timeouts, an optional circuit breaker,
- * deduplication, a shared concurrency budget and constant-memory metrics. This file is the scheduler: the
- * task state machine (queue -> running -> backoff -> done) and slot accounting. Its parts live in their
- * own files: running attempts (attempt-runner.ts), the start interval (start-pacer.ts), fractional
- * concurrency's rests (slot-rests.ts), retry waits (retry-waits.ts). Bulk feeding (`process`, process.ts)
- * and single-flight (dedup.ts) sit on top of it; see lib/pool/README.md.
+ * A bounded, prioritised executor with retries, per-attempt timeouts, a shared concurrency budget and
+ * constant-memory metrics. This file is the scheduler: the task state machine (queue -> running -> backoff ->
+ * done) and slot accounting. Its parts live in their own files: running attempts (attempt-runner.ts), the
+ * start interval (start-pacer.ts), fractional concurrency's rests (slot-rests.ts), retry waits
+ * (retry-waits.ts). A circuit breaker, deduplication and an autotuner are companions a service composes
+ * through the options (companions.ts); bulk feeding (`processWithPool`, process.ts) sits on top of the pool's
+ * public face. A pool built without them loads none of their code; see lib/pool/README.md.
  */
 export class ExecutorPool {
   readonly #options: ResolvedPoolOptions;
@@ -45,9 +46,9 @@ export class ExecutorPool {
   readonly #signals = new SignalGroups<TaskExtras>((extras) => this.#abortTask(extras.task));
   readonly #events = new PoolEventEmitter();
   readonly #metrics = new PoolMetrics();
-  readonly #breaker: CircuitBreaker | undefined;
+  readonly #breaker: PoolBreaker | undefined;
   readonly #member: BudgetMember | undefined;
-  readonly #dedup: SingleFlight | undefined;
+  readonly #dedup: PoolDeduplication | undefined;
   #cap: number;
   /** What `setConcurrency` was given: `#cap` slots, each busy at most concurrency / cap of the time. */
   #concurrency: number;
@@ -66,25 +67,24 @@ export class ExecutorPool {
   readonly #idleWaiters = new Waiters();
   readonly #settledWaiters = new Waiters();
   readonly #roomWaiters = new Waiters();
-  #autotuner: Autotuner | undefined;
+  readonly #autotuner: PoolTuner | undefined;
 
   constructor(options: ExecutorPoolOptions = {}) {
+    assertCompanions(options);
     const concurrency = startingConcurrency(options);
     this.#cap = concurrency;
     this.#concurrency = concurrency;
     this.#options = resolvePoolOptions(options);
     this.#retryWaits = new RetryWaits(retryBackoff(this.#options), (task) => this.#requeue(task));
     this.#paused = options.paused ?? false;
-    if (options.circuitBreaker?.enabled) {
-      this.#breaker = new CircuitBreaker(options.circuitBreaker, (state) => this.#onCircuitChange(state));
-    }
-    if (options.deduplication?.enabled !== false) this.#dedup = new SingleFlight(options.deduplication);
+    this.#breaker = options.circuitBreaker?.createBreaker((state) => this.#onCircuitChange(state));
+    this.#dedup = options.deduplication?.createDeduplication();
     this.#member = options.budget?.join({ onSlotGranted: () => this.#onSlotGranted() });
-    if (autotunes(options)) this.#autotuner = new Autotuner(this, { ...options.autotune, enabled: true });
+    this.#autotuner = options.autotune?.attachTuner(this);
   }
 
-  /** The adaptive concurrency controller, when `concurrency: 'auto'` or `autotune.enabled` turned it on. */
-  get autotuner(): Autotuner | undefined {
+  /** The tuner `autotune` attached (detached by `stop()`), if any. */
+  get autotuner(): PoolTuner | undefined {
     return this.#autotuner;
   }
 
@@ -176,7 +176,9 @@ export class ExecutorPool {
       if (signal?.aborted) {
         return rejected(new TaskAbortedError('task aborted before it was queued', { cause: signal.reason }));
       }
-      if (this.#dedup !== undefined) {
+      if (this.#dedup === undefined) {
+        if (options.dedupKey !== undefined) return rejected(new TypeError(NO_DEDUPLICATION));
+      } else {
         dedupKey = this.#dedup.keyOf(fn as TaskFn<unknown>, options);
         if (dedupKey !== undefined) {
           const joined = this.#dedup.join(dedupKey, performance.now(), signal);
@@ -223,20 +225,6 @@ export class ExecutorPool {
       this.#pump();
     }
     return promise as Promise<T>;
-  }
-
-  /**
-   * Feeds `input` through the pool with back-pressure (see `processWithPool` in process.ts): an item is
-   * read only while fewer than `concurrency + readAhead` of this call's items are unfinished. Resolves to
-   * counts when every item read has settled; rejects with PoolStoppedError / TaskAbortedError if the pool
-   * stopped or `signal` aborted before the input was exhausted, or with the error a callback threw.
-   */
-  process<I, R>(
-    input: Iterable<I> | AsyncIterable<I>,
-    fn: (item: I, ctx: TaskContext) => Promise<R> | R,
-    options?: ProcessOptions<I, R>,
-  ): Promise<ProcessSummary> {
-    return processWithPool(this, input, fn, options);
   }
 
   /** Resolves when `enqueue` would no longer refuse a task for a full queue (at once if it would not now), or at `stop()`. */

@@ -1,30 +1,27 @@
 // The pool's options, composed from the policies' own option types. Each policy's file owns its options
-// and their defaults (retry-policy.ts, circuit-breaker.ts, concurrency-budget.ts, dedup.ts,
-// autotune/options.ts); this file only adds what belongs to the scheduler itself.
-import type { AutotuneOptions } from './autotune/options.js';
-import { CIRCUIT_BREAKER_DEFAULTS, type CircuitBreakerOptions } from './circuit-breaker.js';
+// and their defaults (retry-policy.ts, concurrency-budget.ts); the optional companions (circuit breaker,
+// deduplication, autotune) are factories whose implementations this file never imports (companions.ts).
+import type { BreakerCompanion, DeduplicationCompanion, TunerCompanion } from './companions.js';
 import type { BudgetOptions } from './concurrency-budget.js';
-import { DEDUPLICATION_DEFAULTS, type DeduplicationOptions } from './dedup.js';
 import { RETRY_DEFAULTS, type RetryOptions, type RetryPolicy, resolveRetryOptions } from './retry-policy.js';
 import { assertConcurrency, nonNegative } from './validation.js';
 
 export interface ExecutorPoolOptions extends RetryOptions, BudgetOptions {
   /**
-   * Maximum attempts in flight (timed-out work still counts until it settles). An integer >= 1, or `'auto'`:
-   * the autotuner (see `autotune`) finds the level itself from latency, throttling and memory. Change it
-   * live with `setConcurrency`.
+   * Maximum attempts in flight (timed-out work still counts until it settles). An integer >= 1, or `'auto'`
+   * (with `autotune`): start from the tuner's `initialConcurrency` and let it find the level from latency,
+   * throttling and memory. Change it live with `setConcurrency`.
    * @default 10
    * @example new ExecutorPool({ concurrency: 100 })
    */
   concurrency?: number | 'auto';
   /**
-   * Adaptive concurrency (lib/pool/autotune). On with `concurrency: 'auto'` (starting from
-   * `autotune.initialConcurrency`, default 10) or with `autotune.enabled: true` (starting from the numeric
-   * `concurrency`).
+   * Adaptive concurrency: `autotune({...})` from lib/pool/autotune. The pool starts at `concurrency` (from
+   * the tuner's `initialConcurrency` with `'auto'`, default 10) and the tuner moves it.
    * @default undefined (off)
-   * @example new ExecutorPool({ concurrency: 'auto', autotune: { minConcurrency: 2, maxConcurrency: 200 } })
+   * @example new ExecutorPool({ concurrency: 'auto', autotune: autotune({ minConcurrency: 2, maxConcurrency: 200 }) })
    */
-  autotune?: AutotuneOptions;
+  autotune?: TunerCompanion;
   /**
    * Per-attempt timeout in ms; `0` or `Infinity` disables it. A timed-out attempt rejects (or retries) at
    * once; its slot is freed when its work settles.
@@ -40,17 +37,18 @@ export interface ExecutorPoolOptions extends RetryOptions, BudgetOptions {
    */
   maxQueueSize?: number;
   /**
-   * Circuit breaker; see `CircuitBreakerOptions`.
-   * @default undefined (disabled)
-   * @example new ExecutorPool({ circuitBreaker: { enabled: true, threshold: 0.5 } })
+   * Circuit breaker: `circuitBreaker({...})` (circuit-breaker.ts; see `CircuitBreakerOptions`).
+   * @default undefined (none)
+   * @example new ExecutorPool({ circuitBreaker: circuitBreaker({ threshold: 0.5 }) })
    */
-  circuitBreaker?: CircuitBreakerOptions;
+  circuitBreaker?: BreakerCompanion;
   /**
-   * Single-flight by key; see `DeduplicationOptions`.
-   * @default { enabled: true, ttl: 60000 } (explicit `dedupKey`s are honoured, no `keyFn`)
-   * @example new ExecutorPool({ deduplication: { ttl: 5_000 } })
+   * Single-flight by key: `deduplication({...})` (dedup.ts; see `DeduplicationOptions`). Without it an
+   * `enqueue` with a `dedupKey` is refused with a TypeError.
+   * @default undefined (none)
+   * @example new ExecutorPool({ deduplication: deduplication({ ttl: 5_000 }) })
    */
-  deduplication?: DeduplicationOptions;
+  deduplication?: DeduplicationCompanion;
   /**
    * Starts paused: nothing runs until `resume()`.
    * @default false
@@ -71,8 +69,6 @@ export const POOL_DEFAULTS = {
   ...RETRY_DEFAULTS,
   timeout: 30_000,
   maxQueueSize: Number.POSITIVE_INFINITY,
-  circuitBreaker: CIRCUIT_BREAKER_DEFAULTS,
-  deduplicationTtl: DEDUPLICATION_DEFAULTS.ttl,
 } as const;
 
 export function resolvePoolOptions(options: ExecutorPoolOptions): ResolvedPoolOptions {
@@ -84,18 +80,37 @@ export function resolvePoolOptions(options: ExecutorPoolOptions): ResolvedPoolOp
   };
 }
 
-/** The concurrency a pool starts at: the option, or with `'auto'` the autotuner's `initialConcurrency`. */
+/** The concurrency a pool starts at: the option, or with `'auto'` its tuner's `initialConcurrency`. */
 export function startingConcurrency(options: ExecutorPoolOptions): number {
-  const concurrency =
-    options.concurrency === 'auto'
-      ? (options.autotune?.initialConcurrency ?? POOL_DEFAULTS.concurrency)
-      : (options.concurrency ?? POOL_DEFAULTS.concurrency);
+  let concurrency: number;
+  if (options.concurrency === 'auto') {
+    if (options.autotune === undefined) {
+      throw new TypeError("concurrency 'auto' needs a tuner: { concurrency: 'auto', autotune: autotune() }");
+    }
+    concurrency = options.autotune.initialConcurrency;
+  } else {
+    concurrency = options.concurrency ?? POOL_DEFAULTS.concurrency;
+  }
   assertConcurrency(concurrency);
   return concurrency;
 }
 
-/** Whether the pool gets an autotuner: `concurrency: 'auto'` (unless `autotune.enabled: false`) or `autotune.enabled`. */
-export function autotunes(options: ExecutorPoolOptions): boolean {
-  const enabled = options.autotune?.enabled;
-  return (options.concurrency === 'auto' && enabled !== false) || enabled === true;
+/** The factory each companion option takes, for the TypeError an options object (or anything else) gets. */
+const COMPANION_FACTORIES = {
+  circuitBreaker: ['createBreaker', 'circuitBreaker({ threshold: 0.5 })'],
+  deduplication: ['createDeduplication', 'deduplication({ ttl: 60_000 })'],
+  autotune: ['attachTuner', 'autotune({ maxConcurrency: 200 })'],
+} as const;
+
+/** Throws a TypeError naming the option when a companion option holds something other than its factory. */
+export function assertCompanions(options: ExecutorPoolOptions): void {
+  for (const [key, [method, example]] of Object.entries(COMPANION_FACTORIES)) {
+    const value = options[key as keyof typeof COMPANION_FACTORIES];
+    if (value === undefined) continue;
+    const isObject = typeof value === 'object' && value !== null;
+    if (!isObject || typeof (value as unknown as Record<string, unknown>)[method] !== 'function') {
+      const got = isObject ? 'an options object' : String(value);
+      throw new TypeError(`${key} takes a companion, e.g. ${key}: ${example} from 's3-ingest', got ${got}`);
+    }
+  }
 }

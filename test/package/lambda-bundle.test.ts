@@ -70,6 +70,18 @@ describe('the Lambda bundle (functions/ingest.ts)', () => {
     expect(local).toEqual([]);
   });
 
+  it('carries the pool the handler builds and none of the companions it does not compose', () => {
+    // The handler's pools use a budget, retries, timeouts and pacing: no circuit breaker, no
+    // deduplication, no autotuner, no bulk `processWithPool`.
+    expect(inputs).toContain('lib/pool/executor-pool.ts');
+    const unused = inputs.filter(
+      (file) =>
+        file.startsWith('lib/pool/autotune/') ||
+        ['lib/pool/circuit-breaker.ts', 'lib/pool/dedup.ts', 'lib/pool/process.ts'].includes(file),
+    );
+    expect(unused).toEqual([]);
+  });
+
   it('contains no emulator and no package outside the runtime dependencies', () => {
     const root = readPackage(ROOT);
     const runtime = runtimeClosure(root);

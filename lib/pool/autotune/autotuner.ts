@@ -1,5 +1,6 @@
 import { totalmem } from 'node:os';
-import type { PoolEvents, PoolListener } from '../events.js';
+import type { TunablePool, TunerCompanion } from '../companions.js';
+import type { PoolEvents } from '../events.js';
 import type { PoolStats } from '../pool-metrics.js';
 import { isCongestionSignal } from './congestion-signal.js';
 import { GradientLimit } from './gradient-limit.js';
@@ -13,13 +14,25 @@ import {
 import { RateMeter } from './rate-meter.js';
 import { ThrottleRateLimit } from './throttle-rate-limit.js';
 
-/** What the autotuner needs from a pool (an `ExecutorPool` fits). */
-export interface TunablePool {
-  readonly concurrency: number;
-  setConcurrency(n: number): void;
-  getStats(): PoolStats;
-  on<K extends keyof PoolEvents>(event: K, listener: PoolListener<K>): unknown;
-  off<K extends keyof PoolEvents>(event: K, listener: PoolListener<K>): unknown;
+export type { TunablePool } from '../companions.js';
+
+/** Where a pool with `concurrency: 'auto'` starts when `initialConcurrency` is not given: the pool's default. */
+const AUTO_INITIAL_CONCURRENCY = 10;
+
+/**
+ * Adaptive concurrency for `ExecutorPoolOptions.autotune`: each pool it is given to gets an Autotuner of its
+ * own, attached at construction and detached by `stop()`. With `concurrency: 'auto'` the pool starts at
+ * `initialConcurrency` (default 10), else at its numeric `concurrency`.
+ * @example new ExecutorPool({ concurrency: 'auto', autotune: autotune({ maxConcurrency: 200 }) })
+ */
+export function autotune(options: AutotuneOptions = {}): TunerCompanion {
+  // Resolved here too, so bad options fail where they are written, before any pool exists.
+  const { maxConcurrency } = resolveAutotuneOptions(options);
+  return {
+    initialConcurrency: options.initialConcurrency ?? AUTO_INITIAL_CONCURRENCY,
+    maxConcurrency,
+    attachTuner: (pool) => new Autotuner(pool, options),
+  };
 }
 
 /** The autotuner's view, for metrics, charts and tests. */

@@ -55,12 +55,12 @@ export interface ThrottleOptions {
   initialRate?: number;
 }
 
-/** Adaptive concurrency options: `ExecutorPoolOptions.autotune`. */
+/** Adaptive concurrency options: `autotune(options)` for `ExecutorPoolOptions.autotune`, or `new Autotuner(pool, options)`. */
 export interface AutotuneOptions {
   /**
    * `false` leaves the pool's concurrency alone (the tuner attaches but never changes it).
    * @default true
-   * @example new ExecutorPool({ concurrency: 50, autotune: { enabled: true } })
+   * @example new Autotuner(pool, { enabled: false }) // watch what it would set, set nothing
    */
   enabled?: boolean;
   /**
@@ -78,7 +78,7 @@ export interface AutotuneOptions {
   /**
    * Limit to start from.
    * @default the pool's concurrency when attached (10 with `concurrency: 'auto'`), within the bounds
-   * @example new ExecutorPool({ concurrency: 'auto', autotune: { initialConcurrency: 32 } })
+   * @example new ExecutorPool({ concurrency: 'auto', autotune: autotune({ initialConcurrency: 32 }) })
    */
   initialConcurrency?: number;
   /**

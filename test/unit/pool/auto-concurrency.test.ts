@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
-import { ExecutorPool } from '../../../lib/pool/index.js';
+import { Autotuner, autotune, circuitBreaker, deduplication, ExecutorPool } from '../../../lib/pool/index.js';
 
 function slowDown(): Error {
   return Object.assign(new Error('Please reduce your request rate.'), {
@@ -15,24 +15,65 @@ describe("ExecutorPool concurrency: 'auto'", () => {
     expect(new ExecutorPool({ concurrency: 5 }).autotuner).toBeUndefined();
   });
 
-  it("starts an autotuner from autotune.initialConcurrency (default 10) with concurrency 'auto'", () => {
-    expect(new ExecutorPool({ concurrency: 'auto' }).concurrency).toBe(10);
-    const pool = new ExecutorPool({ concurrency: 'auto', autotune: { initialConcurrency: 4 } });
-    expect(pool.autotuner).toBeDefined();
+  it("starts an autotuner from autotune's initialConcurrency (default 10) with concurrency 'auto'", () => {
+    expect(new ExecutorPool({ concurrency: 'auto', autotune: autotune() }).concurrency).toBe(10);
+    const pool = new ExecutorPool({ concurrency: 'auto', autotune: autotune({ initialConcurrency: 4 }) });
+    expect(pool.autotuner).toBeInstanceOf(Autotuner);
     expect(pool.concurrency).toBe(4);
   });
 
-  it('starts from the numeric concurrency with autotune.enabled (the seed option shape)', () => {
-    const pool = new ExecutorPool({ concurrency: 7, autotune: { enabled: true } });
-    expect(pool.autotuner).toBeDefined();
+  it('starts from the numeric concurrency when given one', () => {
+    const pool = new ExecutorPool({ concurrency: 7, autotune: autotune() });
+    expect(pool.autotuner).toBeInstanceOf(Autotuner);
     expect(pool.concurrency).toBe(7);
+  });
+
+  it('gives each pool a tuner of its own from one autotune() value', () => {
+    const tuning = autotune({ maxConcurrency: 50 });
+    expect(tuning.maxConcurrency).toBe(50);
+    const a = new ExecutorPool({ concurrency: 'auto', autotune: tuning });
+    const b = new ExecutorPool({ concurrency: 'auto', autotune: tuning });
+    expect(a.autotuner).not.toBe(b.autotuner);
+  });
+
+  it("refuses concurrency 'auto' without a tuner, and bad autotune options where they are written", () => {
+    expect(() => new ExecutorPool({ concurrency: 'auto' })).toThrow(
+      expect.objectContaining({
+        name: 'TypeError',
+        message: expect.stringContaining('autotune: autotune()'),
+      }),
+    );
+    expect(() => autotune({ minConcurrency: 0 })).toThrow(
+      expect.objectContaining({
+        name: 'RangeError',
+        message: expect.stringContaining('autotune.minConcurrency'),
+      }),
+    );
+  });
+
+  it('refuses an options object where a companion belongs, with a TypeError naming the option', () => {
+    const cases = [
+      ['autotune', { concurrency: 'auto', autotune: { initialConcurrency: 4 } }],
+      ['circuitBreaker', { circuitBreaker: { enabled: true, threshold: 0.5 } }],
+      ['deduplication', { deduplication: { ttl: 5_000 } }],
+    ] as const;
+    for (const [key, options] of cases) {
+      expect(() => new ExecutorPool(options as never)).toThrow(
+        expect.objectContaining({ name: 'TypeError', message: expect.stringContaining(`${key}: ${key}(`) }),
+      );
+    }
+    expect(() => new ExecutorPool({ circuitBreaker: null as never })).toThrow(
+      expect.objectContaining({ name: 'TypeError', message: expect.stringContaining('got null') }),
+    );
+    const composed = new ExecutorPool({ circuitBreaker: circuitBreaker(), deduplication: deduplication() });
+    expect(composed.circuitState).toBe('closed');
   });
 
   it('backs off under SlowDown but never below minConcurrency, and the cap holds throughout', async () => {
     const pool = new ExecutorPool({
       concurrency: 'auto',
       retries: 0,
-      autotune: { initialConcurrency: 16, minConcurrency: 3, maxConcurrency: 32 },
+      autotune: autotune({ initialConcurrency: 16, minConcurrency: 3, maxConcurrency: 32 }),
     });
     let active = 0;
     let worstExcess = 0;
@@ -60,7 +101,7 @@ describe("ExecutorPool concurrency: 'auto'", () => {
   });
 
   it('detaches the tuner from the pool when the pool stops', () => {
-    const pool = new ExecutorPool({ concurrency: 'auto', autotune: { initialConcurrency: 8 } });
+    const pool = new ExecutorPool({ concurrency: 'auto', autotune: autotune({ initialConcurrency: 8 }) });
     const detach = vi.spyOn(pool.autotuner!, 'detach');
     pool.stop();
     expect(detach).toHaveBeenCalledTimes(1);

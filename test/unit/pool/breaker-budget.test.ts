@@ -1,7 +1,12 @@
 // A pool with a circuit breaker that also shares a ConcurrencyBudget: the breaker's half-open probes and
 // its refusals must not be lost while the pool waits for a budget slot (issue 14: half-open recovery).
 import { describe, expect, it, vi } from 'vitest';
-import { CircuitOpenError, ConcurrencyBudget, ExecutorPool } from '../../../lib/pool/index.js';
+import {
+  CircuitOpenError,
+  ConcurrencyBudget,
+  circuitBreaker,
+  ExecutorPool,
+} from '../../../lib/pool/index.js';
 import { awsError, deferred, flush, stateOf, useFakeTimersInEachTest } from './helpers.js';
 
 const failing = async () => {
@@ -14,7 +19,7 @@ function breakerPool(budget: ConcurrencyBudget, halfOpenRequests = 1) {
     retries: 0,
     timeout: 0,
     budget,
-    circuitBreaker: { enabled: true, threshold: 0.5, minimumRequests: 2, timeout: 1_000, halfOpenRequests },
+    circuitBreaker: circuitBreaker({ threshold: 0.5, minimumRequests: 2, timeout: 1_000, halfOpenRequests }),
   });
   const states: string[] = [];
   pool.on('pool:circuitStateChange', ({ state }) => states.push(state));

@@ -1,7 +1,7 @@
 // A half-open breaker must always get its probes' verdict, or it waits for them forever and every task
 // queued behind them with it (issue 14: the breaker's half-open recovery).
 import { describe, expect, it, vi } from 'vitest';
-import { ExecutorPool, TaskAbortedError } from '../../../lib/pool/index.js';
+import { circuitBreaker, ExecutorPool, TaskAbortedError } from '../../../lib/pool/index.js';
 import { awsError, deferred, flush, stateOf, useFakeTimersInEachTest } from './helpers.js';
 
 function openBreakerPool(halfOpenRequests: number) {
@@ -9,7 +9,7 @@ function openBreakerPool(halfOpenRequests: number) {
     concurrency: 2,
     retries: 0,
     timeout: 0,
-    circuitBreaker: { enabled: true, threshold: 0.5, minimumRequests: 2, timeout: 1_000, halfOpenRequests },
+    circuitBreaker: circuitBreaker({ threshold: 0.5, minimumRequests: 2, timeout: 1_000, halfOpenRequests }),
   });
   const states: string[] = [];
   pool.on('pool:circuitStateChange', ({ state }) => states.push(state));

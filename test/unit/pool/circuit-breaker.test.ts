@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { CircuitOpenError, ExecutorPool } from '../../../lib/pool/index.js';
+import { CircuitOpenError, circuitBreaker, ExecutorPool } from '../../../lib/pool/index.js';
 import { awsError, deferred, flush, useFakeTimersInEachTest } from './helpers.js';
 
 function breakerPool() {
@@ -7,13 +7,12 @@ function breakerPool() {
     concurrency: 4,
     retries: 0,
     timeout: 0,
-    circuitBreaker: {
-      enabled: true,
+    circuitBreaker: circuitBreaker({
       threshold: 0.5,
       minimumRequests: 4,
       timeout: 1_000,
       halfOpenRequests: 2,
-    },
+    }),
   });
   const states: string[] = [];
   pool.on('pool:circuitStateChange', ({ state }) => states.push(state));

@@ -1,10 +1,10 @@
 import { describe, expect, it, vi } from 'vitest';
-import { ExecutorPool } from '../../../lib/pool/index.js';
+import { deduplication, ExecutorPool } from '../../../lib/pool/index.js';
 import { deferred, flush } from './helpers.js';
 
 describe('deduplication', () => {
   it('shares one execution among identical dedupKeys while it is pending', async () => {
-    const pool = new ExecutorPool({ concurrency: 4 });
+    const pool = new ExecutorPool({ concurrency: 4, deduplication: deduplication() });
     const gate = deferred<string>();
     let calls = 0;
     const fn = async () => {
@@ -25,7 +25,7 @@ describe('deduplication', () => {
   });
 
   it('shares a failure with every caller, without unhandled rejections', async () => {
-    const pool = new ExecutorPool({ concurrency: 1, retries: 0 });
+    const pool = new ExecutorPool({ concurrency: 1, retries: 0, deduplication: deduplication() });
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
@@ -50,7 +50,7 @@ describe('deduplication', () => {
   });
 
   it('lets a follower leave via its own signal without cancelling the shared execution', async () => {
-    const pool = new ExecutorPool({ concurrency: 1 });
+    const pool = new ExecutorPool({ concurrency: 1, deduplication: deduplication() });
     const gate = deferred<string>();
     const leader = pool.enqueue(() => gate.promise, { dedupKey: 'k' });
     const controller = new AbortController();
@@ -61,10 +61,10 @@ describe('deduplication', () => {
     expect(await leader).toBe('still done');
   });
 
-  it('derives keys with keyFn, and ignores keys when disabled', async () => {
+  it('derives keys with keyFn', async () => {
     const keyed = new ExecutorPool({
       concurrency: 2,
-      deduplication: { keyFn: ({ options }) => (options.id ? `id:${options.id}` : undefined) },
+      deduplication: deduplication({ keyFn: ({ options }) => (options.id ? `id:${options.id}` : undefined) }),
     });
     const gate = deferred<number>();
     let calls = 0;
@@ -77,11 +77,18 @@ describe('deduplication', () => {
     expect(calls).toBe(1);
     gate.resolve(7);
     expect(await Promise.all(both)).toEqual([7, 7]);
+  });
 
-    const plain = new ExecutorPool({ concurrency: 2, deduplication: { enabled: false } });
-    calls = 0;
-    await Promise.all([plain.enqueue(fn, { dedupKey: 'k' }), plain.enqueue(fn, { dedupKey: 'k' })]);
-    expect(calls).toBe(2);
+  it('refuses a dedupKey with a TypeError on a pool without deduplication, running nothing', async () => {
+    const plain = new ExecutorPool({ concurrency: 2 });
+    let calls = 0;
+    const refused = plain.enqueue(async () => (calls += 1), { dedupKey: 'k' });
+    await expect(refused).rejects.toMatchObject({
+      name: 'TypeError',
+      message: expect.stringContaining('deduplication: deduplication()'),
+    });
+    expect(calls).toBe(0);
+    expect(plain.getStats()).toMatchObject({ queueSize: 0, activeCount: 0, errorCount: 0 });
   });
 });
 
@@ -89,7 +96,11 @@ describe('deduplication ttl', () => {
   it('stops joining a pending execution once it is older than `ttl`', async () => {
     vi.useFakeTimers();
     try {
-      const pool = new ExecutorPool({ concurrency: 2, timeout: 0, deduplication: { ttl: 1_000 } });
+      const pool = new ExecutorPool({
+        concurrency: 2,
+        timeout: 0,
+        deduplication: deduplication({ ttl: 1_000 }),
+      });
       let calls = 0;
       const fn = () => {
         calls += 1;

@@ -1,7 +1,12 @@
 // ExecutorPool.enqueue at its edges: option boundaries, what a task function may return or throw, a paused
 // or stopped pool, and a caller signal that aborts while an attempt is failing.
 import { describe, expect, it } from 'vitest';
-import { ExecutorPool, PoolStoppedError, TaskAbortedError } from '../../../lib/pool/index.js';
+import {
+  ExecutorPool,
+  PoolStoppedError,
+  processWithPool,
+  TaskAbortedError,
+} from '../../../lib/pool/index.js';
 import { awsError, deferred, flush, stateOf } from './helpers.js';
 
 describe('enqueue options at their bounds', () => {
@@ -26,8 +31,8 @@ describe('enqueue options at their bounds', () => {
     expect(pool.getStats()).toMatchObject({ processedCount: 1, errorCount: 0 });
   });
 
-  it('with deduplication off, a task with its own options (a timeout) runs and resolves', async () => {
-    const pool = new ExecutorPool({ concurrency: 1, deduplication: { enabled: false } });
+  it('without deduplication, a task with its own options (a timeout) runs and resolves', async () => {
+    const pool = new ExecutorPool({ concurrency: 1 });
     await expect(pool.enqueue(async () => 'ok', { timeout: 1_000, id: 'a' })).resolves.toBe('ok');
     expect(pool.getStats()).toMatchObject({ processedCount: 1, errorCount: 0 });
     pool.stop();
@@ -134,7 +139,8 @@ describe('process() callbacks that throw', () => {
         yield i;
       }
     }
-    const run = pool.process(
+    const run = processWithPool(
+      pool,
       items(),
       async (i) => {
         throw new Error(`item ${i} failed`);

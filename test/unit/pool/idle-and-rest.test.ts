@@ -3,6 +3,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import {
   CircuitOpenError,
+  circuitBreaker,
   ExecutorPool,
   PoolStoppedError,
   TaskAbortedError,
@@ -46,9 +47,9 @@ describe('idle', () => {
   });
 
   it('stop() on a pool without single-flight rejects its work like any other', async () => {
-    const pool = new ExecutorPool({ concurrency: 1, timeout: 0, deduplication: { enabled: false } });
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
     const gate = deferred();
-    const running = pool.enqueue(() => gate.promise, { dedupKey: 'k' }).catch((e: unknown) => e);
+    const running = pool.enqueue(() => gate.promise, { id: 'k' }).catch((e: unknown) => e);
     pool.stop();
     expect(await running).toBeInstanceOf(PoolStoppedError);
     gate.resolve();
@@ -72,7 +73,7 @@ describe('refusals', () => {
       concurrency: 1,
       timeout: 0,
       retries: 0,
-      circuitBreaker: { enabled: true, threshold: 1, minimumRequests: 1, timeout: 1_000 },
+      circuitBreaker: circuitBreaker({ threshold: 1, minimumRequests: 1, timeout: 1_000 }),
     });
     await pool
       .enqueue(async () => {

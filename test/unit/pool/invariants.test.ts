@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { ConcurrencyBudget, ExecutorPool } from '../../../lib/pool/index.js';
+import { ConcurrencyBudget, circuitBreaker, ExecutorPool } from '../../../lib/pool/index.js';
 import { awsError, lcg, useFakeTimersInEachTest } from './helpers.js';
 
 /**
@@ -23,7 +23,7 @@ describe('invariants under random load', () => {
             retries: 2,
             retryDelay: 5,
             maxRetryDelay: 30,
-            circuitBreaker: seed % 2 === 0 ? { enabled: true, minimumRequests: 20, timeout: 50 } : undefined,
+            circuitBreaker: seed % 2 === 0 ? circuitBreaker({ minimumRequests: 20, timeout: 50 }) : undefined,
           }),
       );
       let running = 0;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExecutorPool, PoolStoppedError } from '../../../lib/pool/index.js';
+import { ExecutorPool, PoolStoppedError, processWithPool } from '../../../lib/pool/index.js';
 import { type Deferred, deferred, flush, stateOf } from './helpers.js';
 
 function gatedTasks(pool: ExecutorPool, n: number) {
@@ -96,7 +96,7 @@ describe('ExecutorPool lifecycle', () => {
     // In-flight work still holds its slots until it returns.
     expect(pool.getStats().activeCount).toBe(2);
     await expect(pool.enqueue(async () => 'late')).rejects.toBeInstanceOf(PoolStoppedError);
-    await expect(pool.process([1, 2], async (x) => x)).rejects.toBeInstanceOf(PoolStoppedError);
+    await expect(processWithPool(pool, [1, 2], async (x) => x)).rejects.toBeInstanceOf(PoolStoppedError);
     const drained = pool.drain();
     for (const gate of gates) gate.resolve();
     await drained;

@@ -4,7 +4,7 @@
 // interval by more than half of one (lateness is banked, never more), the cap holds, and the pool ends idle
 // with no timer left.
 import { describe, expect, it, vi } from 'vitest';
-import { ConcurrencyBudget, ExecutorPool } from '../../../lib/pool/index.js';
+import { ConcurrencyBudget, circuitBreaker, ExecutorPool } from '../../../lib/pool/index.js';
 import { awsError, lcg, useFakeTimersInEachTest } from './helpers.js';
 
 describe('ExecutorPool start interval: invariants under a random mix of paced and unpaced tasks', () => {
@@ -21,7 +21,7 @@ describe('ExecutorPool start interval: invariants under a random mix of paced an
         retryDelay: 5,
         ...(budget === undefined ? {} : { budget }),
         ...(random() < 0.3
-          ? { circuitBreaker: { enabled: true, minimumRequests: 3, threshold: 0.9, timeout: 30 } }
+          ? { circuitBreaker: circuitBreaker({ minimumRequests: 3, threshold: 0.9, timeout: 30 }) }
           : {}),
       });
       const other =

@@ -140,7 +140,7 @@ describe('processWithPool: how a call ends', () => {
       yield 'b';
     }
     const input = items();
-    await expect(pool.process(input, async (x) => x)).rejects.toBeInstanceOf(PoolStoppedError);
+    await expect(processWithPool(pool, input, async (x) => x)).rejects.toBeInstanceOf(PoolStoppedError);
     // The caller can still hand the same input to another pool.
     expect(input.next()).toEqual({ value: 'a', done: false });
   });
@@ -148,7 +148,8 @@ describe('processWithPool: how a call ends', () => {
   it('waits for items that settle on a timer, without spinning (back-pressure and the final wait)', async () => {
     const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
     const done: number[] = [];
-    const summary = await pool.process(
+    const summary = await processWithPool(
+      pool,
       [1, 2, 3],
       (x) => new Promise<number>((resolve) => setTimeout(() => resolve(x), 1)),
       { readAhead: 0, onResult: (x) => done.push(x) },
@@ -160,11 +161,12 @@ describe('processWithPool: how a call ends', () => {
   it('closes an input it stops reading early, and never closes one it read to the end', async () => {
     const pool = new ExecutorPool({ concurrency: 1, retries: 0, timeout: 0 });
     const whole = countingIterable(3);
-    expect(await pool.process(whole.iterable, async (x) => x)).toMatchObject({ processed: 3 });
+    expect(await processWithPool(pool, whole.iterable, async (x) => x)).toMatchObject({ processed: 3 });
     expect(whole.seen).toEqual({ read: 3, returned: 0 });
 
     const early = countingIterable(10);
-    const summary = await pool.process(
+    const summary = await processWithPool(
+      pool,
       early.iterable,
       async (x) => {
         throw new Error(`item ${x}`);
@@ -179,7 +181,8 @@ describe('processWithPool: how a call ends', () => {
     const pool = new ExecutorPool({ concurrency: 1, retries: 0, timeout: 0 });
     const items = [1, 2, 3, 4, 5];
     expect(items[Symbol.iterator]().return).toBeUndefined();
-    const summary = await pool.process(
+    const summary = await processWithPool(
+      pool,
       items,
       async () => {
         throw new Error('no');
@@ -192,7 +195,7 @@ describe('processWithPool: how a call ends', () => {
   it('a stop or an abort after the input was read to the end resolves with the summary: nothing was left unread', async () => {
     const pool = new ExecutorPool({ concurrency: 2, retries: 0, timeout: 0 });
     const gate = deferred();
-    const run = pool.process([1, 2], () => gate.promise);
+    const run = processWithPool(pool, [1, 2], () => gate.promise);
     await flush();
     pool.stop();
     const summary = await run;
@@ -204,7 +207,9 @@ describe('processWithPool: how a call ends', () => {
 
     const other = new ExecutorPool({ concurrency: 2, retries: 0, timeout: 0 });
     const controller = new AbortController();
-    const aborted = other.process([1, 2], () => new Promise(() => {}), { signal: controller.signal });
+    const aborted = processWithPool(other, [1, 2], () => new Promise(() => {}), {
+      signal: controller.signal,
+    });
     await flush();
     controller.abort(new Error('deadline'));
     expect(await aborted).toMatchObject({ processed: 0, failed: 2 });
@@ -214,7 +219,8 @@ describe('processWithPool: how a call ends', () => {
     const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
     const controller = new AbortController();
     const reason = new Error('invocation deadline');
-    const run = pool.process(
+    const run = processWithPool(
+      pool,
       [1, 2, 3],
       async (x) => {
         if (x === 1) controller.abort(reason);
@@ -231,7 +237,8 @@ describe('processWithPool: how a call ends', () => {
     const pool = new ExecutorPool({ concurrency: 2, retries: 0, timeout: 0 });
     const failure = new Error('first item failed');
     const gate = deferred();
-    const summary = await pool.process(
+    const summary = await processWithPool(
+      pool,
       (function* () {
         for (let i = 0; ; i++) yield i;
       })(),
@@ -258,7 +265,7 @@ describe('processWithPool: how a call ends', () => {
   it('rejects with the very error a callback threw (onResult or onError), the first one only', async () => {
     const pool = new ExecutorPool({ concurrency: 2, retries: 0, timeout: 0 });
     const broke = new Error('consumer broke');
-    const onResult = pool.process([1, 2, 3], async (x) => x, {
+    const onResult = processWithPool(pool, [1, 2, 3], async (x) => x, {
       onResult: (x) => {
         throw x === 1 ? broke : new Error('later');
       },
@@ -266,7 +273,8 @@ describe('processWithPool: how a call ends', () => {
     expect(await onResult.catch((e: unknown) => e)).toBe(broke);
 
     const sink = new Error('sink broke');
-    const onError = pool.process(
+    const onError = processWithPool(
+      pool,
       [1, 2],
       async () => {
         throw new Error('item');

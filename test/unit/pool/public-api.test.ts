@@ -14,6 +14,11 @@ describe('pool public API', () => {
     expect(api.QueueFullError).toBe(pool.QueueFullError);
     expect(api.CircuitOpenError).toBe(pool.CircuitOpenError);
     expect(api.TaskAbortedError).toBe(pool.TaskAbortedError);
+    // The companions a service composes a pool with, and bulk feeding over its public face.
+    expect(api.circuitBreaker).toBe(pool.circuitBreaker);
+    expect(api.deduplication).toBe(pool.deduplication);
+    expect(api.autotune).toBe(pool.autotune);
+    expect(api.processWithPool).toBe(pool.processWithPool);
   });
 
   it('throws errors with stable names that extend S3IngestError', () => {

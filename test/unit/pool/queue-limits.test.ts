@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyBudget, ExecutorPool, QueueFullError } from '../../../lib/pool/index.js';
+import { ConcurrencyBudget, ExecutorPool, processWithPool, QueueFullError } from '../../../lib/pool/index.js';
 import { deferred, flush, stateOf } from './helpers.js';
 
 describe('maxQueueSize', () => {
@@ -42,7 +42,8 @@ describe('process()', () => {
       }
     }
     const seen: number[] = [];
-    const summary = await pool.process(
+    const summary = await processWithPool(
+      pool,
       items(),
       async (item) => {
         await flush(Math.floor(Math.random() * 5));
@@ -71,7 +72,8 @@ describe('process()', () => {
       }
     }
     const failures: number[] = [];
-    const summary = await pool.process(
+    const summary = await processWithPool(
+      pool,
       items(),
       async (item) => {
         await flush(2);
@@ -103,7 +105,8 @@ describe('process()', () => {
         closed = true;
       }
     }
-    const summary = await pool.process(
+    const summary = await processWithPool(
+      pool,
       items(),
       async (item) => {
         if (item === 2) throw new Error('boom');
@@ -120,7 +123,8 @@ describe('process()', () => {
     const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
     const controller = new AbortController();
     let started = 0;
-    const run = pool.process(
+    const run = processWithPool(
+      pool,
       (function* () {
         for (let i = 0; i < 1000; i++) yield i;
       })(),
@@ -141,7 +145,7 @@ describe('process()', () => {
   it('rethrows an error thrown by onResult after in-flight items settle', async () => {
     const pool = new ExecutorPool({ concurrency: 2 });
     await expect(
-      pool.process([1, 2, 3], async (x) => x, {
+      processWithPool(pool, [1, 2, 3], async (x) => x, {
         onResult: (r) => {
           if (r === 2) throw new Error('consumer broke');
         },
@@ -181,7 +185,7 @@ describe('isQueueFull and onQueueRoom', () => {
     expect(pool.isQueueFull).toBe(true);
     await expect(pool.enqueue(async () => 'refused')).rejects.toBeInstanceOf(QueueFullError);
     const room = pool.onQueueRoom();
-    const summary = pool.process([1, 2, 3], async (x) => x);
+    const summary = processWithPool(pool, [1, 2, 3], async (x) => x);
     expect(await stateOf(room)).toBe('pending');
     gate.resolve();
     await held;

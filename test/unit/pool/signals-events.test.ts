@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { ExecutorPool, TaskTimeoutError } from '../../../lib/pool/index.js';
+import { deduplication, ExecutorPool, TaskTimeoutError } from '../../../lib/pool/index.js';
 import { deferred, flush, useFakeTimersInEachTest } from './helpers.js';
 
 describe('caller signal', () => {
@@ -134,7 +134,12 @@ describe('unhandled rejections', () => {
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
     try {
-      const pool = new ExecutorPool({ concurrency: 1, retries: 0, timeout: 5 });
+      const pool = new ExecutorPool({
+        concurrency: 1,
+        retries: 0,
+        timeout: 5,
+        deduplication: deduplication(),
+      });
       const timedOut = new Promise<unknown>((resolve) =>
         pool.on('pool:taskError', ({ error }) => {
           if (error instanceof TaskTimeoutError) resolve(error);

@@ -3,6 +3,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import {
   CircuitOpenError,
+  circuitBreaker,
   ExecutorPool,
   PoolStoppedError,
   TaskAbortedError,
@@ -63,7 +64,7 @@ function timingOutBreakerPool(): ExecutorPool {
     concurrency: 1,
     timeout: 20,
     retries: 0,
-    circuitBreaker: { enabled: true, threshold: 1, minimumRequests: 1, timeout: 1_000 },
+    circuitBreaker: circuitBreaker({ threshold: 1, minimumRequests: 1, timeout: 1_000 }),
   });
 }
 
@@ -159,7 +160,7 @@ describe('retry failures seen by the breaker', () => {
       timeout: 0,
       retries: 1,
       retryDelay: 0,
-      circuitBreaker: { enabled: true, threshold: 1, minimumRequests: 1, timeout: 60_000 },
+      circuitBreaker: circuitBreaker({ threshold: 1, minimumRequests: 1, timeout: 60_000 }),
     });
     const outcome = pool
       .enqueue(async () => {

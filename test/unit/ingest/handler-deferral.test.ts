@@ -136,6 +136,23 @@ describe('deferred records', () => {
     expect(calls).toEqual([]);
   });
 
+  it('SqsDeferrals taking every record of a tenant held out of its prefix defers it after TURN_WAIT_MS', async () => {
+    const sem = semaphores(4);
+    const held = await sem.factory(PREFIX).acquire(4);
+    const { client, calls } = recordingClient();
+    const { handler, summaries } = setup({ semaphores: sem.factory, deferrals: new SqsDeferrals(client) });
+    const event = sqsEvent(acme(12));
+    const started = Date.now();
+    const response = await handler(event, lambdaContext(30_000));
+    // The turn wait, not the cutoff (28 s away).
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(failedIds(response)).toEqual([]);
+    expect(summaries[0]).toMatchObject({ RecordsDeferred: 12, RecordsProcessed: 0, RecordsFailed: 0 });
+    // One copy per record, sent back to its own queue.
+    expect(calls.flatMap((c) => c.entries)).toHaveLength(12);
+    await held.release();
+  });
+
   it('a port that fails redelivers the records; the others of the batch keep their outcomes', async () => {
     const sem = semaphores(4);
     const held = await sem.factory(PREFIX).acquire(4);

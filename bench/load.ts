@@ -12,7 +12,7 @@
 // against the naive one. Results: bench/results/load.{json,svg}.
 // BENCH_LOAD_MESSAGES overrides the message count (e.g. 2000 for a quick look).
 import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LoadEngine, LoadRunConfig, LoadRunResult, LoadSample } from './load/engine.js';
@@ -220,6 +220,13 @@ async function limitBound(): Promise<void> {
       },
     ],
   });
+  // BENCH_LOAD_RESULTS=<name> keeps a subset's rows in bench/results/<name>.json (an engine comparison
+  // run on its own, e.g. BENCH_LOAD_ENGINES=adaptive,rate,naive BENCH_LOAD_RESULTS=load-fleet-cap).
+  const keepAs = process.env.BENCH_LOAD_RESULTS;
+  if (only.length > 0 && keepAs !== undefined && keepAs !== '') {
+    writeResults(keepAs, rows, { messages: base.messages, repeat, engines: only, loadAverage: loadavg() });
+    return;
+  }
   if (only.length > 0) {
     console.log(JSON.stringify(rows, null, 1));
     const file = join(tmpdir(), 'bench-load-subset.json');

@@ -1,7 +1,7 @@
 import { PoolStoppedError, TaskAbortedError } from './errors.js';
 import type { EnqueueOptions, TaskContext, TaskFn } from './task.js';
 
-/** Summary of `process()`. Results are handed to `onResult` and never accumulated. */
+/** Summary of `processWithPool()`. Results are handed to `onResult` and never accumulated. */
 export interface ProcessSummary {
   /** Items whose task succeeded. */
   processed: number;
@@ -11,16 +11,16 @@ export interface ProcessSummary {
   errors: { index: number; error: unknown }[];
 }
 
-/** Options of `process()`: the per-task options apply to every item. */
+/** Options of `processWithPool()`: the per-task options apply to every item. */
 export interface ProcessOptions<I, R> extends Omit<EnqueueOptions, 'dedupKey' | 'id'> {
   /**
-   * Called with each successful result, in completion order. A throw stops reading and rejects `process()`.
+   * Called with each successful result, in completion order. A throw stops reading and rejects `processWithPool()`.
    * @default undefined
    * @example { onResult: (record, item) => written.add(item.id) }
    */
   onResult?: (result: R, item: I, index: number) => void;
   /**
-   * Called with each final failure, in completion order. A throw stops reading and rejects `process()`.
+   * Called with each final failure, in completion order. A throw stops reading and rejects `processWithPool()`.
    * @default undefined
    * @example { onError: (error, item) => deadLetters.push({ item, error }) }
    */
@@ -46,7 +46,7 @@ export interface ProcessOptions<I, R> extends Omit<EnqueueOptions, 'dedupKey' | 
 }
 
 /**
- * What `process()` needs from a pool: its public face. `ExecutorPool` implements it; anything else that
+ * What `processWithPool()` needs from a pool: its public face. `ExecutorPool` implements it; anything else that
  * does (a test double, a wrapper) can be driven the same way.
  */
 export interface ProcessTarget {

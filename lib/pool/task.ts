@@ -33,8 +33,8 @@ export interface EnqueueOptions {
    */
   retries?: number;
   /**
-   * Calls with the same key while one is pending share its single execution (and its result or error).
-   * See `DeduplicationOptions`.
+   * Calls with the same key while one is pending share its single execution (and its result or error). Needs
+   * a pool with `deduplication` (a TypeError otherwise); see `DeduplicationOptions`.
    * @default undefined (no deduplication, unless the pool's `deduplication.keyFn` derives a key)
    * @example pool.enqueue(() => load(id), { dedupKey: `load:${id}` })
    */

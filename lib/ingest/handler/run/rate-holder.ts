@@ -2,7 +2,7 @@ import { isThrottling } from '../../../errors/classify.js';
 import type { PoolEvents } from '../../../pool/events.js';
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
 import type { RateBudget, RateLease } from '../../../semaphore/rate-types.js';
-import { LEASE_TARGET_S } from '../../../semaphore/tuning.js';
+import { INCREASE_SHARE, LEASE_TARGET_S } from '../../../semaphore/tuning.js';
 import { drainBy } from './drain-by.js';
 import type { WriteWatch } from './prefix-write-counts.js';
 import { type PacedTarget, RatePace, type RefusalEvents } from './rate-pace.js';
@@ -29,6 +29,13 @@ export interface RateHolderRequest {
   readonly inFlight: number;
   /** The longest it waits for its rate (a tenant whose records can be deferred). @default half the time left */
   readonly maxWaitMs?: number | undefined;
+  /**
+   * Writes per second this container's last lease of the prefix delivered when that was less than it was
+   * granted (`HolderResult.delivered`): it asks for no more than that plus one increase step (but what it
+   * needs to finish), so it does not hold rate its pool cannot send.
+   * @default undefined (no cap: a first lease, or one whose last lease kept its pace)
+   */
+  readonly delivered?: number | undefined;
 }
 
 /** The invocation's bounds on a holder. */
@@ -47,7 +54,12 @@ export interface RateWindow {
  * itself and nothing about the writes changes), or could not have a rate (`outOfTurn`: others held it).
  */
 export type HolderResult =
-  | { readonly rate: number; readonly releaseError?: unknown }
+  | {
+      readonly rate: number;
+      /** Writes per second the lease delivered: writes sent over the time from the grant to the drain. */
+      readonly delivered: number;
+      readonly releaseError?: unknown;
+    }
   | { readonly unavailable: unknown; readonly outOfTurn?: true };
 
 /** Attempts the pool settled while a lease was held: a count of writes when the store counts none. */
@@ -86,13 +98,23 @@ export async function runUnderRate(
   body: () => Promise<void>,
   now: () => number = Date.now,
 ): Promise<HolderResult> {
-  const want = Math.min(budget.ceiling, request.writes / LEASE_TARGET_S);
   const start = now();
   const leftMs = Math.max(2, window.deadline - start);
   // It waits at most half the time left (less with a turn wait), and a grant taken then must finish its
   // writes in what remains.
   const waitMs = Math.min(request.maxWaitMs ?? leftMs / 2, leftMs / 2);
-  const least = Math.min(want, (request.writes * 1000) / (leftMs - waitMs));
+  const needed = (request.writes * 1000) / (leftMs - waitMs);
+  // Its writes in a second, but no more than what its pool delivered last time plus one step of the law's
+  // additive increase (it probes upward as the budget does), and never less than it needs to finish.
+  const pooled =
+    request.delivered === undefined
+      ? Number.POSITIVE_INFINITY
+      : request.delivered + budget.ceiling * INCREASE_SHARE;
+  const want = Math.min(
+    budget.ceiling,
+    Math.max(needed, Math.min(request.writes / LEASE_TARGET_S, pooled)),
+  );
+  const least = Math.min(want, needed);
   const deadline = start + waitMs;
   let lease: RateLease;
   try {
@@ -120,11 +142,13 @@ export async function runUnderRate(
   const pace = new RatePace(request.pool, request.pool, lease.rate, budget.ceiling, sent);
   let releaseError: unknown;
   let released = true;
+  let drainedAt: number | undefined;
   try {
     request.pool.setConcurrency(Math.max(1, request.inFlight));
     await body();
     // No write outlives its lease: in-flight (and timed-out, still settling) work ends first.
     await drainBy(request.pool, window.signal, window.releaseTimeoutMs);
+    drainedAt = now();
   } finally {
     pace.stop();
     attempts?.stop();
@@ -144,5 +168,6 @@ export async function runUnderRate(
       releaseError = error;
     }
   }
-  return released ? { rate: lease.rate } : { rate: lease.rate, releaseError };
+  const delivered = sent() / Math.max(0.001, ((drainedAt ?? now()) - lease.takenAt) / 1000);
+  return released ? { rate: lease.rate, delivered } : { rate: lease.rate, delivered, releaseError };
 }

@@ -104,6 +104,50 @@ describe('runUnderRate', () => {
     expect(takes[0]!.options.deadline).toBe(300);
   });
 
+  it('asks no more than its pool delivered last time plus one increase step, but what it needs to finish', async () => {
+    const capped = recordingBudget(100);
+    await runUnderRate(
+      capped.budget,
+      { pool: pool(), writes: 40, inFlight: 8, delivered: 10 },
+      window(10_000),
+      undefined,
+      async () => {},
+      () => 0,
+    );
+    // 10 delivered + 100 / 32: under the 40 its writes would ask for in a second.
+    expect(capped.takes[0]!.want).toBeCloseTo(10 + 100 / 32, 10);
+    const needy = recordingBudget(100);
+    await runUnderRate(
+      needy.budget,
+      { pool: pool(), writes: 40, inFlight: 8, delivered: 1 },
+      window(10_000),
+      undefined,
+      async () => {},
+      () => 0,
+    );
+    // 40 writes in the 5 s after its wait need 8 per second, more than 1 + 100 / 32.
+    expect(needy.takes[0]!.want).toBeCloseTo(8, 10);
+    expect(needy.takes[0]!.options.least).toBeCloseTo(8, 10);
+  });
+
+  it('says what it delivered: writes sent over the time from its grant to its drain', async () => {
+    const { budget } = recordingBudget(100);
+    const counted = { count: 0, stop: () => {} };
+    let t = 0;
+    const result = await runUnderRate(
+      budget,
+      { pool: pool(), writes: 20, inFlight: 4 },
+      window(10_000),
+      counted,
+      async () => {
+        counted.count = 20;
+        t = 2_000;
+      },
+      () => t,
+    );
+    expect(result).toMatchObject({ rate: 20, delivered: 10 });
+  });
+
   it('paces the pool at the grant and sizes its concurrency to the in-flight bound', async () => {
     const { budget } = recordingBudget(20);
     const p = pool();
@@ -118,7 +162,8 @@ describe('runUnderRate', () => {
       },
     );
     expect(seen).toEqual({ interval: 50, concurrency: 8 });
-    expect(result).toEqual({ rate: 20 });
+    expect(result).toMatchObject({ rate: 20 });
+    expect('releaseError' in result).toBe(false);
   });
 
   it('reports what the lease saw: accepted and refused writes, starved when granted less than it wanted', async () => {
@@ -216,8 +261,9 @@ describe('runUnderRate', () => {
       window(10_000),
       undefined,
       async () => {},
+      () => 0,
     );
-    expect(result).toEqual({ rate: 4, releaseError: lost });
+    expect(result).toMatchObject({ rate: 4, releaseError: lost });
   });
 
   it('releases when the work throws, and the error goes on', async () => {

@@ -99,6 +99,8 @@ export interface ProxiedCall {
   /** The rule's name when a fault was injected, else undefined (forwarded untouched). */
   readonly rule: string | undefined;
   readonly fault: FaultKind | undefined;
+  /** Epoch ms the whole request had arrived (a per-prefix request log with times: rate checks). */
+  readonly at: number;
   /** Status the service answered, when the request reached it (forwarded, or `unknown-outcome`). */
   upstreamStatus?: number;
   /** What a rule's `match` threw for this call (the call then went through untouched). */
@@ -246,6 +248,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       call,
       rule: active?.name,
       fault: active?.rule.fault,
+      at: Date.now(),
       ...(ruleError === undefined ? {} : { ruleError }),
     };
     log.push(entry);

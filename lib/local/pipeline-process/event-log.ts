@@ -31,6 +31,37 @@ export interface ReleaseLine extends LineBase {
   fence: string;
 }
 
+/** A share of a prefix's rate budget granted (`FLEET_CAP=rate`): logged after the take, like `acquire`. */
+export interface RateTakeLine extends LineBase {
+  event: 'rate-take';
+  container: number;
+  name: string;
+  ceiling: number;
+  /** Writes per second granted. */
+  rate: number;
+  fence: string;
+  expiresAt: number;
+}
+
+/** A rate given back: logged before the release call (its writes have drained), like `release`. */
+export interface RateReleaseLine extends LineBase {
+  event: 'rate-release';
+  container: number;
+  name: string;
+  rate: number;
+  fence: string;
+}
+
+/**
+ * An S3 write started on a tenant prefix whose container holds no rate lease on it (`FLEET_CAP=rate`: a
+ * tenant with few writes in its batch writes without one), logged as the request starts.
+ */
+export interface UnleasedWriteLine extends LineBase {
+  event: 'unleased-write';
+  container: number;
+  name: string;
+}
+
 /** One invocation as the event-source runner judged it, with what its container's S3 client saw. */
 export interface InvocationLine extends LineBase {
   event: 'invocation';
@@ -49,6 +80,8 @@ export interface InvocationLine extends LineBase {
   retries: number;
   throttles: number;
   timeouts: number;
+  /** Longest event-loop stall of the process since the previous invocation line (ms). */
+  loopStallMs?: number;
 }
 
 /** Graceful stop finished (SIGTERM): every invocation settled, every lease released. */
@@ -56,7 +89,15 @@ export interface StoppedLine extends LineBase {
   event: 'stopped';
 }
 
-export type PipelineLogLine = ReadyLine | AcquireLine | ReleaseLine | InvocationLine | StoppedLine;
+export type PipelineLogLine =
+  | ReadyLine
+  | AcquireLine
+  | ReleaseLine
+  | RateTakeLine
+  | RateReleaseLine
+  | UnleasedWriteLine
+  | InvocationLine
+  | StoppedLine;
 
 /** Distributes `Omit` over the union, so each line keeps its own fields. */
 export type PipelineLogEntry = PipelineLogLine extends infer L

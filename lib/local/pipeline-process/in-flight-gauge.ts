@@ -58,7 +58,7 @@ export class InFlightGauge {
 }
 
 /** The handler's semaphore name for the tenant prefix a request's key is under (`prefix:<bucket>/t=x/`). */
-function semaphoreNameOf(input: { Bucket?: string; Key?: string }): string {
+export function semaphoreNameOf(input: { Bucket?: string; Key?: string }): string {
   const key = input.Key ?? '';
   const slash = key.indexOf('/');
   return `prefix:${input.Bucket ?? ''}/${slash < 0 ? key : key.slice(0, slash + 1)}`;

@@ -7,19 +7,23 @@
 // The handler reads its usual environment (loadConfig). Every grant, release and invocation is appended to
 // the NDJSON log FILE (see pipeline-process/event-log.ts). SIGTERM stops gracefully and exits 0.
 
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { createS3Client } from '../../db/s3-client.js';
 import { loadConfig } from '../../ingest/config.js';
 import { createIngestHandler, type InvocationSummary } from '../../ingest/handler/ingest-handler.js';
+import { dynamoRateBudgets } from '../../ingest/handler/run/prefix-budgets.js';
 import { SMALL_TENANT_WRITES } from '../../ingest/handler/run/tenant-permits.js';
 import { DynamoSemaphore } from '../../semaphore/dynamo-semaphore.js';
 import { EventSourceRunner } from '../lambda/event-source-runner.js';
 import { type ContainerHandler, LambdaContainers } from '../lambda/lambda-containers.js';
 import { SilentMetrics } from '../lambda/silent-metrics.js';
 import { EventLog } from './event-log.js';
-import { InFlightGauge } from './in-flight-gauge.js';
+import { InFlightGauge, semaphoreNameOf } from './in-flight-gauge.js';
+import { loggedBudgets } from './logged-budgets.js';
 import { HeldPermits, loggedSemaphores } from './logged-semaphores.js';
 import { parsePipelineProcessArgs } from './options.js';
 
@@ -39,6 +43,10 @@ async function main(): Promise<void> {
   const region = config.region ?? 'us-east-1';
   const dynamodb = new DynamoDBClient({ region, endpoint: config.endpoints.dynamodb });
   const sqs = new SQSClient({ region, endpoint: config.endpoints.sqs });
+  const rateCap = config.fleetCap === 'rate';
+  // How late this process may start what its timers schedule: the rate check's skew (test/chaos).
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
 
   /** Per container: what the runner's `invocation` event is joined with (one invocation at a time each). */
   const containerOf = new Map<string, ContainerState>();
@@ -46,8 +54,11 @@ async function main(): Promise<void> {
   const containers = new LambdaContainers((): ContainerHandler => {
     const index = containerCount++;
     const held = new HeldPermits();
-    // A leased prefix within its permits; an unleased one (few writes in the batch) within its writes.
-    const gauge = new InFlightGauge((name) => held.on(name) || SMALL_TENANT_WRITES - 1);
+    // A leased prefix within its permits (with the rate engine: its pool's concurrency); an unleased one
+    // (few writes in the batch) within its writes.
+    const leasedBound = (name: string) =>
+      rateCap && held.on(name) > 0 ? config.poolConcurrency : held.on(name);
+    const gauge = new InFlightGauge((name) => leasedBound(name) || SMALL_TENANT_WRITES - 1);
     const s3 = createS3Client({
       region,
       ...(config.endpoints.s3 === undefined ? {} : { endpoint: config.endpoints.s3 }),
@@ -55,6 +66,7 @@ async function main(): Promise<void> {
       maxSockets: config.poolConcurrency,
     });
     gauge.attach(s3);
+    if (rateCap) logUnleasedWrites(s3, held, log, index);
     const state: ContainerState = { index, gauge, redelivered: 0 };
     const handler = createIngestHandler(config, {
       clients: { s3, sqs, dynamodb },
@@ -68,6 +80,10 @@ async function main(): Promise<void> {
         index,
         held,
       ),
+      // With FLEET_CAP=rate tenant prefixes hold a share of their budget instead (the handler's own budgets).
+      ...(rateCap
+        ? { budgets: loggedBudgets(dynamoRateBudgets(config, dynamodb, tableName), log, index, held) }
+        : {}),
       onInvocation: (summary) => {
         state.summary = summary;
       },
@@ -117,7 +133,9 @@ async function main(): Promise<void> {
       retries: summary?.Retries ?? 0,
       throttles: summary?.S3SlowDowns ?? 0,
       timeouts: summary?.Timeouts ?? 0,
+      loopStallMs: Math.round(loopDelay.max / 1e6),
     });
+    loopDelay.reset();
   });
 
   let stopping = false;
@@ -142,6 +160,26 @@ async function main(): Promise<void> {
 
   await runner.start();
   log.write({ event: 'ready' });
+}
+
+const S3_WRITES = new Set([
+  'PutObjectCommand',
+  'DeleteObjectCommand',
+  'DeleteObjectsCommand',
+  'CopyObjectCommand',
+]);
+
+/** Logs every S3 write a container starts on a prefix it holds no rate lease on (`unleased-write`). */
+function logUnleasedWrites(s3: S3Client, held: HeldPermits, log: EventLog, container: number): void {
+  s3.middlewareStack.add(
+    (next, context) => async (args) => {
+      const name = semaphoreNameOf(args.input as { Bucket?: string; Key?: string });
+      if (S3_WRITES.has(context.commandName ?? '') && held.on(name) === 0)
+        log.write({ event: 'unleased-write', container, name });
+      return next(args);
+    },
+    { step: 'initialize', name: 'chaosUnleasedWrites' },
+  );
 }
 
 main().catch((error: unknown) => {

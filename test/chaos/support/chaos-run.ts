@@ -5,6 +5,7 @@ import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { countQueue, queueDepth } from '../../../lib/cli/inspect.js';
+import type { FleetCap } from '../../../lib/ingest/config.js';
 import { Producer } from '../../../lib/ingest/producer.js';
 import { DEMO_RESOURCES, type DemoLoad, generateDemoLoad } from '../../../lib/local/demo/demo-load.js';
 import { type DemoVerification, verifyDemo } from '../../../lib/local/demo/demo-verify.js';
@@ -22,8 +23,8 @@ import {
 } from '../../../lib/local/pipeline-process/event-log.js';
 import { type PipelineProcess, spawnPipelineProcess } from '../../../lib/local/pipeline-process/spawn.js';
 import { startChaosProxy } from '../../../lib/local/s3-behaviour/chaos-proxy.js';
-import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
+import { accountRates, type RateAccount, WriteLoggingModel, watchLoop } from './rate-accounting.js';
 import { semaphoreTimeline } from './timeline.js';
 
 /** The issue's fault mix, as shares of all S3 requests (SlowDown) and of the requests it lets through. */
@@ -64,6 +65,8 @@ export interface ChaosRunOptions {
   timeoutMs?: number;
   /** Progress lines. */
   progress?: (line: string) => void;
+  /** The handler's fleet cap (`FLEET_CAP`). Default `permits`. */
+  fleetCap?: FleetCap;
 }
 
 export interface KillRecord {
@@ -72,10 +75,15 @@ export interface KillRecord {
   processedBefore: number;
   leasesHeld: number;
   permitsHeld: number;
+  /** With the rate engine: writes/s its leases held. */
+  rateHeld: number;
 }
 
 /** The read-back verification (written, dead-lettered, lost, duplicated, problems) plus the run's evidence. */
 export interface ChaosReport extends DemoVerification {
+  fleetCap: FleetCap;
+  /** With `fleetCap: 'rate'`: the grants, the rate invariant, what killed holders left. */
+  rate?: RateAccount;
   sent: number;
   /** Deliveries of a message after its first (kills, transient failures), seen in logged invocations. */
   redelivered: number;
@@ -122,15 +130,21 @@ async function sendRaw(sqs: SQSClient, queueUrl: string, bodies: string[]): Prom
   return sent;
 }
 
-/** Leases a process holds right now according to its log. */
-function heldBy(lines: readonly PipelineLogLine[], pid: number): { leases: number; permits: number } {
-  const open = new Map<string, number>();
+/** Leases a process holds right now according to its log: permits, or shares of a rate budget. */
+function heldBy(
+  lines: readonly PipelineLogLine[],
+  pid: number,
+): { leases: number; permits: number; rate: number } {
+  const open = new Map<string, { permits: number; rate: number }>();
   for (const l of lines) {
     if (l.pid !== pid) continue;
-    if (l.event === 'acquire') open.set(l.fence, l.permits);
-    else if (l.event === 'release') open.delete(l.fence);
+    if (l.event === 'acquire') open.set(l.fence, { permits: l.permits, rate: 0 });
+    else if (l.event === 'rate-take') open.set(l.fence, { permits: 0, rate: l.rate });
+    else if (l.event === 'release' || l.event === 'rate-release') open.delete(l.fence);
   }
-  return { leases: open.size, permits: [...open.values()].reduce((a, b) => a + b, 0) };
+  const sum = (f: (h: { permits: number; rate: number }) => number) =>
+    [...open.values()].reduce((a, h) => a + f(h), 0);
+  return { leases: open.size, permits: sum((h) => h.permits), rate: sum((h) => h.rate) };
 }
 
 /** Holder entries (fence -> permits) of every semaphore item in the table. */
@@ -170,7 +184,9 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
     badRatio: 0.02,
   });
   const aws = await startLocalAws();
-  const model = new S3BehaviourModel({
+  const fleetCap = options.fleetCap ?? 'permits';
+  const loop = watchLoop();
+  const model = new WriteLoggingModel({
     writesPerSecond: Number.POSITIVE_INFINITY,
     readsPerSecond: Number.POSITIVE_INFINITY,
     faults: {
@@ -197,6 +213,7 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
     });
     const env: Record<string, string> = {
       ...CHAOS_HANDLER_ENV,
+      FLEET_CAP: fleetCap,
       BUCKET_NAME: resources.bucket,
       DLQ_URL: resources.dlqUrl,
       SEMAPHORE_TABLE: resources.tableName,
@@ -261,9 +278,10 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
               processedBefore: processed(lines),
               leasesHeld: held.leases,
               permitsHeld: held.permits,
+              rateHeld: held.rate,
             });
             progress(
-              `killed pid ${current.pid} after ${processed(lines)} processed, holding ${held.permits} permits`,
+              `killed pid ${current.pid} after ${processed(lines)} processed, holding ${held.permits} permits, ${held.rate} writes/s`,
             );
             current = await start();
             continue;
@@ -323,7 +341,20 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
     }
     const orphanedPermits = timeline.orphaned.reduce((sum, l) => sum + l.permits, 0);
     const counters = model.stats().total;
+    const rate =
+      fleetCap === 'rate'
+        ? await accountRates({
+            lines,
+            writes: model.writes,
+            bucket: resources.bucket,
+            dynamodb,
+            tableName: resources.tableName,
+            parentStalls: loop.stop(),
+          })
+        : undefined;
     return {
+      fleetCap,
+      ...(rate === undefined ? {} : { rate }),
       sent,
       ...verification,
       redelivered: invocations.reduce((sum, l) => sum + l.redelivered, 0),
@@ -367,6 +398,7 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
     dynamodb.destroy();
     await proxy.stop();
     await aws.stop();
+    loop.stop();
   }
 }
 
@@ -386,6 +418,7 @@ export function formatChaosReport(r: ChaosReport): string {
     `accounted       sent ${r.sent} = records' writes + dead-lettered; lost ${r.lost}, duplicated ${r.duplicated}`,
     `redelivered     ${r.redelivered} deliveries after the first, ${r.invocations} invocations (${r.failedInvocations} failed whole)`,
     `kills           ${r.kills.length}: ${r.kills.map((k) => `pid ${k.pid} after ${k.processedBefore} processed holding ${k.permitsHeld} permits in ${k.leasesHeld} leases`).join('; ')}; ${r.processes} processes`,
+    ...(r.rate === undefined ? [] : rateLines(r.rate)),
     `permits         ${r.semaphore.leases} leases; peaks ${peaks}`,
     `reclaimed       ${r.semaphore.orphanedPermits} orphaned permits: ${r.semaphore.reclaimedDuringRun} by the pipeline, ${r.semaphore.reclaimedAtEnd} at the end; leaked by graceful stops ${r.semaphore.leakedByGracefulProcesses}; full limit of every semaphore ${r.semaphore.fullLimitAcquired ? 'acquired' : 'NOT acquired'} at most ${r.semaphore.fullLimitLateMs} ms after max(call, orphaned expiry)`,
     `in flight       peak ${r.inFlight.peak} per container (cap ${r.inFlight.cap}); peak over held permits ${r.inFlight.peakOverPermits}`,
@@ -394,4 +427,15 @@ export function formatChaosReport(r: ChaosReport): string {
     `duration        ${r.durationMs} ms`,
     ...r.problems.map((p) => `  ${p}`),
   ].join('\n');
+}
+
+function rateLines(rate: RateAccount): string[] {
+  const peaks = Object.entries(rate.windowPeaks)
+    .map(([prefix, peak]) => `${prefix} ${peak}`)
+    .join(', ');
+  return [
+    `rate leases     ${rate.leases}; orphaned by kills ${rate.orphaned} (${rate.orphanedRate.toFixed(1)} writes/s); leaked by graceful stops ${rate.leakedByGracefulProcesses}; every budget ${rate.wholeBudgetTaken ? 'taken whole' : 'NOT taken whole'} at most ${rate.wholeBudgetLateMs} ms after max(call, orphaned expiry)`,
+    `rate invariant  ${rate.violations.length} windows over their grants; most accepted writes in 250 ms: ${peaks}; ${rate.unleasedWrites} unleased writes; skew ${rate.skewMs} ms`,
+    ...rate.violations.slice(0, 10).map((v) => `  ${v}`),
+  ];
 }

@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import { CHAOS_FAULTS, type ChaosReport } from './chaos-run.js';
+import type { RateAccount } from './rate-accounting.js';
 
 /** The assertions both cuts of the suite make on their accounting report. */
 export function expectAccounted(r: ChaosReport, run: { messages: number; kills: number }): void {
@@ -15,7 +16,7 @@ export function expectAccounted(r: ChaosReport, run: { messages: number; kills: 
 
   // The faults really happened, in about the asked shares.
   expect(r.kills).toHaveLength(run.kills);
-  for (const k of r.kills) expect(k.permitsHeld).toBeGreaterThan(0);
+  for (const k of r.kills) expect(r.rate === undefined ? k.permitsHeld : k.rateHeld).toBeGreaterThan(0);
   expect(r.processes).toBe(run.kills + 1);
   expect(r.redelivered).toBeGreaterThan(0);
   const share = (n: number) => n / r.chaos.requests;
@@ -24,7 +25,18 @@ export function expectAccounted(r: ChaosReport, run: { messages: number; kills: 
   expect(r.pool.throttles).toBeGreaterThan(0);
   expect(r.pool.retries).toBeGreaterThan(0);
 
-  // Semaphore: never more holders than the limit; killed processes' permits come back after their leases.
+  if (r.rate === undefined) expectPermitsKept(r);
+  else expectRatesKept(r.rate);
+
+  // No in-flight count above its cap: per container the invocation budget, and never beyond the prefix's
+  // bound (the permits held; with the rate engine the holder's pool; unleased, the tenant's writes).
+  expect(r.inFlight.peak).toBeGreaterThan(0);
+  expect(r.inFlight.peak).toBeLessThanOrEqual(r.inFlight.cap);
+  expect(r.inFlight.peakOverPermits).toBeLessThanOrEqual(0);
+}
+
+/** Semaphore: never more holders than the limit; killed processes' permits come back after their leases. */
+function expectPermitsKept(r: ChaosReport): void {
   for (const [name, p] of Object.entries(r.semaphore.peaks)) {
     expect(p.peak, name).toBeLessThanOrEqual(p.limit);
   }
@@ -32,9 +44,17 @@ export function expectAccounted(r: ChaosReport, run: { messages: number; kills: 
   expect(r.semaphore.leakedByGracefulProcesses).toBe(0);
   expect(r.semaphore.fullLimitAcquired).toBe(true);
   expect(r.semaphore.fullLimitLateMs).toBeLessThanOrEqual(1_000);
+}
 
-  // No in-flight count above its cap: per container the invocation budget, and never beyond held permits.
-  expect(r.inFlight.peak).toBeGreaterThan(0);
-  expect(r.inFlight.peak).toBeLessThanOrEqual(r.inFlight.cap);
-  expect(r.inFlight.peakOverPermits).toBeLessThanOrEqual(0);
+/**
+ * Rate budget: the writes S3 accepted per prefix never above the granted rates (test/chaos/support/
+ * rate-check.ts); killed holders' rates come back after their leases, graceful ones leave nothing.
+ */
+function expectRatesKept(rate: RateAccount): void {
+  expect(rate.leases).toBeGreaterThan(0);
+  expect(rate.violations).toEqual([]);
+  expect(rate.orphaned).toBeGreaterThan(0);
+  expect(rate.leakedByGracefulProcesses).toBe(0);
+  expect(rate.wholeBudgetTaken).toBe(true);
+  expect(rate.wholeBudgetLateMs).toBeLessThanOrEqual(1_000);
 }

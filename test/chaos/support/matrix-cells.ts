@@ -5,6 +5,7 @@
 // dead letter by the copy's deferral-count attribute; a cell also asserts its call was faulted at least
 // once, so a change of those expressions or attributes fails the matrix loudly instead of emptying it.
 import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
+import type { FleetCap } from '../../../lib/ingest/config.js';
 import { DEFERRALS_ATTRIBUTE } from '../../../lib/ingest/handler/settle/deferral-port.js';
 import type { AwsCall, AwsService } from '../../../lib/local/faults/aws-call.js';
 import { FAULT_KINDS, type FaultKind } from '../../../lib/local/faults/fault-proxy.js';
@@ -15,9 +16,9 @@ import { FAULT_KINDS, type FaultKind } from '../../../lib/local/faults/fault-pro
  * - `slow-prefix`: every S3 request to the tenant's prefix answers `SLOW_PREFIX_DELAY_MS` late, so the
  *   lease's writes measure a slot time above the latency its grant stands for and the handler resizes it
  *   (`LeaseResize`, after 8 writes);
- * - `prefix-held`: another holder takes every permit of the tenant's prefix semaphore until the cell's
- *   fault has fired (`flaky`: for its three invocations), so the tenant's turn does not come and its
- *   records are deferred (copies sent to their queue).
+ * - `prefix-held`: another holder takes every permit of the tenant's prefix semaphore (with the rate
+ *   engine, its whole budget) until the cell's fault has fired (`flaky`: for its three invocations), so the
+ *   tenant's turn does not come and its records are deferred (copies sent to their queue).
  */
 export type MatrixScenario = 'plain' | 'slow-prefix' | 'prefix-held';
 
@@ -132,6 +133,49 @@ export const MATRIX_CALLS: readonly MatrixCall[] = [
   },
 ];
 
+/** A request to the rate budget's item (`pk = rate#...`, lib/semaphore/budget-item.ts). */
+function onBudgetItem(call: AwsCall): boolean {
+  try {
+    const input = JSON.parse(call.body) as { Key?: { pk?: { S?: unknown } } };
+    const pk = input.Key?.pk?.S;
+    return typeof pk === 'string' && pk.startsWith('rate#');
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The rate engine's calls (`FLEET_CAP=rate`, docs/fleet-cap.md): a take is one strongly consistent read and
+ * one conditional write, a release one conditional write (with or without the budget's step).
+ */
+export const RATE_BUDGET_CALLS: readonly MatrixCall[] = [
+  {
+    name: 'dynamodb budget read',
+    service: 'dynamodb',
+    match: (c) => c.operation === 'GetItem' && onBudgetItem(c),
+    givesBackEverything: true,
+  },
+  {
+    // Adds the holder entry and takes its rate off `free`.
+    name: 'dynamodb rate take',
+    service: 'dynamodb',
+    match: (c) =>
+      c.operation === 'UpdateItem' && onBudgetItem(c) && updateExpression(c).startsWith('SET #holders.#f = '),
+    // A take that failed, or landed unseen, is given back (or, answered by the SDK's retry, kept).
+    givesBackEverything: true,
+  },
+  {
+    // Removes the lease's own entry (a release, a stepped release, an answer-lost take's give-back), not a
+    // reclaim of expired ones (`#h0`, ...).
+    name: 'dynamodb rate release',
+    service: 'dynamodb',
+    match: (c) =>
+      c.operation === 'UpdateItem' &&
+      onBudgetItem(c) &&
+      updateExpression(c).startsWith('REMOVE #holders.#f '),
+  },
+];
+
 export { FAULT_KINDS, type FaultKind };
 
 /**
@@ -145,10 +189,37 @@ export type FaultSchedule = 'first-round' | 'once' | 'flaky';
 export interface MatrixCell {
   readonly call: MatrixCall;
   readonly fault: FaultKind;
+  /** The handler's fleet cap (`FLEET_CAP`). @default 'permits' */
+  readonly fleetCap?: FleetCap;
 }
 
 export const MATRIX_CELLS: readonly MatrixCell[] = MATRIX_CALLS.flatMap((call) =>
   FAULT_KINDS.map((fault) => ({ call, fault })),
 );
 
-export const cellName = (cell: MatrixCell): string => `${cell.call.name} x ${cell.fault}`;
+const callNamed = (name: string): MatrixCall => MATRIX_CALLS.find((call) => call.name === name)!;
+
+/**
+ * The cells run again with `FLEET_CAP=rate`, where the cap matters: every fault on the budget's read, take
+ * and release; S3 refusing (SlowDown) or stalling the writes the holder paces; and a frozen holder of the
+ * whole budget (`prefix-held`: the tenant's records are deferred) with the deferral send failing or its
+ * answer lost (its throttle and stall are the SQS client's, the same under either engine).
+ */
+export const RATE_MATRIX_CELLS: readonly MatrixCell[] = [
+  ...RATE_BUDGET_CALLS.flatMap((call) =>
+    FAULT_KINDS.map((fault) => ({ call, fault, fleetCap: 'rate' as const })),
+  ),
+  ...(['throttle', 'stall'] as const).map((fault) => ({
+    call: callNamed('s3 put'),
+    fault,
+    fleetCap: 'rate' as const,
+  })),
+  ...(['error', 'unknown-outcome'] as const).map((fault) => ({
+    call: callNamed('sqs deferral send'),
+    fault,
+    fleetCap: 'rate' as const,
+  })),
+];
+
+export const cellName = (cell: MatrixCell): string =>
+  `${cell.fleetCap === 'rate' ? 'rate: ' : ''}${cell.call.name} x ${cell.fault}`;

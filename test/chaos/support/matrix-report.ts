@@ -4,7 +4,7 @@
 // by hand.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { FAULT_KINDS, MATRIX_CALLS } from './matrix-cells.js';
+import { FAULT_KINDS, MATRIX_CALLS, RATE_MATRIX_CELLS } from './matrix-cells.js';
 import type { CellResult } from './matrix-run.js';
 
 export interface MatrixResults {
@@ -34,11 +34,11 @@ function summary(runs: readonly CellResult[]): string {
 /** The two markdown tables: the call x fault matrix, and every cell's figures. */
 export function renderMatrix(results: MatrixResults): string {
   const lines: string[] = [];
-  const runs = results.runs;
+  const runs = results.runs.filter((r) => (r.fleetCap ?? 'permits') === 'permits');
   const seeds = [...new Set(runs.map((r) => r.seed))].sort((a, b) => a - b);
   const schedules = [...new Set(runs.map((r) => r.schedule))];
   lines.push(
-    `\`${results.command}\`, ${results.generatedAt}: ${runs.length} runs (${MATRIX_CALLS.length} calls x ${FAULT_KINDS.length} faults x schedules ${schedules.join(', ')} x seeds ${seeds.join(', ')}), ${(results.durationMs / 1000).toFixed(0)} s. Violations in total: **${sum(runs.map((r) => r.violations.length))}**.`,
+    `\`${results.command}\`, ${results.generatedAt}: ${results.runs.length} runs; permits (\`FLEET_CAP=permits\`): ${runs.length} runs (${MATRIX_CALLS.length} calls x ${FAULT_KINDS.length} faults x schedules ${schedules.join(', ')} x seeds ${seeds.join(', ')}), ${(results.durationMs / 1000).toFixed(0)} s. Violations in total: **${sum(results.runs.map((r) => r.violations.length))}**.`,
     '',
     `| call | ${FAULT_KINDS.join(' | ')} |`,
     `|---|${FAULT_KINDS.map(() => '---').join('|')}|`,
@@ -63,7 +63,31 @@ export function renderMatrix(results: MatrixResults): string {
       );
     }
   }
+  lines.push('', ...renderRateRuns(results.runs.filter((r) => r.fleetCap === 'rate')));
   return lines.join('\n');
+}
+
+/** The rate engine's cells (`FLEET_CAP=rate`): one line each, with the budget's figures. */
+function renderRateRuns(runs: readonly CellResult[]): string[] {
+  if (runs.length === 0) return ['Rate engine (`FLEET_CAP=rate`): not run.'];
+  const schedules = [...new Set(runs.map((r) => r.schedule))];
+  const seeds = [...new Set(runs.map((r) => r.seed))];
+  const lines = [
+    `Rate engine (\`FLEET_CAP=rate\`): ${runs.length} runs (${RATE_MATRIX_CELLS.length} cells x schedules ${schedules.join(', ')} x seeds ${seeds.join(', ')}). The rate column is the invariant's: most writes S3 accepted on the prefix in any 250 ms window, and the skew allowed (longest event-loop stall + 25 ms).`,
+    '',
+    '| cell | runs | faults injected | 1st invocation: written / dead-lettered / deferred / redelivered | invocations to settle (max) | slowest invocation / budget | grants | rate held peak (writes/s) | lowest budget | rate left held (max) | accepted writes per 250 ms (max) / skew (max) | S3 in flight peak | violations |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const name of [...new Set(runs.map((r) => r.cell))]) {
+    const cell = runs.filter((r) => r.cell === name);
+    const rate = (f: (x: NonNullable<CellResult['rate']>) => number) =>
+      max(cell.map((r) => (r.rate ? f(r.rate) : 0)));
+    const lowest = Math.min(...cell.map((r) => r.rate?.budgetMin ?? Number.POSITIVE_INFINITY));
+    lines.push(
+      `| ${name} | ${cell.length} | ${sum(cell.map((r) => r.injected))} | ${sum(cell.map((r) => r.firstRound.written))} / ${sum(cell.map((r) => r.firstRound.deadLettered))} / ${sum(cell.map((r) => r.firstRound.deferred))} / ${sum(cell.map((r) => r.firstRound.redelivered))} | ${max(cell.map((r) => r.invocations))} | ${max(cell.map((r) => r.slowestInvocationMs))} / ${cell[0]!.budgetMs} ms | ${sum(cell.map((r) => r.rate?.grants ?? 0))} | ${rate((x) => x.heldPeak)} | ${lowest} | ${rate((x) => x.leftHeld)} | ${rate((x) => x.windowPeak)} / ${rate((x) => x.skewMs)} ms | ${max(cell.map((r) => r.s3InFlightPeak))} | ${sum(cell.map((r) => r.violations.length))} |`,
+    );
+  }
+  return lines;
 }
 
 function replaceBetween(path: string, begin: string, end: string, text: string): void {

@@ -15,7 +15,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
-import { loadConfig } from '../../../lib/ingest/config.js';
+import { type FleetCap, loadConfig } from '../../../lib/ingest/config.js';
 import { createAwsClients } from '../../../lib/ingest/handler/aws-clients.js';
 import { createIngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import { ASSUMED_WRITE_LATENCY_MS } from '../../../lib/ingest/handler/run/tenant-permits.js';
@@ -25,7 +25,9 @@ import { provisionLocal } from '../../../lib/local/emulators/provision.js';
 import type { AwsService } from '../../../lib/local/faults/aws-call.js';
 import { type FaultProxy, type FaultRule, startFaultProxy } from '../../../lib/local/faults/fault-proxy.js';
 import { permitsFor } from '../../../lib/semaphore/permits-for.js';
+import { MIN_BUDGET_SHARE } from '../../../lib/semaphore/tuning.js';
 import { lambdaContext, quietMetrics, silentLogger } from '../../unit/ingest/handler/support.js';
+import { grantsOf, sampleBudgetItem } from './budget-history.js';
 import {
   contentKey,
   MATRIX_RESOURCE,
@@ -37,6 +39,13 @@ import {
 import { cellName, type FaultSchedule, type MatrixCell } from './matrix-cells.js';
 import { collectCopies } from './matrix-copies.js';
 import { SCENARIO_ENV, stageScenario } from './matrix-scenario.js';
+import { acceptedWrites, peakWindowCount, RATE_WINDOW_MS, rateViolations } from './rate-check.js';
+
+/**
+ * What the proxy's stamp of a write may add to the longest event-loop stall of the invocation (the pool,
+ * the SDK and the proxy share this process's loop): the loopback hop and the SDK's middleware.
+ */
+const TRANSIT_MS = 25;
 
 /**
  * Handler settings of every cell: a 5 s invocation with a 2 s margin (cutoff at 3 s; dead letters until
@@ -54,6 +63,12 @@ export const MATRIX_HANDLER_ENV = {
   SEMAPHORE_LEASE_MARGIN_MS: '500',
 } as const;
 export const MATRIX_BUDGET_MS = 5_000;
+/**
+ * What the rate engine's cells change: a prefix ceiling of 20 writes/s, so the budget binds (a batch's 24
+ * writes take over a second at it, a quarter of a second unpaced) and a holder that did not pace would
+ * break the rate invariant; at 400 the holder is granted more than its pool can send and pacing never shows.
+ */
+export const RATE_CELL_ENV = { S3_PREFIX_WRITE_RATE: '20' } as const;
 /**
  * The hard cap of the tenant prefix's adaptive semaphore: `dynamoSemaphores` gives it max(static limit
  * rate x 20 ms, ceil(rate)) (400/s: max(8, 400)); its limit in force (the shards' capacity) moves below that.
@@ -121,9 +136,29 @@ export interface CellOptions {
   readonly maxRounds?: number;
 }
 
+/** What a run with the rate engine observed of the tenant prefix's budget. */
+export interface RateFigures {
+  /** Takes DynamoDB applied (answers lost included). */
+  readonly grants: number;
+  /** Most rate its holders held at once (table, polled), writes/s. */
+  readonly heldPeak: number;
+  /** Lowest budget seen (it starts at `S3_PREFIX_WRITE_RATE`). */
+  readonly budgetMin: number;
+  /** Rate still held after the last invocation (leases left to expire by themselves). */
+  readonly leftHeld: number;
+  /** Most writes S3 accepted on the prefix in any window of `RATE_WINDOW_MS`. */
+  readonly windowPeak: number;
+  /** The skew the rate invariant allowed (longest event-loop stall + transit), ms. */
+  readonly skewMs: number;
+}
+
 /** What one cell run observed: the figures of the README's matrix, and every invariant broken. */
 export interface CellResult {
   readonly cell: string;
+  /** The handler's fleet cap (absent in results published before the rate engine ran in the matrix). */
+  readonly fleetCap?: FleetCap;
+  /** With `fleetCap: 'rate'`: the budget's figures. */
+  readonly rate?: RateFigures;
   readonly call: string;
   readonly fault: string;
   readonly schedule: FaultSchedule;
@@ -208,6 +243,10 @@ class PermitMonitor {
   current = 0;
   /** The tenant semaphore's highest limit in force seen (static: its `limit`; adaptive: its capacity). */
   limit = 0;
+  /** The tenant prefix's rate budget: most rate held at once, rate held at the last sample, lowest budget. */
+  ratePeak = 0;
+  rateCurrent = 0;
+  budgetMin = Number.POSITIVE_INFINITY;
   readonly violations: string[] = [];
   /** Per adaptive semaphore, the highest capacity sum seen so far in the cell. */
   readonly #adaptivePeakLimit = new Map<string, number>();
@@ -219,6 +258,8 @@ class PermitMonitor {
     private readonly table: string,
     /** The most permits an adaptive semaphore may ever reach (`dynamoSemaphores`: max(limit, rate)). */
     private readonly adaptiveCap: number,
+    /** A rate budget's ceiling (`S3_PREFIX_WRITE_RATE`). */
+    private readonly rateCeiling: number,
   ) {}
 
   start(): void {
@@ -246,6 +287,10 @@ class PermitMonitor {
       const pk = item.pk?.S ?? '';
       const sk = item.sk?.S ?? '';
       const where = `${pk} ${sk}`;
+      if (sk === 'budget') {
+        this.#sampleBudget(pk, item);
+        continue;
+      }
       const held = heldBy(item);
       const capacity = Number(item.capacity?.N ?? 0);
       const adaptive = sk.startsWith('adaptive#');
@@ -280,6 +325,16 @@ class PermitMonitor {
       }
       if (held > inForce + GRID) this.violations.push(`${pk}: ${held} permits held > limit ${inForce}`);
     }
+  }
+
+  /** A rate budget's item (lib/semaphore/budget-item.ts): its invariant, and the tenant's figures. */
+  #sampleBudget(pk: string, item: Record<string, AttributeValue>): void {
+    const sample = sampleBudgetItem(item, this.rateCeiling, MIN_BUDGET_SHARE);
+    this.violations.push(...sample.violations);
+    if (!pk.includes(`/t=${MATRIX_TENANT}/`)) return;
+    this.ratePeak = Math.max(this.ratePeak, sample.held);
+    this.rateCurrent = sample.held;
+    this.budgetMin = Math.min(this.budgetMin, sample.budget);
   }
 }
 
@@ -403,6 +458,8 @@ export async function runCell(
     AWS_ENDPOINT_URL_DYNAMODB: stack.proxies.dynamodb.endpoint,
     ...MATRIX_HANDLER_ENV,
     ...SCENARIO_ENV[scenario],
+    ...(cell.fleetCap === 'rate' ? RATE_CELL_ENV : {}),
+    FLEET_CAP: cell.fleetCap ?? 'permits',
   });
   const { Attributes } = await stack.direct.sqs.send(
     new GetQueueAttributesCommand({ QueueUrl: r.queueUrl, AttributeNames: ['QueueArn'] }),
@@ -419,6 +476,7 @@ export async function runCell(
     stack.direct.dynamodb,
     r.tableName,
     adaptivePermitCap(config.s3PrefixWriteRate),
+    config.s3PrefixWriteRate,
   );
   /** Origin ids (the batch's message ids) acknowledged as written or dead-lettered, not deferred. */
   const acked = new Set<string>();
@@ -519,17 +577,26 @@ export async function runCell(
   const injected = injectedSoFar();
   violations.push(...monitor.violations);
   const s3InFlightPeak = stack.proxies.s3.peakInFlight()[`t=${MATRIX_TENANT}/`] ?? 0;
+  const rate =
+    cell.fleetCap === 'rate'
+      ? checkRate(stack, r.bucket, r.tableName, monitor, loopStallMax, violations)
+      : undefined;
+  // The in-flight bound where one remains: the permits held, or with the rate engine the holder's pool.
+  const inFlightBound = rate === undefined ? monitor.limit : Number(MATRIX_HANDLER_ENV.POOL_CONCURRENCY);
   if (monitor.peak > monitor.limit) violations.push(`permit peak ${monitor.peak} > limit ${monitor.limit}`);
-  if (cell.call.givesBackEverything === true && monitor.current > 0)
+  const leftHeld = rate === undefined ? monitor.current : monitor.rateCurrent;
+  if (cell.call.givesBackEverything === true && leftHeld > 0)
     violations.push(
-      `${monitor.current} permits still held after the last invocation (no release was faulted)`,
+      `${leftHeld} ${rate === undefined ? 'permits' : 'writes/s'} still held after the last invocation (no release was faulted)`,
     );
-  if (s3InFlightPeak > monitor.limit)
+  if (s3InFlightPeak > inFlightBound)
     violations.push(
-      `${s3InFlightPeak} S3 requests in flight on the tenant's prefix > limit ${monitor.limit}`,
+      `${s3InFlightPeak} S3 requests in flight on the tenant's prefix > bound ${inFlightBound}`,
     );
   return {
     cell: cellName(cell),
+    fleetCap: cell.fleetCap ?? 'permits',
+    ...(rate === undefined ? {} : { rate }),
     call: cell.call.name,
     fault: cell.fault,
     schedule: options.schedule,
@@ -548,5 +615,35 @@ export async function runCell(
     s3InFlightPeak,
     letterCopiesMax: Math.max(0, ...[...letters.values()].map((c) => c.length)),
     violations,
+  };
+}
+
+/**
+ * The rate invariant of a run with the rate engine (`rateViolations`): the writes the S3 proxy let through
+ * to the tenant's prefix against the grants rebuilt from the budget item's writes at the DynamoDB proxy.
+ * A run that wrote with no grant at all ran another engine: that is a violation too.
+ */
+function checkRate(
+  stack: MatrixStack,
+  bucket: string,
+  tableName: string,
+  monitor: PermitMonitor,
+  loopStallMaxMs: number,
+  violations: string[],
+): RateFigures {
+  const prefix = `t=${MATRIX_TENANT}/`;
+  const grants = grantsOf(stack.proxies.dynamodb.calls(), tableName, `prefix:${bucket}/${prefix}`);
+  const writes = acceptedWrites(stack.proxies.s3.calls(), bucket, prefix);
+  const skewMs = loopStallMaxMs + TRANSIT_MS;
+  if (writes.length > 0 && grants.length === 0)
+    violations.push(`${writes.length} writes accepted on ${prefix} and no grant of its rate budget`);
+  violations.push(...rateViolations(prefix, writes, grants, { skewMs, windowMs: RATE_WINDOW_MS }));
+  return {
+    grants: grants.length,
+    heldPeak: monitor.ratePeak,
+    budgetMin: Number.isFinite(monitor.budgetMin) ? monitor.budgetMin : 0,
+    leftHeld: monitor.rateCurrent,
+    windowPeak: peakWindowCount(writes),
+    skewMs,
   };
 }

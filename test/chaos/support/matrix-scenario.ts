@@ -3,12 +3,14 @@
 // prefix permits for the deferral send. The plain cells need nothing.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { IngestConfig } from '../../../lib/ingest/config.js';
+import { dynamoRateBudgets } from '../../../lib/ingest/handler/run/prefix-budgets.js';
 import {
   ASSUMED_WRITE_LATENCY_MS,
   dynamoSemaphores,
 } from '../../../lib/ingest/handler/run/tenant-permits.js';
 import type { FaultProxy } from '../../../lib/local/faults/fault-proxy.js';
 import { permitsFor } from '../../../lib/semaphore/permits-for.js';
+import type { RateLease } from '../../../lib/semaphore/rate-types.js';
 import type { Lease } from '../../../lib/semaphore/types.js';
 import { MATRIX_TENANT } from './matrix-batch.js';
 import { type FaultSchedule, type MatrixScenario, SLOW_PREFIX_DELAY_MS } from './matrix-cells.js';
@@ -82,12 +84,9 @@ function slowPrefix(s3Proxy: FaultProxy): ScenarioStage {
  * rate and adaptive options, `dynamoSemaphores`), with a lease that announces no end: the handler's turn
  * wait (`TURN_WAIT_MS`) then ends in `SemaphoreTimeoutError` and the tenant's records are deferred.
  */
-async function prefixHeld({
-  schedule,
-  config,
-  tableName,
-  dynamodb,
-}: ScenarioContext): Promise<ScenarioStage> {
+async function prefixHeld(context: ScenarioContext): Promise<ScenarioStage> {
+  const { schedule, config, tableName, dynamodb } = context;
+  if (config.fleetCap === 'rate') return budgetHeld(context);
   const rate = config.s3PrefixWriteRate;
   const semaphore = dynamoSemaphores(config, dynamodb, tableName)(
     `prefix:${config.bucketName}/t=${MATRIX_TENANT}/`,
@@ -104,10 +103,45 @@ async function prefixHeld({
     lease = undefined;
     await held?.release();
   };
+  return heldUntilFaulted(schedule, release);
+}
+
+/** The stage of a holder that gives back once the cell's fault has fired (`flaky`: after three invocations). */
+function heldUntilFaulted(schedule: FaultSchedule, release: () => Promise<void>): ScenarioStage {
   return {
     beforeInvocation: async (round, injectedSoFar) => {
       if (schedule === 'flaky' ? round > 3 : injectedSoFar > 0) await release();
     },
     close: release,
   };
+}
+
+/**
+ * The rate engine's form (`FLEET_CAP=rate`): a frozen holder of the tenant prefix's whole budget, taken
+ * as the handler's budgets take it (`dynamoRateBudgets`), announcing no end: the handler's turn wait ends in
+ * `SemaphoreTimeoutError` and the tenant's records are deferred.
+ */
+async function budgetHeld({
+  schedule,
+  config,
+  tableName,
+  dynamodb,
+}: ScenarioContext): Promise<ScenarioStage> {
+  const ceiling = config.s3PrefixWriteRate;
+  const budget = dynamoRateBudgets(
+    config,
+    dynamodb,
+    tableName,
+  )(`prefix:${config.bucketName}/t=${MATRIX_TENANT}/`, ceiling);
+  let lease: RateLease | undefined = await budget.take(ceiling, {
+    least: ceiling,
+    leaseMs: HOLDER_LEASE_MS,
+    deadline: Date.now() + 10_000,
+  });
+  const release = async () => {
+    const held = lease;
+    lease = undefined;
+    await held?.release({ accepted: 0, throttled: 0, starved: false });
+  };
+  return heldUntilFaulted(schedule, release);
 }

@@ -33,6 +33,8 @@ export class BudgetLease implements RateLease {
     holder: BudgetHolder,
     /** The budget the take read: the release's step starts from it. */
     private readonly read: number,
+    /** When the budget the take read was last decreased (epoch ms): no increase for a while after it. */
+    private readonly readDecreasedAt = 0,
   ) {
     this.rate = holder.r;
     this.takenAt = holder.at;
@@ -53,7 +55,7 @@ export class BudgetLease implements RateLease {
   async #release(report: LeaseReport, signal: AbortSignal | undefined): Promise<void> {
     const { store, ceiling, now, giveBackTimeoutMs } = this.budget;
     const bound = signal ?? AbortSignal.timeout(giveBackTimeoutMs);
-    const after = onRateGrid(nextRate(this.read, report, ceiling));
+    const after = onRateGrid(nextRate(this.read, report, ceiling, now() - this.readDecreasedAt));
     await withAbortReason(
       bound,
       (async () => {

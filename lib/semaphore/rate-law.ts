@@ -3,6 +3,7 @@ import {
   INCREASE_SHARE,
   MAX_DECREASE,
   MIN_BUDGET_SHARE,
+  PROBE_HOLD_MS,
   TOLERATED_THROTTLE_SHARE,
   TOLERATED_THROTTLES,
 } from './tuning.js';
@@ -17,15 +18,20 @@ export function overloaded(round: WriteRound): boolean {
  * The fleet cap's control law (docs/fleet-cap.md#the-control-law): the rate after one round of writes.
  * Overloaded: cut in proportion to the share refused (a prefix sending `x` where `a` is accepted sees
  * `1 - a/x` refused, so `x (1 - share)` is `a`), at most by half. Starved and nothing refused: add
- * `INCREASE_SHARE` of the ceiling (a round with a stray refusal is at the limit already: it holds).
- * Otherwise hold. Always within `[ceiling x MIN_BUDGET_SHARE, ceiling]`.
+ * `INCREASE_SHARE` of the ceiling (a round with a stray refusal is at the limit already: it holds), once
+ * `PROBE_HOLD_MS` have passed since the last decrease (`sinceDecreaseMs`). Otherwise hold. Always within `[ceiling x MIN_BUDGET_SHARE, ceiling]`.
  */
-export function nextRate(rate: number, round: WriteRound, ceiling: number): number {
+export function nextRate(
+  rate: number,
+  round: WriteRound,
+  ceiling: number,
+  sinceDecreaseMs = Number.POSITIVE_INFINITY,
+): number {
   let next = rate;
   if (overloaded(round)) {
     const share = round.throttled / (round.accepted + round.throttled);
     next = rate * Math.max(MAX_DECREASE, 1 - share);
-  } else if (round.starved && round.throttled === 0) {
+  } else if (round.starved && round.throttled === 0 && sinceDecreaseMs >= PROBE_HOLD_MS) {
     next = rate + ceiling * INCREASE_SHARE;
   }
   return clampRate(next, ceiling);

@@ -112,14 +112,14 @@ async function takeRound(
       : { r, until, at: now, due: Math.min(until, Math.ceil(now + (writes * 1000) / r)) };
   try {
     if (await store.take(fence, holder, onRateGrid(holder.r + excess), signal))
-      return { lease: new BudgetLease(budget, fence, holder, item.budget), freeAt: now };
+      return { lease: new BudgetLease(budget, fence, holder, item.budget, item.decreasedAt), freeAt: now };
     // "Condition failed" is a lost race, or this very write landed by an earlier attempt whose answer was
     // lost (the SDK retries it, and the retry finds the entry): then the lease is held, and is this one.
     const after = await store.read(signal);
     const own = after?.holders.get(fence);
     return own === undefined
       ? { freeAt: now }
-      : { lease: new BudgetLease(budget, fence, own, after!.budget), freeAt: now };
+      : { lease: new BudgetLease(budget, fence, own, after!.budget, after!.decreasedAt), freeAt: now };
   } catch (err) {
     // The take may have landed with its answer lost: give it back (a no-op if it never landed).
     await giveBack(budget, fence, holder.r);

@@ -3,9 +3,6 @@
  * value's reason is in the decision record it links.
  */
 
-/** A holder asks for the rate that finishes its writes in this many seconds (docs/fleet-cap.md#the-knobs). */
-export const LEASE_TARGET_S = 1;
-
 /** Below this share of writes refused with SlowDown, a rate holds: jitter alone causes that at the limit (docs/decisions/throttle-response.md). */
 export const TOLERATED_THROTTLE_SHARE = 0.01;
 
@@ -14,6 +11,13 @@ export const TOLERATED_THROTTLES = 1;
 
 /** One increase adds this share of the ceiling: from half the ceiling back to it in 16 releases. */
 export const INCREASE_SHARE = 1 / 32;
+
+/**
+ * After a decrease the budget holds this long before it probes upward again: the decrease found the limit
+ * just below, and each probe above it costs about a lease of refused writes, so probing once per this
+ * long keeps a prefix held at its limit near 1 % refused (docs/fleet-cap.md#the-control-law).
+ */
+export const PROBE_HOLD_MS = 10_000;
 
 /** A budget never falls below this share of its ceiling, so a prefix always makes progress. */
 export const MIN_BUDGET_SHARE = 1 / 64;

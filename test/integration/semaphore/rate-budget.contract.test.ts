@@ -3,6 +3,7 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LeaseReport, RateBudget } from '../../../lib/semaphore/index.js';
 import { SemaphoreTimeoutError } from '../../../lib/semaphore/index.js';
+import { PROBE_HOLD_MS } from '../../../lib/semaphore/tuning.js';
 import {
   type BudgetBackend,
   budgetName,
@@ -196,7 +197,8 @@ describe.each([memoryBackend(), dynamoBackend()])('RateBudget contract: $kind', 
     await first.release(HALF_REFUSED);
     const afterDecrease = await stored(b.name);
     expect(afterDecrease).toMatchObject({ budget: 32, decreasedAt: b.clock.now() });
-    // Sixteen starved releases bring the budget back to the 64 the second lease read.
+    // Once the probe hold has passed, sixteen starved releases bring it back to the 64 the second lease read.
+    b.clock.advance(PROBE_HOLD_MS);
     for (let i = 0; i < 16; i++) {
       b.clock.advance(1);
       await (await take(b, 1)).release(STARVED);
@@ -225,15 +227,29 @@ describe.each([memoryBackend(), dynamoBackend()])('RateBudget contract: $kind', 
     await other.release(CLEAN);
     const whole = await take(b, 60, 40);
     expect(whole.rate).toBe(12.5);
-    b.clock.advance(1);
+    b.clock.advance(PROBE_HOLD_MS);
     await whole.release(STARVED);
     expect(await stored(b.name)).toMatchObject({ budget: 12.5 + 100 / 32, free: 12.5 + 100 / 32 });
+  });
+
+  it('holds after a decrease: a starved clean release increases only once PROBE_HOLD_MS have passed', async () => {
+    const b = fresh('hold', 100);
+    b.clock.advance(1);
+    await (await take(b, 10)).release(HALF_REFUSED);
+    expect(await stored(b.name)).toMatchObject({ budget: 50 });
+    b.clock.advance(PROBE_HOLD_MS - 1);
+    await (await take(b, 10)).release(STARVED);
+    expect(await stored(b.name)).toMatchObject({ budget: 50 });
+    b.clock.advance(1);
+    await (await take(b, 10)).release(STARVED);
+    expect(await stored(b.name)).toMatchObject({ budget: 50 + 100 / 32 });
   });
 
   it('drops stale steps: two releases computed from the same budget step it once', async () => {
     const b = fresh('stale', 100);
     b.clock.advance(1);
     await (await take(b, 10)).release(HALF_REFUSED);
+    b.clock.advance(PROBE_HOLD_MS);
     const leases = [await take(b, 10), await take(b, 10)];
     await Promise.all(leases.map((lease) => lease.release(STARVED)));
     // One step of 100/32 from 50, not two.

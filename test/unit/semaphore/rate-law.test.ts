@@ -43,6 +43,13 @@ describe('nextRate: the fleet cap control law', () => {
     expect(nextRate(2000, round(50, 50, true), CEILING)).toBe(1000);
   });
 
+  it('holds for PROBE_HOLD_MS after a decrease before it increases again', () => {
+    expect(nextRate(2000, round(100, 0, true), CEILING, 9_999)).toBe(2000);
+    expect(nextRate(2000, round(100, 0, true), CEILING, 10_000)).toBe(2000 + STEP);
+    // A decrease is never held back.
+    expect(nextRate(2000, round(50, 50, true), CEILING, 0)).toBe(1000);
+  });
+
   it('keeps every rate within [ceiling / 64, ceiling]', () => {
     expect(nextRate(CEILING, round(100, 0, true), CEILING)).toBe(CEILING);
     expect(nextRate(CEILING - 1, round(100, 0, true), CEILING)).toBe(CEILING);

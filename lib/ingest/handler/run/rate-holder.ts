@@ -2,7 +2,7 @@ import { isThrottling } from '../../../errors/classify.js';
 import type { PoolEvents } from '../../../pool/events.js';
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
 import type { RateBudget, RateLease } from '../../../semaphore/rate-types.js';
-import { INCREASE_SHARE, LEASE_TARGET_S } from '../../../semaphore/tuning.js';
+import { INCREASE_SHARE } from '../../../semaphore/tuning.js';
 import { drainBy } from './drain-by.js';
 import type { WriteWatch } from './prefix-write-counts.js';
 import { type PacedTarget, RatePace, type RefusalEvents } from './rate-pace.js';
@@ -85,9 +85,10 @@ class AttemptCount {
 
 /**
  * One tenant's writes under a share of its prefix's budget (docs/fleet-cap.md, "What a holder does"): ask
- * for the rate that finishes its writes in `LEASE_TARGET_S`, and at least the rate that finishes them in
- * the time left after its wait (at most half the time left); pace the pool at the grant (cut per round on
- * refusals, `RatePace`), drain, and release with what the lease saw. `writes` counts the prefix's write requests
+ * for the whole ceiling (one pacer at a time: the next holder sleeps until this one's due), no more than
+ * its pool delivered last time it fell behind, and at least the rate that finishes its writes in the time
+ * left after its wait (at most half the time left); pace the pool at the grant (cut per round on refusals,
+ * `RatePace`), drain, and release with what the lease saw. `writes` counts the prefix's write requests
  * (from the container's store) when given, else every settled attempt counts as a write.
  */
 export async function runUnderRate(
@@ -104,16 +105,14 @@ export async function runUnderRate(
   // writes in what remains.
   const waitMs = Math.min(request.maxWaitMs ?? leftMs / 2, leftMs / 2);
   const needed = (request.writes * 1000) / (leftMs - waitMs);
-  // Its writes in a second, but no more than what its pool delivered last time plus one step of the law's
+  // All the budget it can get: a prefix written by one paced holder at a time sees no bursts from holders
+  // whose starts coincide. But no more than its pool delivered last time plus one step of the law's
   // additive increase (it probes upward as the budget does), and never less than it needs to finish.
   const pooled =
     request.delivered === undefined
       ? Number.POSITIVE_INFINITY
       : request.delivered + budget.ceiling * INCREASE_SHARE;
-  const want = Math.min(
-    budget.ceiling,
-    Math.max(needed, Math.min(request.writes / LEASE_TARGET_S, pooled)),
-  );
+  const want = Math.min(budget.ceiling, Math.max(needed, pooled));
   const least = Math.min(want, needed);
   const deadline = start + waitMs;
   let lease: RateLease;

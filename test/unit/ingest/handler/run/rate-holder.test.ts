@@ -69,7 +69,7 @@ function runIdle(budget: RateBudget) {
 }
 
 describe('runUnderRate', () => {
-  it('asks for the rate that finishes its writes in a second, and at least the one that finishes them after its wait', async () => {
+  it('asks for the whole ceiling, and at least the rate that finishes its writes after its wait', async () => {
     const { budget, takes } = recordingBudget(100);
     const p = pool();
     await runUnderRate(
@@ -81,7 +81,7 @@ describe('runUnderRate', () => {
       () => 0,
     );
     expect(takes).toHaveLength(1);
-    expect(takes[0]!.want).toBe(40);
+    expect(takes[0]!.want).toBe(100);
     // 40 writes in the 5 s that remain after waiting at most half of the 10 s left.
     expect(takes[0]!.options.least).toBeCloseTo(8, 10);
     expect(takes[0]!.options.deadline).toBe(5_000);
@@ -145,7 +145,7 @@ describe('runUnderRate', () => {
       },
       () => t,
     );
-    expect(result).toMatchObject({ rate: 20, delivered: 10 });
+    expect(result).toMatchObject({ rate: 100, delivered: 10 });
   });
 
   it('paces the pool at the grant and sizes its concurrency to the in-flight bound', async () => {
@@ -263,7 +263,7 @@ describe('runUnderRate', () => {
       async () => {},
       () => 0,
     );
-    expect(result).toMatchObject({ rate: 4, releaseError: lost });
+    expect(result).toMatchObject({ rate: 100, releaseError: lost });
   });
 
   it('releases when the work throws, and the error goes on', async () => {

@@ -97,7 +97,7 @@ function cell(
  *   concurrency 100 x 10,000 tenants under Zipf(1.1) with the mid-run halving of the hot prefix's limit,
  *   and with the hot tenant's burst (the hot DynamoDB partition, a prefix too hot for any cap);
  *   concurrency 10 x 100 tenants, uniform (below every limit). Listed longest first (453, 265, 249 and
- *   117 CPU-s in session 11), so two workers taking them in order end together (453 + 117, 265 + 249);
+ *   117 CPU-s), so two workers taking them in order end together (453 + 117, 265 + 249);
  * - `BENCH_FLEET_GRID=cut`: those four, then c1000-t10000-zipf (the hot tenants at 1,000 invocations),
  *   c1000-t100-uniform, c100-t10000-zipf, c10-t100000-zipf, c100-t100000-zipf and c1000-t100000-zipf;
  * - `BENCH_FLEET_GRID=full`: the issue's cross product (3 concurrencies x 3 tenant counts x 2 skews = 18
@@ -128,9 +128,8 @@ function grid(): FleetCellConfig[] {
   ];
   if (mode === 'full') cells.push(...events);
   else {
-    // In the order they run: by CPU at 1 M, longest first (session 11: 453, 265, 249, 117 s). The
-    // default was c1000-t100-uniform (533 s) and c10-t100000-zipf (176 s) in their places until session 11:
-    // the same axis values, ~12 minutes.
+    // In the order they run: by CPU at 1 M, longest first (453, 265, 249, 117 s): the same axis values as
+    // c1000-t100-uniform (533 s) and c10-t100000-zipf (176 s) would carry, in about 10 minutes instead of 12.
     cells.push(cell(1000, 100_000, 'uniform'), ...events, cell(10, 100, 'uniform'));
     if (mode === 'cut')
       cells.push(

@@ -133,7 +133,6 @@ export async function runUnderRate(
       ? { unavailable: err, outOfTurn: true }
       : { unavailable: err };
   }
-  const waited = lease.takenAt > start;
   const attempts = writes === undefined ? new AttemptCount(request.pool) : undefined;
   const sent = () => writes?.count ?? attempts?.count ?? 0;
   // Writes start at most `rate` per second (reads are not paced: the store enqueues them unpaced), cut
@@ -156,7 +155,8 @@ export async function runUnderRate(
     const report = {
       accepted: Math.max(0, sent() - throttled),
       throttled,
-      starved: waited || lease.rate < want,
+      // Granted less than it asked. Not "took time": every grant is stamped after the take's read.
+      starved: lease.rate < want,
     };
     try {
       // Released after the cutoff too (the rate is handed back for others), but bounded: a stalled store

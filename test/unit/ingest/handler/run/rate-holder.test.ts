@@ -202,10 +202,14 @@ describe('runUnderRate', () => {
     expect(reports[0]).toEqual({ accepted: 0, throttled: 0, starved: false });
   });
 
-  it('is starved when it had to wait for its grant', async () => {
-    const { budget, reports } = recordingBudget(100, undefined, 5);
-    await runIdle(budget);
-    expect(reports[0]!.starved).toBe(true);
+  it('is starved only when granted less than it asked: a grant stamped after the take began is not a wait', async () => {
+    // Every grant is stamped after the take's read, so a later takenAt says nothing about scarcity.
+    const whole = recordingBudget(100, undefined, 5);
+    await runIdle(whole.budget);
+    expect(whole.reports[0]!.starved).toBe(false);
+    const part = recordingBudget(60, undefined, 5);
+    await runIdle(part.budget);
+    expect(part.reports[0]!.starved).toBe(true);
   });
 
   it('is out of turn when the budget times out, and runs nothing', async () => {

@@ -24,6 +24,11 @@ export const MODULES = {
     // The acquire loop both DynamoDB semaphores share (abort while the winning writes are in flight, backoff).
     'lib/semaphore/acquire-rounds.ts',
     'lib/semaphore/backoff.ts',
+    // The rate budget (docs/fleet-cap.md): its law, item, take loop and lease.
+    'lib/semaphore/rate-law.ts',
+    'lib/semaphore/budget-item.ts',
+    'lib/semaphore/take-rate.ts',
+    'lib/semaphore/budget-lease.ts',
   ],
   pool: [
     'lib/pool/executor-pool.ts',
@@ -55,6 +60,8 @@ export const MODULES = {
     'lib/ingest/handler/settle/send-dead-letters.ts',
     'lib/ingest/handler/run/tenant-databases.ts',
     'lib/ingest/handler/run/tenant-permits.ts',
+    'lib/ingest/handler/run/rate-holder.ts',
+    'lib/ingest/handler/run/rate-pace.ts',
     'lib/ingest/handler/ingest-handler.ts',
     'lib/ingest/handler/plan/plan-batch.ts',
     'lib/ingest/handler/run/run-tenants.ts',

@@ -1,14 +1,3 @@
-import { exponentialDelay } from '../backoff/index.js';
-
-/**
- * Full-jitter exponential backoff: a uniform delay in [0, min(cap, base * 2^attempt)] for the 0-based
- * `attempt`, lib/backoff's `exponentialDelay`. Jitter keeps waiting acquirers from retrying in lockstep
- * against the same items. Loops step an `ExponentialBackoff` instead (acquire-rounds.ts).
- */
-export function backoffDelay(attempt: number, baseMs: number, capMs: number, random: () => number): number {
-  return exponentialDelay(attempt + 1, baseMs, capMs, 'full', random);
-}
-
 /** Rejects with the signal's reason when it is (or becomes) aborted. */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw signal.reason;

@@ -1,21 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { acquireBackoffCap, backoffDelay, sleep, throwIfAborted } from '../../../lib/semaphore/backoff.js';
+import { acquireBackoffCap, sleep, throwIfAborted } from '../../../lib/semaphore/backoff.js';
 
 afterEach(() => {
   vi.useRealTimers();
-});
-
-describe('backoffDelay: full jitter under min(cap, base x 2^attempt)', () => {
-  it('spans 0 to the ceiling with the random draw', () => {
-    expect(backoffDelay(3, 10, 1_000, () => 0)).toBe(0);
-    expect(backoffDelay(3, 10, 1_000, () => 0.5)).toBe(40);
-    expect(backoffDelay(0, 10, 1_000, () => 1)).toBe(10);
-  });
-
-  it('never exceeds the cap, however many attempts (the exponent stops growing at 30)', () => {
-    expect(backoffDelay(7, 10, 1_000, () => 1)).toBe(1_000);
-    expect(backoffDelay(1_000, 1, Number.POSITIVE_INFINITY, () => 1)).toBe(2 ** 30);
-  });
 });
 
 describe('acquireBackoffCap: a caller may poll more often than the semaphore, never less', () => {

@@ -8,7 +8,7 @@ import {
   type DynamoDBClient,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   DynamoSemaphore,
   type DynamoSemaphoreOptions,
@@ -170,11 +170,127 @@ describe('DynamoSemaphore acquire rounds', () => {
   it('counts what the blind write already got toward min', async () => {
     const name = fresh('counted');
     await seed(name, { limit: 4, held: [0, 1] }); // shard 0: 2 free, shard 1: 1 free
-    const { sem } = semaphore(name, { limit: 4, random: () => 0 });
-    // Blind take of 2 on shard 0; the survey sees 1 more free: 2 + 1 >= min 3.
+    const { sem, operations } = semaphore(name, { limit: 4, shards: 2, random: () => 0 });
+    // Blind take of 2 on shard 0; the survey sees 1 more free: 2 + 1 >= min 3, in the same round.
     const lease = await sem.acquire(4, { min: 3, deadline: CLOCK });
     expect(lease.permits).toBe(3);
     expect(await spread(name, lease.fence)).toEqual([2, 1]);
+    expect(operations()).toEqual(['take', 'survey', 'take']);
+  });
+
+  it('the shard that fits the rest whole is the first from the random start, not the roomiest', async () => {
+    const name = fresh('first-fit');
+    await seed(name, { limit: 12, held: [3, 2, 0] }); // free 1, 2 (exactly the grant), 4
+    const { sem } = semaphore(name, { limit: 12, shards: 3, random: () => 0 });
+    // Blind take of 2 on shard 0 fails (1 free); from shard 0 on, shard 1 is the first with 2 free.
+    const lease = await sem.acquire(2);
+    expect(await spread(name, lease.fence)).toEqual([0, 2, 0]);
+  });
+
+  it('after a partial blind write, the rest goes whole to the first other shard that fits it', async () => {
+    const name = fresh('rest-fit');
+    await seed(name, { limit: 12, held: [0, 2, 0] }); // free 4, 2, 4
+    const { sem, operations } = semaphore(name, { limit: 12, shards: 3, random: () => 0 });
+    // Blind take of 4 (shard 0's capacity) of 6; the 2 left fit shard 1 exactly, before the roomier shard 2.
+    const lease = await sem.acquire(6);
+    expect(await spread(name, lease.fence)).toEqual([4, 2, 0]);
+    expect(operations()).toEqual(['take', 'survey', 'take']);
+  });
+
+  it('spanning the roomiest shards stops writing once the grant is complete', async () => {
+    const name = fresh('complete');
+    await seed(name, { limit: 9, held: [1, 1, 1] }); // free 2, 2, 2: no shard fits 4 whole
+    const { sem, calls } = semaphore(name, { limit: 9, shards: 3, random: () => 0 });
+    const lease = await sem.acquire(4);
+    expect(await spread(name, lease.fence)).toEqual([2, 2, 0]);
+    const takes = calls.filter((c) => operationOf(c) === 'take').map((c) => c.input.Key?.sk?.S);
+    expect(takes).toEqual(['shard#0', 'shard#0', 'shard#1']); // the blind take of 3, then 2 + 2
+  });
+
+  it('a shard left without capacity by a lower limit is never written blind', async () => {
+    const name = fresh('no-capacity');
+    await seed(name, { limit: 4, held: [0, 0, 0] }); // 3 shards; at limit 2 their capacities are 1, 1, 0
+    const { sem, operations } = semaphore(name, { limit: 2, random: () => 0.99 });
+    await (await sem.acquire(1)).release(); // adopts the 3 stored shards and rewrites them for limit 2
+    expect(sem.shards).toBe(3);
+    const before = operations().length;
+    const lease = await sem.acquire(1); // the random start is shard 2, which has no capacity: read first
+    expect(operations().slice(before)).toEqual(['survey', 'take']);
+    const shards = await storedShards(direct, tableName, name);
+    expect(shards.find((s) => s.sk === 'shard#2')?.holders).toEqual({});
+    expect(lease.permits).toBe(1);
+  });
+
+  it('a survey that finds any one shard short marks the semaphore contended: the next acquire reads first', async () => {
+    const name = fresh('one-short');
+    await seed(name, { limit: 4, held: [2, 0] }); // shard 0 full, shard 1 free
+    const { sem, operations } = semaphore(name, { limit: 4, shards: 2, random: () => 0 });
+    await (await sem.acquire(1)).release(); // blind take on shard 0 fails; the survey sees it full
+    const before = operations().length;
+    await (await sem.acquire(1)).release();
+    expect(operations().slice(before)).toEqual(['survey', 'take', 'give-back']);
+  });
+
+  it('a take that loses a race after a roomy survey marks the semaphore contended', async () => {
+    const name = fresh('lost-take');
+    await seed(name, { limit: 4, held: [0, 0] }); // free 2, 2: the survey finds every shard roomy
+    // Another process takes 1 on shard 1 between our survey and our take there.
+    const other = new DynamoSemaphore({
+      client: direct,
+      tableName,
+      name,
+      limit: 4,
+      shards: 2,
+      random: () => 0.99,
+    });
+    let theirs: Awaited<ReturnType<typeof other.acquire>> | undefined;
+    const { sem, operations } = semaphore(
+      name,
+      { limit: 4, random: () => 0 },
+      {
+        before: async (call) => {
+          if (operationOf(call) === 'take' && call.input.Key?.sk?.S === 'shard#1' && theirs === undefined)
+            theirs = await other.acquire(1);
+        },
+      },
+    );
+    // Configured for 1 shard, the blind take fails on the stored 2; the survey adopts them, all roomy.
+    const lease = await sem.acquire(4, { min: 2 });
+    expect(lease.permits).toBe(2);
+    expect(theirs?.permits).toBe(1);
+    await lease.release();
+    const before = operations().length;
+    await (await sem.acquire(1)).release();
+    expect(operations().slice(before)).toEqual(['survey', 'take', 'give-back']);
+  });
+
+  it('a retry reads before it writes, even after another acquire of the same semaphore found room', async () => {
+    const name = fresh('retry-reads');
+    await seed(name, { limit: 2, held: [2] }); // another process holds both permits
+    const { sem, operations } = semaphore(name, { limit: 2, backoffBaseMs: 100, backoffCapMs: 100 });
+    // Only the timers are fake: the DynamoDB round trips stay real, the waiter's backoff waits for the test.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const sleeps = vi.spyOn(globalThis, 'setTimeout');
+      const waiting = sem.acquire(1);
+      // (The SDK arms its own 3 s socket-usage check per request; it never fires here.)
+      const backoffs = () => sleeps.mock.calls.filter(([, ms]) => ms !== 3_000).length;
+      const giveUpAt = performance.now() + 10_000;
+      while (backoffs() === 0 && performance.now() < giveUpAt) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(operations()).toEqual(['take', 'survey']); // nothing free: backing off
+      await seed(name, { limit: 2, held: [0] }); // the other process gives both back
+      const other = await sem.acquire(1); // still contended: reads, finds room, marks the shards roomy
+      expect(operations()).toEqual(['take', 'survey', 'survey', 'take']);
+      await vi.advanceTimersByTimeAsync(100);
+      const lease = await waiting;
+      // The waiter's second round reads first, as every round after the first does.
+      expect(operations().slice(4)).toEqual(['survey', 'take']);
+      await Promise.all([lease.release(), other.release()]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a partial grant below min is given back before waiting: a timeout holds nothing', async () => {
@@ -307,5 +423,18 @@ describe('DynamoSemaphore surveys', () => {
     const { sem } = semaphore(odd, { limit: 4 });
     const err = await sem.acquire(1, { deadline: CLOCK }).catch((e: unknown) => e);
     expect(err).toMatchObject({ stored: { shards: 3 }, configured: { shards: 2 } });
+  });
+
+  it('an item whose shard count differs from the first item is a mismatch even when its index is in range', async () => {
+    const name = fresh('disagree');
+    await seed(name, { limit: 4, held: [0, 0] }); // both items say 2 shards
+    await seed(name, { limit: 4, held: [0], shards: 3 }); // shard#0 now says 3; shard#1 (index 1 < 3) says 2
+    const { sem, calls } = semaphore(name, { limit: 4 });
+    await expect(sem.acquire(1, { deadline: CLOCK })).rejects.toMatchObject({
+      name: 'SemaphoreConfigMismatchError',
+      stored: { shards: 2 },
+      configured: { shards: 3 },
+    });
+    expect(calls.map(operationOf)).not.toContain('create');
   });
 });

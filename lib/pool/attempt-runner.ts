@@ -44,12 +44,10 @@ export class AttemptRunner {
       // Settle asynchronously like a rejected promise, so a synchronous thrower cannot recurse through pump.
       result = Promise.reject(error);
     }
-    // A native promise is watched as is; anything else (a value, a thenable, a Promise subclass) is adopted the
-    // way `await` adopts it, so its own `then` runs later, at most once, and a throw from it rejects the attempt.
-    this.#settlers.watch(
-      attempt,
-      result instanceof Promise && result.constructor === Promise ? result : Promise.resolve(result),
-    );
+    // Promise.resolve returns a native promise as is and adopts anything else (a value, a thenable, a Promise
+    // subclass) the way `await` does, so its own `then` runs later, at most once, and a throw from it rejects
+    // the attempt.
+    this.#settlers.watch(attempt, Promise.resolve(result));
   }
 
   /** `attempt`'s work settled: off the timer and the running list. */

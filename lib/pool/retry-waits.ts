@@ -57,7 +57,7 @@ export class RetryWaits {
 
   #end(entry: BackoffEntry): void {
     const task = entry.task;
-    // Stryker disable next-line ConditionalExpression: a task leaves BACKOFF only through cancel or clear, which take it off the timer
+    // Never true today: a task leaves BACKOFF only through cancel or clear, which take it off the timer.
     if (task.state !== BACKOFF) return;
     this.#count -= 1;
     task.extras!.backoff = undefined;

@@ -21,8 +21,8 @@ function rejectingThenable(error: unknown): PromiseLike<never> {
   return {
     // biome-ignore lint/suspicious/noThenProperty: a thenable is the point: resolve() adopts its rejection.
     then(_onFulfilled, onRejected) {
-      // Stryker disable next-line OptionalChaining: resolve() always passes onRejected to a thenable
-      onRejected?.(error);
+      // resolve() always passes onRejected to a thenable.
+      onRejected!(error);
       return undefined as never;
     },
   };
@@ -39,7 +39,7 @@ export function rejected<T>(error: unknown): Promise<T> {
 export function rejectTask(task: Task, error: unknown): void {
   // Marked handled first: a caller that ignores the promise must not crash the process. Callers that
   // await it still get the rejection.
-  // Stryker disable next-line OptionalChaining: every task gets its promise in enqueue, before it can fail
-  task.promise?.catch(noop);
+  // Every task gets its promise in enqueue, before it can fail.
+  task.promise!.catch(noop);
   task.resolve(rejectingThenable(error));
 }

@@ -82,6 +82,24 @@ describe('timers', () => {
     await Promise.all(running);
   });
 
+  it('an attempt that finishes while others with shorter timeouts wait leaves no timer once all are done', async () => {
+    const pool = new ExecutorPool({ concurrency: 3, timeout: 1_000 });
+    const early = deferred();
+    const late = deferred();
+    // Per-task timeouts shorter than the pool's, started in that order: 500 ms, then 400 ms ahead of it.
+    const results = [
+      pool.enqueue(() => late.promise),
+      pool.enqueue(() => early.promise, { timeout: 500 }),
+      pool.enqueue(() => late.promise, { timeout: 400 }),
+    ];
+    await flush();
+    early.resolve();
+    await results[1];
+    late.resolve();
+    await Promise.all(results);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('stop() disarms the pace timer of a start the interval holds back', async () => {
     const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
     pool.setStartInterval(60_000);

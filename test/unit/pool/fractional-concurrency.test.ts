@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ConcurrencyBudget, ExecutorPool } from '../../../lib/pool/index.js';
-import { useFakeTimersInEachTest } from './helpers.js';
+import { deferred, flush, useFakeTimersInEachTest } from './helpers.js';
 
 /** Runs `count` tasks of `latencyMs` each (timers) and records when each one started. */
 async function runTimed(pool: ExecutorPool, count: number, latencyMs: (i: number) => number) {
@@ -20,6 +20,14 @@ async function runTimed(pool: ExecutorPool, count: number, latencyMs: (i: number
   await vi.runAllTimersAsync();
   await all;
   return { starts, peak, endedAt: Date.now() };
+}
+
+/** Runs one attempt of `ms` (timers) and resolves when it ended: under a fractional concurrency its slot then rests. */
+async function oneAttempt(pool: ExecutorPool, ms: number): Promise<number> {
+  const done = pool.enqueue(() => new Promise((resolve) => setTimeout(resolve, ms)));
+  await vi.advanceTimersByTimeAsync(ms);
+  await done;
+  return Date.now();
 }
 
 describe('ExecutorPool fractional concurrency (an average in flight)', () => {
@@ -100,26 +108,58 @@ describe('ExecutorPool fractional concurrency (an average in flight)', () => {
     await next;
   });
 
-  it('a concurrency raised to a fraction rests the slot for what the new duty asks, counted from the attempt', async () => {
-    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
-    pool.setConcurrency(0.1);
-    const first = pool.enqueue(() => new Promise((resolve) => setTimeout(resolve, 100)));
-    await vi.advanceTimersByTimeAsync(100);
-    await first;
-    const endedAt = Date.now();
+  it.each([
     // At 0.1 the slot would rest 900 ms; at 0.5 it rests 100 ms from the attempt's end, 50 ms from now.
+    {
+      from: 0.1,
+      to: 0.5,
+      change: 'a concurrency raised to a fraction shortens the rest to what the new duty asks',
+    },
+    // At 0.5 the slot rests 100 ms; at 0.25 it would rest 300 ms: a rest already running is never lengthened.
+    { from: 0.5, to: 0.25, change: 'a lowered concurrency never lengthens a rest already running' },
+  ])('$change, counted from the attempt', async ({ from, to }) => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    pool.setConcurrency(from);
+    const endedAt = await oneAttempt(pool, 100);
     await vi.advanceTimersByTimeAsync(50);
-    pool.setConcurrency(0.5);
+    pool.setConcurrency(to);
     let startedAt: number | undefined;
     const next = pool.enqueue(async () => {
       startedAt = Date.now();
     });
-    await vi.advanceTimersByTimeAsync(1_000);
-    await next;
+    await vi.advanceTimersByTimeAsync(50);
     expect(startedAt).toBe(endedAt + 100);
-    // Lowering never lengthens a rest already running, and a rest past its new end ends at once.
+    await next;
+    // The rest was moved, not doubled: no timer is left for its old end.
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a raised concurrency whose rest has already passed frees the slot at once, and only once', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
     pool.setConcurrency(0.25);
-    expect(pool.concurrency).toBe(0.25);
+    await oneAttempt(pool, 100);
+    // At 0.25 the slot rests 300 ms; at 0.5 it would rest 100 ms, which have just passed.
+    await vi.advanceTimersByTimeAsync(100);
+    const gate = deferred();
+    const starts: number[] = [];
+    const queued = [1, 2].map(() =>
+      pool.enqueue(() => {
+        starts.push(Date.now());
+        return gate.promise;
+      }),
+    );
+    await flush();
+    expect(starts).toEqual([]);
+    pool.setConcurrency(0.5);
+    await flush(); // no timer runs: the slot is free when setConcurrency returns
+    expect(starts).toEqual([Date.now()]);
+    // Set again (a governor sets it per sample): the ended rest frees no second slot.
+    pool.setConcurrency(0.5);
+    await flush();
+    expect(starts).toHaveLength(1);
+    gate.resolve();
+    await vi.advanceTimersByTimeAsync(1_000);
+    await Promise.all(queued);
   });
 
   it('an attempt that timed out (no answer) leaves no rest: its duration is a stall, not a rate', async () => {
@@ -180,6 +220,25 @@ describe('ExecutorPool start interval (a rate cap on top of the concurrency cap)
     // Slow answers: the concurrency cap binds, not the interval (starts 20 ms apart up to 4 in flight).
     const slow = await runTimed(pool, 8, () => 200);
     expect(slow.peak).toBe(4);
+  });
+
+  it('a longer interval set while a paced start waits still starts it, at the new interval', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, timeout: 0 });
+    pool.setStartInterval(20);
+    const starts: number[] = [];
+    const run = () =>
+      pool.enqueue(async () => {
+        starts.push(Date.now());
+      });
+    const tasks = [run(), run()];
+    await flush();
+    expect(starts).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(5);
+    pool.setStartInterval(50);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(starts).toHaveLength(2);
+    expect(starts[1]! - starts[0]!).toBe(50);
+    await Promise.all(tasks);
   });
 
   it('lateness does not add up: a start late by less than half an interval is counted at its slot', async () => {

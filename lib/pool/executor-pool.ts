@@ -10,8 +10,8 @@ import {
   resolvePoolOptions,
   startingConcurrency,
 } from './options.js';
+import { PacedQueue } from './paced-queue.js';
 import { type AggregateMetrics, type DetailedMetrics, PoolMetrics, type PoolStats } from './pool-metrics.js';
-import { PriorityQueue } from './priority-queue.js';
 import { isRetryableError, retryBackoff } from './retry-policy.js';
 import { RetryWaits } from './retry-waits.js';
 import { SignalGroups } from './signal-groups.js';
@@ -37,7 +37,7 @@ const NO_DEDUPLICATION =
  */
 export class ExecutorPool {
   readonly #options: ResolvedPoolOptions;
-  readonly #queue = new PriorityQueue<Task>();
+  readonly #queue = new PacedQueue<Task>();
   readonly #runner = new AttemptRunner(
     (attempt, value, error, failed) => this.#onSettled(attempt, value, error, failed),
     (attempt, error) => this.#attemptFailed(attempt, error, performance.now() - attempt.startedAt),
@@ -141,11 +141,16 @@ export class ExecutorPool {
    * starts at that rate are not refused. Retries and probes are paced alike; tasks enqueued with
    * `paced: false` (reads a service limits apart from writes) start unspaced, and a paced task at the head
    * of the queue holds back the tasks behind it until its turn.
+   *
+   * `options.catchUpMs`: how late a start may be and still keep its slot, so the starts behind it catch up
+   * (a busy event loop then costs no rate); after a longer pause the schedule restarts. Default half an
+   * interval.
    * @example pool.setStartInterval(1000 / 45) // at most 45 starts per second
+   * @example pool.setStartInterval(1000 / 45, { catchUpMs: 50 }) // on a slot schedule: catch up 50 ms of lag
    */
-  setStartInterval(ms: number): void {
+  setStartInterval(ms: number, options?: { readonly catchUpMs?: number }): void {
     // Called per completed attempt by a governor: only a shorter interval can start something sooner.
-    if (this.#pacer.setInterval(ms)) this.#pump();
+    if (this.#pacer.setInterval(ms, options?.catchUpMs)) this.#pump();
   }
 
   /** The least ms between two attempt starts (0: none). */
@@ -324,7 +329,7 @@ export class ExecutorPool {
       const admission = breaker.admit(now);
       if (admission !== 'reject') return admission;
       this.#failTask(this.#queue.pop()!, new CircuitOpenError(breaker.retryAfter(now)));
-      if (this.#queue.size === 0) return 'wait';
+      if (this.#queue.available === 0) return 'wait';
     }
   }
 
@@ -332,9 +337,10 @@ export class ExecutorPool {
   #pump(now = -1): void {
     const queue = this.#queue;
     while (!this.#paused && this.#active + this.#rests.count < this.#cap && queue.size > 0) {
-      if (this.#pacer.interval > 0 && queue.peek()!.paced) {
+      if (this.#pacer.interval > 0 && queue.pacedSize > 0) {
         if (now < 0) now = performance.now();
-        if (this.#pacer.holds(now)) break;
+        queue.held = this.#pacer.holds(now);
+        if (queue.available === 0) break;
       }
       const admission = this.#admitHead();
       if (admission === 'wait') break;
@@ -347,6 +353,7 @@ export class ExecutorPool {
       // A started task ran its function synchronously: read the clock afresh for the next one.
       now = -1;
     }
+    queue.held = false;
     this.#offerRoom();
     if (queue.size === 0) this.#checkIdle();
   }
@@ -367,12 +374,17 @@ export class ExecutorPool {
 
   /** The budget offers this pool a slot (already counted as held); returns whether it was used. */
   #onSlotGranted(): boolean {
-    if (
-      this.#paused ||
-      this.#active + this.#rests.count >= this.#cap ||
-      this.#queue.size === 0 ||
-      (this.#pacer.interval > 0 && this.#queue.peek()!.paced && this.#pacer.holds(performance.now()))
-    ) {
+    const queue = this.#queue;
+    if (!this.#paused && this.#active + this.#rests.count < this.#cap && queue.pacedSize > 0)
+      queue.held = this.#pacer.interval > 0 && this.#pacer.holds(performance.now());
+    const started = this.#startGranted();
+    queue.held = false;
+    return started;
+  }
+
+  /** `#onSlotGranted` with the queue's `held` set: starts the task it may start now, if any. */
+  #startGranted(): boolean {
+    if (this.#paused || this.#active + this.#rests.count >= this.#cap || this.#queue.available === 0) {
       // Nothing to start (or not yet: the pace timer pumps), but a producer waiting in `onQueueRoom` may enqueue into this slot once it is back.
       queueMicrotask(() => this.#offerRoom());
       return false;

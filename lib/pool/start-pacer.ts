@@ -5,6 +5,8 @@
  */
 export class StartPacer {
   #intervalMs = 0;
+  /** How late a start may be and still keep its slot (undefined: half an interval). */
+  #catchUpMs: number | undefined;
   #lastStartAt = Number.NEGATIVE_INFINITY;
   /** Pending while a paced task waits for the interval to pass. */
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -21,13 +23,18 @@ export class StartPacer {
   }
 
   /**
-   * Sets the interval; returns whether it got shorter, the only change that may start something sooner (a
-   * pending timer re-checks the wait when it fires, so a longer one needs nothing more).
+   * Sets the interval, and how late a start may be and still keep its slot (`catchUpMs`, default half the
+   * interval); returns whether the interval got shorter, the only change that may start something sooner
+   * (a pending timer re-checks the wait when it fires, so a longer one needs nothing more).
    */
-  setInterval(ms: number): boolean {
+  setInterval(ms: number, catchUpMs?: number): boolean {
     if (!(ms >= 0 && Number.isFinite(ms))) {
       throw new RangeError(`startInterval must be a finite number >= 0, got ${ms}`);
     }
+    if (catchUpMs !== undefined && !(catchUpMs >= 0 && Number.isFinite(catchUpMs))) {
+      throw new RangeError(`catchUpMs must be a finite number >= 0, got ${catchUpMs}`);
+    }
+    this.#catchUpMs = catchUpMs;
     const shorter = ms < this.#intervalMs;
     this.#intervalMs = ms;
     if (shorter) this.cancel();
@@ -46,14 +53,16 @@ export class StartPacer {
   }
 
   /**
-   * A paced attempt started at `now`. A start late by at most half an interval (the timer's whole-ms
-   * rounding, event-loop lag) is counted at its slot, so lateness does not add up under a busy loop. Later
-   * than that (an idle pool, a full budget, the in-flight cap) it banks nothing: no burst after a pause.
+   * A paced attempt started at `now`. A start late by at most the catch-up (default half an interval: the
+   * timer's whole-ms rounding, event-loop lag) is counted at its slot, so lateness does not add up under a
+   * busy loop, and the starts behind it catch up. Later than that (an idle pool, a full budget, the in-flight
+   * cap) the schedule restarts at it: no burst after a pause.
    * Why: docs/decisions/paced-writes-unpaced-reads.md.
    */
   started(now: number): void {
     const slot = this.#lastStartAt + this.#intervalMs;
-    this.#lastStartAt = now - slot <= this.#intervalMs / 2 ? slot : now;
+    const catchUp = this.#catchUpMs ?? this.#intervalMs / 2;
+    this.#lastStartAt = now - slot <= catchUp ? slot : now;
   }
 
   /** Drops the pending timer, if any. */

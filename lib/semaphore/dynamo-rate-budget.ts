@@ -3,26 +3,19 @@ import {
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
-  type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
+import { type BudgetContext, bookSlots } from './book-slots.js';
 import {
-  type BudgetHolder,
-  type BudgetItem,
-  type BudgetStep,
   createBudgetRequest,
-  floorToRateGrid,
   parseBudgetItem,
   readBudgetRequest,
-  reclaimRequest,
-  releaseRequest,
-  stepReleaseRequest,
-  takeRequest,
+  writeScheduleRequest,
 } from './budget-item.js';
 import type { BudgetStore } from './budget-store.js';
 import { SemaphoreTableNotFoundError } from './errors.js';
 import { checkBudgetOptions } from './rate-budget-checks.js';
-import type { RateBudget, RateLease, TakeOptions } from './rate-types.js';
-import { type TakeContext, takeRate } from './take-rate.js';
+import { floorToRateGrid, type Schedule, type ScheduleChange } from './rate-schedule.js';
+import type { BookOptions, RateBooking, RateBudget } from './rate-types.js';
 
 /**
  * Options of a `DynamoRateBudget`.
@@ -37,7 +30,7 @@ export interface DynamoRateBudgetOptions {
   client: DynamoDBClient;
   /**
    * The semaphore table: string partition key `pk`, string sort key `sk` (`DynamoSemaphore.createTable`).
-   * The budget is one item, `pk = rate#<name>`, `sk = budget`.
+   * The budget is one item, `pk = rate#<name>`, `sk = schedule`.
    * @example 'semaphores'
    */
   tableName: string;
@@ -48,13 +41,13 @@ export interface DynamoRateBudgetOptions {
   name: string;
   /**
    * The most writes per second the budget may reach, and where a new budget starts (`S3_PREFIX_WRITE_RATE`);
-   * kept to a millionth. A process configured lower than a stored budget grants only what a budget at its
-   * ceiling would allow, and its releases bring the budget down to it.
+   * kept to a millionth. A process configured lower than a stored rate books at its own ceiling, and its
+   * reports bring the budget down to it.
    * @example 3500
    */
   ceiling: number;
   /**
-   * Clock in epoch ms: lease ends, grant times and the last decrease are stored as such.
+   * Clock in epoch ms: slots and the last decrease are stored as such.
    * @default Date.now
    * @example () => clock.now()
    */
@@ -66,24 +59,23 @@ export interface DynamoRateBudgetOptions {
    */
   random?: () => number;
   /**
-   * Bound in ms on a release called without a signal, and on giving back a take whose answer was lost
-   * (the caller's signal may be why it is given back). What cannot be given back expires with its lease.
+   * Bound in ms on a report called without a signal.
    * @default 2000
    * @example 500
    */
-  giveBackTimeoutMs?: number;
+  reportTimeoutMs?: number;
 }
 
 /**
- * A prefix's fleet-wide write budget in one DynamoDB item (docs/fleet-cap.md): a take costs one strongly
- * consistent read and one conditional write, a release one conditional write (two when its budget step is
- * dropped). Waiters re-read with full-jitter backoff.
+ * A prefix's fleet-wide write budget as one DynamoDB item of constant size (docs/fleet-cap.md): a booking
+ * costs one strongly consistent read and one conditional write; a report costs nothing unless it moves the
+ * budget (then a read and a conditional write).
  */
 export class DynamoRateBudget implements RateBudget {
   readonly name: string;
   readonly ceiling: number;
   readonly tableName: string;
-  readonly #context: TakeContext;
+  readonly #context: BudgetContext;
 
   constructor(options: DynamoRateBudgetOptions) {
     checkBudgetOptions(options);
@@ -96,12 +88,12 @@ export class DynamoRateBudget implements RateBudget {
       store: new DynamoBudgetStore(options.client, options.tableName, options.name),
       now: options.now ?? (() => Date.now()),
       random: options.random ?? Math.random,
-      giveBackTimeoutMs: options.giveBackTimeoutMs ?? 2_000,
+      reportTimeoutMs: options.reportTimeoutMs ?? 2_000,
     };
   }
 
-  take(want: number, options: TakeOptions): Promise<RateLease> {
-    return takeRate(this.#context, want, options);
+  book(options: BookOptions): Promise<RateBooking> {
+    return bookSlots(this.#context, options);
   }
 }
 
@@ -115,7 +107,7 @@ class DynamoBudgetStore implements BudgetStore {
     private readonly name: string,
   ) {}
 
-  async read(signal?: AbortSignal): Promise<BudgetItem | undefined> {
+  async read(signal?: AbortSignal): Promise<Schedule | undefined> {
     const command = new GetItemCommand(readBudgetRequest(this.tableName, this.name));
     const answer = await this.#guard(this.client.send(command, { abortSignal: signal }));
     return parseBudgetItem(answer.Item);
@@ -126,27 +118,8 @@ class DynamoBudgetStore implements BudgetStore {
     await this.#conditional(this.client.send(command, { abortSignal: signal }));
   }
 
-  async reclaim(
-    expired: readonly (readonly [string, BudgetHolder])[],
-    signal?: AbortSignal,
-  ): Promise<number> {
-    const { input, freed } = reclaimRequest(this.tableName, this.name, expired);
-    return (await this.#update(input, signal)) ? freed : 0;
-  }
-
-  take(fence: string, holder: BudgetHolder, need: number, signal?: AbortSignal): Promise<boolean> {
-    return this.#update(takeRequest(this.tableName, this.name, fence, holder, need), signal);
-  }
-
-  release(fence: string, granted: number, signal?: AbortSignal): Promise<boolean> {
-    return this.#update(releaseRequest(this.tableName, this.name, fence, granted), signal);
-  }
-
-  stepRelease(fence: string, granted: number, step: BudgetStep, signal?: AbortSignal): Promise<boolean> {
-    return this.#update(stepReleaseRequest(this.tableName, this.name, fence, granted, step), signal);
-  }
-
-  #update(input: UpdateItemCommandInput, signal: AbortSignal | undefined): Promise<boolean> {
+  write(read: Schedule, change: ScheduleChange, by: string, signal?: AbortSignal): Promise<boolean> {
+    const input = writeScheduleRequest(this.tableName, this.name, read, change, by);
     return this.#conditional(this.client.send(new UpdateItemCommand(input), { abortSignal: signal }));
   }
 

@@ -27,6 +27,6 @@ export {
 export { MemorySemaphore, type MemorySemaphoreOptions } from './memory-semaphore.js';
 export { type PermitSizing, permitsFor } from './permits-for.js';
 export { clampRate, nextRate, overloaded } from './rate-law.js';
-export type { LeaseReport, RateBudget, RateLease, TakeOptions, WriteRound } from './rate-types.js';
+export type { BookingReport, BookOptions, RateBooking, RateBudget, WriteRound } from './rate-types.js';
 export type { AcquireOptions, Lease, LeaseCallOptions, LeaseUsage, Semaphore } from './types.js';
 export { type ConcurrencyTarget, type PermitRequest, withPermits } from './with-permits.js';

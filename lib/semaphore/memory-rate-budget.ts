@@ -1,30 +1,17 @@
 import { throwIfAborted } from './backoff.js';
-import {
-  type BudgetHolder,
-  type BudgetItem,
-  type BudgetStep,
-  floorToRateGrid,
-  MAX_RECLAIM_PER_WRITE,
-  onRateGrid,
-} from './budget-item.js';
+import { type BudgetContext, bookSlots } from './book-slots.js';
+import { newSchedule } from './budget-item.js';
 import type { BudgetStore } from './budget-store.js';
 import { checkBudgetOptions } from './rate-budget-checks.js';
-import type { RateBudget, RateLease, TakeOptions } from './rate-types.js';
-import { type TakeContext, takeRate } from './take-rate.js';
+import { floorToRateGrid, type Schedule, type ScheduleChange } from './rate-schedule.js';
+import type { BookOptions, RateBooking, RateBudget } from './rate-types.js';
 
-interface StoredBudget {
-  budget: number;
-  free: number;
-  decreasedAt: number;
-  holders: Map<string, BudgetHolder>;
-}
-
-/** The items of every `MemoryBudgetTable`, by name (module-private: only this file's store writes them). */
-const itemsOf = new WeakMap<MemoryBudgetTable, Map<string, StoredBudget>>();
+/** The schedules of every `MemoryBudgetTable`, by name (module-private: only this file's store writes them). */
+const itemsOf = new WeakMap<MemoryBudgetTable, Map<string, Schedule>>();
 
 /**
  * The budget items of one process, by name: what a DynamoDB table is to `DynamoRateBudget`. Budgets
- * constructed over the same table with the same name share one budget (a restart, or processes configured
+ * constructed over the same table with the same name share one schedule (a restart, or processes configured
  * with different ceilings).
  */
 export class MemoryBudgetTable {
@@ -32,10 +19,9 @@ export class MemoryBudgetTable {
     itemsOf.set(this, new Map());
   }
 
-  /** A copy of budget `name`'s item as stored; `undefined` before its first take. */
-  item(name: string): BudgetItem | undefined {
-    const stored = itemsOf.get(this)?.get(name);
-    return stored === undefined ? undefined : { ...stored, holders: new Map(stored.holders) };
+  /** Budget `name`'s schedule as stored; `undefined` before its first booking. */
+  item(name: string): Schedule | undefined {
+    return itemsOf.get(this)?.get(name);
   }
 }
 
@@ -62,7 +48,7 @@ export interface MemoryRateBudgetOptions {
    */
   table?: MemoryBudgetTable;
   /**
-   * Clock in epoch ms (lease ends, grant times, the last decrease).
+   * Clock in epoch ms (slots, the last decrease).
    * @default Date.now
    * @example () => clock.now()
    */
@@ -76,15 +62,14 @@ export interface MemoryRateBudgetOptions {
 }
 
 /**
- * The `RateBudget` contract inside one process, for tests and single-process runs: the same item, the
- * same conditional writes applied atomically in memory, the same take loop as `DynamoRateBudget` (waiters
- * poll with the same backoff on the global timers).
+ * The `RateBudget` contract inside one process, for tests and single-process runs: the same schedule, the
+ * same conditional write applied atomically in memory, the same booking loop as `DynamoRateBudget`.
  */
 export class MemoryRateBudget implements RateBudget {
   readonly name: string;
   readonly ceiling: number;
   readonly table: MemoryBudgetTable;
-  readonly #context: TakeContext;
+  readonly #context: BudgetContext;
 
   constructor(options: MemoryRateBudgetOptions) {
     const name = options.name ?? 'memory';
@@ -99,23 +84,23 @@ export class MemoryRateBudget implements RateBudget {
       now: options.now ?? (() => Date.now()),
       random: options.random ?? Math.random,
       // Nothing in memory stalls: the bound is never reached.
-      giveBackTimeoutMs: 2_000,
+      reportTimeoutMs: 2_000,
     };
   }
 
-  take(want: number, options: TakeOptions): Promise<RateLease> {
-    return takeRate(this.#context, want, options);
+  book(options: BookOptions): Promise<RateBooking> {
+    return bookSlots(this.#context, options);
   }
 }
 
-/** The conditional writes of budget-item.ts, applied to the stored item in one step each. */
+/** The conditional write of budget-item.ts, applied to the stored schedule in one step. */
 class MemoryBudgetStore implements BudgetStore {
   constructor(
     private readonly table: MemoryBudgetTable,
     private readonly name: string,
   ) {}
 
-  async read(signal?: AbortSignal): Promise<BudgetItem | undefined> {
+  async read(signal?: AbortSignal): Promise<Schedule | undefined> {
     throwIfAborted(signal);
     return this.table.item(this.name);
   }
@@ -123,64 +108,15 @@ class MemoryBudgetStore implements BudgetStore {
   async create(ceiling: number, signal?: AbortSignal): Promise<void> {
     throwIfAborted(signal);
     const items = itemsOf.get(this.table);
-    if (items !== undefined && !items.has(this.name))
-      items.set(this.name, { budget: ceiling, free: ceiling, decreasedAt: 0, holders: new Map() });
+    if (items !== undefined && !items.has(this.name)) items.set(this.name, newSchedule(ceiling));
   }
 
-  async reclaim(
-    expired: readonly (readonly [string, BudgetHolder])[],
-    signal?: AbortSignal,
-  ): Promise<number> {
-    const item = this.#item(signal);
-    const batch = expired.slice(0, MAX_RECLAIM_PER_WRITE);
-    const unchanged = batch.every(([fence, seen]) => {
-      const holder = item?.holders.get(fence);
-      return holder !== undefined && holder.until === seen.until && holder.r === seen.r;
-    });
-    if (item === undefined || !unchanged) return 0;
-    let freed = 0;
-    for (const [fence, holder] of batch) {
-      item.holders.delete(fence);
-      freed = onRateGrid(freed + holder.r);
-    }
-    item.free = onRateGrid(item.free + freed);
-    return freed;
-  }
-
-  async take(fence: string, holder: BudgetHolder, need: number, signal?: AbortSignal): Promise<boolean> {
-    const item = this.#item(signal);
-    if (item === undefined || !(item.free >= need) || item.holders.has(fence)) return false;
-    item.holders.set(fence, holder);
-    item.free = onRateGrid(item.free - holder.r);
-    return true;
-  }
-
-  async release(fence: string, granted: number, signal?: AbortSignal): Promise<boolean> {
-    const item = this.#item(signal);
-    if (item?.holders.get(fence)?.r !== granted) return false;
-    item.holders.delete(fence);
-    item.free = onRateGrid(item.free + granted);
-    return true;
-  }
-
-  async stepRelease(
-    fence: string,
-    granted: number,
-    step: BudgetStep,
-    signal?: AbortSignal,
-  ): Promise<boolean> {
-    const item = this.#item(signal);
-    if (item?.holders.get(fence)?.r !== granted || item.budget !== step.read) return false;
-    if (step.decrease !== undefined && !(item.decreasedAt < step.decrease.takenAt)) return false;
-    item.holders.delete(fence);
-    item.free = onRateGrid(item.free + granted + step.after - step.read);
-    item.budget = step.after;
-    if (step.decrease !== undefined) item.decreasedAt = step.decrease.now;
-    return true;
-  }
-
-  #item(signal: AbortSignal | undefined): StoredBudget | undefined {
+  async write(read: Schedule, change: ScheduleChange, by: string, signal?: AbortSignal): Promise<boolean> {
     throwIfAborted(signal);
-    return itemsOf.get(this.table)?.get(this.name);
+    const items = itemsOf.get(this.table);
+    const stored = items?.get(this.name);
+    if (items === undefined || stored?.version !== read.version) return false;
+    items.set(this.name, { ...change, version: read.version + 1, by });
+    return true;
   }
 }

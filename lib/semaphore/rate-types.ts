@@ -1,6 +1,6 @@
 /**
  * What one round of writes saw, for the control law (`nextRate`): a holder's writes since its last cut,
- * or a whole lease at its release.
+ * or a whole booking at its report.
  * @example { accepted: 40, throttled: 0, starved: true }
  */
 export interface WriteRound {
@@ -8,64 +8,83 @@ export interface WriteRound {
   readonly accepted: number;
   /** Writes the service refused as throttled (S3 SlowDown, 503). */
   readonly throttled: number;
-  /** The holder wanted a higher rate than it was granted (its writes waited for their turn). */
+  /** Demand exceeded the budget: the booking's first slot was later than its request (it queued). */
   readonly starved: boolean;
 }
 
-/** What a lease saw, reported in its release: the control law moves the budget by it. */
-export type LeaseReport = WriteRound;
+/** What a booking's writes saw, reported when they have settled: the control law moves the budget by it. */
+export type BookingReport = WriteRound;
 
-/** Options of one `RateBudget.take`. */
-export interface TakeOptions {
-  /**
-   * The least rate worth having (writes/s, > 0, <= `want`): below it the caller waits. A budget below it
-   * (or a least above the ceiling) is granted whole once nothing holds it (only releases raise a budget).
-   */
-  readonly least: number;
-  /** Epoch ms: stop waiting and reject with `SemaphoreTimeoutError` after this. */
-  readonly deadline: number;
-  /** Aborts the wait and every request of the call. */
-  readonly signal?: AbortSignal;
-  /** How long the lease lasts, ms from the call (the invocation's remaining time plus a margin). */
-  readonly leaseMs: number;
-  /**
-   * Writes the holder will make under the lease. Its entry then says when it expects to be done (its
-   * writes at its rate), and waiters sleep until enough holders are due instead of polling; one whose turn
-   * cannot come before its deadline rejects at once (`SemaphoreTimeoutError.freeAt`).
-   * @default undefined (the holder is due at its lease end)
-   */
-  readonly writes?: number;
-}
-
-/** A share of a prefix's budget, held from `take` until `release` or `expiresAt`. */
-export interface RateLease {
-  /** Writes per second granted: between the take's `least` and `want` (the whole budget when that is less). */
+/** A schedule's rate and last decrease as a report left them. */
+export interface ScheduleView {
+  /** Writes per second (before the caller's ceiling). */
   readonly rate: number;
-  /** The lease id: it keys the holder entry, and fences it (a reclaimed lease frees nothing). */
-  readonly fence: string;
-  /** Epoch ms the grant was made (a decrease at release needs the budget's last decrease before it). */
-  readonly takenAt: number;
-  /** Epoch ms after which other holders may reclaim the rate. */
-  readonly expiresAt: number;
-  /**
-   * Gives the rate back and moves the budget by the control law applied to `report`, in one conditional
-   * write. Idempotent. Rejects with `signal`'s reason (or the store's error) when it cannot finish: the
-   * lease then expires by itself at `expiresAt`.
-   */
-  release(report: LeaseReport, options?: { readonly signal?: AbortSignal }): Promise<void>;
+  /** Epoch ms of the last decrease (0: never). */
+  readonly decreasedAt: number;
 }
 
-/** A prefix's fleet-wide write budget (docs/fleet-cap.md). */
+/** Options of one `RateBudget.book`. */
+export interface BookOptions {
+  /** Writes to book (a whole number >= 1): one start slot each. */
+  readonly writes: number;
+  /**
+   * Epoch ms: the latest first slot worth having. When the budget's schedule is booked past it, `book`
+   * rejects at once with `SemaphoreTimeoutError` whose `freeAt` says when the first free slot is.
+   */
+  readonly latestStart: number;
+  /**
+   * Epoch ms after which no write of the holder starts (the invocation's cutoff): the slots end by then, and
+   * fewer than `writes` are booked when not all fit.
+   */
+  readonly writeBy: number;
+  /** Aborts the call and every request of it. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Slots booked in a prefix's schedule: `writes` starts, one every `1000 / rate` ms from `startAt`. Nothing is
+ * held: slots a holder does not use pass unused, so a holder that crashes, or a booking whose answer was
+ * lost, costs the fleet at most its own slots and never lets the prefix exceed its rate.
+ */
+export interface RateBooking {
+  /** Writes per second the slots are spaced at: the budget's rate when booked. */
+  readonly rate: number;
+  /** Epoch ms of the first slot. */
+  readonly startAt: number;
+  /** Epoch ms the slots end (`startAt + writes / rate`). */
+  readonly endsAt: number;
+  /** Slots booked: the request's `writes`, or fewer when not all fit before its `writeBy`. */
+  readonly writes: number;
+  /** Epoch ms the booking was made. */
+  readonly bookedAt: number;
+  /** Whether the first slot is later than the request: others had booked ahead (demand above the budget). */
+  readonly queued: boolean;
+  /**
+   * Applies the control law to a round of the booking's writes now (docs/fleet-cap.md): a holder steps an
+   * overloaded round early, and steps an empty round to read where the schedule stands. A step that moves
+   * nothing writes nothing; one whose budget moved since the booking is dropped (no stale steps), and a
+   * decrease is taken once per round of bookings. Resolves the schedule's rate and last decrease as they
+   * stand after it; rejects with `signal`'s reason or the store's error when it cannot finish.
+   */
+  step(round: WriteRound, options?: { readonly signal?: AbortSignal }): Promise<ScheduleView>;
+  /**
+   * Reports the whole booking once its writes have settled: a `step` of the whole round, made once (later
+   * calls return the first call's promise, unless it failed). Nothing else depends on it.
+   */
+  report(report: BookingReport, options?: { readonly signal?: AbortSignal }): Promise<void>;
+}
+
+/** A prefix's fleet-wide write budget, kept as a schedule of start slots (docs/fleet-cap.md). */
 export interface RateBudget {
   /** What the budget is for, e.g. `prefix:bucket/t=acme/`. */
   readonly name: string;
   /** The most writes per second the budget may reach (`S3_PREFIX_WRITE_RATE`). */
   readonly ceiling: number;
   /**
-   * Grants `min(want, free)` writes per second once at least `options.least` is free (the whole budget,
-   * when that is less), waiting (re-reading with jittered backoff) until `options.deadline`; then rejects
-   * with `SemaphoreTimeoutError`, holding nothing. Aborting `options.signal` rejects with its reason,
-   * holding nothing. A `want` above the ceiling is the ceiling.
+   * Books `options.writes` start slots at the budget's rate, from the first free slot (now, when the
+   * schedule is free). Rejects with `SemaphoreTimeoutError` (`freeAt`: the first free slot) when that is after
+   * `options.latestStart` or no slot fits before `options.writeBy`, with the signal's reason when it aborts;
+   * a lost race with another booking reads again after a jittered backoff.
    */
-  take(want: number, options: TakeOptions): Promise<RateLease>;
+  book(options: BookOptions): Promise<RateBooking>;
 }

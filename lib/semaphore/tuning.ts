@@ -30,3 +30,16 @@ export const ACQUIRE_BACKOFF_BASE_MS = 20;
 
 /** Longest wait between two reads of a budget a holder is waiting for, ms: a freed rate waits at most this long for its next holder (docs/decisions/prefix-hand-over.md). */
 export const ACQUIRE_BACKOFF_CAP_MS = 200;
+
+/**
+ * How late a holder's write may start and keep its slot, ms (`ExecutorPool.setStartInterval`'s catch-up):
+ * the writes behind it then catch up, so a busy event loop costs no rate. S3 admits a burst of a fraction of
+ * a second of a prefix's rate; this stays well inside it (docs/fleet-cap.md#what-a-holder-does).
+ */
+export const SLOT_CATCH_UP_MS = 50;
+
+/**
+ * Writes a holder's round needs, counted from its first refusal, before its share refused may step the
+ * schedule within a booking: a share from fewer writes is noise (two refusals in a burst read as a halving).
+ */
+export const MIN_ROUND_WRITES = 20;

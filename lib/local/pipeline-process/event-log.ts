@@ -31,21 +31,25 @@ export interface ReleaseLine extends LineBase {
   fence: string;
 }
 
-/** A share of a prefix's rate budget granted (`FLEET_CAP=rate`): logged after the take, like `acquire`. */
-export interface RateTakeLine extends LineBase {
-  event: 'rate-take';
+/** Slots booked in a prefix's rate budget (`FLEET_CAP=rate`): logged after the booking, like `acquire`. */
+export interface RateBookLine extends LineBase {
+  event: 'rate-book';
   container: number;
   name: string;
   ceiling: number;
-  /** Writes per second granted. */
+  /** Writes per second the slots are spaced at. */
   rate: number;
+  /** Epoch ms of the first slot and of the end of the last one. */
+  startAt: number;
+  endsAt: number;
+  /** Slots booked. */
+  writes: number;
   fence: string;
-  expiresAt: number;
 }
 
-/** A rate given back: logged before the release call (its writes have drained), like `release`. */
-export interface RateReleaseLine extends LineBase {
-  event: 'rate-release';
+/** A booking's writes have drained: logged before its report, like `release`. */
+export interface RateReportLine extends LineBase {
+  event: 'rate-report';
   container: number;
   name: string;
   rate: number;
@@ -53,7 +57,7 @@ export interface RateReleaseLine extends LineBase {
 }
 
 /**
- * An S3 write started on a tenant prefix whose container holds no rate lease on it (`FLEET_CAP=rate`: a
+ * An S3 write started on a tenant prefix whose container holds no rate booking on it (`FLEET_CAP=rate`: a
  * tenant with few writes in its batch writes without one), logged as the request starts.
  */
 export interface UnleasedWriteLine extends LineBase {
@@ -93,8 +97,8 @@ export type PipelineLogLine =
   | ReadyLine
   | AcquireLine
   | ReleaseLine
-  | RateTakeLine
-  | RateReleaseLine
+  | RateBookLine
+  | RateReportLine
   | UnleasedWriteLine
   | InvocationLine
   | StoppedLine;

@@ -1,13 +1,13 @@
 import type { RateBudgetFactory } from '../../ingest/handler/run/rate-holder.js';
-import type { LeaseReport, RateBudget, RateLease, TakeOptions } from '../../semaphore/rate-types.js';
+import type { BookingReport, BookOptions, RateBooking, RateBudget } from '../../semaphore/rate-types.js';
 import type { EventLog } from './event-log.js';
 import type { HeldPermits } from './logged-semaphores.js';
 
 /**
- * Wraps a rate-budget factory (`FLEET_CAP=rate`) so every grant and release is logged (`rate-take` after
- * the take, `rate-release` before the call) and every lease counted in `held` (one per lease, per budget
- * name): the grants of every process, killed ones included, can then be rebuilt from the logs and held
- * against the writes S3 accepted.
+ * Wraps a rate-budget factory (`FLEET_CAP=rate`) so every booking and report is logged (`rate-book` after
+ * the booking, `rate-report` before the call, once its writes have drained) and every booking counted in
+ * `held` from one to the other (per budget name): the slots of every process, killed ones included, can
+ * then be rebuilt from the logs and held against the writes S3 accepted.
  */
 export function loggedBudgets(
   base: RateBudgetFactory,
@@ -15,29 +15,34 @@ export function loggedBudgets(
   container: number,
   held: HeldPermits,
 ): RateBudgetFactory {
+  let bookings = 0;
   return (name, ceiling) => {
     const budget = base(name, ceiling);
     return {
       name: budget.name,
       ceiling: budget.ceiling,
-      async take(want: number, options: TakeOptions): Promise<RateLease> {
-        const lease = await budget.take(want, options);
+      async book(options: BookOptions): Promise<RateBooking> {
+        const booking = await budget.book(options);
         held.add(name, 1);
-        const { rate, fence, expiresAt } = lease;
-        log.write({ event: 'rate-take', container, name, ceiling, rate, fence, expiresAt });
-        let released = false;
+        const fence = `${container}-${++bookings}`;
+        const { rate, startAt, endsAt, writes } = booking;
+        log.write({ event: 'rate-book', container, name, ceiling, rate, startAt, endsAt, writes, fence });
+        let reported = false;
         return {
           rate,
-          fence,
-          takenAt: lease.takenAt,
-          expiresAt,
-          async release(report: LeaseReport, releaseOptions?: { readonly signal?: AbortSignal }) {
-            if (!released) {
-              released = true;
+          startAt,
+          endsAt,
+          writes,
+          bookedAt: booking.bookedAt,
+          queued: booking.queued,
+          step: (round, stepOptions) => booking.step(round, stepOptions),
+          async report(report: BookingReport, reportOptions?: { readonly signal?: AbortSignal }) {
+            if (!reported) {
+              reported = true;
               held.add(name, -1);
-              log.write({ event: 'rate-release', container, name, rate, fence });
+              log.write({ event: 'rate-report', container, name, rate, fence });
             }
-            await lease.release(report, releaseOptions);
+            await booking.report(report, reportOptions);
           },
         };
       },

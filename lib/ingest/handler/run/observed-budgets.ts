@@ -1,13 +1,13 @@
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
-import type { RateBudget, RateLease, TakeOptions } from '../../../semaphore/rate-types.js';
+import type { BookOptions, RateBooking, RateBudget } from '../../../semaphore/rate-types.js';
 import type { SemaphoreObserver } from './observed-semaphores.js';
 import type { RateBudgetFactory } from './rate-holder.js';
 
 /**
  * Wraps every rate budget the permit planner builds so the running invocation (`observer()`, read at each
- * call: budgets are cached per container, invocations are not) sees how long takes waited and which calls
- * failed. Not getting a rate by the deadline, or being aborted at the cutoff, is the budget doing its job,
- * not a failure.
+ * call: budgets are cached per container, invocations are not) sees how long bookings took and which calls
+ * failed. A schedule booked past the holder's latest start, or a booking aborted at the cutoff, is the
+ * budget doing its job, not a failure.
  */
 export function observeBudgets(
   factory: RateBudgetFactory,
@@ -18,28 +18,30 @@ export function observeBudgets(
     return {
       name: inner.name,
       ceiling: inner.ceiling,
-      take: (want, options) => observedTake(inner, want, options, observer()),
+      book: (options) => observedBook(inner, options, observer()),
     } satisfies RateBudget;
   };
 }
 
-async function observedTake(
+async function observedBook(
   budget: RateBudget,
-  want: number,
-  options: TakeOptions,
+  options: BookOptions,
   observer: SemaphoreObserver | undefined,
-): Promise<RateLease> {
+): Promise<RateBooking> {
   const started = performance.now();
   try {
-    const lease = await budget.take(want, options);
+    const booking = await budget.book(options);
     return {
-      rate: lease.rate,
-      fence: lease.fence,
-      takenAt: lease.takenAt,
-      expiresAt: lease.expiresAt,
-      release: async (report, releaseOptions) => {
+      rate: booking.rate,
+      startAt: booking.startAt,
+      endsAt: booking.endsAt,
+      writes: booking.writes,
+      bookedAt: booking.bookedAt,
+      queued: booking.queued,
+      step: (round, stepOptions) => booking.step(round, stepOptions),
+      report: async (report, reportOptions) => {
         try {
-          await lease.release(report, releaseOptions);
+          await booking.report(report, reportOptions);
         } catch (error) {
           observer?.semaphoreFailure(error);
           throw error;

@@ -6,13 +6,13 @@ import { releaseTimeoutMs } from './tenant-permits.js';
 
 /**
  * The handler's prefix budgets in the semaphore table (docs/fleet-cap.md): one item per prefix, its
- * ceiling `S3_PREFIX_WRITE_RATE`, give-backs bounded like releases (a quarter of `DEADLINE_MARGIN_MS`).
+ * ceiling `S3_PREFIX_WRITE_RATE`, reports bounded like releases (a quarter of `DEADLINE_MARGIN_MS`).
  */
 export function dynamoRateBudgets(
   config: IngestConfig,
   client: DynamoDBClient,
   tableName: string,
 ): RateBudgetFactory {
-  const giveBackTimeoutMs = releaseTimeoutMs(config);
-  return (name, ceiling) => new DynamoRateBudget({ client, tableName, name, ceiling, giveBackTimeoutMs });
+  const reportTimeoutMs = releaseTimeoutMs(config);
+  return (name, ceiling) => new DynamoRateBudget({ client, tableName, name, ceiling, reportTimeoutMs });
 }

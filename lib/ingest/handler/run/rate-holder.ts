@@ -1,8 +1,9 @@
 import { isThrottling } from '../../../errors/classify.js';
 import type { PoolEvents } from '../../../pool/events.js';
+import { sleep } from '../../../semaphore/backoff.js';
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
-import type { RateBudget, RateLease } from '../../../semaphore/rate-types.js';
-import { INCREASE_SHARE } from '../../../semaphore/tuning.js';
+import { nextRate } from '../../../semaphore/rate-law.js';
+import type { RateBooking, RateBudget } from '../../../semaphore/rate-types.js';
 import { drainBy } from './drain-by.js';
 import type { WriteWatch } from './prefix-write-counts.js';
 import { type PacedTarget, RatePace, type RefusalEvents } from './rate-pace.js';
@@ -25,44 +26,31 @@ export interface RateHolderRequest {
   readonly pool: RateHolderPool;
   /** Writes the tenant has to make (records, not attempts). */
   readonly writes: number;
-  /** Requests in flight the pool may have: its concurrency while it holds the lease. */
+  /** Requests in flight the pool may have while it writes. */
   readonly inFlight: number;
-  /** The longest it waits for its rate (a tenant whose records can be deferred). @default half the time left */
+  /** The longest it waits for its first slot (a tenant whose records can be deferred). @default half the time left */
   readonly maxWaitMs?: number | undefined;
-  /**
-   * Writes per second this container's last lease of the prefix delivered when that was less than it was
-   * granted (`HolderResult.delivered`): it asks for no more than that plus one increase step (but what it
-   * needs to finish), so it does not hold rate its pool cannot send.
-   * @default undefined (no cap: a first lease, or one whose last lease kept its pace)
-   */
-  readonly delivered?: number | undefined;
 }
 
 /** The invocation's bounds on a holder. */
 export interface RateWindow {
-  /** Epoch ms: the invocation's cutoff. */
+  /** Epoch ms: the invocation's cutoff; no write starts after it. */
   readonly deadline: number;
   readonly signal: AbortSignal;
-  /** Lease length: the invocation's remaining time plus a margin (no heartbeats). */
-  readonly leaseMs: number;
-  /** How long giving the rate back may take after the work. */
+  /** How long the report may take after the work. */
   readonly releaseTimeoutMs: number;
 }
 
 /**
- * What a holder did: it ran at `rate` writes/s (`releaseError`: its release failed; the lease expires by
- * itself and nothing about the writes changes), or could not have a rate (`outOfTurn`: others held it).
+ * What a holder did: it wrote at `rate` writes/s (`releaseError`: its report failed; the budget's step is
+ * lost and nothing about the writes changes), or could not have slots (`outOfTurn`: the schedule is booked
+ * past its latest start).
  */
 export type HolderResult =
-  | {
-      readonly rate: number;
-      /** Writes per second the lease delivered: writes sent over the time from the grant to the drain. */
-      readonly delivered: number;
-      readonly releaseError?: unknown;
-    }
+  | { readonly rate: number; readonly releaseError?: unknown }
   | { readonly unavailable: unknown; readonly outOfTurn?: true };
 
-/** Attempts the pool settled while a lease was held: a count of writes when the store counts none. */
+/** Attempts the pool settled while a booking was being written: a count of writes when the store counts none. */
 class AttemptCount {
   count = 0;
   readonly #completed = () => {
@@ -84,12 +72,11 @@ class AttemptCount {
 }
 
 /**
- * One tenant's writes under a share of its prefix's budget (docs/fleet-cap.md, "What a holder does"): ask
- * for the whole ceiling (one pacer at a time: the next holder sleeps until this one's due), no more than
- * its pool delivered last time it fell behind, and at least the rate that finishes its writes in the time
- * left after its wait (at most half the time left); pace the pool at the grant (cut per round on refusals,
- * `RatePace`), drain, and release with what the lease saw. `writes` counts the prefix's write requests
- * (from the container's store) when given, else every settled attempt counts as a write.
+ * One tenant's writes in its prefix's schedule (docs/fleet-cap.md, "What a holder does"): book a slot per
+ * write, starting no later than its wait allows (at most half the time left) and ending by the cutoff; sleep
+ * until the first slot; pace the pool at the booking's rate (cut per round on refusals, `RatePace`), drain,
+ * and report what the writes saw. `writes` counts the prefix's write requests (from the container's store)
+ * when given, else every settled attempt counts as a write.
  */
 export async function runUnderRate(
   budget: RateBudget,
@@ -101,72 +88,96 @@ export async function runUnderRate(
 ): Promise<HolderResult> {
   const start = now();
   const leftMs = Math.max(2, window.deadline - start);
-  // It waits at most half the time left (less with a turn wait), and a grant taken then must finish its
-  // writes in what remains.
-  const waitMs = Math.min(request.maxWaitMs ?? leftMs / 2, leftMs / 2);
-  const needed = (request.writes * 1000) / (leftMs - waitMs);
-  // All the budget it can get: a prefix written by one paced holder at a time sees no bursts from holders
-  // whose starts coincide. But no more than its pool delivered last time plus one step of the law's
-  // additive increase (it probes upward as the budget does), and never less than it needs to finish.
-  const pooled =
-    request.delivered === undefined
-      ? Number.POSITIVE_INFINITY
-      : request.delivered + budget.ceiling * INCREASE_SHARE;
-  const want = Math.min(budget.ceiling, Math.max(needed, pooled));
-  const least = Math.min(want, needed);
-  const deadline = start + waitMs;
-  let lease: RateLease;
+  const latestStart = start + Math.min(request.maxWaitMs ?? leftMs / 2, leftMs / 2);
+  const wanted = Math.max(1, Math.ceil(request.writes));
+  let booking: RateBooking;
+  let rate: number;
   try {
-    lease = await budget.take(want, {
-      least,
-      deadline,
+    booking = await budget.book({
+      writes: wanted,
+      latestStart,
+      writeBy: window.deadline,
       signal: window.signal,
-      leaseMs: window.leaseMs,
-      writes: request.writes,
     });
+    rate = await firstSlot(budget, booking, window.signal, now);
   } catch (err) {
     writes?.stop();
-    // Out of time, aborted, or the store unreachable: only this tenant's writes are redelivered.
+    // Out of turn, aborted, or the store unreachable: only this tenant's writes are redelivered.
     if (window.signal.aborted)
-      return { unavailable: new SemaphoreTimeoutError(budget.name, least, deadline) };
+      return { unavailable: new SemaphoreTimeoutError(budget.name, wanted, latestStart) };
     return err instanceof SemaphoreTimeoutError
       ? { unavailable: err, outOfTurn: true }
       : { unavailable: err };
   }
   const attempts = writes === undefined ? new AttemptCount(request.pool) : undefined;
   const sent = () => writes?.count ?? attempts?.count ?? 0;
-  // Writes start at most `rate` per second (reads are not paced: the store enqueues them unpaced), cut
-  // within the lease when S3 refuses more than noise.
-  const pace = new RatePace(request.pool, request.pool, lease.rate, budget.ceiling, sent);
-  let releaseError: unknown;
-  let released = true;
-  let drainedAt: number | undefined;
+  // Writes start at most `rate` per second (reads are not paced: the store enqueues them unpaced). An
+  // overloaded round steps the schedule at once, and the pace follows where the schedule then stands (or,
+  // when the store cannot say, the law applied to that round).
+  const pace: RatePace = new RatePace(
+    request.pool,
+    request.pool,
+    rate,
+    sent,
+    (round): Promise<number> =>
+      booking
+        .step(round, { signal: AbortSignal.timeout(window.releaseTimeoutMs) })
+        .then(
+          (view) => Math.min(view.rate, budget.ceiling),
+          () => nextRate(pace.rate, round, budget.ceiling),
+        )
+        .then((next) => (next < pace.rate ? next : nextRate(pace.rate, round, budget.ceiling))),
+  );
   try {
     request.pool.setConcurrency(Math.max(1, request.inFlight));
     await body();
-    // No write outlives its lease: in-flight (and timed-out, still settling) work ends first.
+    // Reported once every write has settled (timed-out ones too), so the round is complete.
     await drainBy(request.pool, window.signal, window.releaseTimeoutMs);
-    drainedAt = now();
   } finally {
     pace.stop();
     attempts?.stop();
     writes?.stop();
-    const { throttled } = pace;
-    const report = {
-      accepted: Math.max(0, sent() - throttled),
-      throttled,
-      // Granted less than it asked. Not "took time": every grant is stamped after the take's read.
-      starved: lease.rate < want,
-    };
-    try {
-      // Released after the cutoff too (the rate is handed back for others), but bounded: a stalled store
-      // cannot hold the invocation; the lease expires by itself.
-      await lease.release(report, { signal: AbortSignal.timeout(window.releaseTimeoutMs) });
-    } catch (error) {
-      released = false;
-      releaseError = error;
-    }
+    // A step in flight settles first: the report's round starts where it cut.
+    await pace.settled();
   }
-  const delivered = sent() / Math.max(0.001, ((drainedAt ?? now()) - lease.takenAt) / 1000);
-  return released ? { rate: lease.rate, delivered } : { rate: lease.rate, delivered, releaseError };
+  // The last round: the writes since the pace last followed a decrease (the whole booking when none).
+  const report = { ...pace.sinceCut(), starved: booking.queued };
+  try {
+    // Reported after the cutoff too, but bounded: a stalled store cannot hold the invocation.
+    await booking.report(report, { signal: AbortSignal.timeout(window.releaseTimeoutMs) });
+    return { rate };
+  } catch (releaseError) {
+    return { rate, releaseError };
+  }
+}
+
+/**
+ * Sleeps until the booking's first slot and resolves the rate to pace at. A booking that queued behind
+ * others reads the schedule when its turn comes: if the rate was decreased after the booking, its slots are
+ * stretched as the schedule's were (`freeAt` rescaled around the decrease), so it starts later and paces at
+ * the new rate. A read that fails keeps the booking as made.
+ */
+async function firstSlot(
+  budget: RateBudget,
+  booking: RateBooking,
+  signal: AbortSignal,
+  now: () => number,
+): Promise<number> {
+  await sleepUntil(booking.startAt, signal, now);
+  if (!booking.queued) return booking.rate;
+  const view = await booking
+    .step({ accepted: 0, throttled: 0, starved: false }, { signal })
+    .catch(() => undefined);
+  if (signal.aborted) throw signal.reason;
+  const rate = Math.min(view?.rate ?? booking.rate, budget.ceiling);
+  if (view === undefined || !(rate < booking.rate && view.decreasedAt > booking.bookedAt))
+    return booking.rate;
+  const since = Math.max(0, booking.startAt - view.decreasedAt);
+  await sleepUntil(view.decreasedAt + (since * booking.rate) / rate, signal, now);
+  return rate;
+}
+
+async function sleepUntil(at: number, signal: AbortSignal, now: () => number): Promise<void> {
+  const ms = at - now();
+  if (ms > 0) await sleep(ms, signal);
 }

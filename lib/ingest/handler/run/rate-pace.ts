@@ -1,10 +1,12 @@
 import { isThrottling } from '../../../errors/classify.js';
 import type { PoolEvents } from '../../../pool/events.js';
-import { nextRate, overloaded } from '../../../semaphore/rate-law.js';
+import { overloaded } from '../../../semaphore/rate-law.js';
+import type { WriteRound } from '../../../semaphore/rate-types.js';
+import { MIN_ROUND_WRITES, SLOT_CATCH_UP_MS } from '../../../semaphore/tuning.js';
 
 /** What a holder's pace steers (`ExecutorPool` fits): the least ms between two paced starts. */
 export interface PacedTarget {
-  setStartInterval(ms: number): void;
+  setStartInterval(ms: number, options?: { readonly catchUpMs?: number }): void;
 }
 
 /** The pool events a pace counts refusals from (`ExecutorPool` fits). */
@@ -14,37 +16,38 @@ export interface RefusalEvents {
 }
 
 /**
- * A holder's pace inside one lease (docs/fleet-cap.md, "Watch"): its writes start at its rate, and the
- * control law cuts that rate once per round, a round being the writes sent since the last cut. A refusal
- * of a write that started before the last cut belongs to the round that cut already (its answer was on its
- * way), so it is not counted again. The rate never rises within a lease, and the budget never hears of the
- * cuts: it moves at release by the whole lease's share refused, so a round of a few writes cannot drag
- * the fleet's budget down.
+ * A holder's pace inside one booking (docs/fleet-cap.md, "Pace"): its writes start at the booking's rate,
+ * and refusals are counted in rounds. A round starts at its first refusal (writes accepted before the
+ * limit dropped do not dilute it) and is overloaded once it has more refusals than noise; then `onOverload`
+ * steps the schedule with it and resolves the rate to pace at, and the next round starts (a refusal of a
+ * write started before that cut belongs to the round that cut). The pace never rises within a booking.
  */
 export class RatePace {
   #rate: number;
-  #cutAt: number;
-  #writesAtCut = 0;
-  #throttledInRound = 0;
-  #throttled = 0;
+  #cutAt = Number.NEGATIVE_INFINITY;
+  #sentAtCut = 0;
+  #throttledSinceCut = 0;
+  /** Writes sent when the round's first refusal came (undefined: none since the cut). */
+  #roundFrom: number | undefined;
+  /** The step in flight, if any. */
+  #stepping: Promise<void> | undefined;
   readonly #listener: (e: PoolEvents['pool:taskError']) => void;
 
   /**
-   * `granted`: the lease's rate (writes/s); `ceiling`: the budget's; `writes()`: the writes sent so far
-   * under the lease (refused ones included); `now`: the clock of the pool's durations.
+   * `rate`: the booking's (writes/s); `writes()`: the writes sent so far under the booking (refused ones
+   * included); `now`: the clock of the pool's durations.
    */
   constructor(
     private readonly target: PacedTarget,
     private readonly events: RefusalEvents,
-    granted: number,
-    private readonly ceiling: number,
+    rate: number,
     private readonly writes: () => number,
+    private readonly onOverload: (round: WriteRound) => Promise<number>,
     private readonly now: () => number = () => performance.now(),
   ) {
-    this.#rate = granted;
-    this.#cutAt = Number.NEGATIVE_INFINITY;
+    this.#rate = rate;
     this.#listener = (e) => this.#refused(e);
-    target.setStartInterval(1000 / granted);
+    target.setStartInterval(1000 / rate, { catchUpMs: SLOT_CATCH_UP_MS });
     events.on('pool:taskError', this.#listener);
   }
 
@@ -53,33 +56,51 @@ export class RatePace {
     return this.#rate;
   }
 
-  /** Refusals seen under the lease, every round. */
-  get throttled(): number {
-    return this.#throttled;
+  /** What the writes sent since the last cut saw (the whole booking when nothing cut): its last round. */
+  sinceCut(): { readonly accepted: number; readonly throttled: number } {
+    const sent = this.writes() - this.#sentAtCut;
+    return {
+      accepted: Math.max(0, sent - this.#throttledSinceCut),
+      throttled: this.#throttledSinceCut,
+    };
   }
 
-  /** Stops listening (idempotent); the pool keeps its last pace until its next lease. */
+  /** Resolves once the step in flight, if any, has cut (`onOverload` must not reject). */
+  async settled(): Promise<void> {
+    await this.#stepping;
+  }
+
+  /** Stops listening (idempotent); the pool keeps its last pace until its next booking. */
   stop(): void {
     this.events.off('pool:taskError', this.#listener);
   }
 
   #refused(e: PoolEvents['pool:taskError']): void {
     if (!isThrottling(e.error)) return;
-    this.#throttled++;
-    const now = this.now();
-    if (now - e.durationMs < this.#cutAt) return;
-    this.#throttledInRound++;
-    const sent = Math.max(this.#throttledInRound, this.writes() - this.#writesAtCut);
-    const round = {
-      accepted: sent - this.#throttledInRound,
-      throttled: this.#throttledInRound,
-      starved: false,
-    };
+    // Sent before the last cut: its round already stepped.
+    if (this.now() - e.durationMs < this.#cutAt) return;
+    this.#throttledSinceCut++;
+    this.#roundFrom ??= Math.max(this.#sentAtCut, this.writes() - 1);
+    if (this.#stepping !== undefined) return;
+    // A round starts at its first refusal (writes accepted before the limit dropped do not dilute it) and
+    // needs MIN_ROUND_WRITES writes before its share is trusted.
+    const sent = this.writes() - this.#roundFrom;
+    if (sent < MIN_ROUND_WRITES) return;
+    const throttled = this.#throttledSinceCut;
+    const round = { accepted: Math.max(0, sent - throttled), throttled, starved: false };
     if (!overloaded(round)) return;
-    this.#rate = Math.min(this.#rate, nextRate(this.#rate, round, this.ceiling));
-    this.target.setStartInterval(1000 / this.#rate);
-    this.#cutAt = now;
-    this.#writesAtCut = this.writes();
-    this.#throttledInRound = 0;
+    this.#stepping = this.onOverload(round).then((rate) => this.#cut(rate));
+  }
+
+  #cut(rate: number): void {
+    if (rate > 0 && rate < this.#rate) {
+      this.#rate = rate;
+      this.target.setStartInterval(1000 / rate, { catchUpMs: SLOT_CATCH_UP_MS });
+    }
+    this.#cutAt = this.now();
+    this.#sentAtCut = this.writes();
+    this.#throttledSinceCut = 0;
+    this.#roundFrom = undefined;
+    this.#stepping = undefined;
   }
 }

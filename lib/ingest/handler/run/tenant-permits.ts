@@ -240,7 +240,7 @@ function isRateHolderPool(pool: unknown): pool is RateHolderPool {
 }
 
 function isRateBudget(cap: Semaphore | RateBudget): cap is RateBudget {
-  return typeof (cap as Partial<RateBudget>).take === 'function';
+  return typeof (cap as Partial<RateBudget>).book === 'function';
 }
 
 function isUsageEvents(pool: unknown): pool is UsageEvents {
@@ -260,8 +260,6 @@ export class TenantPermits {
    * evicted semaphore still in use keeps working for its holder (the permits live in the table).
    */
   readonly #semaphores: LRUCache<string, Semaphore | RateBudget>;
-  /** Per prefix, what this container's last rate lease delivered when it fell behind its grant. */
-  readonly #delivered: LRUCache<string, number>;
   readonly #factory: SemaphoreFactory | undefined;
   readonly #prefixLimit: number;
   readonly #releaseTimeoutMs: number;
@@ -284,7 +282,6 @@ export class TenantPermits {
     });
     this.#factory = factory;
     this.#semaphores = new LRUCache<string, Semaphore | RateBudget>({ max: config.tenantCacheSize });
-    this.#delivered = new LRUCache<string, number>({ max: config.tenantCacheSize });
     this.#releaseTimeoutMs = releaseTimeoutMs(config);
   }
 
@@ -464,11 +461,9 @@ export class TenantPermits {
       return {
         unavailable: new TypeError('a rate budget paces an ExecutorPool: the pool lacks setStartInterval'),
       };
-    const prefix = this.#prefixName(tenant.tenant);
     const result = await runUnderRate(
       budget,
       {
-        delivered: this.#delivered.get(prefix),
         pool,
         writes: tenant.writes,
         inFlight: Math.min(this.config.poolConcurrency, tenant.writes),
@@ -479,9 +474,6 @@ export class TenantPermits {
       () => work(tenant),
     );
     if ('unavailable' in result) return result;
-    // A lease that fell behind its grant caps the next one's ask (its pool could not send more).
-    if (result.delivered < result.rate) this.#delivered.set(prefix, result.delivered);
-    else this.#delivered.delete(prefix);
     if ('releaseError' in result)
       releaseFailures.push({ semaphore: budget.name, error: result.releaseError });
     return { permits: result.rate };

@@ -1,0 +1,86 @@
+import { withAbortReason } from './abort-reason.js';
+import type { BudgetContext } from './book-slots.js';
+import { newLeaseId } from './lease-id.js';
+import { checkReport } from './rate-budget-checks.js';
+import { type BookedFrom, type PlannedBooking, planStep } from './rate-schedule.js';
+import type { BookingReport, RateBooking, ScheduleView, WriteRound } from './rate-types.js';
+
+/**
+ * Slots booked in a budget's schedule. Each step moves the budget by the control law (`planStep`): read the
+ * schedule, and write the step on the condition that it is still the version read; a lost race reads again,
+ * and a step another one took meanwhile (the rate moved) drops this one. A decrease seen by a step, its own
+ * or another's, is followed: the booking's holder paces at the new rate, and later steps start from it.
+ */
+export class ScheduledBooking implements RateBooking {
+  readonly rate: number;
+  readonly startAt: number;
+  readonly endsAt: number;
+  readonly writes: number;
+  readonly bookedAt: number;
+  readonly queued: boolean;
+  #reporting: Promise<void> | undefined;
+  /** The rate this booking's holder paces at and since when: a step starts from it. */
+  #from: BookedFrom;
+
+  constructor(
+    private readonly budget: BudgetContext,
+    plan: PlannedBooking,
+    from: BookedFrom,
+  ) {
+    this.#from = from;
+    this.rate = plan.rate;
+    this.startAt = plan.startAt;
+    this.endsAt = plan.endsAt;
+    this.writes = plan.writes;
+    this.bookedAt = from.bookedAt;
+    this.queued = plan.startAt > from.bookedAt;
+  }
+
+  step(round: WriteRound, options: { readonly signal?: AbortSignal } = {}): Promise<ScheduleView> {
+    try {
+      checkReport(this.budget.name, round);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.#step(round, options.signal);
+  }
+
+  report(report: BookingReport, options: { readonly signal?: AbortSignal } = {}): Promise<void> {
+    this.#reporting ??= this.step(report, options).then(
+      () => undefined,
+      (err: unknown) => {
+        // A report that did not finish may be tried again.
+        this.#reporting = undefined;
+        throw err;
+      },
+    );
+    return this.#reporting;
+  }
+
+  async #step(round: WriteRound, signal: AbortSignal | undefined): Promise<ScheduleView> {
+    const { store, ceiling, now, reportTimeoutMs } = this.budget;
+    const bound = signal ?? AbortSignal.timeout(reportTimeoutMs);
+    const id = newLeaseId();
+    const view = await withAbortReason(
+      bound,
+      (async (): Promise<ScheduleView> => {
+        // Each lost race follows a write that landed; once this step lands (or another one does) the rate
+        // has moved and `planStep` has nothing left to do.
+        for (;;) {
+          const schedule = await store.read(bound);
+          if (schedule === undefined) return { rate: this.#from.rate, decreasedAt: 0 };
+          const change = planStep(schedule, this.#from, round, ceiling, now());
+          if (change === undefined || schedule.by === id)
+            return { rate: schedule.rate, decreasedAt: schedule.decreasedAt };
+          if (await store.write(schedule, change, id, bound))
+            return { rate: change.rate, decreasedAt: change.decreasedAt };
+        }
+      })(),
+    );
+    // A decrease since the booking (this step's or another's) is followed: the holder paces at it from now,
+    // so its next round is measured, and stepped, from there.
+    if (view.rate < this.#from.rate && view.decreasedAt > this.#from.bookedAt)
+      this.#from = { rate: view.rate, bookedAt: now() };
+    return view;
+  }
+}

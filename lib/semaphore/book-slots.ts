@@ -42,9 +42,6 @@ export async function bookSlots(budget: BudgetContext, options: BookOptions): Pr
       const schedule = await readOrCreate(budget, signal);
       const now = budget.now();
       const plan = planBooking(schedule, budget.ceiling, now, options);
-      process.stderr.write(
-        `BOOK t=${now % 100000} rate=${schedule.rate} ahead=${schedule.freeAt - now} want=${options.writes} latest=${options.latestStart - now} got=${plan?.writes}\n`,
-      );
       if (plan === undefined)
         throw new SemaphoreTimeoutError(
           budget.name,

@@ -77,10 +77,11 @@ export class ScheduledBooking implements RateBooking {
         }
       })(),
     );
-    // A decrease since the booking (this step's or another's) is followed: the holder paces at it from now,
-    // so its next round is measured, and stepped, from there.
-    if (view.rate < this.#from.rate && view.decreasedAt > this.#from.bookedAt)
-      this.#from = { rate: view.rate, bookedAt: now() };
+    // A decrease since the booking (this step's or another's: only a decrease lowers the rate) is followed:
+    // the holder paces at it from now, so its next round is measured, and stepped, from there. That pace
+    // starts after the decrease even when the clock has not moved on since (or is behind the decreaser's).
+    if (view.rate < this.#from.rate)
+      this.#from = { rate: view.rate, bookedAt: Math.max(now(), view.decreasedAt + 1) };
     return view;
   }
 }

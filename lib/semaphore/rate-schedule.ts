@@ -86,8 +86,9 @@ export interface BookedFrom {
  * The schedule after a booking's report (docs/fleet-cap.md#the-control-law), or `undefined` when it moves
  * nothing: the rate moved since the booking (no stale steps: a step is taken from the rate it saw); the
  * law holds the rate; or a decrease already followed the booking (one decrease per round of bookings). A
- * new rate rescales the slots booked ahead (`freeAt - now` of them at the old rate take `old / new` as long
+ * decrease rescales the slots booked ahead (`freeAt - now` of them at the old rate take `old / new` as long
  * at the new one), so the writes already booked are spread at the new rate before anyone books after them.
+ * An increase leaves them: their holders do not speed up, so a booking after them starts where they end.
  */
 export function planStep(
   schedule: Schedule,
@@ -104,7 +105,7 @@ export function planStep(
   const ahead = Math.max(0, schedule.freeAt - now);
   return {
     rate: after,
-    freeAt: ahead === 0 ? schedule.freeAt : Math.ceil(now + (ahead * schedule.rate) / after),
+    freeAt: !decrease || ahead === 0 ? schedule.freeAt : Math.ceil(now + (ahead * schedule.rate) / after),
     decreasedAt: decrease ? now : schedule.decreasedAt,
   };
 }

@@ -6,17 +6,8 @@ import {
   MemoryRateBudget,
   type RateBudget,
 } from '../../../../lib/semaphore/index.js';
+import type { Schedule } from '../../../../lib/semaphore/rate-schedule.js';
 import { semaphoreTable } from './dynamo.js';
-
-/** A budget item as stored, read straight from where the budget keeps it. */
-export interface StoredBudget {
-  budget: number;
-  free: number;
-  decreasedAt: number;
-  holders: Record<string, { r: number; until: number; at: number; due?: number }>;
-  /** The sum of the holders' rates. */
-  held: number;
-}
 
 /** What a test passes to make a budget: the name picks the item, everything else is the process's config. */
 export interface BudgetConfig {
@@ -34,11 +25,9 @@ export interface BudgetBackend {
   setup(): Promise<void>;
   /** A budget over the backend's storage: two with the same name share one item, as two processes do. */
   budget(config: BudgetConfig): RateBudget;
-  /** The stored item of budget `name` (`undefined` before its first take). */
-  stored(name: string): Promise<StoredBudget | undefined>;
+  /** The stored schedule of budget `name` (`undefined` before its first booking), read past the budget. */
+  stored(name: string): Promise<Schedule | undefined>;
 }
-
-const held = (holders: StoredBudget['holders']) => Object.values(holders).reduce((sum, h) => sum + h.r, 0);
 
 export function memoryBackend(): BudgetBackend {
   const table = new MemoryBudgetTable();
@@ -46,18 +35,7 @@ export function memoryBackend(): BudgetBackend {
     kind: 'MemoryRateBudget',
     setup: async () => {},
     budget: ({ client: _client, ...config }) => new MemoryRateBudget({ ...config, table }),
-    stored: async (name) => {
-      const item = table.item(name);
-      if (item === undefined) return undefined;
-      const holders = Object.fromEntries(item.holders);
-      return {
-        budget: item.budget,
-        free: item.free,
-        decreasedAt: item.decreasedAt,
-        holders,
-        held: held(holders),
-      };
-    },
+    stored: async (name) => table.item(name),
   };
 }
 
@@ -83,31 +61,21 @@ export function dynamoBackend(): BudgetBackend & {
     budget: ({ client, ...config }) =>
       new DynamoRateBudget({ ...config, client: client ?? ready().client, tableName: ready().tableName }),
     stored: async (name) => {
+      // The documented key and attributes, spelled out here rather than taken from budget-item.ts.
       const { Item } = await ready().client.send(
         new GetItemCommand({
           TableName: ready().tableName,
-          Key: { pk: { S: `rate#${name}` }, sk: { S: 'budget' } },
+          Key: { pk: { S: `rate#${name}` }, sk: { S: 'schedule' } },
           ConsistentRead: true,
         }),
       );
       if (Item === undefined) return undefined;
-      const holders = Object.fromEntries(
-        Object.entries(Item.holders!.M!).map(([fence, v]) => [
-          fence,
-          {
-            r: Number(v.M!.r!.N),
-            until: Number(v.M!.until!.N),
-            at: Number(v.M!.at!.N),
-            ...(v.M!.due === undefined ? {} : { due: Number(v.M!.due.N) }),
-          },
-        ]),
-      );
       return {
-        budget: Number(Item.budget!.N),
-        free: Number(Item.free!.N),
-        decreasedAt: Number(Item.decreasedAt!.N),
-        holders,
-        held: held(holders),
+        rate: Number(Item.rate?.N),
+        freeAt: Number(Item.freeAt?.N),
+        decreasedAt: Number(Item.decreasedAt?.N),
+        version: Number(Item.version?.N),
+        by: Item.by?.S ?? '',
       };
     },
   };
@@ -117,11 +85,11 @@ export function dynamoBackend(): BudgetBackend & {
 export const budgetName = (label: string) => `${label}-${randomUUID().slice(0, 8)}`;
 
 /**
- * A clock that moves only when told to: `advance(ms)`, or by `backoffStepMs` each time a waiter backs off
- * (its jitter source is `random`, returning `jitter`; 0 re-reads at once). `backoffs` counts those.
+ * A clock that moves only when told to: `advance(ms)`, or by `backoffStepMs` each time a booking backs off
+ * after a lost race (its jitter source is `random`, returning `jitter`). `backoffs` counts those.
  */
-export function manualClock({ backoffStepMs = 0, jitter = 0.5 } = {}) {
-  let t = 1_700_000_000_000;
+export function manualClock({ backoffStepMs = 0, jitter = 0.5, start = 1_700_000_000_000 } = {}) {
+  let t = start;
   const clock = {
     backoffs: 0,
     now: () => t,
@@ -135,4 +103,30 @@ export function manualClock({ backoffStepMs = 0, jitter = 0.5 } = {}) {
     },
   };
   return clock;
+}
+
+/** The epoch ms each of a booking's slots starts at: `writes` of them, `1000 / rate` ms apart from `startAt`. */
+export function slotsOf(booking: { startAt: number; rate: number; writes: number }): number[] {
+  return Array.from({ length: booking.writes }, (_, k) => booking.startAt + (k * 1000) / booking.rate);
+}
+
+/** The most slots that start in any window `[t, t + windowMs)`. */
+export function peakSlots(slots: readonly number[], windowMs = 1000): number {
+  const sorted = [...slots].sort((a, b) => a - b);
+  let peak = 0;
+  let first = 0;
+  for (let last = 0; last < sorted.length; last++) {
+    while (sorted[last]! - sorted[first]! >= windowMs) first++;
+    peak = Math.max(peak, last - first + 1);
+  }
+  return peak;
+}
+
+/** Pairs of bookings whose slot spans `[startAt, endsAt)` overlap (none when no two share a slot). */
+export function overlapping<B extends { startAt: number; endsAt: number }>(bookings: readonly B[]): [B, B][] {
+  const sorted = [...bookings].sort((a, b) => a.startAt - b.startAt);
+  const pairs: [B, B][] = [];
+  for (let i = 1; i < sorted.length; i++)
+    if (sorted[i]!.startAt < sorted[i - 1]!.endsAt) pairs.push([sorted[i - 1]!, sorted[i]!]);
+  return pairs;
 }

@@ -1,18 +1,15 @@
-// The budget item's requests (docs/fleet-cap.md#state): the conditions each write carries, placeholders for
-// every attribute and only the ones used, the reclaim bound, the rate grid, and the parser.
+// The budget item's requests (docs/fleet-cap.md#state): its key, the one conditional write on the version it
+// read, placeholders for every attribute and only the ones used, the rate grid, and the parser.
 import { describe, expect, it } from 'vitest';
 import {
-  ceilToRateGrid,
+  budgetKey,
   createBudgetRequest,
-  floorToRateGrid,
-  freeAt,
-  onRateGrid,
+  newSchedule,
   parseBudgetItem,
-  reclaimRequest,
-  releaseRequest,
-  stepReleaseRequest,
-  takeRequest,
+  readBudgetRequest,
+  writeScheduleRequest,
 } from '../../../lib/semaphore/budget-item.js';
+import { floorToRateGrid, onRateGrid, type Schedule } from '../../../lib/semaphore/rate-schedule.js';
 
 /** Every placeholder an expression uses is declared, and every one declared is used. */
 function expectPlaceholdersMatch(input: {
@@ -26,140 +23,152 @@ function expectPlaceholdersMatch(input: {
   expect(Object.keys(input.ExpressionAttributeNames ?? {}).sort()).toEqual(used('#'));
   expect(Object.keys(input.ExpressionAttributeValues ?? {}).sort()).toEqual(used(':'));
   // No bare attribute name: every path segment is a placeholder.
-  expect(text.replace(/[#:]\w+/g, '')).not.toMatch(/\b(budget|free|holders|decreasedAt|until)\b/);
+  expect(text.replace(/[#:]\w+/g, '')).not.toMatch(/\b(rate|freeAt|decreasedAt|version|by|pk)\b/);
 }
 
+const read: Schedule = { rate: 100, freeAt: 1_700_000_000_500, decreasedAt: 7, version: 41, by: 'A' };
+
 describe('budget item requests', () => {
-  it('keys the item rate#<name> / budget and creates it at the ceiling only when absent', () => {
+  it('keys the item rate#<name> / schedule and reads it strongly consistent', () => {
+    expect(budgetKey('prefix:b/t=acme/')).toEqual({
+      pk: { S: 'rate#prefix:b/t=acme/' },
+      sk: { S: 'schedule' },
+    });
+    expect(readBudgetRequest('t', 'p')).toEqual({
+      TableName: 't',
+      Key: budgetKey('p'),
+      ConsistentRead: true,
+    });
+  });
+
+  it('creates the item at the ceiling, every slot free, only when absent', () => {
     const input = createBudgetRequest('t', 'p', 3500);
     expect(input.Item).toEqual({
       pk: { S: 'rate#p' },
-      sk: { S: 'budget' },
-      budget: { N: '3500' },
-      free: { N: '3500' },
-      holders: { M: {} },
+      sk: { S: 'schedule' },
+      rate: { N: '3500' },
+      freeAt: { N: '0' },
       decreasedAt: { N: '0' },
+      version: { N: '0' },
+      by: { S: '' },
     });
     expect(input.ConditionExpression).toBe('attribute_not_exists(#pk)');
+    expectPlaceholdersMatch(input);
+    expect(newSchedule(3500)).toEqual({ rate: 3500, freeAt: 0, decreasedAt: 0, version: 0, by: '' });
   });
 
-  it('takes on free >= need for a fence that holds nothing', () => {
-    const input = takeRequest('t', 'p', 'F1', { r: 30, until: 2_000, at: 1_000, due: 1_500 }, 40);
-    expect(input.UpdateExpression).toBe('SET #holders.#f = :entry, #free = #free - :g');
-    expect(input.ConditionExpression).toBe('#free >= :need AND attribute_not_exists(#holders.#f)');
-    expect(input.ExpressionAttributeNames?.['#f']).toBe('F1');
-    expect(input.ExpressionAttributeValues).toMatchObject({
-      ':g': { N: '30' },
-      ':need': { N: '40' },
-      ':entry': { M: { r: { N: '30' }, until: { N: '2000' }, at: { N: '1000' }, due: { N: '1500' } } },
+  it('writes the whole change and the next version, on the condition that the version is the one read', () => {
+    const input = writeScheduleRequest(
+      't',
+      'p',
+      read,
+      { rate: 53.125, freeAt: 1_700_000_000_900, decreasedAt: 7 },
+      'B',
+    );
+    expect(input.Key).toEqual(budgetKey('p'));
+    expect(input.ConditionExpression).toBe('#version = :read');
+    expect(input.ExpressionAttributeValues).toEqual({
+      ':rate': { N: '53.125' },
+      ':freeAt': { N: '1700000000900' },
+      ':decreasedAt': { N: '7' },
+      ':next': { N: '42' },
+      ':read': { N: '41' },
+      ':by': { S: 'B' },
     });
     expectPlaceholdersMatch(input);
   });
 
-  it('steps only from the budget read; a decrease also needs no decrease since the grant', () => {
-    const increase = stepReleaseRequest('t', 'p', 'F1', 30, { read: 100, after: 103.125 });
-    expect(increase.ConditionExpression).toBe('#holders.#f.#r = :g AND #budget = :read');
-    expect(increase.ExpressionAttributeValues).toMatchObject({
-      ':freed': { N: '33.125' },
-      ':after': { N: '103.125' },
-      ':read': { N: '100' },
-    });
-    expectPlaceholdersMatch(increase);
-    const decrease = stepReleaseRequest('t', 'p', 'F1', 30, {
-      read: 100,
-      after: 50,
-      decrease: { now: 9, takenAt: 5 },
-    });
-    expect(decrease.UpdateExpression).toContain('#decreasedAt = :now');
-    expect(decrease.ConditionExpression).toBe(
-      '#holders.#f.#r = :g AND #budget = :read AND #decreasedAt < :takenAt',
+  it('is constant in size: the item has the same attributes whatever was booked', () => {
+    const small = writeScheduleRequest('t', 'p', read, { rate: 1, freeAt: 1, decreasedAt: 0 }, 'x');
+    const large = writeScheduleRequest(
+      't',
+      'p',
+      { ...read, version: 10 ** 9 },
+      { rate: 3500, freeAt: 9e12, decreasedAt: 9e12 },
+      'y',
     );
-    expect(decrease.ExpressionAttributeValues?.[':freed']).toEqual({ N: '-20' });
-    expectPlaceholdersMatch(decrease);
-    const plain = releaseRequest('t', 'p', 'F1', 30);
-    expect(plain.ConditionExpression).toBe('#holders.#f.#r = :g');
-    expectPlaceholdersMatch(plain);
-  });
-
-  it('reclaims at most 25 holders per write, each only if unchanged', () => {
-    const expired = Array.from(
-      { length: 30 },
-      (_, i) => [`F${i}`, { r: 0.5, until: i, at: 0, due: i }] as const,
+    expect(Object.keys(large.ExpressionAttributeValues ?? {})).toEqual(
+      Object.keys(small.ExpressionAttributeValues ?? {}),
     );
-    const { input, freed } = reclaimRequest('t', 'p', expired);
-    expect(freed).toBe(12.5);
-    expect(input.UpdateExpression?.match(/#holders\.#h\d+/g)).toHaveLength(25);
-    expect(input.ConditionExpression).toContain('#holders.#h24.#until = :u24 AND #holders.#h24.#r = :r24');
-    expect(input.ConditionExpression).not.toContain('#h25');
-    expectPlaceholdersMatch(input);
+    expect(large.UpdateExpression).toBe(small.UpdateExpression);
   });
 });
 
 describe('the rate grid', () => {
-  it('keeps rates to a millionth, rounding grants down and least rates up', () => {
+  it('keeps rates to a millionth, a ceiling rounded down', () => {
     expect(onRateGrid(0.1 + 0.2)).toBe(0.3);
-    expect(floorToRateGrid(4.35)).toBe(4.35);
-    expect(floorToRateGrid(1.0000019)).toBe(1.000001);
-    expect(ceilToRateGrid(4.35)).toBe(4.35);
-    expect(ceilToRateGrid(1.0000011)).toBe(1.000002);
     expect(String(onRateGrid(3500 * (1 - 11 / 1000)))).toBe('3461.5');
     expect(String(onRateGrid(2000 / 3))).toBe('666.666667');
+    expect(floorToRateGrid(4.35)).toBe(4.35);
+    expect(floorToRateGrid(1.0000019)).toBe(1.000001);
+    expect(floorToRateGrid(1 / 3)).toBe(0.333333);
+  });
+
+  it('round-trips through the item: a rate written reads back as the same number', () => {
+    for (const rate of [onRateGrid(2000 / 3), onRateGrid(3500 * 0.989), 0.000001, 53.125]) {
+      const { ExpressionAttributeValues: values } = writeScheduleRequest(
+        't',
+        'p',
+        read,
+        { rate, freeAt: 1, decreasedAt: 0 },
+        'x',
+      );
+      const parsed = parseBudgetItem({
+        rate: values![':rate']!,
+        freeAt: { N: '1' },
+        decreasedAt: { N: '0' },
+        version: { N: '1' },
+      });
+      expect(parsed?.rate).toBe(rate);
+    }
   });
 });
 
 describe('parseBudgetItem', () => {
   it('reads the item, and nothing as undefined', () => {
     expect(parseBudgetItem(undefined)).toBeUndefined();
+    expect(
+      parseBudgetItem({
+        pk: { S: 'rate#p' },
+        sk: { S: 'schedule' },
+        rate: { N: '50.5' },
+        freeAt: { N: '1700000000123' },
+        decreasedAt: { N: '7' },
+        version: { N: '3' },
+        by: { S: 'B' },
+      }),
+    ).toEqual({ rate: 50.5, freeAt: 1_700_000_000_123, decreasedAt: 7, version: 3, by: 'B' });
+  });
+
+  it('reads a missing writer as none', () => {
     const item = parseBudgetItem({
-      budget: { N: '50.5' },
-      free: { N: '-10' },
-      decreasedAt: { N: '7' },
-      holders: {
-        M: {
-          F1: { M: { r: { N: '60.5' }, until: { N: '9' }, at: { N: '3' }, due: { N: '5' } } },
-          // An entry that announced nothing.
-          F2: { M: { r: { N: '1' }, until: { N: '8' }, at: { N: '3' } } },
-        },
-      },
+      rate: { N: '1' },
+      freeAt: { N: '0' },
+      decreasedAt: { N: '0' },
+      version: { N: '0' },
     });
-    expect(item).toEqual({
-      budget: 50.5,
-      free: -10,
-      decreasedAt: 7,
-      holders: new Map([
-        ['F1', { r: 60.5, until: 9, at: 3, due: 5 }],
-        ['F2', { r: 1, until: 8, at: 3 }],
-      ]),
-    });
-  });
-});
-
-describe('freeAt', () => {
-  const holder = (r: number, due: number) => ({ r, until: 10_000, at: 0, due });
-
-  it('is now when least is free already', () => {
-    expect(freeAt(5, [holder(10, 500)], 5, 100)).toBe(100);
+    expect(item?.by).toBe('');
   });
 
-  it('is the due time of the holder whose rate makes least free, earliest first', () => {
-    const holders = [holder(10, 900), holder(10, 300), holder(10, 600)];
-    expect(freeAt(0, holders, 10, 100)).toBe(300);
-    expect(freeAt(0, holders, 15, 100)).toBe(600);
-    expect(freeAt(-10, holders, 15, 100)).toBe(900);
-  });
-
-  it('counts a holder past its due, or one that said nothing, as due now', () => {
-    expect(freeAt(0, [holder(10, 50)], 10, 100)).toBe(100);
-    expect(freeAt(0, [{ r: 10, until: 10_000, at: 0 }, holder(10, 900)], 10, 100)).toBe(100);
-  });
-
-  it('is infinity when every holder together would not free least', () => {
-    expect(freeAt(0, [holder(1, 200), holder(2, 300)], 10, 100)).toBe(Number.POSITIVE_INFINITY);
-  });
-
-  it('refuses an item that is not a budget item', () => {
-    const broken = () => parseBudgetItem({ pk: { S: 'rate#p' }, free: { N: '1' } });
-    expect(broken).toThrow(TypeError);
-    expect(broken).toThrowError(expect.objectContaining({ message: expect.stringContaining('rate#p') }));
+  it('refuses an item that is not a budget item, naming it: a missing, non-numeric or non-positive rate', () => {
+    const good = {
+      pk: { S: 'rate#p' },
+      rate: { N: '1' },
+      freeAt: { N: '0' },
+      decreasedAt: { N: '0' },
+      version: { N: '0' },
+    };
+    for (const broken of [
+      { ...good, rate: undefined },
+      { ...good, rate: { N: '0' } },
+      { ...good, rate: { N: '-5' } },
+      { ...good, freeAt: { N: 'Infinity' } },
+      { ...good, decreasedAt: { S: '7' } },
+      { ...good, version: undefined },
+    ]) {
+      const parse = () => parseBudgetItem(broken as Parameters<typeof parseBudgetItem>[0]);
+      expect(parse).toThrow(TypeError);
+      expect(parse).toThrowError(expect.objectContaining({ message: expect.stringContaining('rate#p') }));
+    }
   });
 });

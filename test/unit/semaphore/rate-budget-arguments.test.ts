@@ -1,15 +1,15 @@
-// The rate budgets' options and take/release arguments: bad values are typed errors naming what is wrong,
-// raised before any request (the DynamoDB client here refuses every request).
+// The rate budgets' options and book/step/report arguments: bad values are typed errors naming what is
+// wrong, raised before any request (the DynamoDB client here refuses every request).
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import {
+  type BookOptions,
   DynamoRateBudget,
   type DynamoRateBudgetOptions,
   InvalidPermitRequestError,
   InvalidSemaphoreOptionsError,
-  type LeaseReport,
   MemoryRateBudget,
-  type TakeOptions,
+  type WriteRound,
 } from '../../../lib/semaphore/index.js';
 
 const unused = {
@@ -24,8 +24,8 @@ const optionError = (option: string) => ({
 });
 
 describe('rate budget options', () => {
-  it('refuse a ceiling that is not a positive number, naming it', () => {
-    for (const ceiling of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 1e-7]) {
+  it('refuse a ceiling that is not a positive number of at least a millionth, naming it', () => {
+    for (const ceiling of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 1e-7, '100' as unknown as number]) {
       expect(() => dynamo({ ceiling })).toThrow(InvalidSemaphoreOptionsError);
       expect(() => dynamo({ ceiling })).toThrowError(expect.objectContaining(optionError('ceiling')));
       expect(() => new MemoryRateBudget({ ceiling })).toThrowError(
@@ -34,11 +34,14 @@ describe('rate budget options', () => {
     }
   });
 
-  it('refuse an empty name and a give-back bound that is not a positive number', () => {
+  it('refuse an empty name and a report bound that is not a positive number', () => {
     expect(() => dynamo({ name: '' })).toThrowError(expect.objectContaining(optionError('name')));
-    for (const giveBackTimeoutMs of [0, -5, Number.NaN])
-      expect(() => dynamo({ giveBackTimeoutMs })).toThrowError(
-        expect.objectContaining(optionError('giveBackTimeoutMs')),
+    expect(() => new MemoryRateBudget({ ceiling: 1, name: '' })).toThrowError(
+      expect.objectContaining(optionError('name')),
+    );
+    for (const reportTimeoutMs of [0, -5, Number.NaN, Number.POSITIVE_INFINITY])
+      expect(() => dynamo({ reportTimeoutMs })).toThrowError(
+        expect.objectContaining(optionError('reportTimeoutMs')),
       );
   });
 
@@ -49,25 +52,25 @@ describe('rate budget options', () => {
   });
 });
 
-describe('take arguments', () => {
+describe('book arguments', () => {
   const now = Date.now();
-  const good: TakeOptions = { least: 1, deadline: now + 1_000, leaseMs: 1_000 };
-  const cases: [string, number, Partial<TakeOptions>, string][] = [
-    ['want 0', 0, {}, 'want'],
-    ['want negative', -1, {}, 'want'],
-    ['want NaN', Number.NaN, {}, 'want'],
-    ['want infinite', Number.POSITIVE_INFINITY, {}, 'want'],
-    ['least 0', 10, { least: 0 }, 'least'],
-    ['least NaN', 10, { least: Number.NaN }, 'least'],
-    ['least above want', 10, { least: 11 }, 'least = 11 exceeds want = 10'],
-    ['deadline NaN', 10, { deadline: Number.NaN }, 'deadline'],
-    ['leaseMs 0', 10, { leaseMs: 0 }, 'leaseMs'],
-    ['leaseMs infinite', 10, { leaseMs: Number.POSITIVE_INFINITY }, 'leaseMs'],
+  const good: BookOptions = { writes: 10, latestStart: now + 1_000, writeBy: now + 10_000 };
+  const cases: [string, Partial<Record<keyof BookOptions, unknown>>, string][] = [
+    ['writes 0', { writes: 0 }, 'writes'],
+    ['writes negative', { writes: -1 }, 'writes'],
+    ['writes fractional', { writes: 1.5 }, 'writes'],
+    ['writes NaN', { writes: Number.NaN }, 'writes'],
+    ['writes infinite', { writes: Number.POSITIVE_INFINITY }, 'writes'],
+    ['latestStart NaN', { latestStart: Number.NaN }, 'latestStart'],
+    ['latestStart infinite', { latestStart: Number.POSITIVE_INFINITY }, 'latestStart'],
+    ['latestStart a date', { latestStart: new Date(now) }, 'latestStart'],
+    ['writeBy NaN', { writeBy: Number.NaN }, 'writeBy'],
+    ['writeBy infinite', { writeBy: Number.POSITIVE_INFINITY }, 'writeBy'],
   ];
   for (const budget of [dynamo(), new MemoryRateBudget({ ceiling: 100 })]) {
-    for (const [what, want, over, message] of cases) {
-      it(`${budget.constructor.name}: ${what} is an InvalidPermitRequestError`, async () => {
-        await expect(budget.take(want, { ...good, ...over })).rejects.toMatchObject({
+    for (const [what, over, message] of cases) {
+      it(`${budget.constructor.name}: ${what} is an InvalidPermitRequestError naming it`, async () => {
+        await expect(budget.book({ ...good, ...over } as BookOptions)).rejects.toMatchObject({
           name: 'InvalidPermitRequestError',
           message: expect.stringContaining(message),
         });
@@ -75,31 +78,34 @@ describe('take arguments', () => {
     }
   }
 
-  it('a want above the ceiling is not an error: the grant is clamped to the ceiling', async () => {
-    const lease = await new MemoryRateBudget({ ceiling: 100 }).take(1_000, good);
-    expect(lease.rate).toBe(100);
-  });
-
-  it('a least above the ceiling is not an error: the whole budget is granted once nothing holds it', async () => {
-    const lease = await new MemoryRateBudget({ ceiling: 100 }).take(1_000, { ...good, least: 500 });
-    expect(lease.rate).toBe(100);
+  it('a booking of more writes than fit is not an error: it books those that fit before writeBy', async () => {
+    const booking = await new MemoryRateBudget({ ceiling: 100 }).book({ ...good, writes: 1_000_000 });
+    expect(booking.writes).toBeLessThanOrEqual(1_000);
+    expect(booking.endsAt).toBeLessThanOrEqual(good.writeBy);
   });
 });
 
-describe('release report', () => {
-  const bad: [string, LeaseReport][] = [
+describe('step and report rounds', () => {
+  const bad: [string, unknown][] = [
     ['accepted', { accepted: -1, throttled: 0, starved: false }],
+    ['accepted', { accepted: Number.POSITIVE_INFINITY, throttled: 0, starved: false }],
     ['throttled', { accepted: 1, throttled: Number.NaN, starved: false }],
-    ['starved', { accepted: 1, throttled: 0, starved: 'yes' as unknown as boolean }],
+    ['starved', { accepted: 1, throttled: 0, starved: 'yes' }],
+    ['must be an object', null],
   ];
-  for (const [field, report] of bad) {
-    it(`refuses a bad ${field} with InvalidPermitRequestError, before releasing anything`, async () => {
+  for (const [field, round] of bad) {
+    it(`refuse a bad ${field} with InvalidPermitRequestError, before asking the store anything`, async () => {
       const budget = new MemoryRateBudget({ ceiling: 10 });
-      const lease = await budget.take(10, { least: 1, deadline: Date.now(), leaseMs: 60_000 });
-      const releasing = lease.release(report);
-      await expect(releasing).rejects.toBeInstanceOf(InvalidPermitRequestError);
-      await expect(releasing).rejects.toMatchObject({ message: expect.stringContaining(field) });
-      expect(budget.table.item('memory')?.free).toBe(0);
+      const now = Date.now();
+      const booking = await budget.book({ writes: 1, latestStart: now + 1_000, writeBy: now + 10_000 });
+      const before = budget.table.item('memory');
+      for (const call of [booking.step(round as WriteRound), booking.report(round as WriteRound)]) {
+        await expect(call).rejects.toBeInstanceOf(InvalidPermitRequestError);
+        await expect(call).rejects.toMatchObject({ message: expect.stringContaining(field) });
+      }
+      expect(budget.table.item('memory')).toBe(before);
+      // A refused report may be made again, with a good round.
+      await expect(booking.report({ accepted: 1, throttled: 0, starved: false })).resolves.toBeUndefined();
     });
   }
 });

@@ -2,15 +2,33 @@ import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { RatePace } from '../../../../../lib/ingest/handler/run/rate-pace.js';
 import type { PoolEvents } from '../../../../../lib/pool/events.js';
+import type { WriteRound } from '../../../../../lib/semaphore/rate-types.js';
+import { MIN_ROUND_WRITES, SLOT_CATCH_UP_MS } from '../../../../../lib/semaphore/tuning.js';
 
 const slowDown = Object.assign(new Error('Please reduce your request rate.'), { name: 'SlowDown' });
 
-/** A pool's refusal events and its start interval, on a clock the test moves. */
-function harness(granted: number, ceiling = 100) {
+/** A promise the test settles. */
+function later<T>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((res) => {
+    resolve = res;
+  });
+  return { promise, resolve };
+}
+
+/**
+ * A pace over a pool's refusal events and start interval, on a clock and a write count the test moves.
+ * `answer(round)` is what stepping the schedule resolves (the rate to pace at); each round is kept.
+ */
+function harness(rate: number, answer: (round: WriteRound) => Promise<number> = async () => rate / 2) {
   const emitter = new EventEmitter();
-  const intervals: number[] = [];
+  const intervals: Array<{ ms: number; catchUpMs: number | undefined }> = [];
   const clock = { now: 1_000, writes: 0 };
-  const target = { setStartInterval: (ms: number) => intervals.push(ms) };
+  const rounds: WriteRound[] = [];
+  const target = {
+    setStartInterval: (ms: number, options?: { readonly catchUpMs?: number }) =>
+      intervals.push({ ms, catchUpMs: options?.catchUpMs }),
+  };
   const events = {
     on: (event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void) =>
       emitter.on(event, listener),
@@ -20,92 +38,191 @@ function harness(granted: number, ceiling = 100) {
   const pace = new RatePace(
     target,
     events,
-    granted,
-    ceiling,
+    rate,
     () => clock.writes,
+    (round) => {
+      rounds.push(round);
+      return answer(round);
+    },
     () => clock.now,
   );
-  const refuse = (durationMs = 10, error: unknown = slowDown) =>
+  /** A write refused now, answered `durationMs` after it started (counted in `writes` first, as the pool's count is). */
+  const refuse = (durationMs = 0, error: unknown = slowDown) => {
+    clock.writes += 1;
     emitter.emit('pool:taskError', { id: 'w', attempt: 1, error, willRetry: true, durationMs });
-  return { pace, intervals, clock, refuse, emitter };
+  };
+  /** `n` writes accepted. */
+  const accept = (n: number) => {
+    clock.writes += n;
+  };
+  return { pace, intervals, clock, refuse, accept, rounds, emitter };
 }
 
+/** Lets the step's promise chain settle. */
+const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
+
 describe('RatePace', () => {
-  it('paces the pool at the granted rate from the start', () => {
+  it("paces the pool at the booking's rate from the start, catching up late starts on its slots", () => {
     const { intervals, pace } = harness(40);
-    expect(intervals).toEqual([25]);
+    expect(intervals).toEqual([{ ms: 25, catchUpMs: SLOT_CATCH_UP_MS }]);
     expect(pace.rate).toBe(40);
   });
 
-  it('holds its rate through one stray SlowDown', () => {
-    const { pace, intervals, clock, refuse } = harness(40);
-    clock.writes = 20;
+  it('a round starts at its first refusal: the writes accepted before it do not dilute it', async () => {
+    const { pace, refuse, accept, rounds, intervals } = harness(40);
+    accept(100);
     refuse();
-    expect(pace.rate).toBe(40);
-    expect(intervals).toEqual([25]);
-    expect(pace.throttled).toBe(1);
-  });
-
-  it('cuts in proportion to the share refused in the round, once the round is overloaded', () => {
-    const { pace, intervals, clock, refuse } = harness(40);
-    clock.writes = 10;
+    accept(8);
     refuse();
+    accept(8);
     refuse();
-    // 2 refused of 10 sent: 20 % refused, so 80 % of the rate.
-    expect(pace.rate).toBeCloseTo(32, 10);
-    expect(intervals.at(-1)).toBeCloseTo(1000 / 32, 10);
-  });
-
-  it('never cuts below half of its rate in one round', () => {
-    const { pace, clock, refuse } = harness(40);
-    clock.writes = 2;
+    // 19 writes since the round's first refusal: too few to judge.
+    expect(rounds).toEqual([]);
     refuse();
-    refuse();
+    // 20 writes from the first refusal (it included), 4 refused: stepped with that round alone.
+    expect(MIN_ROUND_WRITES).toBe(20);
+    expect(rounds).toEqual([{ accepted: 16, throttled: 4, starved: false }]);
+    await turn();
     expect(pace.rate).toBe(20);
+    expect(intervals.at(-1)).toEqual({ ms: 50, catchUpMs: SLOT_CATCH_UP_MS });
   });
 
-  it('does not count again a refusal of a write started before the last cut', () => {
-    const { pace, clock, refuse } = harness(40);
-    clock.writes = 10;
-    refuse();
-    refuse();
-    expect(pace.rate).toBeCloseTo(32, 10);
-    clock.now += 5;
-    // Started 10 ms ago, before the cut 5 ms ago: its answer was on its way when the round cut.
-    refuse(10);
-    refuse(10);
-    expect(pace.rate).toBeCloseTo(32, 10);
-    expect(pace.throttled).toBe(4);
-    // Started after the cut: a new round (2 refused of the 2 sent since: at most half).
-    clock.writes = 12;
-    refuse(1);
-    refuse(1);
-    expect(pace.rate).toBeCloseTo(16, 10);
-  });
-
-  it('ignores errors that are not throttling', () => {
-    const { pace, clock, refuse } = harness(40);
-    clock.writes = 4;
-    refuse(1, new Error('socket hang up'));
-    refuse(1, new Error('socket hang up'));
-    refuse(1, new Error('socket hang up'));
+  it('a round is judged at a refusal: refusals within fewer than MIN_ROUND_WRITES writes never step', async () => {
+    const { pace, refuse, accept, rounds } = harness(40);
+    for (let i = 0; i < 5; i++) refuse();
+    // Five refused of five: overloaded by its share, but a share of so few writes is noise.
+    accept(100);
+    await turn();
+    expect(rounds).toEqual([]);
     expect(pace.rate).toBe(40);
-    expect(pace.throttled).toBe(0);
   });
 
-  it('never raises a rate granted below the budget floor', () => {
-    const { pace, clock, refuse } = harness(1, 100);
-    clock.writes = 100;
-    refuse();
-    refuse();
-    refuse();
-    expect(pace.rate).toBeLessThanOrEqual(1);
+  it('holds through a stray SlowDown, and through refusals under the tolerated share', async () => {
+    const stray = harness(40);
+    stray.accept(50);
+    stray.refuse();
+    stray.accept(50);
+    await turn();
+    expect(stray.rounds).toEqual([]);
+    expect(stray.pace.rate).toBe(40);
+    // Two refused in 300 writes (under 1 %): jitter at the limit, not an overload.
+    const noise = harness(40);
+    noise.refuse();
+    noise.accept(298);
+    noise.refuse();
+    await turn();
+    expect(noise.rounds).toEqual([]);
+    expect(noise.pace.sinceCut()).toEqual({ accepted: 298, throttled: 2 });
   });
 
-  it('stops listening on stop', () => {
-    const { pace, emitter } = harness(40);
+  it('steps once while its step is in flight: later refusals wait for the cut', async () => {
+    const answer = later<number>();
+    const { pace, refuse, accept, rounds } = harness(40, () => answer.promise);
+    refuse();
+    accept(18);
+    refuse();
+    expect(rounds).toHaveLength(1);
+    accept(30);
+    refuse();
+    refuse();
+    expect(rounds).toHaveLength(1);
+    expect(pace.rate).toBe(40);
+    answer.resolve(30);
+    await pace.settled();
+    expect(pace.rate).toBe(30);
+    expect(rounds).toHaveLength(1);
+  });
+
+  it('lowers the pace to what the step resolves, and never raises it within the booking', async () => {
+    const answers = [30, 35, 0, Number.NaN];
+    const { pace, refuse, accept, intervals } = harness(40, async () => answers.shift()!);
+    const overloadRound = async () => {
+      refuse();
+      accept(18);
+      refuse();
+      await pace.settled();
+    };
+    await overloadRound();
+    expect(pace.rate).toBe(30);
+    expect(intervals.at(-1)).toEqual({ ms: 1000 / 30, catchUpMs: SLOT_CATCH_UP_MS });
+    // Higher than the pace, or no rate at all: the pace stays, and so does the pool's interval.
+    for (let i = 0; i < 3; i++) await overloadRound();
+    expect(pace.rate).toBe(30);
+    expect(intervals).toHaveLength(2);
+  });
+
+  it('a refusal of a write started before the cut belongs to the round that cut', async () => {
+    const { pace, clock, refuse, accept, rounds } = harness(40, async () => 32);
+    refuse();
+    accept(18);
+    refuse();
+    await pace.settled();
+    expect(pace.rate).toBe(32);
+    // The cut was at 1000; now is 1005.
+    clock.now += 5;
+    refuse(10); // started at 995: on its way when the round cut
+    refuse(6); // started at 999
+    expect(pace.sinceCut()).toEqual({ accepted: 2, throttled: 0 });
+    refuse(5); // started at the cut: this round's
+    expect(pace.sinceCut()).toEqual({ accepted: 2, throttled: 1 });
+    // The new round starts at its own first refusal and needs its own 20 writes.
+    accept(18);
+    refuse(1);
+    expect(rounds).toHaveLength(2);
+    expect(rounds[1]).toEqual({ accepted: 18, throttled: 2, starved: false });
+  });
+
+  it('sinceCut is the whole booking before any cut, then the writes since the last cut and their refusals', async () => {
+    const { pace, refuse, accept } = harness(40, async () => 20);
+    accept(10);
+    refuse();
+    accept(5);
+    expect(pace.sinceCut()).toEqual({ accepted: 15, throttled: 1 });
+    accept(13);
+    refuse();
+    await pace.settled();
+    expect(pace.rate).toBe(20);
+    expect(pace.sinceCut()).toEqual({ accepted: 0, throttled: 0 });
+    accept(7);
+    refuse();
+    expect(pace.sinceCut()).toEqual({ accepted: 7, throttled: 1 });
+  });
+
+  it('counts only throttling: other errors are neither refusals nor a round', async () => {
+    const { pace, refuse, accept, rounds } = harness(40);
+    for (let i = 0; i < 30; i++) refuse(1, new Error('socket hang up'));
+    accept(10);
+    refuse(1, Object.assign(new Error('Service Unavailable'), { $metadata: { httpStatusCode: 503 } }));
+    await turn();
+    expect(rounds).toEqual([]);
+    expect(pace.sinceCut()).toEqual({ accepted: 40, throttled: 1 });
+  });
+
+  it('settled() waits for the step in flight, and is at once when there is none', async () => {
+    const answer = later<number>();
+    const { pace, refuse, accept } = harness(40, () => answer.promise);
+    await pace.settled();
+    refuse();
+    accept(18);
+    refuse();
+    let done = false;
+    const settled = pace.settled().then(() => {
+      done = true;
+    });
+    await turn();
+    expect(done).toBe(false);
+    answer.resolve(25);
+    await settled;
+    expect(pace.rate).toBe(25);
+  });
+
+  it('stops listening on stop (idempotent): later refusals are not counted', () => {
+    const { pace, emitter, refuse } = harness(40);
     expect(emitter.listenerCount('pool:taskError')).toBe(1);
     pace.stop();
+    pace.stop();
     expect(emitter.listenerCount('pool:taskError')).toBe(0);
+    refuse();
+    expect(pace.sinceCut()).toEqual({ accepted: 1, throttled: 0 });
   });
 });

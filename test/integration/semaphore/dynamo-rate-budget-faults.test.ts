@@ -1,12 +1,19 @@
-// DynamoRateBudget at its seams with DynamoDB: errors other than "condition failed", a take whose answer is
-// lost, a signal that aborts at the worst moment, a stalled DynamoDB, a missing table, many expired holders.
-// What a rejected take holds is read straight from the table.
+// DynamoRateBudget at its seams with DynamoDB: errors and throttles on the read and on the write, a write
+// whose answer is lost (the SDK's retry then fails its condition, and `by` says the write landed; or the call
+// fails while the booking stands: its slots pass unused), a lost race, aborts at the worst moment, a stalled
+// DynamoDB, a missing table. What a call left behind is read straight from the table.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoRateBudget, type LeaseReport } from '../../../lib/semaphore/index.js';
+import { DynamoRateBudget, type RateBudget, type WriteRound } from '../../../lib/semaphore/index.js';
 import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
-import { budgetName, dynamoBackend, manualClock } from './support/budget.js';
-import { type DynamoCall, type Faults, faultInjecting, throttled } from './support/fault-injecting-client.js';
+import { budgetName, dynamoBackend, manualClock, overlapping, peakSlots, slotsOf } from './support/budget.js';
+import {
+  type DynamoCall,
+  type Faults,
+  faultInjecting,
+  refused,
+  throttled,
+} from './support/fault-injecting-client.js';
 import { type StallingProxy, startStallingProxy } from './support/stalling-proxy.js';
 
 const backend = dynamoBackend();
@@ -16,194 +23,311 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-const CLEAN: LeaseReport = { accepted: 100, throttled: 0, starved: false };
-const FAR = 60_000;
+const CLEAN: WriteRound = { accepted: 100, throttled: 0, starved: false };
+const HALF_REFUSED: WriteRound = { accepted: 50, throttled: 50, starved: false };
+const FAR = 600_000;
 
-/** What a request of the budget is, from its command and expressions (lib/semaphore/budget-item.ts). */
-function requestOf(call: DynamoCall): 'read' | 'create' | 'take' | 'step' | 'release' | 'reclaim' {
-  if (call.command === 'GetItemCommand') return 'read';
-  if (call.command === 'PutItemCommand') return 'create';
-  const update = call.input.UpdateExpression ?? '';
-  if (update.startsWith('SET #holders.#f =')) return 'take';
-  if (update.includes(':freed, #budget')) return 'step';
-  if (update.startsWith('REMOVE #holders.#f ')) return 'release';
-  return 'reclaim';
-}
+/** What a request of the budget is (lib/semaphore/budget-item.ts): a booking's and a step's write look alike. */
+const requestOf = (call: DynamoCall): 'read' | 'create' | 'write' =>
+  call.command === 'GetItemCommand' ? 'read' : call.command === 'PutItemCommand' ? 'create' : 'write';
 
-/** A budget whose client fails or observes requests as `faults` says; `calls` lists what it sent. */
-function faulty(faults: Faults, ceiling = 100, clock = manualClock()) {
+const conditionFailed = () =>
+  Object.assign(new Error('The conditional request failed'), { name: 'ConditionalCheckFailedException' });
+
+type Clock = ReturnType<typeof manualClock>;
+
+/** A budget whose client fails or observes requests as `faults` says; `kinds()` lists what it sent. */
+function faulty(faults: Faults, clock: Clock = manualClock(), name = budgetName('faults')) {
   const { client, calls } = faultInjecting(backend.client(), faults);
-  const name = budgetName('faults');
   const budget = new DynamoRateBudget({
     client,
     tableName: backend.tableName(),
     name,
-    ceiling,
+    ceiling: 100,
     now: clock.now,
     random: clock.random,
-    giveBackTimeoutMs: 300,
+    reportTimeoutMs: 300,
   });
   const kinds = () => calls.map(requestOf);
   return { budget, name, clock, kinds };
 }
 
-const options = (clock: { now(): number }, more: { signal?: AbortSignal; deadline?: number } = {}) => ({
-  least: 1,
-  deadline: more.deadline ?? clock.now() + FAR,
-  leaseMs: FAR,
-  ...(more.signal === undefined ? {} : { signal: more.signal }),
-});
+/** A fault on the `nth` request of kind `kind` only (1-based). */
+const onNth = <R>(kind: ReturnType<typeof requestOf>, nth: number, act: () => R) => {
+  let seen = 0;
+  return (call: DynamoCall): R | undefined =>
+    requestOf(call) === kind && ++seen === nth ? act() : undefined;
+};
 
-async function expectNothingHeld(name: string, ceiling = 100) {
-  expect(await backend.stored(name)).toMatchObject({ budget: ceiling, free: ceiling, held: 0, holders: {} });
-}
+const book = (
+  b: { budget: RateBudget; clock: { now(): number } },
+  writes: number,
+  more: { signal?: AbortSignal; latestStart?: number } = {},
+) =>
+  b.budget.book({
+    writes,
+    latestStart: more.latestStart ?? b.clock.now() + FAR,
+    writeBy: b.clock.now() + FAR,
+    ...(more.signal === undefined ? {} : { signal: more.signal }),
+  });
 
-describe('DynamoRateBudget: a take', () => {
-  it('whose answer is lost after its write landed gives the rate back, then rejects with the error', async () => {
+describe('DynamoRateBudget: a booking', () => {
+  for (const [what, error, name] of [
+    ['throttled', throttled, 'ProvisionedThroughputExceededException'],
+    ['refused', refused, 'ValidationException'],
+  ] as const) {
+    it(`whose read is ${what} rejects with that error and writes nothing`, async () => {
+      const b = faulty({
+        before: (call) => {
+          if (requestOf(call) === 'read') throw error();
+        },
+      });
+      await expect(book(b, 10)).rejects.toMatchObject({ name });
+      expect(b.kinds()).toEqual(['read']);
+      expect(await backend.stored(b.name)).toBeUndefined();
+    });
+
+    it(`whose write is ${what} rejects with that error at once (no retry, no timeout) and books nothing`, async () => {
+      const b = faulty({
+        before: (call) => {
+          if (requestOf(call) === 'write') throw error();
+        },
+      });
+      await expect(book(b, 10)).rejects.toMatchObject({ name });
+      expect(b.kinds()).toEqual(['read', 'create', 'read', 'write']);
+      expect(await backend.stored(b.name)).toMatchObject({ version: 0, freeAt: 0 });
+      expect(b.clock.backoffs).toBe(0);
+    });
+  }
+
+  it('whose call fails after its write landed rejects; the booking stands, its slots pass unused and the next booking comes after them', async () => {
     const lost = new Error('socket hang up');
-    const { budget, name, clock, kinds } = faulty({
-      after: (call) => {
-        if (requestOf(call) === 'take') throw lost;
-      },
+    const b = faulty({
+      after: onNth('write', 1, () => {
+        throw lost;
+      }),
     });
-    await expect(budget.take(40, options(clock))).rejects.toBe(lost);
-    expect(kinds()).toEqual(['read', 'create', 'read', 'take', 'release']);
-    await expectNothingHeld(name);
+    const t0 = b.clock.now();
+    await expect(book(b, 40)).rejects.toBe(lost);
+    expect(await backend.stored(b.name)).toMatchObject({ version: 1, freeAt: t0 + 400 });
+    const next = await book(b, 40);
+    expect(next).toMatchObject({ startAt: t0 + 400, endsAt: t0 + 800 });
+    // Had the lost booking's holder written after all, its slots and the next one's would still not meet.
+    const standing = { rate: 100, startAt: t0, endsAt: t0 + 400, writes: 40 };
+    expect(overlapping([standing, next])).toEqual([]);
+    expect(peakSlots([standing, next].flatMap(slotsOf))).toBeLessThanOrEqual(100);
   });
 
-  it('whose write landed but was answered "condition failed" (the SDK retried it after a lost answer) holds its own entry: the lease is its, at once', async () => {
-    // The first attempt's answer is lost after the write applied; the SDK's retry of the same write then
-    // fails its condition (the entry exists). A taker that read that as "lost the race" kept retrying
-    // until its deadline against its own entry, then rejected while the entry held 40 until its lease end.
-    let retried = false;
-    const { budget, name, clock, kinds } = faulty({
-      after: (call) => {
-        if (retried || requestOf(call) !== 'take') return;
-        retried = true;
-        throw Object.assign(new Error('The conditional request failed'), {
-          name: 'ConditionalCheckFailedException',
-        });
-      },
+  it('whose write landed but was answered "condition failed" (the retry after a lost answer) is its own, at once', async () => {
+    const b = faulty({
+      after: onNth('write', 1, () => {
+        throw conditionFailed();
+      }),
     });
-    const lease = await budget.take(40, { least: 1, deadline: clock.now(), leaseMs: FAR });
-    expect(lease.rate).toBe(40);
-    expect(Object.keys((await backend.stored(name))!.holders)).toEqual([lease.fence]);
-    await lease.release(CLEAN);
-    expect(kinds().filter((k) => k === 'take')).toHaveLength(1);
-    await expectNothingHeld(name);
+    const t0 = b.clock.now();
+    const booking = await book(b, 40);
+    expect(booking).toMatchObject({ startAt: t0, endsAt: t0 + 400, writes: 40 });
+    // One write, then the read that found it by its id: no second booking, no backoff.
+    expect(b.kinds()).toEqual(['read', 'create', 'read', 'write', 'read']);
+    expect(b.clock.backoffs).toBe(0);
+    expect(await backend.stored(b.name)).toMatchObject({ version: 1, freeAt: t0 + 400 });
   });
 
-  it('whose write is throttled rejects with that error at once (not a timeout) and holds nothing', async () => {
-    const { budget, name, clock, kinds } = faulty({
-      before: (call) => {
-        if (requestOf(call) === 'take') throw throttled();
-      },
-    });
-    await expect(budget.take(40, options(clock))).rejects.toMatchObject({
-      name: 'ProvisionedThroughputExceededException',
-    });
-    expect(kinds().filter((k) => k === 'take')).toHaveLength(1);
-    await expectNothingHeld(name);
+  it('that loses a race to another booking reads again after a backoff and books after it', async () => {
+    const name = budgetName('race');
+    const clock = manualClock();
+    const rival = backend.budget({ name, ceiling: 100, now: clock.now, random: clock.random });
+    let theirs: unknown;
+    // The rival's booking lands while this one's write is on its way.
+    const landRival = async () => {
+      theirs = await book({ budget: rival, clock }, 30);
+    };
+    const b = faulty({ before: onNth('write', 1, landRival) }, clock, name);
+    const t0 = clock.now();
+    const mine = await book(b, 10);
+    expect(clock.backoffs).toBe(1);
+    expect(theirs).toMatchObject({ startAt: t0, endsAt: t0 + 300 });
+    expect(mine).toMatchObject({ startAt: t0 + 300, endsAt: t0 + 400 });
+    expect(b.kinds()).toEqual(['read', 'create', 'read', 'write', 'read', 'read', 'write']);
+    expect(await backend.stored(name)).toMatchObject({ version: 2, freeAt: t0 + 400 });
   });
 
-  it('whose signal aborts as its write is answered gives the rate back and rejects with the reason', async () => {
+  it('whose signal aborts as its write is answered resolves with the booking: it stands, and nothing is held to give back', async () => {
+    const controller = new AbortController();
+    const b = faulty({ after: onNth('write', 1, () => controller.abort(new Error('invocation ending'))) });
+    const t0 = b.clock.now();
+    const booking = await book(b, 10, { signal: controller.signal });
+    expect(booking).toMatchObject({ startAt: t0, endsAt: t0 + 100 });
+    expect(await backend.stored(b.name)).toMatchObject({ version: 1, freeAt: t0 + 100 });
+  });
+
+  it('whose signal aborts while it backs off after a lost race rejects with the reason, booking nothing', async () => {
     const controller = new AbortController();
     const reason = new Error('invocation ending');
-    const { budget, name, clock, kinds } = faulty({
-      after: (call) => {
-        if (requestOf(call) === 'take') controller.abort(reason);
+    const clock = manualClock();
+    const b = faulty(
+      {
+        before: onNth('write', 1, () => {
+          throw conditionFailed();
+        }),
       },
+      {
+        ...clock,
+        random: () => {
+          controller.abort(reason);
+          return 0.5;
+        },
+      },
+    );
+    await expect(book(b, 10, { signal: controller.signal })).rejects.toBe(reason);
+    expect(b.kinds()).toEqual(['read', 'create', 'read', 'write', 'read']);
+    expect(await backend.stored(b.name)).toMatchObject({ version: 0 });
+  });
+
+  it('that lost a race and finds the schedule booked past its latest start rejects with SemaphoreTimeoutError', async () => {
+    const name = budgetName('race-late');
+    const clock = manualClock();
+    const rival = backend.budget({ name, ceiling: 100, now: clock.now, random: clock.random });
+    const landRival = async () => {
+      await book({ budget: rival, clock }, 500);
+    };
+    const b = faulty({ before: onNth('write', 1, landRival) }, clock, name);
+    const t0 = clock.now();
+    const latestStart = t0 + 1_000;
+    await expect(book(b, 10, { latestStart })).rejects.toMatchObject({
+      name: 'SemaphoreTimeoutError',
+      deadline: latestStart,
+      freeAt: t0 + 5_000,
     });
-    await expect(budget.take(40, options(clock, { signal: controller.signal }))).rejects.toBe(reason);
-    expect(kinds().at(-1)).toBe('release');
-    await expectNothingHeld(name);
-  });
-
-  it('whose answer and give-back are both lost leaves an entry the next reader reclaims once it expires', async () => {
-    const clock = manualClock();
-    let failing = true;
-    const { budget, name } = faulty(
-      {
-        after: (call) => {
-          if (failing && requestOf(call) === 'take') throw new Error('socket hang up');
-        },
-        before: (call) => {
-          if (failing && requestOf(call) === 'release') throw new Error('connection reset');
-        },
-      },
-      100,
-      clock,
-    );
-    await expect(budget.take(100, { least: 1, deadline: clock.now(), leaseMs: 1_000 })).rejects.toMatchObject(
-      {
-        message: 'socket hang up',
-      },
-    );
-    expect(await backend.stored(name)).toMatchObject({ free: 0, held: 100 });
-    failing = false;
-    clock.advance(1_001);
-    expect((await budget.take(100, options(clock))).rate).toBe(100);
-    expect(Object.keys((await backend.stored(name))!.holders)).toHaveLength(1);
-  });
-
-  it('reclaims at most 25 expired holders per write; the next reader takes the rest', async () => {
-    const clock = manualClock();
-    const { budget, name, kinds } = faulty({}, 30, clock);
-    for (let i = 0; i < 30; i++) await budget.take(1, { least: 1, deadline: clock.now(), leaseMs: 1_000 });
-    clock.advance(1_001);
-    const first = await budget.take(30, options(clock));
-    expect(first.rate).toBe(25);
-    expect(kinds().filter((k) => k === 'reclaim')).toHaveLength(1);
-    expect(await backend.stored(name)).toMatchObject({ free: 0, held: 30 });
-    await first.release(CLEAN);
-    expect((await budget.take(30, options(clock))).rate).toBe(30);
-    expect(Object.keys((await backend.stored(name))!.holders)).toHaveLength(1);
+    expect(await backend.stored(name)).toMatchObject({ version: 1, freeAt: t0 + 5_000 });
   });
 
   it('on a table that does not exist rejects with SemaphoreTableNotFoundError', async () => {
-    const clock = manualClock();
     const budget = new DynamoRateBudget({
       client: backend.client(),
       tableName: 'no-such-table',
       name: budgetName('missing'),
       ceiling: 100,
     });
-    await expect(budget.take(10, options(clock))).rejects.toMatchObject({
+    await expect(book({ budget, clock: { now: Date.now } }, 10)).rejects.toMatchObject({
       name: 'SemaphoreTableNotFoundError',
       tableName: 'no-such-table',
+      cause: expect.objectContaining({ name: 'ResourceNotFoundException' }),
     });
   });
 });
 
-describe('DynamoRateBudget: a release', () => {
-  it('whose step write fails with another error than a condition rejects with it, and can be retried', async () => {
+describe('DynamoRateBudget: a step', () => {
+  it('whose write is throttled rejects with that error; the report can be made again, and steps once', async () => {
     let fail = true;
-    const { budget, name, clock, kinds } = faulty({
+    const b = faulty({
       before: (call) => {
-        if (fail && requestOf(call) === 'step') throw throttled();
+        if (fail && requestOf(call) === 'write' && b.kinds().filter((k) => k === 'write').length > 1)
+          throw throttled();
       },
     });
-    clock.advance(1);
-    const lease = await budget.take(10, options(clock));
-    const overloaded = { accepted: 50, throttled: 50, starved: false };
-    await expect(lease.release(overloaded)).rejects.toMatchObject({
+    const booking = await book(b, 10);
+    b.clock.advance(1);
+    await expect(booking.report(HALF_REFUSED)).rejects.toMatchObject({
       name: 'ProvisionedThroughputExceededException',
     });
-    expect(kinds().at(-1)).toBe('step');
+    expect(await backend.stored(b.name)).toMatchObject({ rate: 100, version: 1 });
     fail = false;
-    await lease.release(overloaded);
-    expect(await backend.stored(name)).toMatchObject({ budget: 50, free: 50, held: 0 });
+    await booking.report(HALF_REFUSED);
+    expect(await backend.stored(b.name)).toMatchObject({ rate: 50, version: 2 });
   });
 
-  it('sends nothing the second time', async () => {
-    const { budget, clock, kinds } = faulty({});
-    const lease = await budget.take(10, options(clock));
-    await lease.release(CLEAN);
-    const sent = kinds().length;
-    await lease.release(CLEAN);
-    await lease.release({ accepted: 0, throttled: 10, starved: false });
-    expect(kinds()).toHaveLength(sent);
-    expect(kinds().at(-1)).toBe('release');
+  it('whose read is throttled rejects with that error and writes nothing', async () => {
+    const b = faulty({
+      before: onNth('read', 3, () => {
+        throw throttled();
+      }),
+    });
+    const booking = await book(b, 10);
+    b.clock.advance(1);
+    await expect(booking.step(HALF_REFUSED)).rejects.toMatchObject({
+      name: 'ProvisionedThroughputExceededException',
+    });
+    expect(await backend.stored(b.name)).toMatchObject({ rate: 100, version: 1 });
+  });
+
+  it('whose write landed but was answered "condition failed" resolves with the new rate, having stepped once', async () => {
+    const b = faulty({
+      after: onNth('write', 2, () => {
+        throw conditionFailed();
+      }),
+    });
+    const booking = await book(b, 10);
+    b.clock.advance(1);
+    await expect(booking.step(HALF_REFUSED)).resolves.toEqual({ rate: 50, decreasedAt: b.clock.now() });
+    expect(b.kinds().filter((k) => k === 'write')).toHaveLength(2);
+    expect(await backend.stored(b.name)).toMatchObject({ rate: 50, version: 2 });
+  });
+
+  it('whose call fails after its write landed rejects; a report made again does not step twice', async () => {
+    const lost = new Error('socket hang up');
+    const b = faulty({
+      after: onNth('write', 2, () => {
+        throw lost;
+      }),
+    });
+    const booking = await book(b, 10);
+    b.clock.advance(1);
+    await expect(booking.report(HALF_REFUSED)).rejects.toBe(lost);
+    b.clock.advance(1);
+    await booking.report(HALF_REFUSED);
+    expect(await backend.stored(b.name)).toMatchObject({ rate: 50, version: 2 });
+    expect(b.kinds().filter((k) => k === 'write')).toHaveLength(2);
+  });
+
+  it('that moves nothing sends no write', async () => {
+    const b = faulty({});
+    const booking = await book(b, 10);
+    const sent = b.kinds().length;
+    await booking.report(CLEAN);
+    expect(b.kinds().slice(sent)).toEqual(['read']);
+  });
+});
+
+describe('DynamoRateBudget: a write whose answer the network loses (the SDK retries it)', () => {
+  /** A budget whose first write's answer is dropped after DynamoDB applied it; the SDK's retry then finds its condition failed. */
+  async function losingFirstAnswer() {
+    let lost = 0;
+    const proxy = await startStallingProxy({
+      target: localAwsEndpoints().dynamodb,
+      stall: () => false,
+      lose: (body) => body.includes('"ConditionExpression":"#version = :read"') && lost++ === 0,
+    });
+    const client = new DynamoDBClient({
+      ...localClientConfig('dynamodb'),
+      endpoint: proxy.endpoint,
+      maxAttempts: 3,
+    });
+    cleanups.push(
+      () => proxy.close(),
+      () => client.destroy(),
+    );
+    const clock = manualClock();
+    const name = budgetName('lost-answer');
+    const budget = new DynamoRateBudget({
+      client,
+      tableName: backend.tableName(),
+      name,
+      ceiling: 100,
+      now: clock.now,
+      random: clock.random,
+    });
+    return { budget, name, clock, lost: () => lost };
+  }
+
+  it('a booking: the retry fails its condition, and the booking is known as its own by `by`', async () => {
+    const b = await losingFirstAnswer();
+    const t0 = b.clock.now();
+    const booking = await book(b, 40);
+    expect(b.lost()).toBeGreaterThanOrEqual(2);
+    expect(booking).toMatchObject({ startAt: t0, endsAt: t0 + 400 });
+    expect(b.clock.backoffs).toBe(0);
+    expect(await backend.stored(b.name)).toMatchObject({ version: 1, freeAt: t0 + 400 });
   });
 });
 
@@ -229,42 +353,45 @@ describe('DynamoRateBudget against a stalled DynamoDB', () => {
       ceiling: 100,
       now: clock.now,
       random: clock.random,
-      giveBackTimeoutMs: 200,
+      reportTimeoutMs: 200,
     });
     return { budget, name, clock, proxy };
   }
   const isRead = (body: string) => body.includes('"ConsistentRead":true');
-  const isTake = (body: string) => body.includes('SET #holders.#f =');
-  const isRelease = (body: string) => body.includes('REMOVE #holders.#f');
+  const isWrite = (body: string) => body.includes('"ConditionExpression":"#version = :read"');
 
   for (const [what, stall] of [
     ['read', isRead],
-    ['write', isTake],
+    ['write', isWrite],
   ] as const) {
-    it(`a take whose ${what} stalls rejects with its signal's reason and holds nothing`, async () => {
-      const { budget, name, clock, proxy } = await stalling(stall);
+    it(`a booking whose ${what} stalls rejects with its signal's reason and books nothing`, async () => {
+      const b = await stalling(stall);
       const controller = new AbortController();
-      const taking = budget.take(10, options(clock, { signal: controller.signal }));
-      await proxy.nextStall();
-      const reason = new Error('take budget spent');
+      const booking = book(b, 10, { signal: controller.signal });
+      await b.proxy.nextStall();
+      const reason = new Error('booking budget spent');
       controller.abort(reason);
-      await expect(taking).rejects.toBe(reason);
-      expect((await backend.stored(name))?.held ?? 0).toBe(0);
+      await expect(booking).rejects.toBe(reason);
+      expect((await backend.stored(b.name))?.version ?? 0).toBe(0);
     });
   }
 
-  it("a release whose write stalls rejects with its signal's reason; without one, with a TimeoutError", async () => {
-    const { budget, clock, proxy } = await stalling(isRelease);
-    const lease = await budget.take(10, options(clock));
+  it("a step whose write stalls rejects with its signal's reason; without one, with a TimeoutError at reportTimeoutMs", async () => {
+    let stallWrites = false;
+    const b = await stalling((body) => stallWrites && isWrite(body));
+    const booking = await book(b, 10);
+    b.clock.advance(1);
+    stallWrites = true;
     const controller = new AbortController();
-    const releasing = lease.release(CLEAN, { signal: controller.signal });
-    await proxy.nextStall();
-    const reason = new Error('release budget spent');
+    const stepping = booking.step(HALF_REFUSED, { signal: controller.signal });
+    await b.proxy.nextStall();
+    const reason = new Error('report budget spent');
     controller.abort(reason);
-    await expect(releasing).rejects.toBe(reason);
+    await expect(stepping).rejects.toBe(reason);
     const started = performance.now();
-    await expect(lease.release(CLEAN)).rejects.toMatchObject({ name: 'TimeoutError' });
+    await expect(booking.report(HALF_REFUSED)).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(performance.now() - started).toBeGreaterThanOrEqual(190);
-    expect(proxy.stalledCount).toBe(2);
+    expect(b.proxy.stalledCount).toBe(2);
+    expect(await backend.stored(b.name)).toMatchObject({ rate: 100, version: 1 });
   });
 });

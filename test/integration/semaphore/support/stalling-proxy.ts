@@ -6,7 +6,9 @@ import type { AddressInfo } from 'node:net';
  * An HTTP proxy in front of an AWS endpoint that stalls the requests `stall(body)` selects: it accepts
  * them, reads them, and never answers (a service that hangs, or a black-holed connection). Every other
  * request is forwarded unchanged. Without a target every request stalls. Emits `stalled` (with the body)
- * when it starts stalling one, so tests await that instead of sleeping.
+ * when it starts stalling one, so tests await that instead of sleeping. Requests `lose(body)` selects are
+ * forwarded, and their answers dropped (the connection is cut once the service has answered): a write
+ * that applied while its caller saw a network error, which the SDK retries.
  */
 export interface StallingProxy extends EventEmitter {
   readonly endpoint: string;
@@ -20,6 +22,7 @@ export interface StallingProxy extends EventEmitter {
 export async function startStallingProxy(options: {
   target?: string;
   stall?: (body: string) => boolean;
+  lose?: (body: string) => boolean;
 }): Promise<StallingProxy> {
   const events = new EventEmitter();
   const stall = options.stall ?? (() => true);
@@ -45,6 +48,11 @@ export async function startStallingProxy(options: {
           headers: req.headers,
         },
         (answer) => {
+          if (options.lose?.(text)) {
+            answer.resume();
+            answer.on('end', () => res.destroy());
+            return;
+          }
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
         },

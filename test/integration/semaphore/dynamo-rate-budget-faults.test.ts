@@ -36,20 +36,23 @@ const conditionFailed = () =>
 
 type Clock = ReturnType<typeof manualClock>;
 
-/** A budget whose client fails or observes requests as `faults` says; `kinds()` lists what it sent. */
-function faulty(faults: Faults, clock: Clock = manualClock(), name = budgetName('faults')) {
-  const { client, calls } = faultInjecting(backend.client(), faults);
-  const budget = new DynamoRateBudget({
+/** A budget of ceiling 100 over `client`, on `clock`; reports without a signal are bounded at 200 ms. */
+const budgetOn = (client: DynamoDBClient, clock: Clock, name: string) =>
+  new DynamoRateBudget({
     client,
     tableName: backend.tableName(),
     name,
     ceiling: 100,
     now: clock.now,
     random: clock.random,
-    reportTimeoutMs: 300,
+    reportTimeoutMs: 200,
   });
+
+/** A budget whose client fails or observes requests as `faults` says; `kinds()` lists what it sent. */
+function faulty(faults: Faults, clock: Clock = manualClock(), name = budgetName('faults')) {
+  const { client, calls } = faultInjecting(backend.client(), faults);
   const kinds = () => calls.map(requestOf);
-  return { budget, name, clock, kinds };
+  return { budget: budgetOn(client, clock, name), name, clock, kinds };
 }
 
 /** A fault on the `nth` request of kind `kind` only (1-based). */
@@ -289,42 +292,44 @@ describe('DynamoRateBudget: a step', () => {
   });
 });
 
-describe('DynamoRateBudget: a write whose answer the network loses (the SDK retries it)', () => {
-  /** A budget whose first write's answer is dropped after DynamoDB applied it; the SDK's retry then finds its condition failed. */
-  async function losingFirstAnswer() {
-    let lost = 0;
-    const proxy = await startStallingProxy({
-      target: localAwsEndpoints().dynamodb,
-      stall: () => false,
-      lose: (body) => body.includes('"ConditionExpression":"#version = :read"') && lost++ === 0,
-    });
-    const client = new DynamoDBClient({
-      ...localClientConfig('dynamodb'),
-      endpoint: proxy.endpoint,
-      maxAttempts: 3,
-    });
-    cleanups.push(
-      () => proxy.close(),
-      () => client.destroy(),
-    );
-    const clock = manualClock();
-    const name = budgetName('lost-answer');
-    const budget = new DynamoRateBudget({
-      client,
-      tableName: backend.tableName(),
-      name,
-      ceiling: 100,
-      now: clock.now,
-      random: clock.random,
-    });
-    return { budget, name, clock, lost: () => lost };
-  }
+const isRead = (body: string) => body.includes('"ConsistentRead":true');
+const isWrite = (body: string) => body.includes('"ConditionExpression":"#version = :read"');
 
+/**
+ * A budget whose requests go through a proxy in front of dynalite (`stall` never answers, `lose` drops the
+ * answer once the write has applied), with an SDK client that makes `maxAttempts`.
+ */
+async function throughProxy(
+  faults: { stall?: (body: string) => boolean; lose?: (body: string) => boolean },
+  maxAttempts: number,
+) {
+  const proxy: StallingProxy = await startStallingProxy({
+    target: localAwsEndpoints().dynamodb,
+    stall: () => false,
+    ...faults,
+  });
+  const client = new DynamoDBClient({
+    ...localClientConfig('dynamodb'),
+    endpoint: proxy.endpoint,
+    maxAttempts,
+  });
+  cleanups.push(
+    () => proxy.close(),
+    () => client.destroy(),
+  );
+  const clock = manualClock();
+  const name = budgetName('proxied');
+  return { budget: budgetOn(client, clock, name), name, clock, proxy };
+}
+
+describe('DynamoRateBudget: a write whose answer the network loses (the SDK retries it)', () => {
   it('a booking: the retry fails its condition, and the booking is known as its own by `by`', async () => {
-    const b = await losingFirstAnswer();
+    let lost = 0;
+    // The first write's answer is dropped after DynamoDB applied it; the SDK's retry finds its condition failed.
+    const b = await throughProxy({ lose: (body) => isWrite(body) && lost++ === 0 }, 3);
     const t0 = b.clock.now();
     const booking = await book(b, 40);
-    expect(b.lost()).toBeGreaterThanOrEqual(2);
+    expect(lost).toBeGreaterThanOrEqual(2);
     expect(booking).toMatchObject({ startAt: t0, endsAt: t0 + 400 });
     expect(b.clock.backoffs).toBe(0);
     expect(await backend.stored(b.name)).toMatchObject({ version: 1, freeAt: t0 + 400 });
@@ -333,32 +338,7 @@ describe('DynamoRateBudget: a write whose answer the network loses (the SDK retr
 
 describe('DynamoRateBudget against a stalled DynamoDB', () => {
   /** A budget whose requests go through a proxy that never answers those `stall(body)` selects. */
-  async function stalling(stall: (body: string) => boolean) {
-    const proxy: StallingProxy = await startStallingProxy({ target: localAwsEndpoints().dynamodb, stall });
-    const client = new DynamoDBClient({
-      ...localClientConfig('dynamodb'),
-      endpoint: proxy.endpoint,
-      maxAttempts: 1,
-    });
-    cleanups.push(
-      () => proxy.close(),
-      () => client.destroy(),
-    );
-    const clock = manualClock();
-    const name = budgetName('stall');
-    const budget = new DynamoRateBudget({
-      client,
-      tableName: backend.tableName(),
-      name,
-      ceiling: 100,
-      now: clock.now,
-      random: clock.random,
-      reportTimeoutMs: 200,
-    });
-    return { budget, name, clock, proxy };
-  }
-  const isRead = (body: string) => body.includes('"ConsistentRead":true');
-  const isWrite = (body: string) => body.includes('"ConditionExpression":"#version = :read"');
+  const stalling = (stall: (body: string) => boolean) => throughProxy({ stall }, 1);
 
   for (const [what, stall] of [
     ['read', isRead],

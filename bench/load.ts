@@ -223,15 +223,14 @@ async function limitBound(): Promise<void> {
   // BENCH_LOAD_RESULTS=<name> keeps a subset's rows in bench/results/<name>.json (an engine comparison
   // run on its own, e.g. BENCH_LOAD_ENGINES=adaptive,rate,naive BENCH_LOAD_RESULTS=load-fleet-cap).
   const keepAs = process.env.BENCH_LOAD_RESULTS;
-  if (only.length > 0 && keepAs !== undefined && keepAs !== '') {
-    writeResults(keepAs, rows, { messages: base.messages, repeat, engines: only, loadAverage: loadavg() });
-    return;
-  }
   if (only.length > 0) {
-    console.log(JSON.stringify(rows, null, 1));
+    // Every run's samples, for a closer look at a subset (the rows keep only the figures).
     const file = join(tmpdir(), 'bench-load-subset.json');
     writeFileSync(file, JSON.stringify({ settings: base, runs }, null, 1));
-    console.error(`subset: rows printed, runs in ${file}`);
+    console.error(`subset: runs in ${file}`);
+    if (keepAs !== undefined && keepAs !== '')
+      writeResults(keepAs, rows, { messages: base.messages, repeat, engines: only, loadAverage: loadavg() });
+    else console.log(JSON.stringify(rows, null, 1));
     return;
   }
   writeFileSync(`${resultsDir}load-limit-bound.svg`, svg);

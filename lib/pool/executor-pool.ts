@@ -103,6 +103,11 @@ export class ExecutorPool {
     return this.#queue.size >= this.#options.maxQueueSize && !this.#canStartNow();
   }
 
+  /** Tasks not running: queued, or waiting out a retry's backoff. */
+  get waiting(): number {
+    return this.#queue.size + this.#retryWaits.count;
+  }
+
   get isPaused(): boolean {
     return this.#paused;
   }

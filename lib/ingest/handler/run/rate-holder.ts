@@ -4,6 +4,7 @@ import { sleep } from '../../../semaphore/backoff.js';
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
 import { nextRate } from '../../../semaphore/rate-law.js';
 import type { RateBooking, RateBudget } from '../../../semaphore/rate-types.js';
+import { SLOT_CATCH_UP_MS } from '../../../semaphore/tuning.js';
 import { drainBy } from './drain-by.js';
 import type { WriteWatch } from './prefix-write-counts.js';
 import { type PacedTarget, RatePace, type RefusalEvents } from './rate-pace.js';
@@ -14,6 +15,10 @@ export type RateBudgetFactory = (name: string, ceiling: number) => RateBudget;
 /** A tenant's pool as a rate holder steers it (`ExecutorPool` fits). */
 export interface RateHolderPool extends PacedTarget, RefusalEvents {
   setConcurrency(n: number): void;
+  /** Tasks not running (queued, or waiting to retry): the writes a holder still has to start. */
+  readonly waiting: number;
+  pause(): Promise<void>;
+  resume(): void;
   drain?(): Promise<void>;
   on(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
   on(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
@@ -91,7 +96,7 @@ export async function runUnderRate(
   const latestStart = start + Math.min(request.maxWaitMs ?? leftMs / 2, leftMs / 2);
   const wanted = Math.max(1, Math.ceil(request.writes));
   let booking: RateBooking;
-  let rate: number;
+  let slots: Slots;
   try {
     booking = await budget.book({
       writes: wanted,
@@ -99,7 +104,7 @@ export async function runUnderRate(
       writeBy: window.deadline,
       signal: window.signal,
     });
-    rate = await firstSlot(budget, booking, window.signal, now);
+    slots = await firstSlot(budget, booking, window.signal, now);
   } catch (err) {
     writes?.stop();
     // Out of turn, aborted, or the store unreachable: only this tenant's writes are redelivered.
@@ -113,11 +118,17 @@ export async function runUnderRate(
   const sent = () => writes?.count ?? attempts?.count ?? 0;
   // Writes start at most `rate` per second (reads are not paced: the store enqueues them unpaced). An
   // overloaded round steps the schedule at once, and the pace follows where the schedule then stands (or,
-  // when the store cannot say, the law applied to that round).
+  // when the store cannot say, the law applied to that round); the slots left stretch with it, as the
+  // schedule's did.
+  const cutTo = (next: number) => {
+    const at = now();
+    if (next < pace.rate && slots.endsAt > at) slots.endsAt = at + ((slots.endsAt - at) * pace.rate) / next;
+    return next;
+  };
   const pace: RatePace = new RatePace(
     request.pool,
     request.pool,
-    rate,
+    slots.rate,
     sent,
     (round): Promise<number> =>
       booking
@@ -126,13 +137,48 @@ export async function runUnderRate(
           (view) => Math.min(view.rate, budget.ceiling),
           () => nextRate(pace.rate, round, budget.ceiling),
         )
-        .then((next) => (next < pace.rate ? next : nextRate(pace.rate, round, budget.ceiling))),
+        .then((next) => cutTo(next < pace.rate ? next : nextRate(pace.rate, round, budget.ceiling))),
   );
   try {
     request.pool.setConcurrency(Math.max(1, request.inFlight));
-    await body();
-    // Reported once every write has settled (timed-out ones too), so the round is complete.
-    await drainBy(request.pool, window.signal, window.releaseTimeoutMs);
+    const work = body().then(() => drainBy(request.pool, window.signal, window.releaseTimeoutMs));
+    let done = false;
+    const settled = work.then(
+      () => {
+        done = true;
+      },
+      () => {
+        done = true;
+      },
+    );
+    while (!done && !window.signal.aborted) {
+      await Promise.race([
+        settled,
+        sleepUntil(slots.endsAt + SLOT_CATCH_UP_MS, window.signal, now).catch(() => {}),
+      ]);
+      if (done || window.signal.aborted || request.pool.waiting === 0) break;
+      // Its slots are over and writes remain (retries of refused writes, or more writes than fitted): they
+      // wait, and take the next free slots at the end of the schedule rather than anyone else's.
+      void request.pool.pause();
+      try {
+        await pace.settled();
+        booking = await budget.book({
+          writes: request.pool.waiting,
+          latestStart: window.deadline,
+          writeBy: window.deadline,
+          signal: window.signal,
+        });
+        await sleepUntil(booking.startAt, window.signal, now);
+      } catch {
+        // No slot before the cutoff, aborted, or the store unreachable: the writes left wait for the
+        // cutoff, and are redelivered.
+        break;
+      }
+      slots = { rate: Math.min(booking.rate, budget.ceiling), endsAt: booking.endsAt };
+      pace.restart(slots.rate);
+      request.pool.resume();
+    }
+    await work;
   } finally {
     pace.stop();
     attempts?.stop();
@@ -145,14 +191,14 @@ export async function runUnderRate(
   try {
     // Reported after the cutoff too, but bounded: a stalled store cannot hold the invocation.
     await booking.report(report, { signal: AbortSignal.timeout(window.releaseTimeoutMs) });
-    return { rate };
+    return { rate: slots.rate };
   } catch (releaseError) {
-    return { rate, releaseError };
+    return { rate: slots.rate, releaseError };
   }
 }
 
 /**
- * Sleeps until the booking's first slot and resolves the rate to pace at. A booking that queued behind
+ * Sleeps until the booking's first slot and resolves the slots to write in. A booking that queued behind
  * others reads the schedule when its turn comes: if the rate was decreased after the booking, its slots are
  * stretched as the schedule's were (`freeAt` rescaled around the decrease), so it starts later and paces at
  * the new rate. A read that fails keeps the booking as made.
@@ -162,19 +208,26 @@ async function firstSlot(
   booking: RateBooking,
   signal: AbortSignal,
   now: () => number,
-): Promise<number> {
+): Promise<Slots> {
+  const asBooked = { rate: booking.rate, endsAt: booking.endsAt };
   await sleepUntil(booking.startAt, signal, now);
-  if (!booking.queued) return booking.rate;
+  if (!booking.queued) return asBooked;
   const view = await booking
     .step({ accepted: 0, throttled: 0, starved: false }, { signal })
     .catch(() => undefined);
   if (signal.aborted) throw signal.reason;
   const rate = Math.min(view?.rate ?? booking.rate, budget.ceiling);
-  if (view === undefined || !(rate < booking.rate && view.decreasedAt > booking.bookedAt))
-    return booking.rate;
-  const since = Math.max(0, booking.startAt - view.decreasedAt);
-  await sleepUntil(view.decreasedAt + (since * booking.rate) / rate, signal, now);
-  return rate;
+  if (view === undefined || !(rate < booking.rate && view.decreasedAt > booking.bookedAt)) return asBooked;
+  const stretch = booking.rate / rate;
+  const startAt = view.decreasedAt + Math.max(0, booking.startAt - view.decreasedAt) * stretch;
+  await sleepUntil(startAt, signal, now);
+  return { rate, endsAt: startAt + (booking.endsAt - booking.startAt) * stretch };
+}
+
+/** The slots a holder writes in: its pace, and when its last slot ends (both move when the pace is cut). */
+interface Slots {
+  rate: number;
+  endsAt: number;
 }
 
 async function sleepUntil(at: number, signal: AbortSignal, now: () => number): Promise<void> {

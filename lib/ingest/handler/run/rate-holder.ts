@@ -139,6 +139,7 @@ export async function runUnderRate(
         )
         .then((next) => cutTo(next < pace.rate ? next : nextRate(pace.rate, round, budget.ceiling))),
   );
+  let paused = false;
   try {
     request.pool.setConcurrency(Math.max(1, request.inFlight));
     const work = body().then(() => drainBy(request.pool, window.signal, window.releaseTimeoutMs));
@@ -152,13 +153,15 @@ export async function runUnderRate(
       },
     );
     while (!done && !window.signal.aborted) {
-      await Promise.race([
-        settled,
-        sleepUntil(slots.endsAt + SLOT_CATCH_UP_MS, window.signal, now).catch(() => {}),
-      ]);
-      if (done || window.signal.aborted || request.pool.waiting === 0) break;
+      const end = slots.endsAt + SLOT_CATCH_UP_MS;
+      await Promise.race([settled, sleepUntil(end, window.signal, now).catch(() => {})]);
+      if (done || window.signal.aborted) break;
+      // A cut meanwhile stretched the slots: they are not over yet.
+      if (now() < slots.endsAt + SLOT_CATCH_UP_MS) continue;
+      if (request.pool.waiting === 0) break;
       // Its slots are over and writes remain (retries of refused writes, or more writes than fitted): they
       // wait, and take the next free slots at the end of the schedule rather than anyone else's.
+      paused = true;
       void request.pool.pause();
       try {
         await pace.settled();
@@ -176,10 +179,13 @@ export async function runUnderRate(
       }
       slots = { rate: Math.min(booking.rate, budget.ceiling), endsAt: booking.endsAt };
       pace.restart(slots.rate);
+      paused = false;
       request.pool.resume();
     }
     await work;
   } finally {
+    // The pool outlives the holder (the tenant's next batch): never leave it paused.
+    if (paused) request.pool.resume();
     pace.stop();
     attempts?.stop();
     writes?.stop();

@@ -223,7 +223,8 @@ async function firstSlot(
     .catch(() => undefined);
   if (signal.aborted) throw signal.reason;
   const rate = Math.min(view?.rate ?? booking.rate, budget.ceiling);
-  if (view === undefined || !(rate < booking.rate && view.decreasedAt > booking.bookedAt)) return asBooked;
+  // Lower than it booked at: decreased since (its booking read the rate it booked at).
+  if (view === undefined || !(rate < booking.rate)) return asBooked;
   const stretch = booking.rate / rate;
   const startAt = view.decreasedAt + Math.max(0, booking.startAt - view.decreasedAt) * stretch;
   await sleepUntil(startAt, signal, now);

@@ -282,98 +282,69 @@ describe('runUnderRate: no slots', () => {
 });
 
 describe('runUnderRate: the first slot', () => {
-  /** A table whose schedule another holder booked until `freeAt` (20 writes/s), and that holder's booking. */
+  /** A table whose schedule another holder booked `writes` slots of (at `ceiling`/s from T0), and its booking. */
   async function bookedAhead(ceiling: number, writes: number) {
     const table = new MemoryBudgetTable();
     const ahead = await memoryBudget(ceiling, table).book({ writes, latestStart: T0, writeBy: T0 + 60_000 });
     return { table, ahead };
   }
 
+  /** A holder of 10 writes with 20 s left, whose work notes when it began and the pace it was given. */
+  function holder(budget: RateBudget, signal?: AbortSignal, writes?: ReturnType<typeof watch>) {
+    const p = pool();
+    const seen: { began?: number; interval?: number } = {};
+    const running = runUnderRate(
+      budget,
+      { pool: p, writes: 10, inFlight: 1 },
+      window(T0 + 20_000, signal),
+      writes,
+      async () => {
+        seen.began = Date.now();
+        seen.interval = p.startInterval;
+      },
+    );
+    return { running, seen };
+  }
+
+  /** The holder ahead halves the rate: an overloaded round of its own. */
+  const halve = (ahead: RateBooking) => ahead.step({ accepted: 10, throttled: 10, starved: false });
+
   it('a booking not queued starts at once and reads nothing more', async () => {
     const { budget, steps } = recording(memoryBudget(10));
-    let began: number | undefined;
-    await settle(
-      runUnderRate(
-        budget,
-        { pool: pool(), writes: 5, inFlight: 1 },
-        window(T0 + 10_000),
-        undefined,
-        async () => {
-          began = Date.now();
-        },
-      ),
-    );
-    expect(began).toBe(T0);
+    const { running, seen } = holder(budget);
+    expect(await settle(running)).toEqual({ rate: 10 });
+    expect(seen).toEqual({ began: T0, interval: 100 });
     expect(steps).toEqual([]);
   });
 
   it('a queued booking sleeps until its first slot, then reads the schedule once', async () => {
     const { table } = await bookedAhead(10, 20);
     const { budget, steps } = recording(memoryBudget(10, table));
-    let began: number | undefined;
-    const result = await settle(
-      runUnderRate(
-        budget,
-        { pool: pool(), writes: 10, inFlight: 1 },
-        window(T0 + 20_000),
-        undefined,
-        async () => {
-          began = Date.now();
-        },
-      ),
-    );
-    expect(began).toBe(T0 + 2_000);
+    const { running, seen } = holder(budget);
+    expect(await settle(running)).toEqual({ rate: 10 });
+    expect(seen.began).toBe(T0 + 2_000);
     expect(steps).toEqual([{ round: { accepted: 0, throttled: 0, starved: false }, at: T0 + 2_000 }]);
-    expect(result).toEqual({ rate: 10 });
   });
 
   it('follows a decrease made after its booking: its slots stretch, so it starts later and paces at the new rate', async () => {
     const { table, ahead } = await bookedAhead(10, 20);
-    const p = pool();
-    let began: number | undefined;
-    let interval: number | undefined;
-    const running = runUnderRate(
-      memoryBudget(10, table),
-      { pool: p, writes: 10, inFlight: 1 },
-      window(T0 + 20_000),
-      undefined,
-      async () => {
-        began = Date.now();
-        interval = p.startInterval;
-      },
-    );
+    const { running, seen } = holder(memoryBudget(10, table));
     // Booked at T0 for the slots from T0 + 2 s; at T0 + 100 ms the holder ahead halves the rate.
     await vi.advanceTimersByTimeAsync(100);
-    expect(await ahead.step({ accepted: 10, throttled: 10, starved: false })).toEqual({
-      rate: 5,
-      decreasedAt: T0 + 100,
-    });
-    const result = await settle(running);
+    expect(await halve(ahead)).toEqual({ rate: 5, decreasedAt: T0 + 100 });
+    expect(await settle(running)).toEqual({ rate: 5 });
     // Its first slot, 1.9 s after the decrease at 10/s, is 3.8 s after it at 5/s.
-    expect(began).toBe(T0 + 3_900);
-    expect(interval).toBe(200);
-    expect(result).toEqual({ rate: 5 });
+    expect(seen).toEqual({ began: T0 + 3_900, interval: 200 });
   });
 
   it('a decrease made before its booking is already in its slots: nothing more to follow', async () => {
     const { table, ahead } = await bookedAhead(10, 20);
     await vi.advanceTimersByTimeAsync(100);
-    await ahead.step({ accepted: 10, throttled: 10, starved: false });
-    let began: number | undefined;
-    const result = await settle(
-      runUnderRate(
-        memoryBudget(10, table),
-        { pool: pool(), writes: 10, inFlight: 1 },
-        window(T0 + 20_000),
-        undefined,
-        async () => {
-          began = Date.now();
-        },
-      ),
-    );
+    await halve(ahead);
+    const { running, seen } = holder(memoryBudget(10, table));
+    expect(await settle(running)).toEqual({ rate: 5 });
     // The schedule, rescaled by the decrease, is free from T0 + 100 + 1.9 s x 2.
-    expect(began).toBe(T0 + 3_900);
-    expect(result).toEqual({ rate: 5 });
+    expect(seen).toEqual({ began: T0 + 3_900, interval: 200 });
   });
 
   // Fails today: a decrease stamped no later than the booking (the same ms, or a decreaser's clock a little
@@ -381,49 +352,26 @@ describe('runUnderRate: the first slot', () => {
   // A lower rate than the booking's can only come from a decrease after it, so the rate alone decides.
   it.fails('follows a decrease stamped in the same ms as its booking: its slots were stretched all the same', async () => {
     const { table, ahead } = await bookedAhead(10, 20);
-    let began: number | undefined;
-    const running = runUnderRate(
-      memoryBudget(10, table),
-      { pool: pool(), writes: 10, inFlight: 1 },
-      window(T0 + 20_000),
-      undefined,
-      async () => {
-        began = Date.now();
-      },
-    );
+    const { running, seen } = holder(memoryBudget(10, table));
     // Booked at T0; the holder ahead halves the rate in the same ms, after the booking.
     await vi.advanceTimersByTimeAsync(0);
     expect(table.item(NAME)!.freeAt).toBe(T0 + 3_000);
-    expect(await ahead.step({ accepted: 10, throttled: 10, starved: false })).toEqual({
-      rate: 5,
-      decreasedAt: T0,
-    });
+    expect(await halve(ahead)).toEqual({ rate: 5, decreasedAt: T0 });
     expect(table.item(NAME)!.freeAt).toBe(T0 + 6_000);
-    const result = await settle(running);
+    expect(await settle(running)).toEqual({ rate: 5 });
     // Its slots now run from T0 + 4 s to T0 + 6 s at 5/s; starting at T0 + 2 s at 10/s it would write
     // alongside the holder ahead (still at 5/s until T0 + 4 s): 15 writes/s on a schedule of 5.
-    expect(began).toBe(T0 + 4_000);
-    expect(result).toEqual({ rate: 5 });
+    expect(seen).toEqual({ began: T0 + 4_000, interval: 200 });
   });
 
   it('a read of the schedule that fails keeps the booking as made', async () => {
     const { table, ahead } = await bookedAhead(10, 20);
     const { budget } = recording(memoryBudget(10, table), { readError: new Error('read timed out') });
-    let began: number | undefined;
-    const running = runUnderRate(
-      budget,
-      { pool: pool(), writes: 10, inFlight: 1 },
-      window(T0 + 20_000),
-      undefined,
-      async () => {
-        began = Date.now();
-      },
-    );
+    const { running, seen } = holder(budget);
     await vi.advanceTimersByTimeAsync(100);
-    await ahead.step({ accepted: 10, throttled: 10, starved: false });
-    const result = await settle(running);
-    expect(began).toBe(T0 + 2_000);
-    expect(result).toEqual({ rate: 10 });
+    await halve(ahead);
+    expect(await settle(running)).toEqual({ rate: 10 });
+    expect(seen).toEqual({ began: T0 + 2_000, interval: 100 });
   });
 
   it('the cutoff while it sleeps to its first slot ends it at once: unavailable, nothing run, nothing reported', async () => {
@@ -431,27 +379,19 @@ describe('runUnderRate: the first slot', () => {
     const { budget, steps, reports } = recording(memoryBudget(10, table));
     const cutoff = new AbortController();
     const writes = watch();
-    let ran = false;
+    const { running, seen } = holder(budget, cutoff.signal, writes);
     let endedAt: number | undefined;
-    const running = runUnderRate(
-      budget,
-      { pool: pool(), writes: 10, inFlight: 1 },
-      window(T0 + 20_000, cutoff.signal),
-      writes,
-      async () => {
-        ran = true;
-      },
-    ).then((result) => {
+    const ended = running.then((result) => {
       endedAt = Date.now();
       return result;
     });
     await vi.advanceTimersByTimeAsync(500);
     cutoff.abort(new Error('cutoff'));
-    const result = await settle(running);
+    const result = await settle(ended);
     expect(endedAt).toBe(T0 + 500);
     expect(result).toEqual({ unavailable: expect.any(SemaphoreTimeoutError) });
     expect(result).toMatchObject({ unavailable: { semaphore: NAME, min: 10, deadline: T0 + 10_000 } });
-    expect(ran).toBe(false);
+    expect(seen).toEqual({});
     expect(steps).toEqual([]);
     expect(reports).toEqual([]);
     expect(writes.stopped).toBe(true);

@@ -347,9 +347,9 @@ describe('runUnderRate: the first slot', () => {
     expect(seen).toEqual({ began: T0 + 3_900, interval: 200 });
   });
 
-  // Fails today: a decrease stamped no later than the booking (the same ms, or a decreaser's clock a little
-  // behind the booker's) is taken for one the booking already had, though its slots were stretched by it.
-  // A lower rate than the booking's can only come from a decrease after it, so the rate alone decides.
+  // A decrease stamped no later than the booking (the same ms, or a decreaser's clock a little behind the
+  // booker's) still stretched its slots: a lower rate than the booking's can only come from a decrease after
+  // it, so the rate alone decides, not the stamps.
   it('follows a decrease stamped in the same ms as its booking: its slots were stretched all the same', async () => {
     const { table, ahead } = await bookedAhead(10, 20);
     const { running, seen } = holder(memoryBudget(10, table));

@@ -1,18 +1,18 @@
 // DynamoRateBudget across worker processes (the real lib code bundled with esbuild, forked as separate Node
-// processes) on one dynalite: the merged timeline never holds more than the ceiling while the budget moves,
-// every write keeps free = budget - held, and a killed holder's rate comes back when its lease ends.
+// processes) booking one prefix's schedule on one dynalite: no two bookings share a slot, the slots that
+// start in any second never exceed the rate, a decrease keeps both true, clocks that disagree shift slots
+// by no more than their skew, and a killed holder costs the fleet at most its own slots.
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoRateBudget } from '../../../lib/semaphore/index.js';
-import { dynamoBackend } from './support/budget.js';
-import type { RateWorkerConfig } from './support/rate-budget-worker.js';
-import { type HoldInterval, peakHeld } from './support/timeline.js';
+import { dynamoBackend, overlapping, peakSlots, slotsOf } from './support/budget.js';
+import type { BookedSlots, RateWorkerConfig, RateWorkerMessage } from './support/rate-budget-worker.js';
 import { bundleWorker, startWorker, type Worker } from './support/workers.js';
 
 const backend = dynamoBackend();
 let bundle: string;
-const started: Worker[] = [];
+const started: Worker<RateWorkerMessage>[] = [];
 
 beforeAll(async () => {
   const source = fileURLToPath(new URL('./support/rate-budget-worker.ts', import.meta.url));
@@ -28,7 +28,7 @@ afterEach(async () => {
 });
 
 const spawn = (config: Omit<RateWorkerConfig, 'endpoint' | 'tableName'>) => {
-  const worker = startWorker(bundle, {
+  const worker = startWorker<RateWorkerMessage>(bundle, {
     endpoint: backend.endpoint(),
     tableName: backend.tableName(),
     ...config,
@@ -37,36 +37,89 @@ const spawn = (config: Omit<RateWorkerConfig, 'endpoint' | 'tableName'>) => {
   return worker;
 };
 
+/** Starts `configs.length` booking workers together and gathers their bookings, each tagged with its worker. */
+async function bookTogether(configs: Omit<RateWorkerConfig, 'endpoint' | 'tableName' | 'mode'>[]) {
+  const workers = configs.map((config) => spawn({ ...config, mode: 'book' }));
+  await Promise.all(workers.map((w) => w.next('ready')));
+  for (const w of workers) w.process.send('go');
+  const answers = await Promise.all(workers.map((w) => w.next('booked')));
+  return answers.flatMap((answer, worker) => answer.bookings.map((booking) => ({ ...booking, worker })));
+}
+
+/** How many times consecutive bookings on the schedule come from different workers. */
+const handOvers = (bookings: readonly (BookedSlots & { worker: number })[]) =>
+  [...bookings]
+    .sort((a, b) => a.startAt - b.startAt)
+    .filter((booking, i, sorted) => i > 0 && booking.worker !== sorted[i - 1]!.worker).length;
+
 // Worker processes take seconds each to start on a loaded 2-core machine: allow more than the default 30 s.
 describe('DynamoRateBudget across worker processes (dynalite)', { timeout: 60_000 }, () => {
-  it('never holds more than the ceiling at any instant while 4 processes contend and move the budget', async () => {
-    const name = `rate-contend-${randomUUID().slice(0, 8)}`;
-    const ceiling = 10;
-    const workers = Array.from({ length: 4 }, () =>
-      spawn({ name, ceiling, leaseMs: 30_000, mode: 'contend', cycles: 12, maxWant: 6, maxHoldMs: 8 }),
+  it('4 processes booking one schedule: no two bookings share a slot, and no second holds more slots than the rate', async () => {
+    const name = `rate-book-${randomUUID().slice(0, 8)}`;
+    const ceiling = 200;
+    const bookings = await bookTogether(
+      Array.from({ length: 4 }, () => ({ name, ceiling, bookings: 15, maxWrites: 30 })),
     );
-    await Promise.all(workers.map((w) => w.next('ready')));
-    for (const w of workers) w.process.send('go');
-    const reports = await Promise.all(workers.map((w) => w.next('intervals')));
-    const intervals: HoldInterval[] = reports.flatMap((r) => r.intervals);
 
-    expect(intervals).toHaveLength(4 * 12);
-    const { peak, at } = peakHeld(intervals);
-    expect(peak, `peak at ${at}`).toBeLessThanOrEqual(ceiling);
-    // Contended: some instants saw more than one holder, so the bound above was exercised.
-    expect(peakHeld(intervals.map((i) => ({ ...i, permits: 1 }))).peak).toBeGreaterThan(1);
-    const item = await backend.stored(name);
-    expect(item?.holders).toEqual({});
-    // Every step moved budget and free together: with nothing held, all of the budget is free.
-    expect(item?.free).toBe(item?.budget);
-    expect(item?.budget).toBeLessThanOrEqual(ceiling);
+    expect(bookings).toHaveLength(60);
+    // The processes took turns on one schedule: their bookings interleave.
+    expect(handOvers(bookings)).toBeGreaterThan(3);
+    expect(overlapping(bookings)).toEqual([]);
+    expect(bookings.every((b) => b.rate === ceiling)).toBe(true);
+    expect(peakSlots(bookings.flatMap(slotsOf))).toBeLessThanOrEqual(ceiling);
+    // Every booking is one write that landed once; a clean report writes nothing.
+    expect(await backend.stored(name)).toMatchObject({
+      rate: ceiling,
+      version: 60,
+      freeAt: Math.max(...bookings.map((b) => b.endsAt)),
+    });
   });
 
-  it("makes a killed holder's rate takeable once its lease ends, and not before", async () => {
+  it('while reports decrease the rate, bookings still never share a slot nor exceed the ceiling', async () => {
+    const name = `rate-decrease-${randomUUID().slice(0, 8)}`;
+    const ceiling = 200;
+    const bookings = await bookTogether(
+      Array.from({ length: 3 }, () => ({ name, ceiling, bookings: 12, maxWrites: 20, decreaseEvery: 4 })),
+    );
+
+    expect(bookings).toHaveLength(36);
+    const stored = await backend.stored(name);
+    // The rate moved, and bookings were made at more than one rate.
+    expect(stored?.rate).toBeLessThan(ceiling);
+    expect(new Set(bookings.map((b) => b.rate)).size).toBeGreaterThan(1);
+    expect(overlapping(bookings)).toEqual([]);
+    expect(peakSlots(bookings.flatMap(slotsOf))).toBeLessThanOrEqual(ceiling);
+    // A booking never starts before the first free slot a decrease moved out: the latest one ends the schedule.
+    expect(stored?.freeAt).toBeGreaterThanOrEqual(Math.max(...bookings.map((b) => b.endsAt)));
+  });
+
+  it('processes whose clocks disagree by up to 50 ms overlap their slots by no more than that', async () => {
+    const name = `rate-skew-${randomUUID().slice(0, 8)}`;
+    const ceiling = 200;
+    const skews = [0, 25, -25];
+    const booked = await bookTogether(
+      skews.map((skewMs) => ({ name, ceiling, bookings: 12, maxWrites: 20, skewMs })),
+    );
+    // On the machine's clock: a worker's slots are its own clock's.
+    const bookings = booked.map((b) => ({
+      ...b,
+      startAt: b.startAt - skews[b.worker]!,
+      endsAt: b.endsAt - skews[b.worker]!,
+    }));
+
+    expect(handOvers(bookings)).toBeGreaterThan(3);
+    const overlaps = overlapping(bookings).map(([a, b]) => Math.min(a.endsAt, b.endsAt) - b.startAt);
+    // A clock ahead booked after one behind it, so the bound was exercised.
+    expect(Math.max(0, ...overlaps)).toBeGreaterThan(0);
+    expect(Math.max(0, ...overlaps)).toBeLessThanOrEqual(50);
+    // At most 50 ms of a second's slots start twice.
+    expect(peakSlots(bookings.flatMap(slotsOf))).toBeLessThanOrEqual(ceiling + (50 * ceiling) / 1000);
+  });
+
+  it('a killed holder costs the fleet at most its own slots: the next booking starts where they end', async () => {
     const name = `rate-crash-${randomUUID().slice(0, 8)}`;
-    const worker = spawn({ name, ceiling: 10, leaseMs: 1_500, mode: 'hold', want: 10 });
-    const held = await worker.next('held');
-    expect(held.permits).toBe(10);
+    const worker = spawn({ name, ceiling: 100, mode: 'hold', writes: 300 });
+    const { booking: held } = await worker.next('held');
     worker.process.kill('SIGKILL');
     await worker.exited;
 
@@ -74,11 +127,13 @@ describe('DynamoRateBudget across worker processes (dynalite)', { timeout: 60_00
       client: backend.client(),
       tableName: backend.tableName(),
       name,
-      ceiling: 10,
+      ceiling: 100,
     });
-    const lease = await budget.take(10, { least: 10, deadline: held.expiresAt + 1_000, leaseMs: 5_000 });
-    expect(lease.rate).toBe(10);
-    expect(Date.now()).toBeGreaterThan(held.expiresAt);
-    expect(Object.keys((await backend.stored(name))?.holders ?? {})).toEqual([lease.fence]);
+    const now = Date.now();
+    const next = await budget.book({ writes: 10, latestStart: now + 60_000, writeBy: now + 600_000 });
+    expect(next.startAt).toBe(Math.max(held.endsAt, next.bookedAt));
+    expect(held.endsAt).toBeGreaterThan(now);
+    // Nothing to reclaim: the item is the same constant-size schedule, two writes in.
+    expect(await backend.stored(name)).toMatchObject({ rate: 100, version: 2, freeAt: next.endsAt });
   });
 });

@@ -1,10 +1,9 @@
-// A separate OS process that uses one DynamoRateBudget, driven by the tests through fork() IPC.
-//   contend: report 'ready', wait for 'go', run `cycles` take/hold/release cycles and send back every hold
-//            interval (its rate as `permits`); releases report a mix of clean, starved and overloaded leases.
-//   hold:    take `want`, report the lease ('held'), then wait to be killed.
-import { DynamoRateBudget, type LeaseReport } from '../../../../lib/semaphore/index.js';
-import type { WorkerMessage } from './semaphore-worker.js';
-import type { HoldInterval } from './timeline.js';
+// A separate OS process that books one DynamoRateBudget's schedule, driven by the tests through fork() IPC.
+//   book: report 'ready', wait for 'go', make `bookings` bookings of 1..`maxWrites` writes on its own clock
+//         (Date.now() + `skewMs`), report each one (a clean round, or every `decreaseEvery`-th an overloaded
+//         one), and send back every booking's slots ('booked').
+//   hold: make one booking of `writes` writes, send it ('held'), then wait to be killed.
+import { DynamoRateBudget, type WriteRound } from '../../../../lib/semaphore/index.js';
 import { sendToTest, workerClient, workerConfig } from './worker-process.js';
 
 export interface RateWorkerConfig {
@@ -12,58 +11,76 @@ export interface RateWorkerConfig {
   tableName: string;
   name: string;
   ceiling: number;
-  leaseMs: number;
-  mode: 'contend' | 'hold';
-  cycles?: number;
-  maxWant?: number;
-  maxHoldMs?: number;
-  want?: number;
+  mode: 'book' | 'hold';
+  bookings?: number;
+  maxWrites?: number;
+  writes?: number;
+  /** Every this many bookings reports an overloaded round (half refused); 0: none. */
+  decreaseEvery?: number;
+  /** The worker's clock is this far ahead of the machine's (negative: behind). */
+  skewMs?: number;
 }
 
+/** One booking's slots, on the worker's clock. */
+export interface BookedSlots {
+  rate: number;
+  startAt: number;
+  endsAt: number;
+  writes: number;
+}
+
+export type RateWorkerMessage =
+  | { type: 'ready' }
+  | { type: 'booked'; bookings: BookedSlots[] }
+  | { type: 'held'; booking: BookedSlots };
+
 const config = workerConfig<RateWorkerConfig>();
-const send = (message: WorkerMessage) => sendToTest(message);
+const send = (message: RateWorkerMessage) => sendToTest(message);
+const skewMs = config.skewMs ?? 0;
+const now = () => Date.now() + skewMs;
 const budget = new DynamoRateBudget({
   client: workerClient(config.endpoint),
   tableName: config.tableName,
   name: config.name,
   ceiling: config.ceiling,
+  now,
+});
+const slotsOf = ({ rate, startAt, endsAt, writes }: BookedSlots): BookedSlots => ({
+  rate,
+  startAt,
+  endsAt,
+  writes,
 });
 const randomInt = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1));
-const reports: LeaseReport[] = [
-  { accepted: 20, throttled: 0, starved: false },
-  { accepted: 20, throttled: 0, starved: true },
-  { accepted: 10, throttled: 10, starved: false },
-];
+const CLEAN: WriteRound = { accepted: 20, throttled: 0, starved: false };
+const OVERLOADED: WriteRound = { accepted: 10, throttled: 10, starved: false };
 
-if (config.mode === 'contend') {
-  // Start all workers' cycles together (process start-up times differ by seconds on a loaded machine).
+if (config.mode === 'book') {
+  // Start all workers' bookings together (process start-up times differ by seconds on a loaded machine).
   const go = new Promise((resolve) => process.once('message', resolve));
   await send({ type: 'ready' });
   await go;
-  const intervals: HoldInterval[] = [];
-  for (let i = 0; i < (config.cycles ?? 10); i++) {
-    const want = randomInt(1, config.maxWant ?? 1);
-    const lease = await budget.take(want, {
-      least: 1,
-      deadline: Date.now() + 20_000,
-      leaseMs: config.leaseMs,
+  const bookings: BookedSlots[] = [];
+  const every = config.decreaseEvery ?? 0;
+  for (let i = 1; i <= (config.bookings ?? 10); i++) {
+    const booking = await budget.book({
+      writes: randomInt(1, config.maxWrites ?? 1),
+      // Never out of turn: decreases stretch the slots booked ahead, and the test wants every booking.
+      latestStart: now() + 3_600_000,
+      writeBy: now() + 36_000_000,
     });
-    const start = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, randomInt(0, config.maxHoldMs ?? 5)));
-    const end = Date.now();
-    if (end >= lease.expiresAt) throw new Error('held past the lease; the test would not be meaningful');
-    await lease.release(reports[i % reports.length]!);
-    intervals.push({ start, end, permits: lease.rate });
+    bookings.push(slotsOf(booking));
+    await booking.report(every > 0 && i % every === 0 ? OVERLOADED : CLEAN);
   }
-  await send({ type: 'intervals', intervals });
+  await send({ type: 'booked', bookings });
   process.exit(0);
 } else {
-  const lease = await budget.take(config.want ?? 1, {
-    least: config.want ?? 1,
-    deadline: Date.now() + 20_000,
-    leaseMs: config.leaseMs,
+  const booking = await budget.book({
+    writes: config.writes ?? 1,
+    latestStart: now() + 60_000,
+    writeBy: now() + 600_000,
   });
-  await send({ type: 'held', fence: lease.fence, permits: lease.rate, expiresAt: lease.expiresAt });
+  await send({ type: 'held', booking: slotsOf(booking) });
   // Held until the test kills the process.
   setInterval(() => {}, 60_000);
 }

@@ -33,25 +33,28 @@ export async function bundleWorker(source = semaphoreWorker): Promise<string> {
   return outfile;
 }
 
-export interface Worker {
+export interface Worker<M extends { type: string } = WorkerMessage> {
   process: ChildProcess;
   /** Resolves with the next message of the given type. */
-  next<T extends WorkerMessage['type']>(type: T): Promise<Extract<WorkerMessage, { type: T }>>;
+  next<T extends M['type']>(type: T): Promise<Extract<M, { type: T }>>;
   /** Resolves when the process has exited (by itself or by a signal). */
   exited: Promise<void>;
 }
 
 /**
  * Starts a worker (a bundle from `bundleWorker`) in its own Node process, talking over fork IPC. `config`
- * is the bundled worker's (`WorkerConfig` for the semaphore worker).
+ * is the bundled worker's (`WorkerConfig` for the semaphore worker), `M` the messages it sends.
  */
-export function startWorker(bundle: string, config: WorkerConfig | RateWorkerConfig): Worker {
+export function startWorker<M extends { type: string } = WorkerMessage>(
+  bundle: string,
+  config: WorkerConfig | RateWorkerConfig,
+): Worker<M> {
   const child = fork(bundle, [JSON.stringify(config)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const backlog: WorkerMessage[] = [];
-  const waiting: { type: string; resolve: (m: WorkerMessage) => void; reject: (e: Error) => void }[] = [];
-  child.on('message', (message: WorkerMessage) => {
+  const backlog: M[] = [];
+  const waiting: { type: string; resolve: (m: M) => void; reject: (e: Error) => void }[] = [];
+  child.on('message', (message: M) => {
     const index = waiting.findIndex((w) => w.type === message.type);
     if (index >= 0) waiting.splice(index, 1)[0]!.resolve(message);
     else backlog.push(message);

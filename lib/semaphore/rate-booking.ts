@@ -2,7 +2,8 @@ import { withAbortReason } from './abort-reason.js';
 import type { BudgetContext } from './book-slots.js';
 import { newLeaseId } from './lease-id.js';
 import { checkReport } from './rate-budget-checks.js';
-import { type BookedFrom, type PlannedBooking, planStep } from './rate-schedule.js';
+import { nextRate } from './rate-law.js';
+import { type BookedFrom, onRateGrid, type PlannedBooking, planStep } from './rate-schedule.js';
 import type { BookingReport, RateBooking, ScheduleView, WriteRound } from './rate-types.js';
 
 /**
@@ -46,7 +47,7 @@ export class ScheduledBooking implements RateBooking {
   }
 
   report(report: BookingReport, options: { readonly signal?: AbortSignal } = {}): Promise<void> {
-    this.#reporting ??= this.step(report, options).then(
+    this.#reporting ??= this.#report(report, options.signal).then(
       () => undefined,
       (err: unknown) => {
         // A report that did not finish may be tried again.
@@ -55,6 +56,17 @@ export class ScheduledBooking implements RateBooking {
       },
     );
     return this.#reporting;
+  }
+
+  /**
+   * A round the law holds the rate for moves no schedule (a stale step is dropped, a current one holds), so
+   * such a report, most of them, costs nothing (docs/fleet-cap.md#what-a-holder-does).
+   */
+  async #report(report: BookingReport, signal: AbortSignal | undefined): Promise<void> {
+    checkReport(this.budget.name, report);
+    const { ceiling } = this.budget;
+    if (onRateGrid(nextRate(this.#from.rate, report, ceiling)) === this.#from.rate) return;
+    await this.#step(report, signal);
   }
 
   async #step(round: WriteRound, signal: AbortSignal | undefined): Promise<ScheduleView> {

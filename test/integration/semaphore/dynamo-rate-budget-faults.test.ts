@@ -283,11 +283,13 @@ describe('DynamoRateBudget: a step', () => {
     expect(b.kinds().filter((k) => k === 'write')).toHaveLength(2);
   });
 
-  it('that moves nothing sends no write', async () => {
+  it('a report the law holds the rate for sends nothing; a step reads where the schedule stands', async () => {
     const b = faulty({});
     const booking = await book(b, 10);
     const sent = b.kinds().length;
     await booking.report(CLEAN);
+    expect(b.kinds().slice(sent)).toEqual([]);
+    await expect(booking.step(CLEAN)).resolves.toEqual({ rate: 100, decreasedAt: 0 });
     expect(b.kinds().slice(sent)).toEqual(['read']);
   });
 });

@@ -218,13 +218,31 @@ function budgetOver(store: BudgetStore, ceiling = 100) {
 }
 
 describe('ScheduledBooking', () => {
-  it('a report that moves nothing reads once and writes nothing', async () => {
+  it('a report the law holds the rate for costs nothing: no read, no write (docs/fleet-cap.md)', async () => {
     const { store, counts } = countingStore();
     const budget = budgetOver(store);
     const booking = await budget.book();
     const before = { ...counts };
     await booking.report(CLEAN);
-    expect(counts).toEqual({ ...before, reads: before.reads + 1 });
+    expect(counts).toEqual(before);
+    // At the ceiling a starved round has nowhere to go either.
+    await (await budget.book()).report(STARVED);
+    expect(counts.writes).toBe(before.writes + 1);
+    expect(counts.reads).toBe(before.reads + 1);
+  });
+
+  it('a report the law would move reads, and writes nothing when the stored rate moved meanwhile', async () => {
+    const { store, counts } = countingStore();
+    const budget = budgetOver(store, 40);
+    const booking = await budget.book();
+    // A process of a lower ceiling reads: its clean round brings a stored rate above its ceiling down.
+    const low = budgetOver(store, 20);
+    const lowBooking = await low.book();
+    const before = { ...counts };
+    await lowBooking.report(CLEAN);
+    expect(counts).toEqual({ ...before, reads: before.reads + 1, writes: before.writes + 1 });
+    await booking.report(HALF_REFUSED);
+    expect(counts).toEqual({ ...before, reads: before.reads + 2, writes: before.writes + 1 });
   });
 
   it('reports once: the second call returns the first one and asks the store nothing', async () => {

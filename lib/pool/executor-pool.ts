@@ -144,18 +144,21 @@ export class ExecutorPool {
    * sends it in bursts (several slots freed by quick answers at once) is throttled by a service that admits
    * only a fraction of a second of its rate in a burst, though its average is under the limit; evenly spaced
    * starts at that rate are not refused. Retries and probes are paced alike; tasks enqueued with
-   * `paced: false` (reads a service limits apart from writes) start unspaced, and a paced task at the head
-   * of the queue holds back the tasks behind it until its turn.
+   * `paced: false` (reads a service limits apart from writes) start unspaced, and a paced task waiting for
+   * its turn holds back only the paced tasks behind it.
    *
    * `options.catchUpMs`: how late a start may be and still keep its slot, so the starts behind it catch up
    * (a busy event loop then costs no rate); after a longer pause the schedule restarts. Default half an
-   * interval.
+   * interval. `options.starts`: how many paced starts may go from now (slots booked elsewhere; retries
+   * count); once spent, paced tasks wait for the next call. Omitted, the allowance stays (unbounded until
+   * first set; `Infinity` lifts it). Both apply while the pool paces (`ms > 0`).
    * @example pool.setStartInterval(1000 / 45) // at most 45 starts per second
-   * @example pool.setStartInterval(1000 / 45, { catchUpMs: 50 }) // on a slot schedule: catch up 50 ms of lag
+   * @example pool.setStartInterval(1000 / 45, { catchUpMs: 50, starts: 40 }) // 40 booked slots, 50 ms of catch-up
    */
-  setStartInterval(ms: number, options?: { readonly catchUpMs?: number }): void {
-    // Called per completed attempt by a governor: only a shorter interval can start something sooner.
-    if (this.#pacer.setInterval(ms, options?.catchUpMs)) this.#pump();
+  setStartInterval(ms: number, options?: { readonly catchUpMs?: number; readonly starts?: number }): void {
+    // Called per completed attempt by a governor: only a shorter interval (or more starts) can start
+    // something sooner.
+    if (this.#pacer.setInterval(ms, options?.catchUpMs, options?.starts)) this.#pump();
   }
 
   /** The least ms between two attempt starts (0: none). */

@@ -7,6 +7,8 @@ export class StartPacer {
   #intervalMs = 0;
   /** How late a start may be and still keep its slot (undefined: half an interval). */
   #catchUpMs: number | undefined;
+  /** Paced starts left before the pacer holds every paced task (Infinity: no such bound). */
+  #allowance = Number.POSITIVE_INFINITY;
   #lastStartAt = Number.NEGATIVE_INFINITY;
   /** Pending while a paced task waits for the interval to pass. */
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -22,27 +24,46 @@ export class StartPacer {
     return this.#intervalMs;
   }
 
+  /** Paced starts left before the pacer holds (Infinity: no bound). */
+  get allowance(): number {
+    return this.#allowance;
+  }
+
   /**
-   * Sets the interval, and how late a start may be and still keep its slot (`catchUpMs`, default half the
-   * interval); returns whether the interval got shorter, the only change that may start something sooner
-   * (a pending timer re-checks the wait when it fires, so a longer one needs nothing more).
+   * Sets the interval, how late a start may be and still keep its slot (`catchUpMs`, default half the
+   * interval), and, when given, how many paced starts may go from now (`starts`: a booking of slots; the
+   * rest wait for the next call; omitted, the allowance stays). Returns whether a held start may now go
+   * sooner (a shorter interval, or a larger allowance); a pending timer re-checks the wait when it fires,
+   * so a longer interval needs nothing more.
    */
-  setInterval(ms: number, catchUpMs?: number): boolean {
+  setInterval(ms: number, catchUpMs?: number, starts?: number): boolean {
     if (!(ms >= 0 && Number.isFinite(ms))) {
       throw new RangeError(`startInterval must be a finite number >= 0, got ${ms}`);
     }
     if (catchUpMs !== undefined && !(catchUpMs >= 0 && Number.isFinite(catchUpMs))) {
       throw new RangeError(`catchUpMs must be a finite number >= 0, got ${catchUpMs}`);
     }
+    if (
+      starts !== undefined &&
+      !(starts >= 0 && (Number.isInteger(starts) || starts === Number.POSITIVE_INFINITY))
+    ) {
+      throw new RangeError(`starts must be a whole number >= 0 or Infinity, got ${starts}`);
+    }
     this.#catchUpMs = catchUpMs;
+    const more = starts !== undefined && starts > this.#allowance;
+    if (starts !== undefined) this.#allowance = starts;
     const shorter = ms < this.#intervalMs;
     this.#intervalMs = ms;
     if (shorter) this.cancel();
-    return shorter;
+    return shorter || more;
   }
 
-  /** Whether the interval holds a paced start back at `now`; if so, a timer calls `onDue` when it passes. */
+  /**
+   * Whether the pacer holds a paced start back at `now`: the allowance is spent (until the next
+   * `setInterval`), or the interval has not passed (a timer then calls `onDue` when it has).
+   */
   holds(now: number): boolean {
+    if (this.#allowance <= 0) return true;
     const wait = this.#lastStartAt + this.#intervalMs - now;
     if (!(wait > 0)) return false;
     this.#timer ??= setTimeout(() => {
@@ -63,6 +84,7 @@ export class StartPacer {
     const slot = this.#lastStartAt + this.#intervalMs;
     const catchUp = this.#catchUpMs ?? this.#intervalMs / 2;
     this.#lastStartAt = now - slot <= catchUp ? slot : now;
+    this.#allowance -= 1;
   }
 
   /** Drops the pending timer, if any. */

@@ -17,8 +17,6 @@ export interface RateHolderPool extends PacedTarget, RefusalEvents {
   setConcurrency(n: number): void;
   /** Tasks not running (queued, or waiting to retry): the writes a holder still has to start. */
   readonly waiting: number;
-  pause(): Promise<void>;
-  resume(): void;
   drain?(): Promise<void>;
   on(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
   on(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
@@ -139,7 +137,10 @@ export async function runUnderRate(
         )
         .then((next) => cutTo(next < pace.rate ? next : nextRate(pace.rate, round, budget.ceiling))),
   );
-  let paused = false;
+  // No more paced starts than slots booked: retries of refused writes count.
+  const allow = (starts: number) =>
+    request.pool.setStartInterval(1000 / pace.rate, { catchUpMs: SLOT_CATCH_UP_MS, starts });
+  allow(booking.writes);
   try {
     request.pool.setConcurrency(Math.max(1, request.inFlight));
     const work = body().then(() => drainBy(request.pool, window.signal, window.releaseTimeoutMs));
@@ -153,16 +154,20 @@ export async function runUnderRate(
       },
     );
     while (!done && !window.signal.aborted) {
-      const end = slots.endsAt + SLOT_CATCH_UP_MS;
-      await Promise.race([settled, sleepUntil(end, window.signal, now).catch(() => {})]);
+      // Until the slots are over, or the writes have settled (then the timer goes too).
+      const woken = new AbortController();
+      const wake = AbortSignal.any([window.signal, woken.signal]);
+      await Promise.race([
+        settled.then(() => woken.abort()),
+        sleepUntil(slots.endsAt + SLOT_CATCH_UP_MS, wake, now).catch(() => {}),
+      ]);
       if (done || window.signal.aborted) break;
       // A cut meanwhile stretched the slots: they are not over yet.
       if (now() < slots.endsAt + SLOT_CATCH_UP_MS) continue;
       if (request.pool.waiting === 0) break;
       // Its slots are over and writes remain (retries of refused writes, or more writes than fitted): they
-      // wait, and take the next free slots at the end of the schedule rather than anyone else's.
-      paused = true;
-      void request.pool.pause();
+      // wait (its allowance is spent), and take the next free slots at the end of the schedule rather than
+      // anyone else's.
       try {
         await pace.settled();
         booking = await budget.book({
@@ -174,18 +179,17 @@ export async function runUnderRate(
         await sleepUntil(booking.startAt, window.signal, now);
       } catch {
         // No slot before the cutoff, aborted, or the store unreachable: the writes left wait for the
-        // cutoff, and are redelivered.
+        // cutoff (held by the spent allowance), and are redelivered.
         break;
       }
       slots = { rate: Math.min(booking.rate, budget.ceiling), endsAt: booking.endsAt };
       pace.restart(slots.rate);
-      paused = false;
-      request.pool.resume();
+      allow(booking.writes);
     }
     await work;
   } finally {
-    // The pool outlives the holder (the tenant's next batch): never leave it paused.
-    if (paused) request.pool.resume();
+    // The pool outlives the holder (the tenant's next batch): its writes are not held by a spent allowance.
+    allow(Number.POSITIVE_INFINITY);
     pace.stop();
     attempts?.stop();
     writes?.stop();

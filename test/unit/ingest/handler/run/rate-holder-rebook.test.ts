@@ -1,0 +1,143 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { type RateWindow, runUnderRate } from '../../../../../lib/ingest/handler/run/rate-holder.js';
+import { ExecutorPool } from '../../../../../lib/pool/executor-pool.js';
+import { MemoryBudgetTable, MemoryRateBudget } from '../../../../../lib/semaphore/memory-rate-budget.js';
+import type { BookOptions, RateBudget } from '../../../../../lib/semaphore/rate-types.js';
+
+// A holder whose slots are over while writes are left (retries of refused writes, more writes than fitted)
+// holds them and books the next free slots at the end of the schedule, rather than writing in the slots of
+// the holder booked after it.
+
+const NAME = 'prefix:b/t=acme/';
+const T0 = 1_000_000;
+
+const slowDown = () => Object.assign(new Error('Please reduce your request rate.'), { name: 'SlowDown' });
+
+function budgetOn(table: MemoryBudgetTable, books: BookOptions[] = []): RateBudget {
+  const inner = new MemoryRateBudget({ ceiling: 10, name: NAME, table, random: () => 0 });
+  return {
+    name: inner.name,
+    ceiling: inner.ceiling,
+    book: (options) => {
+      books.push(options);
+      return inner.book(options);
+    },
+  };
+}
+
+function window(deadline: number): RateWindow {
+  return { deadline, signal: new AbortController().signal, releaseTimeoutMs: 500 };
+}
+
+/** `count` writes through `pool`, the first attempt of each refused by `refuseFirst`; start times (ms since T0). */
+function writesThrough(pool: ExecutorPool, count: number, refuseFirst: (i: number) => boolean) {
+  const starts: number[] = [];
+  const body = async () => {
+    await Promise.allSettled(
+      Array.from({ length: count }, (_, i) => {
+        let attempt = 0;
+        return pool.enqueue(async () => {
+          starts.push(Date.now() - T0);
+          if (attempt++ === 0 && refuseFirst(i)) throw slowDown();
+        });
+      }),
+    );
+  };
+  return { starts, body };
+}
+
+/** Holder B: 5 writes, none refused, booked after whoever booked first in `table`. */
+function fiveWritesBehind(table: MemoryBudgetTable, deadline: number) {
+  const poolB = new ExecutorPool({ concurrency: 5, retries: 0, timeout: 0 });
+  const b = writesThrough(poolB, 5, () => false);
+  const holderB = runUnderRate(
+    budgetOn(table),
+    { pool: poolB, writes: 5, inFlight: 5 },
+    window(deadline),
+    undefined,
+    b.body,
+  );
+  return { b, holderB };
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: T0 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('runUnderRate: writes left when its slots are over', () => {
+  it("books the next free slots after the holder booked behind it, starts none in that holder's slots, and leaves its pool unheld", async () => {
+    const table = new MemoryBudgetTable();
+    const booksA: BookOptions[] = [];
+    // 10 writes/s: A books 5 slots [0, 500) ms; B, booked right after, has [500, 1000).
+    const poolA = new ExecutorPool({ concurrency: 5, retries: 1, retryDelay: 1, jitter: 'none', timeout: 0 });
+    const a = writesThrough(poolA, 5, (i) => i < 2);
+    const holderA = runUnderRate(
+      budgetOn(table, booksA),
+      { pool: poolA, writes: 5, inFlight: 5 },
+      window(T0 + 10_000),
+      undefined,
+      a.body,
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    const { b, holderB } = fiveWritesBehind(table, T0 + 10_000);
+    await vi.runAllTimersAsync();
+    const [resultA, resultB] = await Promise.all([holderA, holderB]);
+    expect(resultA).toMatchObject({ rate: 10 });
+    expect(resultB).toMatchObject({ rate: 10 });
+    expect(b.starts).toEqual([500, 600, 700, 800, 900]);
+    // A's two refused writes were retried after its slots: in two slots booked after B's.
+    expect(booksA.map((o) => o.writes)).toEqual([5, 2]);
+    expect(a.starts).toHaveLength(7);
+    const late = a.starts.filter((t) => t >= 500);
+    expect(late).toEqual([1000, 1100]);
+    // The pool outlives the holder: its next writes are not held by the spent allowance.
+    const next = poolA.enqueue(async () => Date.now() - T0);
+    await vi.runAllTimersAsync();
+    await expect(next).resolves.toBeGreaterThanOrEqual(1100);
+  });
+
+  it('holds a retry until the cutoff when no slot is left before it', async () => {
+    const table = new MemoryBudgetTable();
+    const booksA: BookOptions[] = [];
+    const deadline = T0 + 1_500;
+    const cutoff = new AbortController();
+    const until = { deadline, signal: cutoff.signal, releaseTimeoutMs: 500 };
+    // 10 writes/s: A's 10 slots are [0, 1000) ms, B's 5 are [1000, 1500): nothing is free before the cutoff.
+    const poolA = new ExecutorPool({
+      concurrency: 10,
+      retries: 1,
+      retryDelay: 1,
+      jitter: 'none',
+      timeout: 0,
+    });
+    const a = writesThrough(poolA, 10, (i) => i === 9);
+    const holderA = runUnderRate(
+      budgetOn(table, booksA),
+      { pool: poolA, writes: 10, inFlight: 10 },
+      until,
+      undefined,
+      async () => {
+        const work = a.body();
+        // The invocation's cutoff: what has not started is abandoned (the handler's deadline signal).
+        setTimeout(() => {
+          cutoff.abort(new Error('cutoff'));
+          poolA.stop();
+        }, 1_500);
+        await work;
+      },
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    // A later cutoff: half of it is time enough to wait for A's slots to pass.
+    const { b, holderB } = fiveWritesBehind(table, T0 + 3_000);
+    await vi.runAllTimersAsync();
+    await Promise.all([holderA, holderB]);
+    expect(b.starts).toEqual([1000, 1100, 1200, 1300, 1400]);
+    // A asked for one more slot for its retry, found none before the cutoff, and never started it.
+    expect(booksA.map((o) => o.writes)).toEqual([10, 1]);
+    expect(a.starts).toHaveLength(10);
+    expect(a.starts.every((t) => t < 1_000)).toBe(true);
+  });
+});

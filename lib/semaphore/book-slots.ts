@@ -9,6 +9,9 @@ import { planBooking, type Schedule, type ScheduleChange } from './rate-schedule
 import type { BookOptions, RateBooking } from './rate-types.js';
 import { ACQUIRE_BACKOFF_BASE_MS, ACQUIRE_BACKOFF_CAP_MS } from './tuning.js';
 
+/** The longest delay a Node timer keeps (a longer one fires at once). */
+const maxTimerMs = 2 ** 31 - 1;
+
 /** What a budget's bookings and reports need: its store, its clock and its jitter. */
 export interface BudgetContext {
   readonly name: string;
@@ -29,7 +32,12 @@ export interface BudgetContext {
  */
 export async function bookSlots(budget: BudgetContext, options: BookOptions): Promise<RateBooking> {
   checkBook(budget.name, options);
-  const { signal, latestStart } = options;
+  const { latestStart } = options;
+  // Without a signal the call ends at writeBy, when no slot is of use any more (a store that stalls, or
+  // answers late, cannot hold the caller).
+  const signal =
+    options.signal ??
+    AbortSignal.timeout(Math.min(maxTimerMs, Math.max(0, options.writeBy - budget.now())));
   const id = newLeaseId();
   let wait: Backoff = new ExponentialBackoff({
     initialDelay: ACQUIRE_BACKOFF_BASE_MS,

@@ -37,7 +37,10 @@ export interface BookOptions {
    * fewer than `writes` are booked when not all fit.
    */
   readonly writeBy: number;
-  /** Aborts the call and every request of it. */
+  /**
+   * Aborts the call and every request of it.
+   * @default a `TimeoutError` at `writeBy`
+   */
   readonly signal?: AbortSignal;
 }
 

@@ -356,6 +356,19 @@ describe('DynamoRateBudget against a stalled DynamoDB', () => {
       await expect(booking).rejects.toBe(reason);
       expect((await backend.stored(b.name))?.version ?? 0).toBe(0);
     });
+
+    it(`a booking without a signal whose ${what} stalls rejects with a TimeoutError at writeBy, when no slot is of use`, async () => {
+      const b = await stalling(stall);
+      const started = performance.now();
+      const booking = b.budget.book({
+        writes: 10,
+        latestStart: b.clock.now() + 250,
+        writeBy: b.clock.now() + 250,
+      });
+      await expect(booking).rejects.toMatchObject({ name: 'TimeoutError' });
+      expect(performance.now() - started).toBeGreaterThanOrEqual(240);
+      expect(b.proxy.stalledCount).toBe(1);
+    });
   }
 
   it("a step whose write stalls rejects with its signal's reason; without one, with a TimeoutError at reportTimeoutMs", async () => {

@@ -127,6 +127,15 @@ describe.each([memoryBackend(), dynamoBackend()])('RateBudget contract: $kind', 
     expect(await backend.stored(b.name)).toBeUndefined();
   });
 
+  it('a booking without a signal whose writeBy is weeks away books: its bound at writeBy does not overflow a timer', async () => {
+    const b = fresh('far', 10);
+    const t0 = b.clock.now();
+    const booking = await book(b, 5, { writeBy: t0 + 30 * 86_400_000 });
+    // A timer past 2^31 ms fires at once: a bound set that way aborts the requests of a booking that waits on them.
+    expect(booking).toMatchObject({ startAt: t0, writes: 5 });
+    await expect(book(b, 5, { writeBy: t0 + 30 * 86_400_000 })).resolves.toMatchObject({ startAt: t0 + 500 });
+  });
+
   it('no two bookings share a slot: concurrent bookers, checked on the slots and on the item', async () => {
     const name = budgetName('contend');
     const ceiling = 50;

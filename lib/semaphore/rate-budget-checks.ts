@@ -21,8 +21,10 @@ export function checkBudgetOptions(options: {
   const fail = (why: string) => new InvalidSemaphoreOptionsError(`rate budget "${options.name}": ${why}`);
   if (!isPositive(options.ceiling) || floorToRateGrid(options.ceiling) <= 0)
     throw fail(`ceiling must be a number of writes per second >= 0.000001, got ${String(options.ceiling)}`);
-  if (options.reportTimeoutMs !== undefined && !isPositive(options.reportTimeoutMs))
-    throw fail(`reportTimeoutMs must be a positive number of ms, got ${String(options.reportTimeoutMs)}`);
+  // A Node timer past 2^31 - 1 ms fires at once.
+  const { reportTimeoutMs } = options;
+  if (reportTimeoutMs !== undefined && !(isPositive(reportTimeoutMs) && reportTimeoutMs < 2 ** 31))
+    throw fail(`reportTimeoutMs must be a positive number of ms below 2^31, got ${String(reportTimeoutMs)}`);
 }
 
 /** Checks a booking's arguments (`InvalidPermitRequestError` naming the bad one). */

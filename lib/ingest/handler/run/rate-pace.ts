@@ -65,11 +65,15 @@ export class RatePace {
     };
   }
 
-  /** Paces at `rate` from now (a new booking's, higher or lower), its writes a new round. */
+  /**
+   * Paces at `rate` from now (a new booking's, higher or lower). The round goes on: the refusals that sent
+   * writes to the new booking belong to it, and its report must not read as a round with none.
+   */
   restart(rate: number): void {
-    this.#cut(rate, true);
+    if (!(rate > 0)) return;
+    this.#rate = rate;
+    this.target.setStartInterval(1000 / rate, { catchUpMs: SLOT_CATCH_UP_MS });
   }
-
   /** Resolves once the step in flight, if any, has cut (`onOverload` must not reject). */
   async settled(): Promise<void> {
     await this.#stepping;
@@ -97,8 +101,8 @@ export class RatePace {
     this.#stepping = this.onOverload(round).then((rate) => this.#cut(rate));
   }
 
-  #cut(rate: number, either = false): void {
-    if (rate > 0 && (either || rate < this.#rate)) {
+  #cut(rate: number): void {
+    if (rate > 0 && rate < this.#rate) {
       this.#rate = rate;
       this.target.setStartInterval(1000 / rate, { catchUpMs: SLOT_CATCH_UP_MS });
     }

@@ -226,3 +226,17 @@ describe('RatePace', () => {
     expect(pace.sinceCut()).toEqual({ accepted: 1, throttled: 0 });
   });
 });
+
+describe('RatePace.restart (a new booking)', () => {
+  it('paces at the new rate, higher or lower, and keeps the round: its refusals are still reported', () => {
+    const { pace, intervals, refuse, accept } = harness(50);
+    accept(5);
+    refuse();
+    pace.restart(100);
+    pace.restart(25);
+    accept(2);
+    expect(pace.rate).toBe(25);
+    expect(intervals.slice(-2).map((i) => i.ms)).toEqual([10, 40]);
+    expect(pace.sinceCut()).toEqual({ accepted: 7, throttled: 1 });
+  });
+});

@@ -74,6 +74,7 @@ export class RatePace {
     this.#rate = rate;
     this.target.setStartInterval(1000 / rate, { catchUpMs: SLOT_CATCH_UP_MS });
   }
+
   /** Resolves once the step in flight, if any, has cut (`onOverload` must not reject). */
   async settled(): Promise<void> {
     await this.#stepping;

@@ -36,8 +36,7 @@ export async function bookSlots(budget: BudgetContext, options: BookOptions): Pr
   // Without a signal the call ends at writeBy, when no slot is of use any more (a store that stalls, or
   // answers late, cannot hold the caller).
   const signal =
-    options.signal ??
-    AbortSignal.timeout(Math.min(maxTimerMs, Math.max(0, options.writeBy - budget.now())));
+    options.signal ?? AbortSignal.timeout(Math.min(maxTimerMs, Math.max(0, options.writeBy - budget.now())));
   const id = newLeaseId();
   let wait: Backoff = new ExponentialBackoff({
     initialDelay: ACQUIRE_BACKOFF_BASE_MS,

@@ -111,7 +111,8 @@ export interface TimelinePoint {
   backlog: number;
   /**
    * The hot prefix's cap: with permits its adaptive semaphore summed over its shard items (capacity, free
-   * permits); with a rate its budget item (budget, free in writes/s). Holders: leases held.
+   * permits, leases held); with a rate its schedule item (rate in writes/s, ms of slots booked ahead of
+   * now, no holders).
    */
   hotCapacity: number;
   hotFree: number;
@@ -169,7 +170,7 @@ export interface FleetCellResult {
     /** Records the handler deferred (`RecordsDeferred`): each a copy sent to the queue. */
     deferred: number;
   };
-  /** The rate engine's takes and releases, every prefix and the hot one (absent with permits). */
+  /** The rate engine's bookings, steps and reports, every prefix and the hot one (absent with permits). */
   budgets?: BudgetTrace;
 }
 
@@ -379,8 +380,8 @@ const ingestConfig = loadConfig({
   ...config.env,
 });
 
-// The rate engine: each prefix's budget item in the table model, every take and release traced.
-// BENCH_FLEET_TRACE=<file>: one JSON line per invocation and per hot-prefix take and release.
+// The rate engine: each prefix's schedule item in the table model, every booking, step and report traced.
+// BENCH_FLEET_TRACE=<file>: one JSON line per invocation and per hot-prefix booking, step and report.
 const traceFile = process.env.BENCH_FLEET_TRACE;
 if (traceFile !== undefined) writeFileSync(traceFile, '');
 const traceLine = (line: object) => {
@@ -590,10 +591,10 @@ function sample(): void {
   let free = 0;
   let holders = 0;
   if (budgets !== undefined) {
+    // The schedule holds no holders: its rate, and how far ahead its slots are booked.
     for (const item of table.itemsOf(hotBudget)) {
-      capacity += Number(item.budget?.N ?? 0);
-      free += Number(item.free?.N ?? 0);
-      holders += Object.keys(item.holders?.M ?? {}).length;
+      capacity += Number(item.rate?.N ?? 0);
+      free += Math.max(0, Number(item.freeAt?.N ?? 0) - Date.now());
     }
   } else {
     for (const item of table.itemsOf(hotSemaphore)) {

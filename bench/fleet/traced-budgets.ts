@@ -1,29 +1,40 @@
 import type { RateBudgetFactory } from '../../lib/ingest/handler/run/rate-holder.js';
 import { SemaphoreTimeoutError } from '../../lib/semaphore/errors.js';
-import type { LeaseReport, RateBudget, RateLease, TakeOptions } from '../../lib/semaphore/rate-types.js';
+import type {
+  BookingReport,
+  BookOptions,
+  RateBooking,
+  RateBudget,
+  ScheduleView,
+  WriteRound,
+} from '../../lib/semaphore/rate-types.js';
 
-/** Takes and releases of rate budgets, summed: what the rate engine did in a cell. */
+/** Bookings, steps and reports of rate budgets, summed: what the rate engine did in a cell. */
 export interface BudgetCounts {
-  takes: number;
-  granted: number;
-  /** Takes that ended with `SemaphoreTimeoutError` (the tenant's records deferred or redelivered). */
-  timedOut: number;
-  /** ... of which rejected at once: the holders in the way were due past the taker's deadline. */
-  timedOutAtOnce: number;
-  /** Takes that failed otherwise (aborted at the cutoff, the store unreachable). */
+  /** `book` calls, and those that booked slots. */
+  bookings: number;
+  booked: number;
+  /** Slots asked for (sum of `writes`) and slots booked, over the calls that booked. */
+  wantedSlots: number;
+  bookedSlots: number;
+  /** Bookings whose first slot was later than the call (others had booked ahead), and the wait summed (ms). */
+  queued: number;
+  queuedMsSum: number;
+  /** Calls rejected with `SemaphoreTimeoutError`: the schedule booked past the latest start (records deferred). */
+  outOfTurn: number;
+  /** Calls that failed otherwise (aborted at the cutoff, the store unreachable). */
   failed: number;
-  /** Sums over the granted takes: the rate asked for, the least rate, the rate granted (writes/s), the wait (ms). */
-  wantSum: number;
-  leastSum: number;
-  grantSum: number;
-  waitMsSum: number;
-  releases: number;
-  /** Sums over the releases' reports, and releases that were starved. */
+  /** Steps within a booking (a round of refusals, or the read at a queued booking's first slot). */
+  steps: number;
+  /** Steps whose answer was a rate below the booking's: the holder followed a decrease. */
+  stepsDecreased: number;
+  /** Reports, and the sums of what they said. */
+  reports: number;
   accepted: number;
   throttled: number;
   starved: number;
-  /** Lease held, take to release, summed (ms). */
-  heldMsSum: number;
+  /** Reports that failed (the budget's step lost). */
+  reportsFailed: number;
 }
 
 /** The counts of every prefix and of the hot one. */
@@ -33,26 +44,27 @@ export interface BudgetTrace {
 }
 
 const zero = (): BudgetCounts => ({
-  takes: 0,
-  granted: 0,
-  timedOut: 0,
-  timedOutAtOnce: 0,
+  bookings: 0,
+  booked: 0,
+  wantedSlots: 0,
+  bookedSlots: 0,
+  queued: 0,
+  queuedMsSum: 0,
+  outOfTurn: 0,
   failed: 0,
-  wantSum: 0,
-  leastSum: 0,
-  grantSum: 0,
-  waitMsSum: 0,
-  releases: 0,
+  steps: 0,
+  stepsDecreased: 0,
+  reports: 0,
   accepted: 0,
   throttled: 0,
   starved: 0,
-  heldMsSum: 0,
+  reportsFailed: 0,
 });
 
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
 /**
- * Wraps a rate-budget factory so every take and release is counted (`trace`), and those of budget
+ * Wraps a rate-budget factory so every booking, step and report is counted (`trace`), and those of budget
  * `hotName` are also written one per line through `line` (the cell's trace file).
  */
 export function traceBudgets(
@@ -68,72 +80,84 @@ export function traceBudgets(
     const add = (f: (c: BudgetCounts) => void) => {
       for (const c of counts) f(c);
     };
-    return {
-      name: budget.name,
-      ceiling: budget.ceiling,
-      take: async (want: number, options: TakeOptions): Promise<RateLease> => {
-        const started = Date.now();
-        add((c) => c.takes++);
-        const asked = {
-          want: round(want),
-          least: round(options.least),
-          writes: options.writes,
-          waitForMs: options.deadline - started,
-        };
-        let lease: RateLease;
-        try {
-          lease = await budget.take(want, options);
-        } catch (error) {
-          const waitedMs = Date.now() - started;
-          if (error instanceof SemaphoreTimeoutError) {
-            add((c) => c.timedOut++);
-            if (error.freeAt !== undefined) add((c) => c.timedOutAtOnce++);
-            if (hot)
-              line({
-                take: { ...asked, waitedMs, timedOut: true, freeAtIn: (error.freeAt ?? started) - started },
-              });
-          } else {
-            add((c) => c.failed++);
-            if (hot) line({ take: { ...asked, waitedMs, failed: (error as Error).name } });
-          }
-          throw error;
+    const book = async (options: BookOptions): Promise<RateBooking> => {
+      const called = Date.now();
+      add((c) => c.bookings++);
+      const asked = {
+        writes: options.writes,
+        latestStartIn: options.latestStart - called,
+        writeByIn: options.writeBy - called,
+      };
+      let booking: RateBooking;
+      try {
+        booking = await budget.book(options);
+      } catch (error) {
+        if (error instanceof SemaphoreTimeoutError) {
+          add((c) => c.outOfTurn++);
+          if (hot) line({ book: { ...asked, outOfTurn: true, freeAtIn: (error.freeAt ?? called) - called } });
+        } else {
+          add((c) => c.failed++);
+          if (hot) line({ book: { ...asked, failed: (error as Error).name } });
         }
-        const waitedMs = Date.now() - started;
-        add((c) => {
-          c.granted++;
-          c.wantSum += want;
-          c.leastSum += options.least;
-          c.grantSum += lease.rate;
-          c.waitMsSum += waitedMs;
-        });
-        if (hot) line({ take: { ...asked, waitedMs, rate: round(lease.rate), fence: lease.fence } });
-        return {
-          rate: lease.rate,
-          fence: lease.fence,
-          takenAt: lease.takenAt,
-          expiresAt: lease.expiresAt,
-          release: async (report: LeaseReport, releaseOptions?: { readonly signal?: AbortSignal }) => {
-            add((c) => {
-              c.releases++;
-              c.accepted += report.accepted;
-              c.throttled += report.throttled;
-              if (report.starved) c.starved++;
-              c.heldMsSum += Date.now() - lease.takenAt;
-            });
-            if (hot)
-              line({
-                release: {
-                  fence: lease.fence,
-                  rate: round(lease.rate),
-                  heldMs: Date.now() - lease.takenAt,
-                  ...report,
-                },
-              });
-            await lease.release(report, releaseOptions);
+        throw error;
+      }
+      const waitMs = Math.max(0, booking.startAt - booking.bookedAt);
+      add((c) => {
+        c.booked++;
+        c.wantedSlots += options.writes;
+        c.bookedSlots += booking.writes;
+        if (booking.queued) {
+          c.queued++;
+          c.queuedMsSum += waitMs;
+        }
+      });
+      if (hot)
+        line({
+          book: {
+            ...asked,
+            rate: round(booking.rate),
+            slots: booking.writes,
+            waitMs,
+            queued: booking.queued,
           },
-        };
-      },
-    } satisfies RateBudget;
+        });
+      return traced(booking, add, hot ? line : undefined);
+    };
+    return { name: budget.name, ceiling: budget.ceiling, book } satisfies RateBudget;
   };
   return { factory, trace };
+}
+
+/** `booking` with its steps and its report counted. */
+function traced(
+  booking: RateBooking,
+  add: (f: (c: BudgetCounts) => void) => void,
+  line: ((entry: object) => void) | undefined,
+): RateBooking {
+  const { rate, startAt, endsAt, writes, bookedAt, queued } = booking;
+  return {
+    ...{ rate, startAt, endsAt, writes, bookedAt, queued },
+    step: async (seen: WriteRound, options?: { readonly signal?: AbortSignal }): Promise<ScheduleView> => {
+      add((c) => c.steps++);
+      const view = await booking.step(seen, options);
+      if (view.rate < rate) add((c) => c.stepsDecreased++);
+      line?.({ step: { ...seen, rate: round(view.rate), decreasedAt: view.decreasedAt } });
+      return view;
+    },
+    report: async (report: BookingReport, options?: { readonly signal?: AbortSignal }): Promise<void> => {
+      add((c) => {
+        c.reports++;
+        c.accepted += report.accepted;
+        c.throttled += report.throttled;
+        if (report.starved) c.starved++;
+      });
+      line?.({ report: { rate, ...report } });
+      try {
+        await booking.report(report, options);
+      } catch (error) {
+        add((c) => c.reportsFailed++);
+        throw error;
+      }
+    },
+  };
 }

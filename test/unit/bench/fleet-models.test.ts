@@ -133,14 +133,13 @@ describe('DynamoTableModel', () => {
 });
 
 describe('DynamoTableModel: the rate budget (docs/fleet-cap.md)', () => {
-  it("lets the real DynamoRateBudget's GetItem, PutItem and UpdateItem decide: never more granted than the budget", async () => {
+  it("lets the real DynamoRateBudget's GetItem, PutItem and UpdateItem decide: no two bookings share a slot", async () => {
     const t = table(() => Date.now(), 100_000);
     const client = new DynamoModelClient(t, {
       latency: { medianMs: 0.01, p99Ms: 0.05 },
       random: seededRandom(7),
     });
-    let held = 0;
-    let peak = 0;
+    const booked: { startAt: number; endsAt: number; writes: number }[] = [];
     const worker = async () => {
       const budget = new DynamoRateBudget({
         client: client as never,
@@ -149,28 +148,34 @@ describe('DynamoTableModel: the rate budget (docs/fleet-cap.md)', () => {
         ceiling: 100,
       });
       for (let i = 0; i < 4; i++) {
-        const lease = await budget.take(40, { least: 10, deadline: Date.now() + 60_000, leaseMs: 60_000 });
-        held += lease.rate;
-        peak = Math.max(peak, held);
-        await new Promise((resolve) => setTimeout(resolve, 1));
-        held -= lease.rate;
-        await lease.release({ accepted: 10, throttled: 0, starved: false });
+        const now = Date.now();
+        const booking = await budget.book({ writes: 10, latestStart: now + 60_000, writeBy: now + 120_000 });
+        booked.push({ startAt: booking.startAt, endsAt: booking.endsAt, writes: booking.writes });
+        await booking.report({ accepted: 10, throttled: 0, starved: booking.queued });
       }
     };
     await Promise.all(Array.from({ length: 6 }, worker));
-    expect(peak).toBeLessThanOrEqual(100);
-    expect(peak).toBeGreaterThan(40);
+    // 10 writes at 100/s are 100 ms of slots: the bookings follow one another, none inside another's.
+    booked.sort((a, b) => a.startAt - b.startAt);
+    for (const [i, b] of booked.entries()) {
+      expect(b.writes).toBe(10);
+      expect(b.endsAt - b.startAt).toBe(100);
+      if (i > 0) expect(b.startAt).toBeGreaterThanOrEqual(booked[i - 1]!.endsAt);
+    }
+    expect(t.stats.conditionalFailures).toBeGreaterThan(0);
     const [item] = t.itemsOf('rate#prefix:x');
-    expect(item).toMatchObject({ budget: { N: '100' }, free: { N: '100' }, holders: { M: {} } });
+    // One item of constant size: the rate at its ceiling, the first free slot after the last booking.
+    expect(item).toMatchObject({ rate: { N: '100' }, freeAt: { N: String(booked.at(-1)!.endsAt) } });
+    expect(item?.holders).toBeUndefined();
   });
 
   it('bills a strongly consistent GetItem one read unit per started 4 KB of the item, on its partition', () => {
     const t = table();
-    const budgetKey = { pk: { S: 'rate#prefix:x' }, sk: { S: 'budget' } };
+    const budgetKey = { pk: { S: 'rate#prefix:x' }, sk: { S: 'schedule' } };
     t.execute('PutItem', { TableName: 't', Item: { ...budgetKey, holders: { S: 'x'.repeat(5000) } } });
     t.execute('GetItem', { TableName: 't', Key: budgetKey, ConsistentRead: true });
     // A missing item still costs a unit.
-    t.execute('GetItem', { TableName: 't', Key: { pk: { S: 'rate#prefix:y' }, sk: { S: 'budget' } } });
+    t.execute('GetItem', { TableName: 't', Key: { pk: { S: 'rate#prefix:y' }, sk: { S: 'schedule' } } });
     expect(t.stats).toMatchObject({ readRequests: 2, readUnits: 3 });
     expect(t.report().hottestReadPartition).toEqual({
       key: 'rate#prefix:x',

@@ -47,6 +47,22 @@ export interface RateBookLine extends LineBase {
   fence: string;
 }
 
+/**
+ * A booking's holder paces lower: at its first slot the schedule's rate was lower than it booked at, or an
+ * overloaded round of its writes cut its pace. Its slots from `decreasedAt` (the decrease, or the cut) on
+ * are stretched to `rate` (docs/fleet-cap.md#the-control-law). Logged as the step answers.
+ */
+export interface RateStepLine extends LineBase {
+  event: 'rate-step';
+  container: number;
+  name: string;
+  fence: string;
+  /** Writes per second the holder paces at from now on. */
+  rate: number;
+  /** Epoch ms of the decrease. */
+  decreasedAt: number;
+}
+
 /** A booking's writes have drained: logged before its report, like `release`. */
 export interface RateReportLine extends LineBase {
   event: 'rate-report';
@@ -54,16 +70,26 @@ export interface RateReportLine extends LineBase {
   name: string;
   rate: number;
   fence: string;
+  /** S3 write requests the container started on the prefix under the booking (retries included). */
+  attempts: number;
+  /**
+   * Its holder did not report it: it booked again there (its slots were over with writes left), or its
+   * invocation ended first. Logged then.
+   */
+  unreported?: true;
 }
 
 /**
- * An S3 write started on a tenant prefix whose container holds no rate booking on it (`FLEET_CAP=rate`: a
- * tenant with few writes in its batch writes without one), logged as the request starts.
+ * An S3 write started on a tenant prefix outside any rate booking of its container (`FLEET_CAP=rate`): none
+ * open on the prefix, or more than `SLOT_CATCH_UP_MS` before its first slot or after its last. A tenant with few
+ * writes in its batch writes without one (`large: false`); a tenant the container built the prefix's budget
+ * for (`large: true`) never may. Logged as the request starts.
  */
 export interface UnleasedWriteLine extends LineBase {
   event: 'unleased-write';
   container: number;
   name: string;
+  large: boolean;
 }
 
 /** One invocation as the event-source runner judged it, with what its container's S3 client saw. */
@@ -98,6 +124,7 @@ export type PipelineLogLine =
   | AcquireLine
   | ReleaseLine
   | RateBookLine
+  | RateStepLine
   | RateReportLine
   | UnleasedWriteLine
   | InvocationLine

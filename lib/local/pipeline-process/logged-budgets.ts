@@ -1,46 +1,177 @@
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { RateBudgetFactory } from '../../ingest/handler/run/rate-holder.js';
-import type { BookingReport, BookOptions, RateBooking, RateBudget } from '../../semaphore/rate-types.js';
+import { nextRate } from '../../semaphore/rate-law.js';
+import type {
+  BookingReport,
+  BookOptions,
+  RateBooking,
+  RateBudget,
+  ScheduleView,
+  WriteRound,
+} from '../../semaphore/rate-types.js';
+import { SLOT_CATCH_UP_MS } from '../../semaphore/tuning.js';
 import type { EventLog } from './event-log.js';
+import { semaphoreNameOf } from './in-flight-gauge.js';
 import type { HeldPermits } from './logged-semaphores.js';
 
+/** A booking of one container that has not reported yet: its first slot, and the writes started under it. */
+interface OpenBooking {
+  readonly fence: string;
+  readonly rate: number;
+  /** Its first slot and where its slots end, stretched by the lower paces its holder took. */
+  startAt: number;
+  endsAt: number;
+  attempts: number;
+}
+
 /**
- * Wraps a rate-budget factory (`FLEET_CAP=rate`) so every booking and report is logged (`rate-book` after
- * the booking, `rate-report` before the call, once its writes have drained) and every booking counted in
- * `held` from one to the other (per budget name): the slots of every process, killed ones included, can
- * then be rebuilt from the logs and held against the writes S3 accepted.
+ * The rate bookings one container has open, per budget name (a container runs one invocation at a time,
+ * and an invocation one holder per tenant, so at most one per name), and the names it built a budget for:
+ * its large tenants' prefixes.
  */
-export function loggedBudgets(
-  base: RateBudgetFactory,
-  log: EventLog,
-  container: number,
-  held: HeldPermits,
-): RateBudgetFactory {
-  let bookings = 0;
+export class ContainerBookings {
+  readonly #open = new Map<string, OpenBooking>();
+  readonly #built = new Set<string>();
+  #count = 0;
+
+  /** `held`: counts a name from its first booking opened to its last closed (the in-flight gauge's bound). */
+  constructor(
+    readonly log: EventLog,
+    readonly container: number,
+    private readonly held?: HeldPermits,
+  ) {}
+
+  /** The booking open on `name`, if any. */
+  on(name: string): OpenBooking | undefined {
+    return this.#open.get(name);
+  }
+
+  /** Whether the container built budget `name`: its tenant writes under a booking from then on. */
+  built(name: string): boolean {
+    return this.#built.has(name);
+  }
+
+  markBuilt(name: string): void {
+    this.#built.add(name);
+  }
+
+  /**
+   * Opens a booking on `name`; its fence. One still open there is closed first: its holder booked again
+   * (its slots were over with writes left), and reports only its last booking.
+   */
+  open(name: string, booking: Pick<RateBooking, 'rate' | 'startAt' | 'endsAt'>): string {
+    this.#close(name, true);
+    const fence = `${this.container}-${++this.#count}`;
+    const { rate, startAt, endsAt } = booking;
+    this.#open.set(name, { fence, rate, startAt, endsAt, attempts: 0 });
+    this.held?.add(name, 1);
+    return fence;
+  }
+
+  /**
+   * Booking `fence`'s holder paces `stretch` times slower from `at` on: the slots it has left stretch (as the
+   * schedule's do around a decrease, docs/fleet-cap.md#the-control-law).
+   */
+  stretch(name: string, fence: string, at: number, stretch: number): void {
+    const open = this.#open.get(name);
+    if (open?.fence !== fence) return;
+    const later = (t: number) => (t > at ? at + (t - at) * stretch : t);
+    open.startAt = later(open.startAt);
+    open.endsAt = later(open.endsAt);
+  }
+
+  /** Its holder reports booking `fence` on `name`: logged (`rate-report`) with the writes started under it. */
+  report(name: string, fence: string): void {
+    if (this.#open.get(name)?.fence === fence) this.#close(name, false);
+  }
+
+  /**
+   * The container's invocation ended: a booking still open was never reported (its first slot did not come
+   * before the cutoff, or its writes failed): logged as reported then, `unreported`.
+   */
+  endInvocation(): void {
+    for (const name of [...this.#open.keys()]) this.#close(name, true);
+  }
+
+  #close(name: string, unreported: boolean): void {
+    const open = this.#open.get(name);
+    if (open === undefined) return;
+    this.#open.delete(name);
+    this.held?.add(name, -1);
+    const { fence, rate, attempts } = open;
+    this.log.write({
+      event: 'rate-report',
+      container: this.container,
+      name,
+      rate,
+      fence,
+      attempts,
+      ...(unreported ? { unreported } : {}),
+    });
+  }
+}
+
+/**
+ * Wraps a rate-budget factory (`FLEET_CAP=rate`) so every booking is logged to `bookings.log` (`rate-book`
+ * after the booking, `rate-step` when its holder follows a decrease, `rate-report` before the report, once
+ * its writes have drained, with the writes started under it) and kept open in `bookings` from one to the
+ * other (`ContainerBookings.endInvocation` closes what its holder left unreported):
+ * the slots of every process, killed ones included, can then be rebuilt from the logs and held against the
+ * writes S3 accepted.
+ */
+export function loggedBudgets(base: RateBudgetFactory, bookings: ContainerBookings): RateBudgetFactory {
+  const { log, container } = bookings;
   return (name, ceiling) => {
     const budget = base(name, ceiling);
+    bookings.markBuilt(name);
     return {
       name: budget.name,
       ceiling: budget.ceiling,
       async book(options: BookOptions): Promise<RateBooking> {
         const booking = await budget.book(options);
-        held.add(name, 1);
-        const fence = `${container}-${++bookings}`;
-        const { rate, startAt, endsAt, writes } = booking;
+        const { rate, startAt, endsAt, writes, bookedAt } = booking;
+        const fence = bookings.open(name, booking);
         log.write({ event: 'rate-book', container, name, ceiling, rate, startAt, endsAt, writes, fence });
+        let paced = rate;
         let reported = false;
+        // The pace its holder takes from a step (rate-holder.ts): at its first slot (an empty round) the
+        // schedule's rate when lower, its slots stretched around the decrease; after an overloaded round the
+        // schedule's rate when lower, else the law applied to the round, its slots left stretched from now.
+        const follow = (round: WriteRound, view: ScheduleView | undefined) => {
+          const first = round.accepted === 0 && round.throttled === 0;
+          const scheduled = view === undefined ? Number.NaN : Math.min(view.rate, ceiling);
+          const next = scheduled < paced || first ? scheduled : nextRate(paced, round, ceiling);
+          if (!(next < paced)) return;
+          const decreasedAt = first && view !== undefined ? view.decreasedAt : Date.now();
+          bookings.stretch(name, fence, decreasedAt, paced / next);
+          paced = next;
+          log.write({ event: 'rate-step', container, name, fence, rate: next, decreasedAt });
+        };
         return {
           rate,
           startAt,
           endsAt,
           writes,
-          bookedAt: booking.bookedAt,
+          bookedAt,
           queued: booking.queued,
-          step: (round, stepOptions) => booking.step(round, stepOptions),
+          async step(
+            round: WriteRound,
+            stepOptions?: { readonly signal?: AbortSignal },
+          ): Promise<ScheduleView> {
+            let view: ScheduleView;
+            try {
+              view = await booking.step(round, stepOptions);
+            } catch (error) {
+              follow(round, undefined);
+              throw error;
+            }
+            follow(round, view);
+            return view;
+          },
           async report(report: BookingReport, reportOptions?: { readonly signal?: AbortSignal }) {
             if (!reported) {
               reported = true;
-              held.add(name, -1);
-              log.write({ event: 'rate-report', container, name, rate, fence });
+              bookings.report(name, fence);
             }
             await booking.report(report, reportOptions);
           },
@@ -48,4 +179,38 @@ export function loggedBudgets(
       },
     } satisfies RateBudget;
   };
+}
+
+const S3_WRITES = new Set([
+  'PutObjectCommand',
+  'DeleteObjectCommand',
+  'DeleteObjectsCommand',
+  'CopyObjectCommand',
+]);
+
+/**
+ * Counts every S3 write a container starts on a prefix under its open booking there, and logs each one it
+ * starts outside a booking (`unleased-write`): with none open, or before its first slot or after its last
+ * (stretched by the lower paces its holder took), by more than the catch-up a paced start may keep.
+ */
+export function watchBookedWrites(s3: S3Client, bookings: ContainerBookings): void {
+  const { log, container } = bookings;
+  s3.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (S3_WRITES.has(context.commandName ?? '')) {
+        const name = semaphoreNameOf(args.input as { Bucket?: string; Key?: string });
+        const open = bookings.on(name);
+        if (open !== undefined) open.attempts++;
+        const now = Date.now();
+        if (
+          open === undefined ||
+          now < open.startAt - SLOT_CATCH_UP_MS ||
+          now > open.endsAt + SLOT_CATCH_UP_MS
+        )
+          log.write({ event: 'unleased-write', container, name, large: bookings.built(name) });
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'chaosBookedWrites' },
+  );
 }

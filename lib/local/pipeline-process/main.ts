@@ -10,7 +10,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { createS3Client } from '../../db/s3-client.js';
 import { loadConfig } from '../../ingest/config.js';
@@ -22,8 +21,8 @@ import { EventSourceRunner } from '../lambda/event-source-runner.js';
 import { type ContainerHandler, LambdaContainers } from '../lambda/lambda-containers.js';
 import { SilentMetrics } from '../lambda/silent-metrics.js';
 import { EventLog } from './event-log.js';
-import { InFlightGauge, semaphoreNameOf } from './in-flight-gauge.js';
-import { loggedBudgets } from './logged-budgets.js';
+import { InFlightGauge } from './in-flight-gauge.js';
+import { ContainerBookings, loggedBudgets, watchBookedWrites } from './logged-budgets.js';
 import { HeldPermits, loggedSemaphores } from './logged-semaphores.js';
 import { parsePipelineProcessArgs } from './options.js';
 
@@ -54,7 +53,8 @@ async function main(): Promise<void> {
   const containers = new LambdaContainers((): ContainerHandler => {
     const index = containerCount++;
     const held = new HeldPermits();
-    // A leased prefix within its permits (with the rate engine: its pool's concurrency); an unleased one
+    const bookings = new ContainerBookings(log, index, held);
+    // A leased prefix within its permits (with the rate engine, booked: its pool's concurrency); an unleased one
     // (few writes in the batch) within its writes.
     const leasedBound = (name: string) =>
       rateCap && held.on(name) > 0 ? config.poolConcurrency : held.on(name);
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
       maxSockets: config.poolConcurrency,
     });
     gauge.attach(s3);
-    if (rateCap) logUnleasedWrites(s3, held, log, index);
+    if (rateCap) watchBookedWrites(s3, bookings);
     const state: ContainerState = { index, gauge, redelivered: 0 };
     const handler = createIngestHandler(config, {
       clients: { s3, sqs, dynamodb },
@@ -80,9 +80,11 @@ async function main(): Promise<void> {
         index,
         held,
       ),
-      // With FLEET_CAP=rate tenant prefixes hold a share of their budget instead (the handler's own budgets).
+      // With FLEET_CAP=rate tenant prefixes book slots in their schedules instead (the handler's own budgets).
       ...(rateCap
-        ? { budgets: loggedBudgets(dynamoRateBudgets(config, dynamodb, tableName), log, index, held) }
+        ? {
+            budgets: loggedBudgets(dynamoRateBudgets(config, dynamodb, tableName), bookings),
+          }
         : {}),
       onInvocation: (summary) => {
         state.summary = summary;
@@ -95,7 +97,11 @@ async function main(): Promise<void> {
         (r) => Number(r.attributes.ApproximateReceiveCount) > 1,
       ).length;
       gauge.takePeaks();
-      return handler(event, context);
+      try {
+        return await handler(event, context);
+      } finally {
+        bookings.endInvocation();
+      }
     };
     invoke.close = async () => {
       await handler.close();
@@ -160,26 +166,6 @@ async function main(): Promise<void> {
 
   await runner.start();
   log.write({ event: 'ready' });
-}
-
-const S3_WRITES = new Set([
-  'PutObjectCommand',
-  'DeleteObjectCommand',
-  'DeleteObjectsCommand',
-  'CopyObjectCommand',
-]);
-
-/** Logs every S3 write a container starts on a prefix it holds no rate lease on (`unleased-write`). */
-function logUnleasedWrites(s3: S3Client, held: HeldPermits, log: EventLog, container: number): void {
-  s3.middlewareStack.add(
-    (next, context) => async (args) => {
-      const name = semaphoreNameOf(args.input as { Bucket?: string; Key?: string });
-      if (S3_WRITES.has(context.commandName ?? '') && held.on(name) === 0)
-        log.write({ event: 'unleased-write', container, name });
-      return next(args);
-    },
-    { step: 'initialize', name: 'chaosUnleasedWrites' },
-  );
 }
 
 main().catch((error: unknown) => {

@@ -1,101 +1,130 @@
-// A prefix's rate budget as the fault matrix sees it (lib/semaphore/budget-item.ts): its grants rebuilt
-// from the budget item's writes that reached DynamoDB (the fault proxy's log), and the item's own
-// invariant read from a table scan.
+// A prefix's rate schedule as the chaos suites see it (lib/semaphore/budget-item.ts): the bookings rebuilt
+// from the handler's logged budgets (every process's event log, killed ones included), checked against the
+// schedule writes DynamoDB applied (the fault proxy's log), and the item's own invariant read from a scan.
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { ProxiedCall } from '../../../lib/local/faults/fault-proxy.js';
+import type {
+  PipelineLogLine,
+  RateBookLine,
+  RateReportLine,
+  RateStepLine,
+} from '../../../lib/local/pipeline-process/event-log.js';
 import { budgetKey } from '../../../lib/semaphore/budget-item.js';
-import type { RateGrant } from './rate-check.js';
+import type { BookedSlots } from './rate-check.js';
+
+/** A booking as logged (`rate-book`), with what its holder did with it. */
+export interface LoggedBooking extends BookedSlots {
+  readonly name: string;
+  readonly pid: number;
+  readonly endsAt: number;
+  readonly ceiling: number;
+  /** Whether its report was logged (false: its process was killed first). */
+  readonly reported: boolean;
+}
+
+/**
+ * The bookings in `lines` (every process's log), per budget name: each from its `rate-book` to its
+ * `rate-report`, the decreases its holder followed (`rate-step`) and the writes it started. A booking never
+ * reported belongs to a killed process: its writes may have gone on until `diedAt(pid)`.
+ */
+export function bookingsByName(
+  lines: readonly PipelineLogLine[],
+  diedAt: (pid: number) => number,
+): Map<string, LoggedBooking[]> {
+  // Fences are numbered per process: a restarted process numbers its containers' bookings afresh.
+  const key = (l: { pid: number; fence: string }) => `${l.pid}:${l.fence}`;
+  const reports = new Map<string, RateReportLine>();
+  const steps = new Map<string, RateStepLine[]>();
+  for (const l of lines) {
+    if (l.event === 'rate-report') reports.set(key(l), l);
+    if (l.event === 'rate-step') steps.set(key(l), [...(steps.get(key(l)) ?? []), l]);
+  }
+  const byName = new Map<string, LoggedBooking[]>();
+  for (const book of lines.filter((l): l is RateBookLine => l.event === 'rate-book')) {
+    const report = reports.get(key(book));
+    const booking: LoggedBooking = {
+      fence: key(book),
+      name: book.name,
+      pid: book.pid,
+      ceiling: book.ceiling,
+      rate: book.rate,
+      startAt: book.startAt,
+      endsAt: book.endsAt,
+      writes: book.writes,
+      decreases: (steps.get(key(book)) ?? [])
+        .sort((a, b) => a.t - b.t)
+        .map((s) => ({ at: s.decreasedAt, rate: s.rate })),
+      attempts: report?.attempts,
+      until: report?.t ?? diedAt(book.pid),
+      reported: report !== undefined,
+    };
+    byName.set(book.name, [...(byName.get(book.name) ?? []), booking]);
+  }
+  return byName;
+}
 
 interface UpdateInput {
   TableName?: string;
   Key?: { pk?: { S?: string } };
-  UpdateExpression?: string;
-  ExpressionAttributeNames?: Record<string, string>;
   ExpressionAttributeValues?: Record<string, AttributeValue>;
 }
 
-function updateOf(call: ProxiedCall): UpdateInput | undefined {
-  if (call.call.operation !== 'UpdateItem') return undefined;
-  try {
-    return JSON.parse(call.call.body) as UpdateInput;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
- * The grants of budget `name` in `table`: every take DynamoDB applied (status 200, its answer lost or not),
- * from its arrival to the first applied write that removed its entry (a release, with or without a budget
- * step, or a reclaim), else to its lease end. A take counts from its arrival, a few ms before DynamoDB
- * applied it: the grant is read a little longer than it was, never shorter.
+ * The bookings of budget `name` in `table` that no applied schedule write stands for: DynamoDB applied
+ * (status 200, its answer lost or not) no `UpdateItem` of the item that moved its first free slot to the
+ * booking's end. A booking the schedule does not hold is one whose slots another may book.
  */
-export function grantsOf(calls: readonly ProxiedCall[], table: string, name: string): RateGrant[] {
+export function bookingsNotInSchedule(
+  calls: readonly ProxiedCall[],
+  table: string,
+  name: string,
+  bookings: readonly LoggedBooking[],
+): LoggedBooking[] {
   const pk = budgetKey(name).pk?.S;
-  const open = new Map<string, { rate: number; from: number; until: number }>();
-  const grants: RateGrant[] = [];
-  const applied = calls
-    .filter((c) => c.upstreamStatus === 200)
-    .map((c) => ({ at: c.at, input: updateOf(c) }))
-    .filter((c) => c.input?.TableName === table && c.input.Key?.pk?.S === pk)
-    .sort((a, b) => a.at - b.at);
-  for (const { at, input } of applied) {
-    const expression = input!.UpdateExpression ?? '';
-    const names = input!.ExpressionAttributeNames ?? {};
-    const values = input!.ExpressionAttributeValues ?? {};
-    if (expression.startsWith('SET #holders.#f = :entry')) {
-      const entry = values[':entry']?.M ?? {};
-      open.set(names['#f'] ?? '', {
-        rate: Number(entry.r?.N),
-        from: at,
-        until: Number(entry.until?.N),
-      });
+  const freeAts = new Set<number>();
+  for (const c of calls) {
+    if (c.upstreamStatus !== 200 || c.call.operation !== 'UpdateItem') continue;
+    let input: UpdateInput;
+    try {
+      input = JSON.parse(c.call.body) as UpdateInput;
+    } catch {
       continue;
     }
-    if (!expression.startsWith('REMOVE ')) continue;
-    // A release names its entry `#f`, a reclaim `#h0`, `#h1`, ...
-    const removed = Object.entries(names)
-      .filter(([placeholder]) => placeholder === '#f' || /^#h\d+$/.test(placeholder))
-      .map(([, fence]) => fence);
-    for (const fence of removed) {
-      const grant = open.get(fence);
-      if (grant === undefined) continue;
-      open.delete(fence);
-      grants.push({ fence, rate: grant.rate, from: grant.from, to: Math.min(at, grant.until) });
-    }
+    if (input.TableName !== table || input.Key?.pk?.S !== pk) continue;
+    freeAts.add(Number(input.ExpressionAttributeValues?.[':freeAt']?.N));
   }
-  for (const [fence, g] of open) grants.push({ fence, rate: g.rate, from: g.from, to: g.until });
-  return grants;
+  return bookings.filter((b) => !freeAts.has(b.endsAt));
 }
 
-/** What one scan of a budget item says: the rate its holders hold, its budget, and any broken invariant. */
-export interface BudgetSample {
-  readonly held: number;
-  readonly budget: number;
+/** What one scan of a schedule item says: its rate, and any broken invariant. */
+export interface ScheduleSample {
+  readonly rate: number;
+  readonly version: number;
   readonly violations: readonly string[];
 }
 
-/** Grid slack for sums of rates kept to a millionth (`onRateGrid`). */
+/** Grid slack for rates kept to a millionth (`onRateGrid`). */
 const RATE_GRID = 1e-6;
 
 /**
- * Checks one budget item (docs/fleet-cap.md#state): `free = budget - sum(holders)` on the grid, and the
- * budget within `[ceiling x min share, ceiling]`.
+ * Checks one schedule item (docs/fleet-cap.md#state): its rate within `[ceiling x min share, ceiling]`, and
+ * its version never behind the one seen before (`previous`: every write moves it on by one).
  */
-export function sampleBudgetItem(
+export function sampleScheduleItem(
   item: Record<string, AttributeValue>,
   ceiling: number,
   minShare: number,
-): BudgetSample {
+  previousVersion: number,
+): ScheduleSample {
   const where = item.pk?.S ?? '?';
-  const budget = Number(item.budget?.N);
-  const free = Number(item.free?.N);
-  const holders = Object.values(item.holders?.M ?? {});
-  const held = holders.reduce((sum, h) => sum + Number(h.M?.r?.N ?? Number.NaN), 0);
+  const rate = Number(item.rate?.N);
+  const version = Number(item.version?.N);
   const violations: string[] = [];
-  const slack = RATE_GRID * (holders.length + 2);
-  if (!(Math.abs(budget - free - held) <= slack))
-    violations.push(`${where}: budget ${budget} - free ${free} but holders hold ${held}`);
-  if (!(budget <= ceiling + slack && budget >= ceiling * minShare - slack))
-    violations.push(`${where}: budget ${budget} outside [${ceiling * minShare}, ${ceiling}]`);
-  return { held, budget, violations };
+  if (!(rate <= ceiling + RATE_GRID && rate >= ceiling * minShare - RATE_GRID))
+    violations.push(`${where}: rate ${rate} outside [${ceiling * minShare}, ${ceiling}]`);
+  if (!(version >= previousVersion))
+    violations.push(`${where}: version ${version} behind ${previousVersion} seen before`);
+  for (const field of ['freeAt', 'decreasedAt'])
+    if (!Number.isFinite(Number(item[field]?.N))) violations.push(`${where}: ${field} is not a number`);
+  return { rate, version, violations };
 }

@@ -75,14 +75,16 @@ export interface KillRecord {
   processedBefore: number;
   leasesHeld: number;
   permitsHeld: number;
-  /** With the rate engine: writes/s its leases held. */
+  /** With the rate engine: writes/s of its open bookings (booked, not yet reported). */
   rateHeld: number;
+  /** Epoch ms of the SIGKILL. */
+  at: number;
 }
 
 /** The read-back verification (written, dead-lettered, lost, duplicated, problems) plus the run's evidence. */
 export interface ChaosReport extends DemoVerification {
   fleetCap: FleetCap;
-  /** With `fleetCap: 'rate'`: the grants, the rate invariant, what killed holders left. */
+  /** With `fleetCap: 'rate'`: the bookings, the rate invariant, what killed holders left. */
   rate?: RateAccount;
   sent: number;
   /** Deliveries of a message after its first (kills, transient failures), seen in logged invocations. */
@@ -130,7 +132,7 @@ async function sendRaw(sqs: SQSClient, queueUrl: string, bodies: string[]): Prom
   return sent;
 }
 
-/** Leases a process holds right now according to its log: permits, or shares of a rate budget. */
+/** Leases a process holds right now according to its log: permits, or open bookings of a rate schedule. */
 function heldBy(
   lines: readonly PipelineLogLine[],
   pid: number,
@@ -139,8 +141,8 @@ function heldBy(
   for (const l of lines) {
     if (l.pid !== pid) continue;
     if (l.event === 'acquire') open.set(l.fence, { permits: l.permits, rate: 0 });
-    else if (l.event === 'rate-take') open.set(l.fence, { permits: 0, rate: l.rate });
-    else if (l.event === 'release' || l.event === 'rate-release') open.delete(l.fence);
+    else if (l.event === 'rate-book') open.set(l.fence, { permits: 0, rate: l.rate });
+    else if (l.event === 'release' || l.event === 'rate-report') open.delete(l.fence);
   }
   const sum = (f: (h: { permits: number; rate: number }) => number) =>
     [...open.values()].reduce((a, h) => a + f(h), 0);
@@ -274,6 +276,7 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
           if (processed(lines) >= next && held.leases > 0) {
             await current.kill();
             kills.push({
+              at: Date.now(),
               pid: current.pid,
               processedBefore: processed(lines),
               leasesHeld: held.leases,
@@ -350,6 +353,7 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
             dynamodb,
             tableName: resources.tableName,
             parentStalls: loop.stop(),
+            killedAt: new Map(kills.map((k) => [k.pid, k.at])),
           })
         : undefined;
     return {
@@ -434,8 +438,8 @@ function rateLines(rate: RateAccount): string[] {
     .map(([prefix, peak]) => `${prefix} ${peak}`)
     .join(', ');
   return [
-    `rate leases     ${rate.leases}; orphaned by kills ${rate.orphaned} (${rate.orphanedRate.toFixed(1)} writes/s); leaked by graceful stops ${rate.leakedByGracefulProcesses}; every budget ${rate.wholeBudgetTaken ? 'taken whole' : 'NOT taken whole'} at most ${rate.wholeBudgetLateMs} ms after max(call, orphaned expiry)`,
-    `rate invariant  ${rate.violations.length} windows over their grants; most accepted writes in 250 ms: ${peaks}; ${rate.unleasedWrites} unleased writes; skew ${rate.skewMs} ms`,
+    `rate bookings   ${rate.bookings} (${rate.slots} slots, lowest rate ${rate.lowestRate} writes/s, ${rate.decreasesFollowed} decreases followed); open at the kills ${rate.orphaned} (${rate.orphanedRate.toFixed(1)} writes/s); next slot after the run ${rate.nextSlotBooked ? 'booked' : 'NOT booked'} at most ${rate.nextSlotLateMs} ms after the call`,
+    `rate invariant  ${rate.violations.length} violations; most accepted writes in 250 ms: ${peaks}; unleased writes ${rate.unleasedWrites} (small tenants), ${rate.largeUnleasedWrites} (large); skew ${rate.skewMs} ms`,
     ...rate.violations.slice(0, 10).map((v) => `  ${v}`),
   ];
 }

@@ -1,7 +1,8 @@
 // The rows of the fault matrix: every AWS call the ingestion handler makes, how to recognise it on the
 // wire, and what a run must arrange for the call to happen at all. The DynamoDB rows tell the semaphore's
 // calls apart by their update expressions (lib/semaphore/shard-table.ts for the static shards,
-// adaptive-shard-table.ts for the adaptive ones of tenant prefixes), the SQS rows a deferred copy from a
+// adaptive-shard-table.ts for the adaptive ones of tenant prefixes) and the rate schedule's by its key
+// (lib/semaphore/budget-item.ts), the SQS rows a deferred copy from a
 // dead letter by the copy's deferral-count attribute; a cell also asserts its call was faulted at least
 // once, so a change of those expressions or attributes fails the matrix loudly instead of emptying it.
 import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
@@ -17,8 +18,9 @@ import { FAULT_KINDS, type FaultKind } from '../../../lib/local/faults/fault-pro
  *   lease's writes measure a slot time above the latency its grant stands for and the handler resizes it
  *   (`LeaseResize`, after 8 writes);
  * - `prefix-held`: another holder takes every permit of the tenant's prefix semaphore (with the rate
- *   engine, its whole budget) until the cell's fault has fired (`flaky`: for its three invocations), so the
- *   tenant's turn does not come and its records are deferred (copies sent to their queue).
+ *   engine, books its schedule's slots past the tenant's latest start) until the cell's fault has fired
+ *   (`flaky`: for its three invocations), so the tenant's turn does not come and its records are deferred
+ *   (copies sent to their queue).
  */
 export type MatrixScenario = 'plain' | 'slow-prefix' | 'prefix-held';
 
@@ -145,34 +147,21 @@ function onBudgetItem(call: AwsCall): boolean {
 }
 
 /**
- * The rate engine's calls (`FLEET_CAP=rate`, docs/fleet-cap.md): a take is one strongly consistent read and
- * one conditional write, a release one conditional write (with or without the budget's step).
+ * The rate engine's calls (`FLEET_CAP=rate`, docs/fleet-cap.md): a booking is one strongly consistent read
+ * and one conditional write of the prefix's schedule item; a report writes only when the law moves the rate
+ * (the same conditional write), so nothing is released and nothing is held.
  */
 export const RATE_BUDGET_CALLS: readonly MatrixCall[] = [
   {
     name: 'dynamodb budget read',
     service: 'dynamodb',
     match: (c) => c.operation === 'GetItem' && onBudgetItem(c),
-    givesBackEverything: true,
   },
   {
-    // Adds the holder entry and takes its rate off `free`.
-    name: 'dynamodb rate take',
+    // Moves the schedule's first free slot past the booked slots (a step moves the rate with it).
+    name: 'dynamodb rate book',
     service: 'dynamodb',
-    match: (c) =>
-      c.operation === 'UpdateItem' && onBudgetItem(c) && updateExpression(c).startsWith('SET #holders.#f = '),
-    // A take that failed, or landed unseen, is given back (or, answered by the SDK's retry, kept).
-    givesBackEverything: true,
-  },
-  {
-    // Removes the lease's own entry (a release, a stepped release, an answer-lost take's give-back), not a
-    // reclaim of expired ones (`#h0`, ...).
-    name: 'dynamodb rate release',
-    service: 'dynamodb',
-    match: (c) =>
-      c.operation === 'UpdateItem' &&
-      onBudgetItem(c) &&
-      updateExpression(c).startsWith('REMOVE #holders.#f '),
+    match: (c) => c.operation === 'UpdateItem' && onBudgetItem(c),
   },
 ];
 
@@ -189,6 +178,8 @@ export type FaultSchedule = 'first-round' | 'once' | 'flaky';
 export interface MatrixCell {
   readonly call: MatrixCall;
   readonly fault: FaultKind;
+  /** How late a `delay` fault forwards the call, ms. @default DEFAULT_DELAY_MS (200) */
+  readonly delayMs?: number;
   /** The handler's fleet cap (`FLEET_CAP`). @default 'permits' */
   readonly fleetCap?: FleetCap;
 }
@@ -200,15 +191,25 @@ export const MATRIX_CELLS: readonly MatrixCell[] = MATRIX_CALLS.flatMap((call) =
 const callNamed = (name: string): MatrixCall => MATRIX_CALLS.find((call) => call.name === name)!;
 
 /**
- * The cells run again with `FLEET_CAP=rate`, where the cap matters: every fault on the budget's read, take
- * and release; S3 refusing (SlowDown) or stalling the writes the holder paces; and a frozen holder of the
- * whole budget (`prefix-held`: the tenant's records are deferred) with the deferral send failing or its
- * answer lost (its throttle and stall are the SQS client's, the same under either engine).
+ * How late the late booking lands: more than the slack of the batch's booking (24 slots at 20 writes/s for
+ * its 12 PUTs: 0.6 s), so a holder that wrote in slots already passed would write past its booking.
+ */
+export const LATE_BOOKING_MS = 800;
+
+/**
+ * The cells run again with `FLEET_CAP=rate`, where the cap matters: every fault on the schedule's read and
+ * booking write, and a booking write that lands late; S3 refusing (SlowDown) or stalling the writes the holder paces; and a schedule booked past
+ * the tenant's latest start by another holder (`prefix-held`: the tenant's records are deferred) with the
+ * deferral send failing or its answer lost (its throttle and stall are the SQS client's, the same under
+ * either engine).
  */
 export const RATE_MATRIX_CELLS: readonly MatrixCell[] = [
   ...RATE_BUDGET_CALLS.flatMap((call) =>
     FAULT_KINDS.map((fault) => ({ call, fault, fleetCap: 'rate' as const })),
   ),
+  // A booking that lands late (forwarded `LATE_BOOKING_MS` late): its first slots have passed when its
+  // holder learns of them, and they pass unused.
+  { call: RATE_BUDGET_CALLS[1]!, fault: 'delay', delayMs: LATE_BOOKING_MS, fleetCap: 'rate' },
   ...(['throttle', 'stall'] as const).map((fault) => ({
     call: callNamed('s3 put'),
     fault,

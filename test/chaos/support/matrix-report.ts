@@ -67,7 +67,7 @@ export function renderMatrix(results: MatrixResults): string {
   return lines.join('\n');
 }
 
-/** The rate engine's cells (`FLEET_CAP=rate`): one line each, with the budget's figures. */
+/** The rate engine's cells (`FLEET_CAP=rate`): one line each, with the schedule's figures. */
 function renderRateRuns(runs: readonly CellResult[]): string[] {
   if (runs.length === 0) return ['Rate engine (`FLEET_CAP=rate`): not run.'];
   const schedules = [...new Set(runs.map((r) => r.schedule))];
@@ -75,16 +75,18 @@ function renderRateRuns(runs: readonly CellResult[]): string[] {
   const lines = [
     `Rate engine (\`FLEET_CAP=rate\`): ${runs.length} runs (${RATE_MATRIX_CELLS.length} cells x schedules ${schedules.join(', ')} x seeds ${seeds.join(', ')}). The rate column is the invariant's: most writes S3 accepted on the prefix in any 250 ms window, and the skew allowed (longest event-loop stall + 25 ms).`,
     '',
-    '| cell | runs | faults injected | 1st invocation: written / dead-lettered / deferred / redelivered | invocations to settle (max) | slowest invocation / budget | grants | rate held peak (writes/s) | lowest budget | rate left held (max) | accepted writes per 250 ms (max) / skew (max) | S3 in flight peak | violations |',
+    '| cell | runs | faults injected | 1st invocation: written / dead-lettered / deferred / redelivered | invocations to settle (max) | slowest invocation / budget | bookings | slots booked | decreases followed | lowest rate (writes/s) | accepted writes per 250 ms (max) / skew (max) | S3 in flight peak | violations |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const name of [...new Set(runs.map((r) => r.cell))]) {
     const cell = runs.filter((r) => r.cell === name);
     const rate = (f: (x: NonNullable<CellResult['rate']>) => number) =>
       max(cell.map((r) => (r.rate ? f(r.rate) : 0)));
-    const lowest = Math.min(...cell.map((r) => r.rate?.budgetMin ?? Number.POSITIVE_INFINITY));
+    const total = (f: (x: NonNullable<CellResult['rate']>) => number) =>
+      sum(cell.map((r) => (r.rate ? f(r.rate) : 0)));
+    const lowest = Math.min(...cell.map((r) => r.rate?.lowestRate ?? Number.POSITIVE_INFINITY));
     lines.push(
-      `| ${name} | ${cell.length} | ${sum(cell.map((r) => r.injected))} | ${sum(cell.map((r) => r.firstRound.written))} / ${sum(cell.map((r) => r.firstRound.deadLettered))} / ${sum(cell.map((r) => r.firstRound.deferred))} / ${sum(cell.map((r) => r.firstRound.redelivered))} | ${max(cell.map((r) => r.invocations))} | ${max(cell.map((r) => r.slowestInvocationMs))} / ${cell[0]!.budgetMs} ms | ${sum(cell.map((r) => r.rate?.grants ?? 0))} | ${rate((x) => x.heldPeak)} | ${lowest} | ${rate((x) => x.leftHeld)} | ${rate((x) => x.windowPeak)} / ${rate((x) => x.skewMs)} ms | ${max(cell.map((r) => r.s3InFlightPeak))} | ${sum(cell.map((r) => r.violations.length))} |`,
+      `| ${name} | ${cell.length} | ${sum(cell.map((r) => r.injected))} | ${sum(cell.map((r) => r.firstRound.written))} / ${sum(cell.map((r) => r.firstRound.deadLettered))} / ${sum(cell.map((r) => r.firstRound.deferred))} / ${sum(cell.map((r) => r.firstRound.redelivered))} | ${max(cell.map((r) => r.invocations))} | ${max(cell.map((r) => r.slowestInvocationMs))} / ${cell[0]!.budgetMs} ms | ${total((x) => x.bookings)} | ${total((x) => x.slots)} | ${total((x) => x.decreasesFollowed)} | ${lowest} | ${rate((x) => x.windowPeak)} / ${rate((x) => x.skewMs)} ms | ${max(cell.map((r) => r.s3InFlightPeak))} | ${sum(cell.map((r) => r.violations.length))} |`,
     );
   }
   return lines;

@@ -4,6 +4,9 @@
 // to the run's queue, until nothing is left. After every invocation the invariants are checked against
 // what really landed in the emulators (read past the proxies).
 
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { type AttributeValue, DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
@@ -15,19 +18,30 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
-import { type FleetCap, loadConfig } from '../../../lib/ingest/config.js';
-import { createAwsClients } from '../../../lib/ingest/handler/aws-clients.js';
+import { type FleetCap, type IngestConfig, loadConfig } from '../../../lib/ingest/config.js';
+import { type AwsClients, createAwsClients } from '../../../lib/ingest/handler/aws-clients.js';
 import { createIngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
+import { dynamoRateBudgets } from '../../../lib/ingest/handler/run/prefix-budgets.js';
 import { ASSUMED_WRITE_LATENCY_MS } from '../../../lib/ingest/handler/run/tenant-permits.js';
 import { originOf } from '../../../lib/ingest/handler/settle/deferral-port.js';
 import { type LocalAws, startLocalAws } from '../../../lib/local/emulators/local-aws.js';
 import { provisionLocal } from '../../../lib/local/emulators/provision.js';
 import type { AwsService } from '../../../lib/local/faults/aws-call.js';
 import { type FaultProxy, type FaultRule, startFaultProxy } from '../../../lib/local/faults/fault-proxy.js';
+import {
+  EventLog,
+  readEventLog,
+  type UnleasedWriteLine,
+} from '../../../lib/local/pipeline-process/event-log.js';
+import {
+  ContainerBookings,
+  loggedBudgets,
+  watchBookedWrites,
+} from '../../../lib/local/pipeline-process/logged-budgets.js';
 import { permitsFor } from '../../../lib/semaphore/permits-for.js';
 import { MIN_BUDGET_SHARE } from '../../../lib/semaphore/tuning.js';
 import { lambdaContext, quietMetrics, silentLogger } from '../../unit/ingest/handler/support.js';
-import { grantsOf, sampleBudgetItem } from './budget-history.js';
+import { bookingsByName, bookingsNotInSchedule, sampleScheduleItem } from './budget-history.js';
 import {
   contentKey,
   MATRIX_RESOURCE,
@@ -39,7 +53,13 @@ import {
 import { cellName, type FaultSchedule, type MatrixCell } from './matrix-cells.js';
 import { collectCopies } from './matrix-copies.js';
 import { SCENARIO_ENV, stageScenario } from './matrix-scenario.js';
-import { acceptedWrites, peakWindowCount, RATE_WINDOW_MS, rateViolations } from './rate-check.js';
+import {
+  acceptedWrites,
+  peakWindowCount,
+  RATE_WINDOW_MS,
+  rateViolations,
+  writesOutsideBookings,
+} from './rate-check.js';
 
 /**
  * What the proxy's stamp of a write may add to the longest event-loop stall of the invocation (the pool,
@@ -136,16 +156,14 @@ export interface CellOptions {
   readonly maxRounds?: number;
 }
 
-/** What a run with the rate engine observed of the tenant prefix's budget. */
+/** What a run with the rate engine observed of the tenant prefix's schedule. */
 export interface RateFigures {
-  /** Takes DynamoDB applied (answers lost included). */
-  readonly grants: number;
-  /** Most rate its holders held at once (table, polled), writes/s. */
-  readonly heldPeak: number;
-  /** Lowest budget seen (it starts at `S3_PREFIX_WRITE_RATE`). */
-  readonly budgetMin: number;
-  /** Rate still held after the last invocation (leases left to expire by themselves). */
-  readonly leftHeld: number;
+  /** Bookings the handler made (logged), the slots they booked, and the decreases their holders followed. */
+  readonly bookings: number;
+  readonly slots: number;
+  readonly decreasesFollowed: number;
+  /** Lowest rate of the schedule seen (table, polled; it starts at `S3_PREFIX_WRITE_RATE`). */
+  readonly lowestRate: number;
   /** Most writes S3 accepted on the prefix in any window of `RATE_WINDOW_MS`. */
   readonly windowPeak: number;
   /** The skew the rate invariant allowed (longest event-loop stall + transit), ms. */
@@ -200,7 +218,12 @@ function rulesFor(
   round: number,
   injectedSoFar: number,
 ): FaultRule[] | undefined {
-  const rule: FaultRule = { name: cellName(cell), match: cell.call.match, fault: cell.fault };
+  const rule: FaultRule = {
+    name: cellName(cell),
+    match: cell.call.match,
+    fault: cell.fault,
+    ...(cell.delayMs === undefined ? {} : { delayMs: cell.delayMs }),
+  };
   switch (schedule) {
     case 'first-round':
       // Until the end of the first invocation that met the fault (one cut short before making the call
@@ -243,10 +266,10 @@ class PermitMonitor {
   current = 0;
   /** The tenant semaphore's highest limit in force seen (static: its `limit`; adaptive: its capacity). */
   limit = 0;
-  /** The tenant prefix's rate budget: most rate held at once, rate held at the last sample, lowest budget. */
-  ratePeak = 0;
-  rateCurrent = 0;
-  budgetMin = Number.POSITIVE_INFINITY;
+  /** The tenant prefix's rate schedule: its lowest rate seen. */
+  lowestRate = Number.POSITIVE_INFINITY;
+  /** Per schedule item, the version seen last (it never goes back). */
+  readonly #scheduleVersions = new Map<string, number>();
   readonly violations: string[] = [];
   /** Per adaptive semaphore, the highest capacity sum seen so far in the cell. */
   readonly #adaptivePeakLimit = new Map<string, number>();
@@ -287,8 +310,8 @@ class PermitMonitor {
       const pk = item.pk?.S ?? '';
       const sk = item.sk?.S ?? '';
       const where = `${pk} ${sk}`;
-      if (sk === 'budget') {
-        this.#sampleBudget(pk, item);
+      if (sk === 'schedule') {
+        this.#sampleSchedule(pk, item);
         continue;
       }
       const held = heldBy(item);
@@ -327,14 +350,17 @@ class PermitMonitor {
     }
   }
 
-  /** A rate budget's item (lib/semaphore/budget-item.ts): its invariant, and the tenant's figures. */
-  #sampleBudget(pk: string, item: Record<string, AttributeValue>): void {
-    const sample = sampleBudgetItem(item, this.rateCeiling, MIN_BUDGET_SHARE);
+  /** A rate schedule's item (lib/semaphore/budget-item.ts): its invariant, and the tenant's figures. */
+  #sampleSchedule(pk: string, item: Record<string, AttributeValue>): void {
+    const sample = sampleScheduleItem(
+      item,
+      this.rateCeiling,
+      MIN_BUDGET_SHARE,
+      this.#scheduleVersions.get(pk) ?? 0,
+    );
     this.violations.push(...sample.violations);
-    if (!pk.includes(`/t=${MATRIX_TENANT}/`)) return;
-    this.ratePeak = Math.max(this.ratePeak, sample.held);
-    this.rateCurrent = sample.held;
-    this.budgetMin = Math.min(this.budgetMin, sample.budget);
+    this.#scheduleVersions.set(pk, sample.version);
+    if (pk.includes(`/t=${MATRIX_TENANT}/`)) this.lowestRate = Math.min(this.lowestRate, sample.rate);
   }
 }
 
@@ -468,7 +494,14 @@ export async function runCell(
   // picks them up (and its visibility changes name a real queue).
   const queueArn = Attributes?.QueueArn ?? '';
   const clients = createAwsClients(config);
-  const handler = createIngestHandler(config, { clients, logger: silentLogger(), metrics: quietMetrics() });
+  // With the rate engine the handler's own budgets, logged as in the pipeline process: its bookings.
+  const bookingLog = cell.fleetCap === 'rate' ? logBookings(config, clients, r.tableName, name) : undefined;
+  const handler = createIngestHandler(config, {
+    clients,
+    logger: silentLogger(),
+    metrics: quietMetrics(),
+    ...(bookingLog === undefined ? {} : { budgets: bookingLog.budgets }),
+  });
   const proxy = stack.proxies[cell.call.service];
   const records = Math.max(options.records, cell.call.minRecords ?? 0);
   const batch = matrixBatch({ records, bad: options.bad, seed: options.seed });
@@ -521,6 +554,7 @@ export async function runCell(
       loop.enable();
       const startedAt = Date.now();
       const response = await handler(event, lambdaContext(MATRIX_BUDGET_MS));
+      bookingLog?.bookings.endInvocation();
       const elapsedMs = Date.now() - startedAt;
       loop.disable();
       const stallMs = Math.round(loop.max / 1e6);
@@ -571,23 +605,33 @@ export async function runCell(
     await stage.close();
     await handler.close();
     for (const client of Object.values(clients)) client.destroy();
+    bookingLog?.log.close();
   }
   // Once the scenario's own holder (if any) is gone, what the table still holds is the handler's.
   await monitor.sample();
   const injected = injectedSoFar();
   violations.push(...monitor.violations);
   const s3InFlightPeak = stack.proxies.s3.peakInFlight()[`t=${MATRIX_TENANT}/`] ?? 0;
-  const rate =
-    cell.fleetCap === 'rate'
-      ? checkRate(stack, r.bucket, r.tableName, monitor, loopStallMax, violations)
-      : undefined;
+  let rate: RateFigures | undefined;
+  if (bookingLog !== undefined) {
+    rate = checkRate(
+      stack,
+      r.bucket,
+      r.tableName,
+      readEventLog(bookingLog.path),
+      monitor,
+      loopStallMax,
+      violations,
+    );
+    rmSync(bookingLog.path, { force: true });
+  }
   // The in-flight bound where one remains: the permits held, or with the rate engine the holder's pool.
   const inFlightBound = rate === undefined ? monitor.limit : Number(MATRIX_HANDLER_ENV.POOL_CONCURRENCY);
   if (monitor.peak > monitor.limit) violations.push(`permit peak ${monitor.peak} > limit ${monitor.limit}`);
-  const leftHeld = rate === undefined ? monitor.current : monitor.rateCurrent;
-  if (cell.call.givesBackEverything === true && leftHeld > 0)
+  // With the rate engine nothing is held: there is nothing to give back.
+  if (rate === undefined && cell.call.givesBackEverything === true && monitor.current > 0)
     violations.push(
-      `${leftHeld} ${rate === undefined ? 'permits' : 'writes/s'} still held after the last invocation (no release was faulted)`,
+      `${monitor.current} permits still held after the last invocation (no release was faulted)`,
     );
   if (s3InFlightPeak > inFlightBound)
     violations.push(
@@ -619,30 +663,57 @@ export async function runCell(
 }
 
 /**
+ * The handler's prefix budgets (`dynamoRateBudgets`, as in Lambda) wrapped as the pipeline process wraps
+ * them: every booking, followed decrease and report logged to a file of the run, and every S3 write counted
+ * under its booking or logged as started outside one.
+ */
+function logBookings(config: IngestConfig, clients: AwsClients, tableName: string, run: string) {
+  const path = join(tmpdir(), `s3-ingest-matrix-${run}.ndjson`);
+  const log = new EventLog(path);
+  const bookings = new ContainerBookings(log, 0);
+  watchBookedWrites(clients.s3, bookings);
+  const budgets = loggedBudgets(dynamoRateBudgets(config, clients.dynamodb, tableName), bookings);
+  return { path, log, bookings, budgets };
+}
+
+/**
  * The rate invariant of a run with the rate engine (`rateViolations`): the writes the S3 proxy let through
- * to the tenant's prefix against the grants rebuilt from the budget item's writes at the DynamoDB proxy.
- * A run that wrote with no grant at all ran another engine: that is a violation too.
+ * to the tenant's prefix against the bookings the handler logged (each of them one the schedule holds: a
+ * write DynamoDB applied, at the DynamoDB proxy). The tenant is large (its batch has more than
+ * `SMALL_TENANT_WRITES` writes): none of its writes starts outside a booking.
  */
 function checkRate(
   stack: MatrixStack,
   bucket: string,
   tableName: string,
+  lines: ReturnType<typeof readEventLog>,
   monitor: PermitMonitor,
   loopStallMaxMs: number,
   violations: string[],
 ): RateFigures {
   const prefix = `t=${MATRIX_TENANT}/`;
-  const grants = grantsOf(stack.proxies.dynamodb.calls(), tableName, `prefix:${bucket}/${prefix}`);
+  const name = `prefix:${bucket}/${prefix}`;
+  const endedAt = Date.now();
+  const bookings = bookingsByName(lines, () => endedAt).get(name) ?? [];
   const writes = acceptedWrites(stack.proxies.s3.calls(), bucket, prefix);
   const skewMs = loopStallMaxMs + TRANSIT_MS;
-  if (writes.length > 0 && grants.length === 0)
-    violations.push(`${writes.length} writes accepted on ${prefix} and no grant of its rate budget`);
-  violations.push(...rateViolations(prefix, writes, grants, { skewMs, windowMs: RATE_WINDOW_MS }));
+  for (const b of bookingsNotInSchedule(stack.proxies.dynamodb.calls(), tableName, name, bookings))
+    violations.push(
+      `booking ${b.fence} (${b.writes} slots to ${b.endsAt}) is not in the schedule DynamoDB holds`,
+    );
+  const outside = writesOutsideBookings(writes, bookings, skewMs);
+  if (outside.length > 0)
+    violations.push(
+      `${outside.length} writes accepted on ${prefix} outside every booking (first at ${outside[0]})`,
+    );
+  for (const l of lines.filter((l): l is UnleasedWriteLine => l.event === 'unleased-write'))
+    violations.push(`a write on ${l.name} started outside a booking at ${l.t} (large tenant: ${l.large})`);
+  violations.push(...rateViolations(prefix, writes, bookings, { skewMs, windowMs: RATE_WINDOW_MS }));
   return {
-    grants: grants.length,
-    heldPeak: monitor.ratePeak,
-    budgetMin: Number.isFinite(monitor.budgetMin) ? monitor.budgetMin : 0,
-    leftHeld: monitor.rateCurrent,
+    bookings: bookings.length,
+    slots: bookings.reduce((sum, b) => sum + b.writes, 0),
+    decreasesFollowed: bookings.reduce((sum, b) => sum + b.decreases.length, 0),
+    lowestRate: Number.isFinite(monitor.lowestRate) ? monitor.lowestRate : 0,
     windowPeak: peakWindowCount(writes),
     skewMs,
   };

@@ -1,6 +1,7 @@
 // What a fault-matrix run arranges around the handler so that its cell's call happens at all
 // (`MatrixCall.scenario`): a slow tenant prefix for the lease resize, another holder of the tenant's
-// prefix permits for the deferral send. The plain cells need nothing.
+// prefix permits (with the rate engine, of its schedule's slots) for the deferral send. The plain cells
+// need nothing.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { IngestConfig } from '../../../lib/ingest/config.js';
 import { dynamoRateBudgets } from '../../../lib/ingest/handler/run/prefix-budgets.js';
@@ -9,8 +10,8 @@ import {
   dynamoSemaphores,
 } from '../../../lib/ingest/handler/run/tenant-permits.js';
 import type { FaultProxy } from '../../../lib/local/faults/fault-proxy.js';
+import { SemaphoreTimeoutError } from '../../../lib/semaphore/errors.js';
 import { permitsFor } from '../../../lib/semaphore/permits-for.js';
-import type { RateLease } from '../../../lib/semaphore/rate-types.js';
 import type { Lease } from '../../../lib/semaphore/types.js';
 import { MATRIX_TENANT } from './matrix-batch.js';
 import { type FaultSchedule, type MatrixScenario, SLOW_PREFIX_DELAY_MS } from './matrix-cells.js';
@@ -117,9 +118,17 @@ function heldUntilFaulted(schedule: FaultSchedule, release: () => Promise<void>)
 }
 
 /**
- * The rate engine's form (`FLEET_CAP=rate`): a frozen holder of the tenant prefix's whole budget, taken
- * as the handler's budgets take it (`dynamoRateBudgets`), announcing no end: the handler's turn wait ends in
- * `SemaphoreTimeoutError` and the tenant's records are deferred.
+ * How far ahead of an invocation the `prefix-held` form of the rate engine books the tenant prefix's slots:
+ * past the tenant's latest start (at most half of the 3 s to the cutoff), so its booking is out of turn.
+ */
+const BOOKED_AHEAD_MS = 2_000;
+
+/**
+ * The rate engine's form (`FLEET_CAP=rate`): nothing is held, so another holder books every slot of the
+ * tenant prefix's schedule up to `BOOKED_AHEAD_MS` past each invocation's start, with the handler's own
+ * budgets (`dynamoRateBudgets`), until the cell's fault has fired (`flaky`: for three invocations): the
+ * schedule is booked past the tenant's latest start, so its records are deferred until its first free
+ * slot. Its slots pass unused.
  */
 async function budgetHeld({
   schedule,
@@ -133,15 +142,28 @@ async function budgetHeld({
     dynamodb,
     tableName,
   )(`prefix:${config.bucketName}/t=${MATRIX_TENANT}/`, ceiling);
-  let lease: RateLease | undefined = await budget.take(ceiling, {
-    least: ceiling,
-    leaseMs: HOLDER_LEASE_MS,
-    deadline: Date.now() + 10_000,
-  });
-  const release = async () => {
-    const held = lease;
-    lease = undefined;
-    await held?.release({ accepted: 0, throttled: 0, starved: false });
+  let holding = true;
+  const bookAhead = async () => {
+    const now = Date.now();
+    const until = now + BOOKED_AHEAD_MS;
+    try {
+      await budget.book({
+        writes: Math.ceil((ceiling * BOOKED_AHEAD_MS) / 1000),
+        latestStart: until,
+        writeBy: until,
+      });
+    } catch (err) {
+      // Booked that far ahead already: not one more slot fits.
+      if (!(err instanceof SemaphoreTimeoutError)) throw err;
+    }
   };
-  return heldUntilFaulted(schedule, release);
+  return {
+    beforeInvocation: async (round, injectedSoFar) => {
+      if (schedule === 'flaky' ? round > 3 : injectedSoFar > 0) holding = false;
+      if (holding) await bookAhead();
+    },
+    close: async () => {
+      holding = false;
+    },
+  };
 }

@@ -1,13 +1,12 @@
-// The pipeline run's accounting of the rate engine (`FLEET_CAP=rate`): the grants rebuilt from every
+// The pipeline run's accounting of the rate engine (`FLEET_CAP=rate`): the bookings rebuilt from every
 // process's event log (killed ones included), the writes the chaos proxy let through per prefix, the rate
-// invariant between them, and what the killed processes left in the budget items.
+// invariant between them, and what the killed processes left in the schedules.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type {
   InvocationLine,
   PipelineLogLine,
-  RateReleaseLine,
-  RateTakeLine,
+  UnleasedWriteLine,
 } from '../../../lib/local/pipeline-process/event-log.js';
 import {
   firstSegmentPrefix,
@@ -15,9 +14,9 @@ import {
   type S3Decision,
   type S3RequestKind,
 } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
-import { budgetKey, parseBudgetItem } from '../../../lib/semaphore/budget-item.js';
 import { DynamoRateBudget } from '../../../lib/semaphore/dynamo-rate-budget.js';
-import { peakWindowCount, RATE_WINDOW_MS, type RateGrant, rateViolations } from './rate-check.js';
+import { bookingsByName } from './budget-history.js';
+import { peakWindowCount, RATE_WINDOW_MS, rateViolations } from './rate-check.js';
 
 /** The S3 model of the chaos proxy, logging when each write was decided and what it decided. */
 export class WriteLoggingModel extends S3BehaviourModel {
@@ -84,19 +83,21 @@ function skewAt(parent: readonly StallSample[], child: readonly StallSample[], w
 
 /** What the rate engine did in a pipeline run, and every rate invariant it broke. */
 export interface RateAccount {
-  /** Grants logged, and of those the ones killed processes never released. */
-  readonly leases: number;
+  /** Bookings logged, the slots they booked, and the decreases their holders followed. */
+  readonly bookings: number;
+  readonly slots: number;
+  readonly decreasesFollowed: number;
+  /** Lowest rate a booking was made at (writes/s). */
+  readonly lowestRate: number;
+  /** Bookings killed processes never reported, and their rates summed (writes/s). */
   readonly orphaned: number;
-  /** Writes/s the orphaned leases held when their processes died. */
   readonly orphanedRate: number;
-  /** Holder entries left in the budget items by processes that stopped gracefully (must be 0). */
-  readonly leakedByGracefulProcesses: number;
-  /** Every budget taken whole (nothing held) after the run, within its orphans' expiry + 1 s. */
-  readonly wholeBudgetTaken: boolean;
-  /** Slowest such take, ms after the later of the call and the orphaned leases' expiry. */
-  readonly wholeBudgetLateMs: number;
-  /** Writes started on a prefix with no lease held on it (small tenants). */
+  /** After the run, a booking of one slot on every prefix: booked, and at most this long after the call (ms). */
+  readonly nextSlotBooked: boolean;
+  readonly nextSlotLateMs: number;
+  /** Writes started on a prefix outside any booking: small tenants (allowed), and large ones (never). */
   readonly unleasedWrites: number;
+  readonly largeUnleasedWrites: number;
   /** Per prefix: most writes accepted in any window of the check. */
   readonly windowPeaks: Record<string, number>;
   /** The most skew any window was allowed: both processes' longest event-loop stalls around it, plus transit (ms). */
@@ -107,29 +108,10 @@ export interface RateAccount {
 /** Loopback hop and SDK middleware on top of the two processes' loop stalls. */
 const TRANSIT_MS = 25;
 
-/** The grants of each budget name: a take to its release, or to its lease end when never released. */
-function grantsByName(lines: readonly PipelineLogLine[]): Map<string, (RateGrant & { released: boolean })[]> {
-  const releases = new Map<string, RateReleaseLine>();
-  for (const l of lines) if (l.event === 'rate-release') releases.set(l.fence, l);
-  const byName = new Map<string, (RateGrant & { released: boolean })[]>();
-  for (const take of lines.filter((l): l is RateTakeLine => l.event === 'rate-take')) {
-    const release = releases.get(take.fence);
-    const grant = {
-      fence: take.fence,
-      rate: take.rate,
-      from: take.t,
-      to: release?.t ?? take.expiresAt,
-      released: release !== undefined,
-    };
-    byName.set(take.name, [...(byName.get(take.name) ?? []), grant]);
-  }
-  return byName;
-}
-
 /**
  * The rate engine's accounting of a finished run: `lines` from every process, `writes` the proxy's log,
- * `parentStallMs` this process's longest loop stall. Takes every budget whole at the end (after its
- * orphans' expiry), which also shows the killed holders' rates came back.
+ * `parentStalls` this process's loop stalls, `killedAt` when each killed process died. Books a slot on
+ * every prefix at the end, which shows the killed holders left nothing booked past their own slots.
  */
 export async function accountRates(run: {
   readonly lines: readonly PipelineLogLine[];
@@ -138,6 +120,7 @@ export async function accountRates(run: {
   readonly dynamodb: DynamoDBClient;
   readonly tableName: string;
   readonly parentStalls: readonly StallSample[];
+  readonly killedAt: ReadonlyMap<number, number>;
 }): Promise<RateAccount> {
   const { lines, bucket, dynamodb, tableName } = run;
   // Every process's invocation lines, in time order: each says the longest stall since its previous one.
@@ -147,64 +130,55 @@ export async function accountRates(run: {
     .sort((a, b) => a.t - b.t);
   const skew = skewAt(run.parentStalls, childStalls, RATE_WINDOW_MS);
   let skewMs = 0;
-  const byName = grantsByName(lines);
+  // A process not killed wrote until its last line (it stopped gracefully).
+  const lastLine = new Map<number, number>();
+  for (const l of lines) lastLine.set(l.pid, Math.max(lastLine.get(l.pid) ?? 0, l.t));
+  const byName = bookingsByName(lines, (pid) => run.killedAt.get(pid) ?? lastLine.get(pid) ?? Date.now());
   const violations: string[] = [];
   const windowPeaks: Record<string, number> = {};
+  const unleasedLines = lines.filter((l): l is UnleasedWriteLine => l.event === 'unleased-write');
+  for (const l of unleasedLines)
+    if (l.large) violations.push(`${l.name}: a large tenant's write started outside a booking at ${l.t}`);
   const prefixes = new Set(run.writes.map((w) => w.prefix));
   for (const prefix of prefixes) {
     const name = `prefix:${bucket}/${prefix}`;
     const accepted = run.writes.filter((w) => w.prefix === prefix && w.accepted).map((w) => w.at);
-    const unleased = lines.filter((l) => l.event === 'unleased-write' && l.name === name).map((l) => l.t);
+    const unleased = unleasedLines.filter((l) => l.name === name && !l.large).map((l) => l.t);
     windowPeaks[prefix] = peakWindowCount(accepted);
     skewMs = Math.max(skewMs, ...accepted.map(skew));
     violations.push(...rateViolations(prefix, accepted, byName.get(name) ?? [], { skewMs: skew, unleased }));
   }
   const all = [...byName.values()].flat();
-  const orphans = all.filter((g) => !g.released);
-  const orphanFences = new Set(orphans.map((g) => g.fence));
-  let leaked = 0;
-  let wholeBudgetTaken = true;
-  let wholeBudgetLateMs = Number.NEGATIVE_INFINITY;
-  for (const [name, grants] of byName) {
-    const key = budgetKey(name);
-    const read = async () =>
-      parseBudgetItem(
-        (await dynamodb.send(new GetItemCommand({ TableName: tableName, Key: key, ConsistentRead: true })))
-          .Item,
-      );
-    const before = await read();
-    leaked += [...(before?.holders.keys() ?? [])].filter((fence) => !orphanFences.has(fence)).length;
-    const ceiling = Math.max(
-      ...lines
-        .filter((l): l is RateTakeLine => l.event === 'rate-take' && l.name === name)
-        .map((l) => l.ceiling),
-    );
-    const expiry = Math.max(0, ...grants.filter((g) => !g.released).map((g) => g.to));
+  const orphans = all.filter((b) => !b.reported && run.killedAt.has(b.pid));
+  let nextSlotBooked = true;
+  let nextSlotLateMs = Number.NEGATIVE_INFINITY;
+  for (const [name, bookings] of byName) {
+    const ceiling = Math.max(...bookings.map((b) => b.ceiling));
     const calledAt = Date.now();
     try {
       const budget = new DynamoRateBudget({ client: dynamodb, tableName, name, ceiling });
-      // Asks for the ceiling: a budget below it is had whole once nothing holds it (docs/fleet-cap.md).
-      const lease = await budget.take(ceiling, {
-        least: ceiling,
-        deadline: Math.max(calledAt, expiry) + 1_000,
-        leaseMs: 5_000,
+      // Nothing is held: once the run's writes are done, its next slot is at most a second away.
+      const booking = await budget.book({
+        writes: 1,
+        latestStart: calledAt + 1_000,
+        writeBy: calledAt + 5_000,
       });
-      wholeBudgetLateMs = Math.max(wholeBudgetLateMs, Date.now() - Math.max(calledAt, expiry));
-      const whole = (await read())?.budget;
-      if (lease.rate !== whole) wholeBudgetTaken = false;
-      await lease.release({ accepted: 0, throttled: 0, starved: false });
+      nextSlotLateMs = Math.max(nextSlotLateMs, booking.startAt - calledAt);
     } catch {
-      wholeBudgetTaken = false;
+      nextSlotBooked = false;
     }
   }
   return {
-    leases: all.length,
+    bookings: all.length,
+    slots: all.reduce((sum, b) => sum + b.writes, 0),
+    decreasesFollowed: all.reduce((sum, b) => sum + b.decreases.length, 0),
+    lowestRate: Math.min(...all.map((b) => b.rate)),
     orphaned: orphans.length,
-    orphanedRate: orphans.reduce((sum, g) => sum + g.rate, 0),
-    leakedByGracefulProcesses: leaked,
-    wholeBudgetTaken,
-    wholeBudgetLateMs,
-    unleasedWrites: lines.filter((l) => l.event === 'unleased-write').length,
+    orphanedRate: orphans.reduce((sum, b) => sum + b.rate, 0),
+    nextSlotBooked,
+    nextSlotLateMs,
+    unleasedWrites: unleasedLines.filter((l) => !l.large).length,
+    largeUnleasedWrites: unleasedLines.filter((l) => l.large).length,
     windowPeaks,
     skewMs,
     violations,

@@ -25,21 +25,22 @@ export const MIN_BUDGET_SHARE = 1 / 64;
 /** One decrease cuts a rate to at least this share of itself, however many writes were refused. */
 export const MAX_DECREASE = 1 / 2;
 
-/** First wait between two reads of a budget a holder is waiting for, ms (full jitter). */
+/** First wait before a booking that lost a race to another reads the schedule again, ms (full jitter). */
 export const ACQUIRE_BACKOFF_BASE_MS = 20;
 
-/** Longest wait between two reads of a budget a holder is waiting for, ms: a freed rate waits at most this long for its next holder (docs/decisions/prefix-hand-over.md). */
+/** Longest wait before a booking that lost a race to another reads the schedule again, ms (full jitter). */
 export const ACQUIRE_BACKOFF_CAP_MS = 200;
 
 /**
  * How late a holder's write may start and keep its slot, ms (`ExecutorPool.setStartInterval`'s catch-up):
- * the writes behind it then catch up, so a busy event loop costs no rate. S3 admits a burst of a fraction of
- * a second of a prefix's rate; this stays well inside it (docs/fleet-cap.md#what-a-holder-does).
+ * the writes behind it then catch up, so a short event-loop stall costs no rate. A prefix written at its
+ * limit has no burst to spare, so this stays short (docs/decisions/slot-schedule.md).
  */
-export const SLOT_CATCH_UP_MS = 50;
+export const SLOT_CATCH_UP_MS = 20;
 
 /**
  * Writes a holder's round needs, counted from its first refusal, before its share refused may step the
- * schedule within a booking: a share from fewer writes is noise (two refusals in a burst read as a halving).
+ * schedule within a booking: fewer is noise (two refusals in a row read as a halving), more lets a halved
+ * limit refuse that many writes per holder before anyone slows down (docs/decisions/slot-schedule.md).
  */
-export const MIN_ROUND_WRITES = 20;
+export const MIN_ROUND_WRITES = 10;

@@ -24,11 +24,12 @@ export const MODULES = {
     // The acquire loop both DynamoDB semaphores share (abort while the winning writes are in flight, backoff).
     'lib/semaphore/acquire-rounds.ts',
     'lib/semaphore/backoff.ts',
-    // The rate budget (docs/fleet-cap.md): its law, item, take loop and lease.
+    // The rate budget (docs/fleet-cap.md): its law, item, schedule, booking loop and booking.
     'lib/semaphore/rate-law.ts',
     'lib/semaphore/budget-item.ts',
-    'lib/semaphore/take-rate.ts',
-    'lib/semaphore/budget-lease.ts',
+    'lib/semaphore/rate-schedule.ts',
+    'lib/semaphore/book-slots.ts',
+    'lib/semaphore/rate-booking.ts',
   ],
   pool: [
     'lib/pool/executor-pool.ts',

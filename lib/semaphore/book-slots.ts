@@ -1,6 +1,6 @@
 import { type Backoff, ExponentialBackoff } from '../backoff/index.js';
 import { sleep, throwIfAborted } from './backoff.js';
-import type { BudgetStore } from './budget-store.js';
+import type { BudgetContext, BudgetStore } from './budget-store.js';
 import { SemaphoreTimeoutError } from './errors.js';
 import { newLeaseId } from './lease-id.js';
 import { ScheduledBooking } from './rate-booking.js';
@@ -11,17 +11,6 @@ import { ACQUIRE_BACKOFF_BASE_MS, ACQUIRE_BACKOFF_CAP_MS } from './tuning.js';
 
 /** The longest delay a Node timer keeps (a longer one fires at once). */
 const maxTimerMs = 2 ** 31 - 1;
-
-/** What a budget's bookings and reports need: its store, its clock and its jitter. */
-export interface BudgetContext {
-  readonly name: string;
-  readonly ceiling: number;
-  readonly store: BudgetStore;
-  readonly now: () => number;
-  readonly random: () => number;
-  /** Bound on a report called without a signal. */
-  readonly reportTimeoutMs: number;
-}
 
 /**
  * `RateBudget.book` over a store (docs/fleet-cap.md#what-a-holder-does): read the schedule (creating it at

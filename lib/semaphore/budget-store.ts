@@ -16,3 +16,14 @@ export interface BudgetStore {
    */
   write(read: Schedule, change: ScheduleChange, by: string, signal?: AbortSignal): Promise<boolean>;
 }
+
+/** What a budget's bookings and reports need: its store, its clock and its jitter. */
+export interface BudgetContext {
+  readonly name: string;
+  readonly ceiling: number;
+  readonly store: BudgetStore;
+  readonly now: () => number;
+  readonly random: () => number;
+  /** Bound on a report called without a signal. */
+  readonly reportTimeoutMs: number;
+}

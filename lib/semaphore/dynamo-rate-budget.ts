@@ -4,14 +4,14 @@ import {
   PutItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type BudgetContext, bookSlots } from './book-slots.js';
+import { bookSlots } from './book-slots.js';
 import {
   createBudgetRequest,
   parseBudgetItem,
   readBudgetRequest,
   writeScheduleRequest,
 } from './budget-item.js';
-import type { BudgetStore } from './budget-store.js';
+import type { BudgetContext, BudgetStore } from './budget-store.js';
 import { SemaphoreTableNotFoundError } from './errors.js';
 import { checkBudgetOptions } from './rate-budget-checks.js';
 import { floorToRateGrid, type Schedule, type ScheduleChange } from './rate-schedule.js';

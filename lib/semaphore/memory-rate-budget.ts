@@ -1,7 +1,7 @@
 import { throwIfAborted } from './backoff.js';
-import { type BudgetContext, bookSlots } from './book-slots.js';
+import { bookSlots } from './book-slots.js';
 import { newSchedule } from './budget-item.js';
-import type { BudgetStore } from './budget-store.js';
+import type { BudgetContext, BudgetStore } from './budget-store.js';
 import { checkBudgetOptions } from './rate-budget-checks.js';
 import { floorToRateGrid, type Schedule, type ScheduleChange } from './rate-schedule.js';
 import type { BookOptions, RateBooking, RateBudget } from './rate-types.js';

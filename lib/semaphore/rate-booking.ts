@@ -1,5 +1,5 @@
 import { withAbortReason } from './abort-reason.js';
-import type { BudgetContext } from './book-slots.js';
+import type { BudgetContext } from './budget-store.js';
 import { newLeaseId } from './lease-id.js';
 import { checkReport } from './rate-budget-checks.js';
 import { nextRate } from './rate-law.js';

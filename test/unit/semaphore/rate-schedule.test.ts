@@ -1,8 +1,8 @@
 // A booking and a step as pure functions of the stored schedule (planBooking, planStep), and a booking's
 // steps over a store (ScheduledBooking through bookSlots) with the store's reads and writes counted.
 import { describe, expect, it } from 'vitest';
-import { type BudgetContext, bookSlots } from '../../../lib/semaphore/book-slots.js';
-import type { BudgetStore } from '../../../lib/semaphore/budget-store.js';
+import { bookSlots } from '../../../lib/semaphore/book-slots.js';
+import type { BudgetContext, BudgetStore } from '../../../lib/semaphore/budget-store.js';
 import {
   planBooking,
   planStep,

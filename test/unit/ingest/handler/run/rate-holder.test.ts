@@ -11,6 +11,7 @@ import type {
   ScheduleView,
   WriteRound,
 } from '../../../../../lib/semaphore/rate-types.js';
+import { MIN_ROUND_WRITES } from '../../../../../lib/semaphore/tuning.js';
 
 const NAME = 'prefix:b/t=acme/';
 /** Epoch ms the tests start at (fake timers: Date.now, performance.now and every timer). */
@@ -113,8 +114,13 @@ async function settle<T>(promise: Promise<T>): Promise<T> {
   return promise;
 }
 
-/** Whether the write `i` (from 0) of a holder's 40 is refused: every other one from the 11th to the 31st. */
-const halfRefused = (i: number) => i >= 10 && i <= 30 && i % 2 === 0;
+/**
+ * Whether the write `i` (from 0) of a holder's 40 is refused: every other one from the 11th on, for
+ * MIN_ROUND_WRITES + 1 writes (the round that steps: MIN_ROUND_WRITES / 2 + 1 of them refused).
+ */
+const halfRefused = (i: number) => i >= 10 && i <= 10 + MIN_ROUND_WRITES && i % 2 === 0;
+/** The round `halfRefused` steps with, once its last refusal is in. */
+const halfRound = { accepted: MIN_ROUND_WRITES / 2, throttled: MIN_ROUND_WRITES / 2 + 1, starved: false };
 
 /**
  * A holder's body that sends 40 writes one by one through its pool, refusing those `refused` picks, and
@@ -407,16 +413,17 @@ describe('runUnderRate: pace and report', () => {
     const result = await settle(
       runUnderRate(budget, { pool: p, writes: 40, inFlight: 1 }, window(T0 + 10_000), undefined, body),
     );
-    // The round from the first refusal (the 11th write) to the 21st write since: 11 of 21 refused.
-    expect(overloadSteps().map((s) => s.round)).toEqual([{ accepted: 10, throttled: 11, starved: false }]);
+    // The round from the first refusal (the 11th write) to the last refused one, MIN_ROUND_WRITES later.
+    expect(overloadSteps().map((s) => s.round)).toEqual([halfRound]);
     expect(memory.table.item(NAME)!.rate).toBe(50);
     // Paced at 100/s until the cut, at 50/s after it.
+    const cutAfter = 10 + MIN_ROUND_WRITES;
     const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
-    expect(gaps.slice(0, 30)).toEqual(Array(30).fill(10));
-    expect(gaps.slice(30)).toEqual(Array(9).fill(20));
+    expect(gaps.slice(0, cutAfter)).toEqual(Array(cutAfter).fill(10));
+    expect(gaps.slice(cutAfter)).toEqual(Array(39 - cutAfter).fill(20));
     expect(p.startInterval).toBe(20);
-    // The report is the last round: the 9 writes since the cut.
-    expect(reports).toEqual([{ accepted: 9, throttled: 0, starved: false }]);
+    // The report is the last round: the writes since the cut, none refused.
+    expect(reports).toEqual([{ accepted: 39 - cutAfter, throttled: 0, starved: false }]);
     expect(result).toEqual({ rate: 100 });
   });
 
@@ -455,9 +462,8 @@ describe('runUnderRate: pace and report', () => {
     const result = await settle(
       runUnderRate(budget, { pool: p, writes: 40, inFlight: 1 }, window(T0 + 10_000), undefined, body),
     );
-    const round = { accepted: 10, throttled: 11, starved: false };
-    expect(overloadSteps().map((s) => s.round)).toEqual([round]);
-    expect(p.startInterval).toBe(1000 / nextRate(100, round, 100));
+    expect(overloadSteps().map((s) => s.round)).toEqual([halfRound]);
+    expect(p.startInterval).toBe(1000 / nextRate(100, halfRound, 100));
     expect(p.startInterval).toBe(20);
     expect(memory.table.item(NAME)!.rate).toBe(100);
     expect(result).toEqual({ rate: 100 });
@@ -466,27 +472,27 @@ describe('runUnderRate: pace and report', () => {
   it('a step that leaves the schedule no lower than the pace falls back to the law', async () => {
     const { budget } = recording(memoryBudget(100), { stepView: { rate: 100, decreasedAt: 0 } });
     const p = pool();
-    const refused = (i: number) => i === 10 || i === 20 || i === 30;
+    // Two refusals MIN_ROUND_WRITES apart: the round that steps is MIN_ROUND_WRITES + 1 writes, 2 refused.
+    const refused = (i: number) => i === 10 || i === 10 + MIN_ROUND_WRITES;
     const { body } = fortyWrites(p, refused);
     await settle(
       runUnderRate(budget, { pool: p, writes: 40, inFlight: 1 }, window(T0 + 10_000), undefined, body),
     );
-    expect(p.startInterval).toBeCloseTo(
-      1000 / nextRate(100, { accepted: 18, throttled: 3, starved: false }, 100),
-      9,
-    );
-    expect(p.startInterval).toBeCloseTo(1000 / (100 * (18 / 21)), 9);
+    const round = { accepted: MIN_ROUND_WRITES - 1, throttled: 2, starved: false };
+    expect(p.startInterval).toBeCloseTo(1000 / nextRate(100, round, 100), 9);
+    expect(p.startInterval).toBeCloseTo(1000 / ((100 * (MIN_ROUND_WRITES - 1)) / (MIN_ROUND_WRITES + 1)), 9);
   });
 
   it('a step still in flight when the writes have settled cuts first: the report is the round after it', async () => {
     const { budget, overloadSteps, reports } = recording(memoryBudget(100), { stepDelayMs: 100 });
     const p = pool();
-    // Every other write from the 20th to the last refused: the last one completes an overloaded round.
-    const { body } = fortyWrites(p, (i) => i >= 19 && (i - 19) % 2 === 0);
+    // Every other write of the last MIN_ROUND_WRITES + 1 refused: the last one completes an overloaded round.
+    const first = 39 - MIN_ROUND_WRITES;
+    const { body } = fortyWrites(p, (i) => i >= first && (i - first) % 2 === 0);
     await settle(
       runUnderRate(budget, { pool: p, writes: 40, inFlight: 1 }, window(T0 + 10_000), undefined, body),
     );
-    expect(overloadSteps().map((s) => s.round)).toEqual([{ accepted: 10, throttled: 11, starved: false }]);
+    expect(overloadSteps().map((s) => s.round)).toEqual([halfRound]);
     expect(reports).toEqual([{ accepted: 0, throttled: 0, starved: false }]);
   });
 

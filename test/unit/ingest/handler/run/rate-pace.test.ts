@@ -72,16 +72,16 @@ describe('RatePace', () => {
     const { pace, refuse, accept, rounds, intervals } = harness(40);
     accept(100);
     refuse();
-    accept(8);
+    accept(4);
     refuse();
-    accept(8);
+    accept(2);
     refuse();
-    // 19 writes since the round's first refusal: too few to judge.
+    // 9 writes since the round's first refusal: too few to judge.
     expect(rounds).toEqual([]);
     refuse();
-    // 20 writes from the first refusal (it included), 4 refused: stepped with that round alone.
-    expect(MIN_ROUND_WRITES).toBe(20);
-    expect(rounds).toEqual([{ accepted: 16, throttled: 4, starved: false }]);
+    // 10 writes from the first refusal (it included), 4 refused: stepped with that round alone.
+    expect(MIN_ROUND_WRITES).toBe(10);
+    expect(rounds).toEqual([{ accepted: 6, throttled: 4, starved: false }]);
     await turn();
     expect(pace.rate).toBe(20);
     expect(intervals.at(-1)).toEqual({ ms: 50, catchUpMs: SLOT_CATCH_UP_MS });

@@ -151,14 +151,18 @@ export class ExecutorPool {
    * (a busy event loop then costs no rate); after a longer pause the schedule restarts. Default half an
    * interval. `options.starts`: how many paced starts may go from now (slots booked elsewhere; retries
    * count); once spent, paced tasks wait for the next call. Omitted, the allowance stays (unbounded until
-   * first set; `Infinity` lifts it). Both apply while the pool paces (`ms > 0`).
+   * first set; `Infinity` lifts it). `options.withinMs`: the allowance lapses that long from now (the end of
+   * the booked slots), however many starts are left. All apply while the pool paces (`ms > 0`).
    * @example pool.setStartInterval(1000 / 45) // at most 45 starts per second
    * @example pool.setStartInterval(1000 / 45, { catchUpMs: 50, starts: 40 }) // 40 booked slots, 50 ms of catch-up
    */
-  setStartInterval(ms: number, options?: { readonly catchUpMs?: number; readonly starts?: number }): void {
+  setStartInterval(
+    ms: number,
+    options?: { readonly catchUpMs?: number; readonly starts?: number; readonly withinMs?: number },
+  ): void {
     // Called per completed attempt by a governor: only a shorter interval (or more starts) can start
     // something sooner.
-    if (this.#pacer.setInterval(ms, options?.catchUpMs, options?.starts)) this.#pump();
+    if (this.#pacer.setInterval(ms, options?.catchUpMs, options?.starts, options?.withinMs)) this.#pump();
   }
 
   /** The least ms between two attempt starts (0: none). */

@@ -9,6 +9,8 @@ export class StartPacer {
   #catchUpMs: number | undefined;
   /** Paced starts left before the pacer holds every paced task (Infinity: no such bound). */
   #allowance = Number.POSITIVE_INFINITY;
+  /** `performance.now()` after which the allowance has lapsed (Infinity: never). */
+  #lapsesAt = Number.POSITIVE_INFINITY;
   #lastStartAt = Number.NEGATIVE_INFINITY;
   /** Pending while a paced task waits for the interval to pass. */
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -32,11 +34,12 @@ export class StartPacer {
   /**
    * Sets the interval, how late a start may be and still keep its slot (`catchUpMs`, default half the
    * interval), and, when given, how many paced starts may go from now (`starts`: a booking of slots; the
-   * rest wait for the next call; omitted, the allowance stays). Returns whether a held start may now go
+   * rest wait for the next call; omitted, the allowance stays) and for how long (`withinMs`: then it
+   * lapses, however many are left; omitted, a new allowance never lapses and an old one keeps its end). Returns whether a held start may now go
    * sooner (a shorter interval, or a larger allowance); a pending timer re-checks the wait when it fires,
    * so a longer interval needs nothing more.
    */
-  setInterval(ms: number, catchUpMs?: number, starts?: number): boolean {
+  setInterval(ms: number, catchUpMs?: number, starts?: number, withinMs?: number): boolean {
     if (!(ms >= 0 && Number.isFinite(ms))) {
       throw new RangeError(`startInterval must be a finite number >= 0, got ${ms}`);
     }
@@ -49,9 +52,19 @@ export class StartPacer {
     ) {
       throw new RangeError(`starts must be a whole number >= 0 or Infinity, got ${starts}`);
     }
+    if (withinMs !== undefined && !(withinMs >= 0)) {
+      throw new RangeError(`withinMs must be a number of ms >= 0, got ${withinMs}`);
+    }
     this.#catchUpMs = catchUpMs;
-    const more = starts !== undefined && starts > this.#allowance;
+    const lapsesAt =
+      withinMs !== undefined
+        ? performance.now() + withinMs
+        : starts !== undefined
+          ? Number.POSITIVE_INFINITY
+          : this.#lapsesAt;
+    const more = (starts !== undefined && starts > this.#allowance) || lapsesAt > this.#lapsesAt;
     if (starts !== undefined) this.#allowance = starts;
+    this.#lapsesAt = lapsesAt;
     const shorter = ms < this.#intervalMs;
     this.#intervalMs = ms;
     if (shorter) this.cancel();
@@ -63,7 +76,7 @@ export class StartPacer {
    * `setInterval`), or the interval has not passed (a timer then calls `onDue` when it has).
    */
   holds(now: number): boolean {
-    if (this.#allowance <= 0) return true;
+    if (this.#allowance <= 0 || now > this.#lapsesAt) return true;
     const wait = this.#lastStartAt + this.#intervalMs - now;
     if (!(wait > 0)) return false;
     this.#timer ??= setTimeout(() => {

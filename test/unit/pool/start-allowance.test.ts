@@ -72,6 +72,20 @@ describe('ExecutorPool start allowance', () => {
     pool.stop();
   });
 
+  it('lapses withinMs from now however many starts are left, and a later end lets the rest go', async () => {
+    const pool = new ExecutorPool({ concurrency: 8, timeout: 0 });
+    pool.setStartInterval(10, { starts: 10, withinMs: 25 });
+    const { at, all } = starts(pool, 'wwwwwr');
+    await vi.advanceTimersByTimeAsync(1_000);
+    // Slots at 0, 10 and 20 ms; the one at 30 is past the allowance's end (the read goes at once).
+    expect(at.map(([name]) => name)).toEqual(['w0', 'r5', 'w1', 'w2']);
+    pool.setStartInterval(10, { withinMs: 1_000 });
+    await vi.advanceTimersByTimeAsync(1_000);
+    await all;
+    expect(at.map(([name]) => name)).toEqual(['w0', 'r5', 'w1', 'w2', 'w3', 'w4']);
+    pool.stop();
+  });
+
   it('rejects an allowance that is not a whole number >= 0 or Infinity, naming it', () => {
     const pool = new ExecutorPool({ concurrency: 1 });
     for (const bad of [-1, 1.5, Number.NaN])

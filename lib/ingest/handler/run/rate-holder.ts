@@ -120,7 +120,14 @@ export async function runUnderRate(
   // schedule's did.
   const cutTo = (next: number) => {
     const at = now();
-    if (next < pace.rate && slots.endsAt > at) slots.endsAt = at + ((slots.endsAt - at) * pace.rate) / next;
+    if (next < pace.rate && slots.endsAt > at) {
+      slots.endsAt = at + ((slots.endsAt - at) * pace.rate) / next;
+      // The allowance lasts as long as the stretched slots.
+      request.pool.setStartInterval(1000 / next, {
+        catchUpMs: SLOT_CATCH_UP_MS,
+        withinMs: slots.endsAt + SLOT_CATCH_UP_MS - at,
+      });
+    }
     return next;
   };
   const pace: RatePace = new RatePace(
@@ -138,9 +145,21 @@ export async function runUnderRate(
         .then((next) => cutTo(next < pace.rate ? next : nextRate(pace.rate, round, budget.ceiling))),
   );
   // No more paced starts than slots booked: retries of refused writes count.
+  // ... and none after its last slot (give or take the catch-up), however late a timer fires.
   const allow = (starts: number) =>
-    request.pool.setStartInterval(1000 / pace.rate, { catchUpMs: SLOT_CATCH_UP_MS, starts });
-  allow(booking.writes);
+    request.pool.setStartInterval(1000 / pace.rate, {
+      catchUpMs: SLOT_CATCH_UP_MS,
+      starts,
+      withinMs: Number.isFinite(starts) ? Math.max(0, slots.endsAt + SLOT_CATCH_UP_MS - now()) : starts,
+    });
+  // Slots that passed before the holder could use them (an answer that came late, a stretch) are gone:
+  // only those still ahead, give or take the catch-up, are its to start.
+  const slotsAhead = (booked: number) =>
+    Math.min(
+      booked,
+      Math.max(0, Math.floor(((slots.endsAt + SLOT_CATCH_UP_MS - now()) * slots.rate) / 1000)),
+    );
+  allow(slotsAhead(booking.writes));
   try {
     request.pool.setConcurrency(Math.max(1, request.inFlight));
     const work = body().then(() => drainBy(request.pool, window.signal, window.releaseTimeoutMs));
@@ -164,10 +183,12 @@ export async function runUnderRate(
       if (done || window.signal.aborted) break;
       // A cut meanwhile stretched the slots: they are not over yet.
       if (now() < slots.endsAt + SLOT_CATCH_UP_MS) continue;
+      // Its slots are over: whatever is left of its allowance (writes that fell behind: a late answer,
+      // stalled writes filling the in-flight cap, a stalled event loop) is withdrawn with them.
+      allow(0);
       if (request.pool.waiting === 0) break;
-      // Its slots are over and writes remain (retries of refused writes, or more writes than fitted): they
-      // wait (its allowance is spent), and take the next free slots at the end of the schedule rather than
-      // anyone else's.
+      // Writes remain (retries of refused writes, writes that fell behind, more writes than fitted): they
+      // wait, and take the next free slots at the end of the schedule rather than anyone else's.
       try {
         await pace.settled();
         booking = await budget.book({
@@ -184,7 +205,7 @@ export async function runUnderRate(
       }
       slots = { rate: Math.min(booking.rate, budget.ceiling), endsAt: booking.endsAt };
       pace.restart(slots.rate);
-      allow(booking.writes);
+      allow(slotsAhead(booking.writes));
     }
     await work;
   } finally {

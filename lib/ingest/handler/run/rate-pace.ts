@@ -6,7 +6,10 @@ import { MIN_ROUND_WRITES, SLOT_CATCH_UP_MS } from '../../../semaphore/tuning.js
 
 /** What a holder's pace steers (`ExecutorPool` fits): the least ms between two paced starts. */
 export interface PacedTarget {
-  setStartInterval(ms: number, options?: { readonly catchUpMs?: number; readonly starts?: number }): void;
+  setStartInterval(
+    ms: number,
+    options?: { readonly catchUpMs?: number; readonly starts?: number; readonly withinMs?: number },
+  ): void;
 }
 
 /** The pool events a pace counts refusals from (`ExecutorPool` fits). */

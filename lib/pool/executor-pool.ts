@@ -16,7 +16,7 @@ import { isRetryableError, retryBackoff } from './retry-policy.js';
 import { RetryWaits } from './retry-waits.js';
 import { SignalGroups } from './signal-groups.js';
 import { SlotRests } from './slot-rests.js';
-import { StartPacer } from './start-pacer.js';
+import { type StartIntervalOptions, StartPacer } from './start-pacer.js';
 import type { EnqueueOptions, TaskContext, TaskFn } from './task.js';
 import { attachPromise, rejected, rejectTask } from './task-promise.js';
 import { Attempt, BACKOFF, DONE, QUEUED, RUNNING, Task, TaskExtras } from './task-state.js';
@@ -145,21 +145,12 @@ export class ExecutorPool {
    * only a fraction of a second of its rate in a burst, though its average is under the limit; evenly spaced
    * starts at that rate are not refused. Retries and probes are paced alike; tasks enqueued with
    * `paced: false` (reads a service limits apart from writes) start unspaced, and a paced task waiting for
-   * its turn holds back only the paced tasks behind it.
-   *
-   * `options.catchUpMs`: how late a start may be and still keep its slot, so the starts behind it catch up
-   * (a busy event loop then costs no rate); after a longer pause the schedule restarts. Default half an
-   * interval. `options.starts`: how many paced starts may go from now (slots booked elsewhere; retries
-   * count); once spent, paced tasks wait for the next call. Omitted, the allowance stays (unbounded until
-   * first set; `Infinity` lifts it). `options.withinMs`: the allowance lapses that long from now (the end of
-   * the booked slots), however many starts are left. All apply while the pool paces (`ms > 0`).
+   * its turn holds back only the paced tasks behind it. `options` keep a schedule of slots booked elsewhere
+   * (`StartIntervalOptions`), while the pool paces (`ms > 0`).
    * @example pool.setStartInterval(1000 / 45) // at most 45 starts per second
    * @example pool.setStartInterval(1000 / 45, { catchUpMs: 50, starts: 40 }) // 40 booked slots, 50 ms of catch-up
    */
-  setStartInterval(
-    ms: number,
-    options?: { readonly catchUpMs?: number; readonly starts?: number; readonly withinMs?: number },
-  ): void {
+  setStartInterval(ms: number, options?: StartIntervalOptions): void {
     // Called per completed attempt by a governor: only a shorter interval (or more starts) can start
     // something sooner.
     if (this.#pacer.setInterval(ms, options?.catchUpMs, options?.starts, options?.withinMs)) this.#pump();

@@ -28,4 +28,5 @@ export type { ProcessOptions, ProcessSummary, ProcessTarget } from './process.js
 export { processWithPool } from './process.js';
 export type { BackoffPolicy, JitterMode, RetryOptions } from './retry-policy.js';
 export { computeBackoff, DEFAULT_RETRYABLE_ERRORS, isRetryableError } from './retry-policy.js';
+export type { StartIntervalOptions } from './start-pacer.js';
 export type { EnqueueOptions, TaskContext, TaskFn } from './task.js';

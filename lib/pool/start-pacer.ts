@@ -1,3 +1,27 @@
+/** Options of `ExecutorPool.setStartInterval` beyond the interval: how a schedule of slots is kept. */
+export interface StartIntervalOptions {
+  /**
+   * How late a paced start may be and still keep its slot, so the starts behind it catch up (a busy event
+   * loop then costs no rate); after a longer pause the schedule restarts at the late start.
+   * @default half the interval
+   * @example 20
+   */
+  readonly catchUpMs?: number;
+  /**
+   * How many paced starts may go from now (slots booked elsewhere; retries count); once spent, paced tasks
+   * wait for the next call that gives more. `Infinity` lifts the bound.
+   * @default the allowance stays as it is (unbounded until first set)
+   * @example 40
+   */
+  readonly starts?: number;
+  /**
+   * The allowance lapses this long from now (the end of the booked slots), however many starts are left.
+   * @default never, for a new allowance; an old one keeps its end
+   * @example 850
+   */
+  readonly withinMs?: number;
+}
+
 /**
  * The start interval (`ExecutorPool.setStartInterval`): paced attempt starts at least `interval` ms apart, a
  * cap on the rate of starts on top of the cap on attempts in flight. At most one pending timer, none when

@@ -1,15 +1,13 @@
 import { isThrottling } from '../../../errors/classify.js';
 import type { PoolEvents } from '../../../pool/events.js';
+import type { StartIntervalOptions } from '../../../pool/start-pacer.js';
 import { overloaded } from '../../../semaphore/rate-law.js';
 import type { WriteRound } from '../../../semaphore/rate-types.js';
 import { MIN_ROUND_WRITES, SLOT_CATCH_UP_MS } from '../../../semaphore/tuning.js';
 
 /** What a holder's pace steers (`ExecutorPool` fits): the least ms between two paced starts. */
 export interface PacedTarget {
-  setStartInterval(
-    ms: number,
-    options?: { readonly catchUpMs?: number; readonly starts?: number; readonly withinMs?: number },
-  ): void;
+  setStartInterval(ms: number, options?: StartIntervalOptions): void;
 }
 
 /** The pool events a pace counts refusals from (`ExecutorPool` fits). */

@@ -98,7 +98,7 @@ describe('DynamoRateBudget across worker processes (dynalite)', { timeout: 60_00
     const ceiling = 200;
     const skews = [0, 25, -25];
     const booked = await bookTogether(
-      skews.map((skewMs) => ({ name, ceiling, bookings: 12, maxWrites: 20, skewMs })),
+      skews.map((skewMs) => ({ name, ceiling, bookings: 30, maxWrites: 20, skewMs })),
     );
     // On the machine's clock: a worker's slots are its own clock's.
     const bookings = booked.map((b) => ({

@@ -1,4 +1,5 @@
 import type { RateBudgetFactory } from '../../lib/ingest/handler/run/rate-holder.js';
+import { withBookingCalls } from '../../lib/semaphore/booking-calls.js';
 import { SemaphoreTimeoutError } from '../../lib/semaphore/errors.js';
 import type {
   BookingReport,
@@ -134,9 +135,8 @@ function traced(
   add: (f: (c: BudgetCounts) => void) => void,
   line: ((entry: object) => void) | undefined,
 ): RateBooking {
-  const { rate, startAt, endsAt, writes, bookedAt, queued } = booking;
-  return {
-    ...{ rate, startAt, endsAt, writes, bookedAt, queued },
+  const { rate } = booking;
+  return withBookingCalls(booking, {
     step: async (seen: WriteRound, options?: { readonly signal?: AbortSignal }): Promise<ScheduleView> => {
       add((c) => c.steps++);
       const view = await booking.step(seen, options);
@@ -159,5 +159,5 @@ function traced(
         throw error;
       }
     },
-  };
+  });
 }

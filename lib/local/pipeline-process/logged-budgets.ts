@@ -1,5 +1,6 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { RateBudgetFactory } from '../../ingest/handler/run/rate-holder.js';
+import { withBookingCalls } from '../../semaphore/booking-calls.js';
 import { nextRate } from '../../semaphore/rate-law.js';
 import type {
   BookingReport,
@@ -129,7 +130,7 @@ export function loggedBudgets(base: RateBudgetFactory, bookings: ContainerBookin
       ceiling: budget.ceiling,
       async book(options: BookOptions): Promise<RateBooking> {
         const booking = await budget.book(options);
-        const { rate, startAt, endsAt, writes, bookedAt } = booking;
+        const { rate, startAt, endsAt, writes } = booking;
         const fence = bookings.open(name, booking);
         log.write({ event: 'rate-book', container, name, ceiling, rate, startAt, endsAt, writes, fence });
         let paced = rate;
@@ -147,13 +148,7 @@ export function loggedBudgets(base: RateBudgetFactory, bookings: ContainerBookin
           paced = next;
           log.write({ event: 'rate-step', container, name, fence, rate: next, decreasedAt });
         };
-        return {
-          rate,
-          startAt,
-          endsAt,
-          writes,
-          bookedAt,
-          queued: booking.queued,
+        return withBookingCalls(booking, {
           async step(
             round: WriteRound,
             stepOptions?: { readonly signal?: AbortSignal },
@@ -175,7 +170,7 @@ export function loggedBudgets(base: RateBudgetFactory, bookings: ContainerBookin
             }
             await booking.report(report, reportOptions);
           },
-        };
+        });
       },
     } satisfies RateBudget;
   };

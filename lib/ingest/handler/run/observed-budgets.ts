@@ -1,3 +1,4 @@
+import { withBookingCalls } from '../../../semaphore/booking-calls.js';
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
 import type { BookOptions, RateBooking, RateBudget } from '../../../semaphore/rate-types.js';
 import type { SemaphoreObserver } from './observed-semaphores.js';
@@ -31,13 +32,7 @@ async function observedBook(
   const started = performance.now();
   try {
     const booking = await budget.book(options);
-    return {
-      rate: booking.rate,
-      startAt: booking.startAt,
-      endsAt: booking.endsAt,
-      writes: booking.writes,
-      bookedAt: booking.bookedAt,
-      queued: booking.queued,
+    return withBookingCalls(booking, {
       step: (round, stepOptions) => booking.step(round, stepOptions),
       report: async (report, reportOptions) => {
         try {
@@ -47,7 +42,7 @@ async function observedBook(
           throw error;
         }
       },
-    };
+    });
   } catch (error) {
     if (!(error instanceof SemaphoreTimeoutError) && options.signal?.aborted !== true)
       observer?.semaphoreFailure(error);

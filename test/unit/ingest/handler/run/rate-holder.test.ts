@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type RateWindow, runUnderRate } from '../../../../../lib/ingest/handler/run/rate-holder.js';
 import { ExecutorPool } from '../../../../../lib/pool/executor-pool.js';
+import { withBookingCalls } from '../../../../../lib/semaphore/booking-calls.js';
 import { SemaphoreTimeoutError } from '../../../../../lib/semaphore/errors.js';
 import { MemoryBudgetTable, MemoryRateBudget } from '../../../../../lib/semaphore/memory-rate-budget.js';
 import { nextRate } from '../../../../../lib/semaphore/rate-law.js';
@@ -42,29 +43,24 @@ function recording(inner: RateBudget, faults: Faults = {}) {
   const books: BookOptions[] = [];
   const steps: Array<{ round: WriteRound; at: number }> = [];
   const reports: WriteRound[] = [];
-  const wrap = (booking: RateBooking): RateBooking => ({
-    rate: booking.rate,
-    startAt: booking.startAt,
-    endsAt: booking.endsAt,
-    writes: booking.writes,
-    bookedAt: booking.bookedAt,
-    queued: booking.queued,
-    step: async (round, options) => {
-      steps.push({ round, at: Date.now() });
-      const empty = round.accepted + round.throttled === 0;
-      if (faults.readError !== undefined) throw faults.readError;
-      if (!empty && faults.stepError !== undefined) throw faults.stepError;
-      if (!empty && faults.stepView !== undefined) return faults.stepView;
-      if (!empty && faults.stepDelayMs !== undefined)
-        await new Promise((resolve) => setTimeout(resolve, faults.stepDelayMs));
-      return booking.step(round, options);
-    },
-    report: async (report, options) => {
-      reports.push(report);
-      if (faults.reportError !== undefined) throw faults.reportError;
-      return booking.report(report, options);
-    },
-  });
+  const wrap = (booking: RateBooking): RateBooking =>
+    withBookingCalls(booking, {
+      step: async (round, options) => {
+        steps.push({ round, at: Date.now() });
+        const empty = round.accepted + round.throttled === 0;
+        if (faults.readError !== undefined) throw faults.readError;
+        if (!empty && faults.stepError !== undefined) throw faults.stepError;
+        if (!empty && faults.stepView !== undefined) return faults.stepView;
+        if (!empty && faults.stepDelayMs !== undefined)
+          await new Promise((resolve) => setTimeout(resolve, faults.stepDelayMs));
+        return booking.step(round, options);
+      },
+      report: async (report, options) => {
+        reports.push(report);
+        if (faults.reportError !== undefined) throw faults.reportError;
+        return booking.report(report, options);
+      },
+    });
   const budget: RateBudget = {
     name: inner.name,
     ceiling: inner.ceiling,

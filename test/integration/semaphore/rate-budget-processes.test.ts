@@ -58,7 +58,7 @@ describe('DynamoRateBudget across worker processes (dynalite)', { timeout: 60_00
     const name = `rate-book-${randomUUID().slice(0, 8)}`;
     const ceiling = 200;
     const bookings = await bookTogether(
-      Array.from({ length: 4 }, () => ({ name, ceiling, bookings: 15, maxWrites: 30 })),
+      Array.from({ length: 4 }, () => ({ name, ceiling, bookings: 15, maxWrites: 30, holdSlots: true })),
     );
 
     expect(bookings).toHaveLength(60);
@@ -98,7 +98,7 @@ describe('DynamoRateBudget across worker processes (dynalite)', { timeout: 60_00
     const ceiling = 200;
     const skews = [0, 25, -25];
     const booked = await bookTogether(
-      skews.map((skewMs) => ({ name, ceiling, bookings: 30, maxWrites: 20, skewMs })),
+      skews.map((skewMs) => ({ name, ceiling, bookings: 30, maxWrites: 20, skewMs, holdSlots: true })),
     );
     // On the machine's clock: a worker's slots are its own clock's.
     const bookings = booked.map((b) => ({

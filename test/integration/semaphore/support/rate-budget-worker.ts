@@ -1,8 +1,10 @@
 // A separate OS process that books one DynamoRateBudget's schedule, driven by the tests through fork() IPC.
 //   book: report 'ready', wait for 'go', make `bookings` bookings of 1..`maxWrites` writes on its own clock
 //         (Date.now() + `skewMs`), report each one (a clean round, or every `decreaseEvery`-th an overloaded
-//         one), and send back every booking's slots ('booked').
+//         one), and send back every booking's slots ('booked'). With `holdSlots`, it waits until each
+//         booking's slots end before booking again, as a holder writing them does, so workers take turns.
 //   hold: make one booking of `writes` writes, send it ('held'), then wait to be killed.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoRateBudget, type WriteRound } from '../../../../lib/semaphore/index.js';
 import { sendToTest, workerClient, workerConfig } from './worker-process.js';
 
@@ -19,6 +21,8 @@ export interface RateWorkerConfig {
   decreaseEvery?: number;
   /** The worker's clock is this far ahead of the machine's (negative: behind). */
   skewMs?: number;
+  /** Wait until each booking's slots end (on the worker's clock) before the next booking. */
+  holdSlots?: boolean;
 }
 
 /** One booking's slots, on the worker's clock. */
@@ -70,6 +74,7 @@ if (config.mode === 'book') {
       writeBy: now() + 36_000_000,
     });
     bookings.push(slotsOf(booking));
+    if (config.holdSlots) await sleep(Math.max(0, booking.endsAt - now()));
     await booking.report(every > 0 && i % every === 0 ? OVERLOADED : CLEAN);
   }
   await send({ type: 'booked', bookings });

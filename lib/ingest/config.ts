@@ -15,17 +15,11 @@ export interface IngestConfig {
   /** `DLQ_URL` (required): where permanently invalid messages go, with their reason. */
   readonly dlqUrl: string;
   /**
-   * `SEMAPHORE_TABLE` (optional): the DynamoDB table of the distributed semaphore. Unset: no distributed
-   * semaphore; each invocation only bounds itself (`POOL_CONCURRENCY`), so concurrent invocations can
+   * `SEMAPHORE_TABLE` (optional): the DynamoDB table of the prefixes' write schedules (docs/fleet-cap.md).
+   * Unset: no fleet-wide cap; each invocation only bounds itself (`POOL_CONCURRENCY`), so concurrent invocations can
    * together exceed `S3_PREFIX_WRITE_RATE` and meet S3 SlowDown, which the pools then retry.
    */
   readonly semaphoreTable?: string;
-  /**
-   * `FLEET_CAP`: how `SEMAPHORE_TABLE` caps a tenant prefix fleet-wide. `rate`: a budget in writes per
-   * second that holders share and pace at (docs/fleet-cap.md); `permits`: leases of adaptive permits sized
-   * by measured latency. Default `permits`.
-   */
-  readonly fleetCap: FleetCap;
   /**
    * `RESOURCES` (required): JSON object, resource name -> JSON Schema, each compiled at load (a bad one
    * throws `ConfigError` with key `RESOURCES.<resource>`). A null-prototype map.
@@ -58,11 +52,6 @@ export interface IngestConfig {
   /** `WRITE_RETRIES`: retries of a retryable write failure (SlowDown, 5xx, timeout). Default 3, int >= 0. */
   readonly writeRetries: number;
   /**
-   * `SEMAPHORE_LEASE_MARGIN_MS`: leases end at the invocation deadline plus this. Default 10000, int in
-   * 0..900000 (a crashed holder's permits come back only when its lease ends).
-   */
-  readonly semaphoreLeaseMarginMs: number;
-  /**
    * `FUNCTION_TIMEOUT_SECONDS` (optional, set by the stack): the function's timeout, 1..900. Only checked
    * against `DEADLINE_MARGIN_MS` (`minimumTimeoutSeconds`); each invocation reads its own remaining time.
    */
@@ -79,38 +68,30 @@ export interface IngestConfig {
   readonly sourceTenants?: ReadonlyMap<string, TenantAllowList>;
 }
 
-/** The ways `SEMAPHORE_TABLE` can cap a tenant prefix (`FLEET_CAP`). */
-export const FLEET_CAPS = ['rate', 'permits'] as const;
-export type FleetCap = (typeof FLEET_CAPS)[number];
-
 /** Defaults of the optional keys, exported so docs and tests cannot drift from the code. */
 export const CONFIG_DEFAULTS = {
-  FLEET_CAP: 'permits' as FleetCap,
   POOL_CONCURRENCY: 64,
   S3_PREFIX_WRITE_RATE: 3500,
   DEADLINE_MARGIN_MS: 5000,
   WRITE_TIMEOUT_MS: 3000,
   WRITE_RETRIES: 3,
-  SEMAPHORE_LEASE_MARGIN_MS: 10_000,
   TENANT_CACHE_SIZE: 100,
 } as const;
 
 /** Lambda's longest function timeout (15 minutes). */
 const MAX_FUNCTION_TIMEOUT_SECONDS = 900;
 
-/** Upper bounds of the deadline and lease knobs, checked at cold start. */
+/** Upper bounds of the deadline knobs, checked at cold start. */
 export const CONFIG_MAXIMUMS = {
   /** Half of Lambda's longest timeout: a margin longer than the work it leaves fits no function. */
   DEADLINE_MARGIN_MS: (MAX_FUNCTION_TIMEOUT_SECONDS * 1000) / 2,
   /** A write attempt must fit in the margin, so its bound is the margin's. */
   WRITE_TIMEOUT_MS: (MAX_FUNCTION_TIMEOUT_SECONDS * 1000) / 2,
-  /** A lease may outlive its invocation by at most Lambda's longest timeout. */
-  SEMAPHORE_LEASE_MARGIN_MS: MAX_FUNCTION_TIMEOUT_SECONDS * 1000,
 } as const;
 
 /**
  * The shortest function timeout that works with a deadline margin: twice the margin, so at least half of
- * every invocation goes to writes. After the cutoff the margin is spent on give-backs, dead letters and
+ * every invocation goes to writes. After the cutoff the margin is spent on rate reports, dead letters and
  * the response; a timeout at or below the margin starts every invocation past its cutoff and writes
  * nothing. The stack checks `timeoutSeconds` with this at synth, `loadConfig` at cold start.
  * @example minimumTimeoutSeconds(5000) // 10
@@ -133,14 +114,6 @@ function required(env: Env, key: string): string {
   return value;
 }
 
-function fleetCap(env: Env): FleetCap {
-  const value = optional(env, 'FLEET_CAP') ?? CONFIG_DEFAULTS.FLEET_CAP;
-  const known = FLEET_CAPS.find((cap) => cap === value);
-  if (known === undefined)
-    throw new ConfigError('FLEET_CAP', `must be one of ${FLEET_CAPS.join(', ')}, got ${value}`);
-  return known;
-}
-
 function bucketName(env: Env): string {
   const name = required(env, 'BUCKET_NAME');
   const problem = bucketNameProblem(name);
@@ -150,7 +123,7 @@ function bucketName(env: Env): string {
 
 function integer(
   env: Env,
-  key: Exclude<keyof typeof CONFIG_DEFAULTS, 'FLEET_CAP'>,
+  key: keyof typeof CONFIG_DEFAULTS,
   min: number,
   max: number = Number.MAX_SAFE_INTEGER,
 ): number {
@@ -299,7 +272,6 @@ export function loadConfig(env: Env): IngestConfig {
     bucketName: bucket,
     dlqUrl,
     ...(semaphoreTable === undefined ? {} : { semaphoreTable }),
-    fleetCap: fleetCap(env),
     resources: resourceMap,
     poolConcurrency: integer(env, 'POOL_CONCURRENCY', 1),
     s3PrefixWriteRate: integer(env, 'S3_PREFIX_WRITE_RATE', 1),
@@ -309,12 +281,6 @@ export function loadConfig(env: Env): IngestConfig {
     deadlineMarginMs,
     writeTimeoutMs,
     writeRetries: integer(env, 'WRITE_RETRIES', 0),
-    semaphoreLeaseMarginMs: integer(
-      env,
-      'SEMAPHORE_LEASE_MARGIN_MS',
-      0,
-      CONFIG_MAXIMUMS.SEMAPHORE_LEASE_MARGIN_MS,
-    ),
     tenantCacheSize: integer(env, 'TENANT_CACHE_SIZE', 1),
     ...(functionTimeoutSeconds === undefined ? {} : { functionTimeoutSeconds }),
     ...(sourceTenantsText === undefined ? {} : { sourceTenants: parseSourceTenants(sourceTenantsText) }),

@@ -18,7 +18,7 @@ export {
   type IngestHandlerOptions,
   type InvocationSummary,
 } from './handler/ingest-handler.js';
-export type { SemaphoreFactory } from './handler/run/tenant-permits.js';
+export type { RateBudgetFactory } from './handler/run/rate-holder.js';
 export type { TransientCause, WriteOutcome } from './handler/run/write-outcome.js';
 export type { DeadLetter } from './handler/settle/dead-letter-queue.js';
 export type { DeadLetterReason } from './handler/settle/dead-letter-reason.js';

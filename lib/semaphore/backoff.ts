@@ -21,13 +21,3 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
-
-/**
- * The backoff cap of one acquire: the caller's `backoffCapMs` when it is a positive number below the
- * semaphore's own cap, else the semaphore's (a caller may poll more often, never less).
- */
-export function acquireBackoffCap(semaphoreCapMs: number, requestedMs: number | undefined): number {
-  return requestedMs !== undefined && requestedMs > 0 && requestedMs < semaphoreCapMs
-    ? requestedMs
-    : semaphoreCapMs;
-}

@@ -12,6 +12,7 @@ import {
   writeScheduleRequest,
 } from './budget-item.js';
 import type { BudgetContext, BudgetStore } from './budget-store.js';
+import { createBudgetTable } from './budget-table.js';
 import { SemaphoreTableNotFoundError } from './errors.js';
 import { checkBudgetOptions } from './rate-budget-checks.js';
 import { floorToRateGrid, type Schedule, type ScheduleChange } from './rate-schedule.js';
@@ -29,7 +30,7 @@ export interface DynamoRateBudgetOptions {
    */
   client: DynamoDBClient;
   /**
-   * The semaphore table: string partition key `pk`, string sort key `sk` (`DynamoSemaphore.createTable`).
+   * The semaphore table: string partition key `pk`, string sort key `sk` (`DynamoRateBudget.createTable`).
    * The budget is one item, `pk = rate#<name>`, `sk = schedule`.
    * @example 'semaphores'
    */
@@ -76,6 +77,14 @@ export class DynamoRateBudget implements RateBudget {
   readonly ceiling: number;
   readonly tableName: string;
   readonly #context: BudgetContext;
+
+  /**
+   * Creates the budgets' table (string `pk` and `sk`, on-demand) unless it exists, and waits until it is
+   * active. For local use and tests; in the cloud the CDK stack creates it.
+   */
+  static createTable(client: DynamoDBClient, tableName: string): Promise<void> {
+    return createBudgetTable(client, tableName);
+  }
 
   constructor(options: DynamoRateBudgetOptions) {
     checkBudgetOptions(options);

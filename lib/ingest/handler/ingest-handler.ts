@@ -13,13 +13,12 @@ import { withholdFifoLetters } from './plan/fifo-groups.js';
 import { planBatch } from './plan/plan-batch.js';
 import { SourceBinding } from './plan/source-binding.js';
 import { observeBudgets } from './run/observed-budgets.js';
-import { observeSemaphores } from './run/observed-semaphores.js';
 import { dynamoRateBudgets } from './run/prefix-budgets.js';
+import { PrefixRates, settleMs } from './run/prefix-rates.js';
 import { PrefixWriteCounts } from './run/prefix-write-counts.js';
 import type { RateBudgetFactory } from './run/rate-holder.js';
 import { runTenants } from './run/run-tenants.js';
 import { TenantDatabases } from './run/tenant-databases.js';
-import { dynamoSemaphores, type SemaphoreFactory, settleMs, TenantPermits } from './run/tenant-permits.js';
 import { WriteCountingStore } from './run/write-counting-store.js';
 import { DeadLetterQueue } from './settle/dead-letter-queue.js';
 import type { DeadLetterSink } from './settle/dead-letter-sink.js';
@@ -69,18 +68,10 @@ export interface IngestHandlerOptions {
    */
   readonly store?: ObjectStore;
   /**
-   * Semaphore port: builds the distributed semaphore of a prefix, `(name, limit, ratePerSecond) => Semaphore`.
-   * @default `dynamoSemaphores(config, dynamodb, SEMAPHORE_TABLE)`: adaptive per tenant prefix (none when
-   * SEMAPHORE_TABLE is unset: pools bounded by the invocation only)
-   * @example { semaphores: (name, limit) => new MemorySemaphore({ name, limit }) }
-   */
-  readonly semaphores?: SemaphoreFactory;
-  /**
    * Rate-budget port: builds the fleet-wide write budget of a prefix, `(name, ceiling) => RateBudget`
-   * (docs/fleet-cap.md). When given, tenants with a lease hold a share of their prefix's rate instead of
-   * permits, and `semaphores` is not used for tenant prefixes.
-   * @default `FLEET_CAP=rate` with `SEMAPHORE_TABLE` and no `semaphores`: one DynamoDB item per prefix in
-   * the table (`dynamoRateBudgets`); else none (permits from `semaphores`)
+   * (docs/fleet-cap.md): tenants with `SMALL_TENANT_WRITES` or more book slots in it and pace their writes.
+   * @default `dynamoRateBudgets(config, dynamodb, SEMAPHORE_TABLE)`: one DynamoDB item per prefix (none when
+   * SEMAPHORE_TABLE is unset: pools bounded by the invocation only)
    * @example { budgets: (name, ceiling) => new MemoryRateBudget({ name, ceiling }) }
    */
   readonly budgets?: RateBudgetFactory;
@@ -99,11 +90,11 @@ export interface IngestHandlerOptions {
    */
   readonly redeliveries?: VisibilityPort | false;
   /**
-   * Deferral port: where records whose tenant did not get its prefix's permits within `TURN_WAIT_MS` go
+   * Deferral port: where records whose tenant's prefix has no slot for it within `TURN_WAIT_MS` go
    * (a copy in their own queue, delayed 1 s doubling per deferral up to 30 s, at most `MAX_DEFERRALS`
    * times; `defer-out-of-turn.ts`), so a hot tenant's waiting records do not hold the queue's concurrent
-   * invocations from the other tenants; `false` keeps them waiting for their permits until the cutoff,
-   * then redelivers them.
+   * invocations from the other tenants; `false` lets them wait for slots as long as any tenant (half the
+   * time left), then redelivers them.
    * @default new SqsDeferrals(clients.sqs) (SendMessageBatch to each record's own queue; FIFO records are
    * never deferred)
    * @example { deferrals: new MemoryDeferrals() }
@@ -129,7 +120,7 @@ export type InvocationSummary = InvocationCounts & {
   readonly tenants: number;
   readonly durationMs: number;
   readonly deadlineReached: boolean;
-  /** Leases whose release failed (they expire by themselves; no outcome changed). */
+  /** Rate reports that failed (the budget's step is lost; no outcome changed). */
   readonly permitReleaseFailures: number;
   /** `RecordsRedelivered` by cause and `RecordsRejected` by reason (the second-dimension lines). */
   readonly splits: InvocationSplits;
@@ -146,12 +137,12 @@ export interface IngestHandler {
 
 /**
  * Builds the handler once per container (cold start): the ports (storage, semaphores, dead letters, clock)
- * and the state shared by warm invocations (the tenant Database cache, the invocation budget, the permit
- * planner). Each invocation then runs three stages over one `OutcomeLedger`:
+ * and the state shared by warm invocations (the tenant Database cache, the invocation budget, the prefix
+ * rates). Each invocation then runs three stages over one `OutcomeLedger`:
  *
  * 1. plan: parse every record against contract v1, group the writes by tenant, chain them per record
  *    (pure; contract violations are refused at once);
- * 2. run: each tenant under its permits, through its own pool, writes to one record in message order and
+ * 2. run: each tenant under its prefix's rate, through its own pool, writes to one record in message order and
  *    different records concurrently, nothing started after the cutoff (`DEADLINE_MARGIN_MS` before the
  *    Lambda timeout) and in-flight writes aborted then;
  * 3. settle: permanent failures to the dead-letter sink, then `batchItemFailures` = every record not
@@ -163,10 +154,10 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
   const metrics = options.metrics ?? new Metrics();
   const flushMetrics = options.flushMetrics ?? true;
   const clock = options.clock ?? systemClock;
-  // The invocation running now. The store, the semaphores and the tenant pools are shared by warm
+  // The invocation running now. The store, the budgets and the tenant pools are shared by warm
   // invocations, which Lambda runs one at a time per container: their calls are counted by the one running.
   let running: InvocationMetrics | undefined;
-  // Writes per tenant prefix for the leases' usage reports (the prefix limit is a write rate).
+  // Writes per tenant prefix for the holders' rounds (the prefix limit is a write rate).
   const prefixWrites = new PrefixWriteCounts();
   const store = new WriteCountingStore(
     options.store ?? new S3ObjectStore(clients.s3, config.bucketName),
@@ -176,11 +167,6 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     },
   );
   const table = config.semaphoreTable;
-  const semaphoreFactory =
-    options.semaphores ??
-    (table === undefined ? undefined : dynamoSemaphores(config, clients.dynamodb, table));
-  const semaphores =
-    semaphoreFactory === undefined ? undefined : observeSemaphores(semaphoreFactory, () => running);
   const deadLetters = options.deadLetters ?? new DeadLetterQueue(clients.sqs, config.dlqUrl);
   const redeliveries = options.redeliveries ?? new SqsVisibility(clients.sqs);
   const deferrals =
@@ -191,12 +177,9 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     budget: new ConcurrencyBudget(config.poolConcurrency),
   });
   const budgetFactory =
-    options.budgets ??
-    (config.fleetCap === 'rate' && table !== undefined && options.semaphores === undefined
-      ? dynamoRateBudgets(config, clients.dynamodb, table)
-      : undefined);
+    options.budgets ?? (table === undefined ? undefined : dynamoRateBudgets(config, clients.dynamodb, table));
   const budgets = budgetFactory === undefined ? undefined : observeBudgets(budgetFactory, () => running);
-  const permits = new TenantPermits(config, semaphores, prefixWrites, budgets);
+  const rates = new PrefixRates(config, budgets, prefixWrites);
   // Tenant-bound producers: without SOURCE_TENANTS, single-queue mode (any tenant from any source).
   const planOptions =
     config.sourceTenants === undefined ? {} : { binding: new SourceBinding(config.sourceTenants) };
@@ -206,7 +189,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     const startedAt = clock.now();
     const remainingMs = context.getRemainingTimeInMillis();
     const records = event.Records ?? [];
-    // After the cutoff: a quarter of the margin for giving permits back, up to half for the dead letters.
+    // After the cutoff: a quarter of the margin for the rate reports, up to half for the dead letters.
     const deadline = new InvocationDeadline(
       clock,
       startedAt,
@@ -224,10 +207,9 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
     // Process.
     try {
       for (const { messageId, outcome, tenant } of plan.unparsed) ledger.settle(messageId, outcome, tenant);
-      await runTenants(plan.tenants, databases, permits, {
+      await runTenants(plan.tenants, databases, rates, {
         ledger,
         deadline,
-        leaseMs: Math.max(1, remainingMs + config.semaphoreLeaseMarginMs),
         metrics: invocation,
         logger,
         ...(deferrals === undefined ? {} : { turnWaitMs: TURN_WAIT_MS }),
@@ -247,9 +229,9 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
         await backOffRedeliveries(records, ledger.response().batchItemFailures, redeliveries, {
           signal: deadline.settleSignal,
           logger,
-          // Records that only ran out of turn: their prefix's permits were held until the cutoff, or the
-          // cutoff stopped them (their turn came late in the invocation). When they come back they wait for
-          // their prefix's permits again, which is what keeps S3 under its limit, so they need not also sit
+          // Records that only ran out of turn: their prefix's schedule had no slot for them before the
+          // cutoff, or the cutoff stopped them (their turn came late in the invocation). When they come back
+          // they book their prefix's slots again, which is what keeps S3 under its limit, so they need not also sit
           // out the SlowDown backoff, which would leave a hot prefix idle while its last records wait in the
           // queue (docs/decisions/prefix-hand-over.md).
           waitedForTurn: (messageId) => {

@@ -7,7 +7,7 @@ import {
   SQSClient,
   type SQSClientConfig,
 } from '@aws-sdk/client-sqs';
-import { DynamoSemaphore } from '../../semaphore/dynamo-semaphore.js';
+import { DynamoRateBudget } from '../../semaphore/dynamo-rate-budget.js';
 import { InvalidLocalOptionError } from '../errors.js';
 import { clientConfigFor, type LocalAwsEndpoints } from './local-aws.js';
 
@@ -138,8 +138,8 @@ export async function provisionLocal(options: ProvisionLocalOptions): Promise<Lo
     const [, { queueUrl, dlqUrl, dlqArn }] = await Promise.all([
       ensureBucket(s3, bucket),
       queues,
-      // The same table shape the semaphore and the CDK stack use, created idempotently.
-      DynamoSemaphore.createTable(dynamodb, tableName),
+      // The same table shape the budgets and the CDK stack use, created idempotently.
+      DynamoRateBudget.createTable(dynamodb, tableName),
     ]);
     return { bucket, queueUrl, dlqUrl, dlqArn, tableName };
   } finally {

@@ -1,11 +1,18 @@
 import { withBookingCalls } from '../../../semaphore/booking-calls.js';
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
 import type { BookOptions, RateBooking, RateBudget } from '../../../semaphore/rate-types.js';
-import type { SemaphoreObserver } from './observed-semaphores.js';
 import type { RateBudgetFactory } from './rate-holder.js';
 
+/** What the invocation learns from its budgets' calls. */
+export interface SemaphoreObserver {
+  /** Time one booking took, whether it got slots or not. */
+  permitWait(ms: number): void;
+  /** A booking or report that failed for a reason other than running out of time or being aborted. */
+  semaphoreFailure(error: unknown): void;
+}
+
 /**
- * Wraps every rate budget the permit planner builds so the running invocation (`observer()`, read at each
+ * Wraps every rate budget `PrefixRates` builds so the running invocation (`observer()`, read at each
  * call: budgets are cached per container, invocations are not) sees how long bookings took and which calls
  * failed. A schedule booked past the holder's latest start, or a booking aborted at the cutoff, is the
  * budget doing its job, not a failure.

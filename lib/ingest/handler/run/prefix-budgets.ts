@@ -1,8 +1,8 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoRateBudget } from '../../../semaphore/dynamo-rate-budget.js';
 import type { IngestConfig } from '../../config.js';
+import { releaseTimeoutMs } from './prefix-rates.js';
 import type { RateBudgetFactory } from './rate-holder.js';
-import { releaseTimeoutMs } from './tenant-permits.js';
 
 /**
  * The handler's prefix budgets in the semaphore table (docs/fleet-cap.md): one item per prefix, its

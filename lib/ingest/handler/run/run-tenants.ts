@@ -5,8 +5,8 @@ import type { TenantPlan } from '../plan/plan-batch.js';
 import { canDefer } from '../settle/defer-out-of-turn.js';
 import type { InvocationMetrics } from '../settle/invocation-metrics.js';
 import type { OutcomeLedger } from '../settle/outcome-ledger.js';
+import type { PrefixRates } from './prefix-rates.js';
 import type { TenantDatabase, TenantDatabases } from './tenant-databases.js';
-import type { TenantPermits } from './tenant-permits.js';
 import { runTenantWrites } from './tenant-writes.js';
 import type { TransientCause } from './write-outcome.js';
 
@@ -14,29 +14,26 @@ import type { TransientCause } from './write-outcome.js';
 export interface RunContext {
   readonly ledger: OutcomeLedger;
   readonly deadline: InvocationDeadline;
-  /** Lease length: the invocation's remaining time plus a margin (no heartbeats). */
-  readonly leaseMs: number;
   readonly metrics: InvocationMetrics;
   readonly logger: Logger;
   /**
-   * How long a tenant whose records can be deferred waits for its permits (`canDefer`); one that does not
-   * get them is `out-of-turn`. @default undefined (no deferral: every tenant waits until the cutoff)
+   * How long a tenant whose records can be deferred waits for its first slot (`canDefer`); one whose
+   * prefix's schedule is booked past that is `out-of-turn`. @default undefined (no deferral: every tenant waits until the cutoff)
    */
   readonly turnWaitMs?: number;
   /**
    * Whether the deferral port could take the record of this message id (`DeferralPort.takes`): a tenant
-   * with one it could not waits for its permits until the cutoff. @default every record
+   * with one it could not waits for its slots as long as any tenant. @default every record
    */
   readonly deferrable?: (messageId: string) => boolean;
 }
 
-/** One tenant at run time: its plan with its Database and pool (what the permit planner hands back). */
+/** One tenant at run time: its plan with its Database and pool (what `PrefixRates` hands back). */
 interface TenantRun extends TenantDatabase {
   /** The cache entry, released (by identity) when the stage ends. */
   readonly entry: TenantDatabase;
   readonly plan: TenantPlan;
   readonly writes: number;
-  readonly receives: number;
   readonly maxWaitMs: number | undefined;
 }
 
@@ -53,7 +50,7 @@ function redeliverTenant(
   }
 }
 
-/** Marks every write of a tenant whose permits were held by others past its wait: `out-of-turn`. */
+/** Marks every write of a tenant whose prefix's slots were booked by others past its wait: `out-of-turn`. */
 function outOfTurn(ledger: OutcomeLedger, plan: TenantPlan, error: SemaphoreTimeoutError): void {
   for (const chain of plan.chains) {
     for (const write of chain) ledger.settle(write.messageId, { kind: 'out-of-turn', error }, write.tenant);
@@ -61,14 +58,14 @@ function outOfTurn(ledger: OutcomeLedger, plan: TenantPlan, error: SemaphoreTime
 }
 
 /**
- * The run stage: each tenant's writes under its permits, through its own pool. A tenant whose Database or
- * permits cannot be had is redelivered; the others go on. Tenants stay pinned in the Database cache until
+ * The run stage: each tenant's writes under its prefix's rate, through its own pool. A tenant whose Database
+ * or slots cannot be had is redelivered; the others go on. Tenants stay pinned in the Database cache until
  * the stage ends.
  */
 export async function runTenants(
   plans: readonly TenantPlan[],
   databases: TenantDatabases,
-  permits: TenantPermits,
+  rates: PrefixRates,
   context: RunContext,
 ): Promise<void> {
   const { ledger, deadline, logger, metrics } = context;
@@ -86,7 +83,6 @@ export async function runTenants(
             entry,
             plan,
             writes: plan.writes,
-            receives: plan.receives + plan.deferrals,
             maxWaitMs: context.turnWaitMs !== undefined && deferrable(plan) ? context.turnWaitMs : undefined,
           });
           metrics.watch(entry.pool);
@@ -96,9 +92,9 @@ export async function runTenants(
         }
       }),
     );
-    const report = await permits.run(
+    const report = await rates.run(
       runs,
-      { deadline: deadline.cutoff, signal: deadline.signal, leaseMs: context.leaseMs },
+      { deadline: deadline.cutoff, signal: deadline.signal },
       async (run) => {
         try {
           await runTenantWrites(run.db, run.plan.chains, {
@@ -115,25 +111,25 @@ export async function runTenants(
       },
     );
     for (const [run, result] of report.results) {
-      if ('permits' in result) {
-        metrics.counts.PermitsHeld += result.permits;
+      if ('rate' in result) {
+        metrics.counts.PermitsHeld += result.rate;
         continue;
       }
       if ('outOfTurn' in result && result.unavailable instanceof SemaphoreTimeoutError) {
-        // Only out of turn (the permits were held by others): deferred when it can be, else redelivered.
+        // Only out of turn (others booked the slots): deferred when it can be, else redelivered.
         outOfTurn(ledger, run.plan, result.unavailable);
         continue;
       }
-      logger.warn('no semaphore permits: tenant writes redelivered', {
+      logger.warn('no slots in the prefix schedule: tenant writes redelivered', {
         tenant: run.tenant,
         error: result.unavailable,
       });
       redeliverTenant(ledger, run.plan, 'permits-unavailable', result.unavailable);
     }
-    for (const failure of report.releaseFailures) {
+    for (const failure of report.reportFailures) {
       metrics.permitReleaseFailures++;
-      logger.warn('permit release failed: the lease expires by itself; outcomes unchanged', {
-        semaphore: failure.semaphore,
+      logger.warn('rate report failed: the next report steps the rate; outcomes unchanged', {
+        prefix: failure.prefix,
         error: failure.error,
       });
     }

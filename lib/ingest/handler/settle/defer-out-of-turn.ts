@@ -2,17 +2,14 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
 import { exponentialDelay } from '../../../backoff/index.js';
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
-import { lateNotStuck } from '../run/acquire-turn.js';
 import { type DeferralPort, deferralsOf } from './deferral-port.js';
 import type { OutcomeLedger } from './outcome-ledger.js';
 import { rejectOnAbort } from './send-dead-letters.js';
 
 /**
  * Deferrals a record may have; past this it is redelivered instead, so SQS's receive count and redrive
- * policy bound it again (a prefix that never frees cannot keep a record circulating for ever). When no
- * holder says when it is due, the delays below make 20 deferrals about 2 minutes of waiting; when holders
- * do, a copy comes back for each hand-over (1-2 s apart on a hot prefix), so 20 deferrals can pass in under a
- * minute of continuous overload, and a record still waiting then burns its receive count (known limit).
+ * policy bound it again (a prefix that never frees cannot keep a record circulating for ever). A copy comes
+ * back when its prefix's first free slot was due, or after the delays below (20 deferrals: about 2 minutes).
  */
 export const MAX_DEFERRALS = 20;
 /** Delay of a record's first deferred copy, doubling with each deferral. */
@@ -20,34 +17,25 @@ export const FIRST_DEFERRAL_DELAY_SECONDS = 1;
 /** The longest delay of a deferred copy (SQS allows 900). */
 export const MAX_DEFERRAL_DELAY_SECONDS = 30;
 /**
- * How long a tenant whose records can be deferred waits for its prefix's permits. A waiting tenant holds
- * its invocation, and with it one of the queue's few concurrent slots, so every other tenant's messages
- * wait behind it (docs/decisions/defer-out-of-turn.md). A hot prefix is held by one
- * invocation at a time, so one waiter at its hand-over is enough; the others' records are better off as
- * delayed copies in the queue. Waiting this long (with the holders' announced due times: a waiter whose
- * turn cannot come in this time gives up at once) keeps a waiter at most hand-overs.
+ * How long a tenant whose records can be deferred may wait for its first slot. A waiting tenant holds its
+ * invocation, and with it one of the queue's few concurrent slots, so every other tenant's messages wait
+ * behind it (docs/decisions/defer-out-of-turn.md); a schedule booked further ahead than this sends its
+ * records back as delayed copies, due when its first free slot is.
  */
 export const TURN_WAIT_MS = 1_000;
 
-/** Whether a tenant's records could be deferred if its permits do not come: no FIFO group, not at the cap. */
+/** Whether a tenant's records could be deferred if its prefix has no slot for them: no FIFO group, not at the cap. */
 export function canDefer(plan: { readonly ordered: boolean; readonly deferrals: number }): boolean {
   return !plan.ordered && plan.deferrals < MAX_DEFERRALS;
 }
 
 /**
- * The delay of a deferred copy: until its prefix's holders said they would be done (`freeAtMs`, epoch
- * ms, rounded down to whole seconds), so the copy comes back for the hand-over (`FIRST` when that time has
- * passed: holders running late may be done any moment); when they said nothing, `FIRST x
- * 2^floor(deferrals / 4)`, as when they are late by more than `STUCK_HOLDER_LATE_MS` (stuck, not
- * about to release). Between `FIRST` and `MAX` seconds either way. A late holder is not one that "said
- * nothing": backing off behind it leaves the prefix idle while the records wait out long delays.
+ * The delay of a deferred copy: until its prefix's first free slot (`freeAtMs`, epoch ms, rounded down to
+ * whole seconds), so the copy comes back for its turn; without one, `FIRST x 2^floor(deferrals / 4)`.
+ * Between `FIRST` and `MAX` seconds either way.
  */
 export function deferralDelaySeconds(deferrals: number, freeAtMs?: number, nowMs = Date.now()): number {
-  if (
-    freeAtMs !== undefined &&
-    Number.isFinite(freeAtMs) &&
-    (freeAtMs > nowMs || lateNotStuck(freeAtMs, nowMs))
-  ) {
+  if (freeAtMs !== undefined && Number.isFinite(freeAtMs) && freeAtMs > nowMs) {
     const seconds = Math.floor((freeAtMs - nowMs) / 1000);
     return Math.min(Math.max(seconds, FIRST_DEFERRAL_DELAY_SECONDS), MAX_DEFERRAL_DELAY_SECONDS);
   }
@@ -87,7 +75,7 @@ export async function deferOutOfTurn(
       record,
       delaySeconds: deferralDelaySeconds(
         deferralsOf(record),
-        error instanceof SemaphoreTimeoutError ? error.dueAt : undefined,
+        error instanceof SemaphoreTimeoutError ? error.freeAt : undefined,
         now,
       ),
     }));

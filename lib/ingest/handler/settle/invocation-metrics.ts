@@ -10,7 +10,7 @@ import {
   type IngestSampleMetricName,
   type IngestValueMetricName,
 } from '../../metric-names.js';
-import type { SemaphoreObserver } from '../run/observed-semaphores.js';
+import type { SemaphoreObserver } from '../run/observed-budgets.js';
 import type { LedgerCounts } from './outcome-ledger.js';
 import { SampleReservoir } from './sample-reservoir.js';
 

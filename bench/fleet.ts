@@ -399,7 +399,7 @@ async function runGrid(): Promise<void> {
         "tenant 0's prefix: its best 10 s of accepted S3 writes/s, as % of the 3,500/s limit",
       '503 %': 'S3 requests answered 503 SlowDown, % of all S3 requests',
       'DDB hottest WCU/s': 'most write units one DynamoDB partition key consumed in one simulated second',
-      'lease wait': "the handler's PermitWaitMs samples",
+      'lease wait': "the handler's BookingWaitMs samples",
       e2e: 'SentTimestamp to the end of the invocation that acknowledged the message',
       lost: 'messages never made final, plus acknowledged ones whose object is not in the bucket',
       'DDB requests per S3 write':

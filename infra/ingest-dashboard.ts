@@ -148,14 +148,14 @@ export class IngestDashboard extends Construct {
     this.dashboard.addWidgets(
       graph('Pool: queue wait, fleet p95/p99 (ms)', fleetPercentiles('QueueWaitMs')),
       graph('Pool: S3 attempt time, fleet p95/p99 (ms)', fleetPercentiles('ExecutionMs')),
-      graph('Semaphore: permit wait, fleet p95/p99 (ms)', fleetPercentiles('PermitWaitMs')),
+      graph('Fleet cap: booking wait, fleet p95/p99 (ms)', fleetPercentiles('BookingWaitMs')),
     );
     this.dashboard.addWidgets(
       graph(
-        'Semaphore: permits held, DynamoDB throttles and errors',
+        'Fleet cap: booked write rate, DynamoDB throttles and errors',
         [
-          own('PermitsHeld', 'Maximum').with({ label: 'PermitsHeld (max)' }),
-          own('PermitsHeld', 'Average').with({ label: 'PermitsHeld (avg)' }),
+          own('BookedWriteRate', 'Maximum').with({ label: 'BookedWriteRate (max)' }),
+          own('BookedWriteRate', 'Average').with({ label: 'BookedWriteRate (avg)' }),
         ],
         [own('SemaphoreThrottles'), own('SemaphoreErrors')],
       ),

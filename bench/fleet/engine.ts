@@ -166,7 +166,7 @@ export interface FleetCellResult {
     semaphoreThrottles: number;
     semaphoreErrors: number;
     permitsUnavailable: number;
-    permitReleaseFailures: number;
+    rateReportFailures: number;
     /** Records the handler deferred (`RecordsDeferred`): each a copy sent to the queue. */
     deferred: number;
   };
@@ -404,7 +404,7 @@ const handlerStats = {
   semaphoreThrottles: 0,
   semaphoreErrors: 0,
   permitsUnavailable: 0,
-  permitReleaseFailures: 0,
+  rateReportFailures: 0,
   deferred: 0,
 };
 const leaseWait = new Histogram();
@@ -452,17 +452,17 @@ function coldStart(): Container {
       handlerStats.slowDowns += summary.S3SlowDowns;
       handlerStats.semaphoreThrottles += summary.SemaphoreThrottles;
       handlerStats.semaphoreErrors += summary.SemaphoreErrors;
-      handlerStats.permitReleaseFailures += summary.permitReleaseFailures;
+      handlerStats.rateReportFailures += summary.rateReportFailures;
       handlerStats.deferred += summary.RecordsDeferred;
       handlerStats.permitsUnavailable += summary.splits.RecordsRedelivered['permits-unavailable'] ?? 0;
       if (summary.deadlineReached) handlerStats.deadlineReached += 1;
-      for (const ms of summary.samples.PermitWaitMs) leaseWait.record(ms);
+      for (const ms of summary.samples.BookingWaitMs) leaseWait.record(ms);
       if (traceFile !== undefined) {
         const { samples, splits, ...counts } = summary;
         traceLine({
           invocation: counts,
           redelivered: splits.RecordsRedelivered,
-          permitWaitMs: samples.PermitWaitMs,
+          permitWaitMs: samples.BookingWaitMs,
         });
       }
     },

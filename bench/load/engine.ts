@@ -353,7 +353,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
             const { samples, ...rest } = summary;
             appendFileSync(
               trace,
-              `${JSON.stringify({ at: Date.now(), ...rest, permitWaitMs: samples.PermitWaitMs })}\n`,
+              `${JSON.stringify({ at: Date.now(), ...rest, permitWaitMs: samples.BookingWaitMs })}\n`,
             );
           }
         },

@@ -223,7 +223,7 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       writes: sum(invocations, 'Writes'),
       poolErrors: sum(invocations, 'PoolErrors'),
       redeliveredByCause: sumSplits(invocations.map((i) => i.splits.RecordsRedelivered)),
-      permitsPeak: Math.max(0, ...invocations.map((i) => i.PermitsHeld)),
+      permitsPeak: Math.max(0, ...invocations.map((i) => i.BookedWriteRate)),
       executionMs: percentiles(invocations.flatMap((i) => i.samples.ExecutionMs)),
       containers,
       invocationMs: {

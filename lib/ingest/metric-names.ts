@@ -12,7 +12,7 @@
  */
 
 /** CloudWatch units used by the ingest metrics (the same strings as Powertools' `MetricUnit`). */
-export type IngestMetricUnit = 'Count' | 'Milliseconds';
+export type IngestMetricUnit = 'Count' | 'Count/Second' | 'Milliseconds';
 
 /** The dimension every ingest metric carries; its value is the environment's `serviceName`. */
 export const INGEST_METRIC_DIMENSION = 'service';
@@ -122,15 +122,17 @@ export const INGEST_METRIC_CATALOGUE = {
     description:
       'Execution time of one S3 attempt, one sample per attempt (sampled down to 100 per invocation).',
   },
-  PermitWaitMs: {
+  BookingWaitMs: {
     unit: 'Milliseconds',
     kind: 'samples',
-    description: 'Time spent acquiring semaphore permits, one sample per acquire (per tenant prefix).',
+    description:
+      'Time one booking of slots in a prefix schedule took, one sample per booking (per tenant prefix).',
   },
-  PermitsHeld: {
-    unit: 'Count',
+  BookedWriteRate: {
+    unit: 'Count/Second',
     kind: 'gauge',
-    description: 'Semaphore permits the invocation held (its share of the per-prefix write budget).',
+    description:
+      "Writes per second the invocation's booked tenants paced at, summed (their prefixes' fleet-wide rates).",
   },
   DeadlineReached: {
     unit: 'Count',

@@ -684,7 +684,7 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
 
   it('plots fleet p95/p99 of the latency samples (not the maximum of per-invocation percentiles)', () => {
     const charted = dashboardMetrics(b().json);
-    for (const m of ['QueueWaitMs', 'ExecutionMs', 'PermitWaitMs'] satisfies IngestCatalogueMetricName[]) {
+    for (const m of ['QueueWaitMs', 'ExecutionMs', 'BookingWaitMs'] satisfies IngestCatalogueMetricName[]) {
       expect(charted.filter((c) => c.name === m).map((c) => c.stat)).toEqual(['p95', 'p99']);
     }
     expect(charted.map((c) => c.name).filter((n) => /P(50|95|99)$/.test(n))).toEqual([]);

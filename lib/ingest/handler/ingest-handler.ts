@@ -121,7 +121,7 @@ export type InvocationSummary = InvocationCounts & {
   readonly durationMs: number;
   readonly deadlineReached: boolean;
   /** Rate reports that failed (the budget's step is lost; no outcome changed). */
-  readonly permitReleaseFailures: number;
+  readonly rateReportFailures: number;
   /** `RecordsRedelivered` by cause and `RecordsRejected` by reason (the second-dimension lines). */
   readonly splits: InvocationSplits;
   /** The latency samples published (at most 99 per metric); not logged in the summary line. */
@@ -260,7 +260,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
       ...invocation.counts,
       durationMs: clock.now() - startedAt,
       deadlineReached: deadline.reached,
-      permitReleaseFailures: invocation.permitReleaseFailures,
+      rateReportFailures: invocation.rateReportFailures,
       splits: invocation.splits(),
       samples: invocation.samples(),
     };

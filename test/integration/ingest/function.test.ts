@@ -77,7 +77,7 @@ describe('functions/ingest.ts (middy + Powertools)', () => {
       expect(line).toMatchObject({ RecordsProcessed: 10, RecordsDeadLettered: 1, service: 's3-ingest' });
       expect(line._aws.CloudWatchMetrics[0]!.Namespace).toBe('S3Ingest');
       expect(line._aws.CloudWatchMetrics[0]!.Dimensions).toEqual([['service']]);
-      expect(line.PermitsHeld as number).toBeGreaterThanOrEqual(1);
+      expect(line.BookedWriteRate as number).toBeGreaterThanOrEqual(1);
     }
     for (const id of ['f-1', 'f-2']) {
       const object = await s3.send(

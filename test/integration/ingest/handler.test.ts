@@ -198,7 +198,7 @@ describe('ingest handler through the event-source runner on the emulators', () =
       expect(tenant !== undefined && tenants.has(tenant), key).toBe(true);
     }
     // Permits came from the DynamoDB semaphore on dynalite.
-    expect(Math.max(...p.summaries.map((s) => s.PermitsHeld))).toBeGreaterThan(0);
+    expect(Math.max(...p.summaries.map((s) => s.BookedWriteRate))).toBeGreaterThan(0);
   });
 
   it('redelivers transient S3 failures until everything is written once (chaos proxy, no in-call retries)', async () => {

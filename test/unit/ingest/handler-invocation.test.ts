@@ -68,7 +68,7 @@ describe('the invocation summary', () => {
       tenants: 2,
       durationMs: 300,
       deadlineReached: false,
-      permitReleaseFailures: 0,
+      rateReportFailures: 0,
       RecordsProcessed: 3,
       RecordsDeadLettered: 1,
       splits: { RecordsRejected: { 'invalid-json': 1 }, RecordsRedelivered: {} },

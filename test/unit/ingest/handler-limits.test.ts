@@ -159,7 +159,7 @@ describe('semaphore permits', () => {
     expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
     expect(store.maxInFlightByTenant.get('big')).toBe(3);
     expect(store.keys()).toHaveLength(15);
-    expect(summaries[0]?.PermitsHeld).toBe(3);
+    expect(summaries[0]?.BookedWriteRate).toBe(3);
     expect([...sem.made.keys()]).toEqual(['prefix:ignored-by-memory-store/t=big/']);
     expect(sem.made.get('prefix:ignored-by-memory-store/t=big/')?.available).toBe(3);
   });
@@ -175,7 +175,7 @@ describe('semaphore permits', () => {
     expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
     expect(store.keys()).toHaveLength(9);
     expect(sem.made.size).toBe(0);
-    expect(summaries[0]?.PermitsHeld).toBe(0);
+    expect(summaries[0]?.BookedWriteRate).toBe(0);
     for (const tenant of ['s1', 's2', 's3'])
       expect(store.maxInFlightByTenant.get(tenant)).toBeLessThanOrEqual(3);
   });
@@ -300,7 +300,7 @@ describe('a failed lease release (issue 14, defect 3)', () => {
       'prefix:ignored-by-memory-store/t=big/',
       'prefix:ignored-by-memory-store/t=other/',
     ]);
-    expect(summaries[0]).toMatchObject({ RecordsProcessed: 24, RecordsFailed: 0, permitReleaseFailures: 2 });
+    expect(summaries[0]).toMatchObject({ RecordsProcessed: 24, RecordsFailed: 0, rateReportFailures: 2 });
     const logged = warn.mock.calls.filter(([message]) => String(message).startsWith('permit release failed'));
     expect(logged.map(([, extra]) => (extra as { semaphore: string }).semaphore).sort()).toEqual(released);
   });

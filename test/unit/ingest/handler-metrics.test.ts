@@ -101,9 +101,9 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
     expect(line._aws.CloudWatchMetrics).toHaveLength(1);
     expect(directive!.Namespace).toBe('S3IngestTest');
     expect(line.service).toBe('ingest-test');
-    // Every catalogue metric but the split ones; PermitWaitMs has no sample without a semaphore.
+    // Every catalogue metric but the split ones; BookingWaitMs has no sample without a semaphore.
     const expected = INGEST_CATALOGUE_METRIC_NAMES.filter(
-      (n) => !('dimension' in INGEST_METRIC_CATALOGUE[n]) && n !== 'PermitWaitMs',
+      (n) => !('dimension' in INGEST_METRIC_CATALOGUE[n]) && n !== 'BookingWaitMs',
     );
     expect(directive!.Metrics.map((m) => m.Name).sort()).toEqual([...expected].sort());
     for (const m of directive!.Metrics)
@@ -120,7 +120,7 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
       S3SlowDowns: 1,
       Timeouts: 0,
       PoolErrors: 0,
-      PermitsHeld: 0,
+      BookedWriteRate: 0,
       DeadlineReached: 0,
       SemaphoreThrottles: 0,
       SemaphoreErrors: 0,
@@ -213,7 +213,7 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
     expect(samplesOf(main[0]!, 'QueueWaitMs')).toHaveLength(99);
   });
 
-  it('semaphore signals: PermitWaitMs per acquire, PermitsHeld, throttled and failed semaphore calls', async () => {
+  it('semaphore signals: BookingWaitMs per acquire, BookedWriteRate, throttled and failed semaphore calls', async () => {
     const memory = new Map<string, MemorySemaphore>();
     const semaphores: IngestHandlerOptions['semaphores'] = (name, limit): Semaphore => {
       const inner = memory.get(name) ?? new MemorySemaphore({ name, limit: Math.min(limit, 4) });
@@ -245,11 +245,11 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
     expect(main[0]).toMatchObject({
       RecordsProcessed: 20,
       RecordsFailed: 10,
-      PermitsHeld: 8,
+      BookedWriteRate: 8,
       SemaphoreThrottles: 1,
       SemaphoreErrors: 1,
     });
-    expect(samplesOf(main[0]!, 'PermitWaitMs')).toHaveLength(3);
+    expect(samplesOf(main[0]!, 'BookingWaitMs')).toHaveLength(3);
     expect(splits.filter((s) => s.metric === 'RecordsRedelivered').map((s) => [s.value, s.count])).toEqual([
       ['permits-unavailable', 10],
     ]);

@@ -112,7 +112,7 @@ export async function runTenants(
     );
     for (const [run, result] of report.results) {
       if ('rate' in result) {
-        metrics.counts.PermitsHeld += result.rate;
+        metrics.counts.BookedWriteRate += result.rate;
         continue;
       }
       if ('outOfTurn' in result && result.unavailable instanceof SemaphoreTimeoutError) {
@@ -127,7 +127,7 @@ export async function runTenants(
       redeliverTenant(ledger, run.plan, 'permits-unavailable', result.unavailable);
     }
     for (const failure of report.reportFailures) {
-      metrics.permitReleaseFailures++;
+      metrics.rateReportFailures++;
       logger.warn('rate report failed: the next report steps the rate; outcomes unchanged', {
         prefix: failure.prefix,
         error: failure.error,

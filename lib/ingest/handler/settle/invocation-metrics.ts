@@ -56,7 +56,7 @@ export class InvocationMetrics implements SemaphoreObserver {
     S3SlowDowns: 0,
     Timeouts: 0,
     PoolErrors: 0,
-    PermitsHeld: 0,
+    BookedWriteRate: 0,
     DeadlineReached: 0,
     SemaphoreThrottles: 0,
     SemaphoreErrors: 0,
@@ -64,11 +64,11 @@ export class InvocationMetrics implements SemaphoreObserver {
   readonly #samples: Record<IngestSampleMetricName, SampleReservoir> = {
     QueueWaitMs: new SampleReservoir(),
     ExecutionMs: new SampleReservoir(),
-    PermitWaitMs: new SampleReservoir(),
+    BookingWaitMs: new SampleReservoir(),
   };
   #splits: InvocationSplits = { RecordsRedelivered: {}, RecordsRejected: {} };
   /** Leases whose release failed (they expire by themselves); in the summary and `SemaphoreErrors`. */
-  permitReleaseFailures = 0;
+  rateReportFailures = 0;
   readonly #detach: (() => void)[] = [];
 
   /** Listens to `pool` until `detach()`. */
@@ -111,7 +111,7 @@ export class InvocationMetrics implements SemaphoreObserver {
   }
 
   permitWait(ms: number): void {
-    this.#samples.PermitWaitMs.add(ms);
+    this.#samples.BookingWaitMs.add(ms);
   }
 
   semaphoreFailure(error: unknown): void {
@@ -136,7 +136,7 @@ export class InvocationMetrics implements SemaphoreObserver {
     return {
       QueueWaitMs: this.#samples.QueueWaitMs.values(),
       ExecutionMs: this.#samples.ExecutionMs.values(),
-      PermitWaitMs: this.#samples.PermitWaitMs.values(),
+      BookingWaitMs: this.#samples.BookingWaitMs.values(),
     };
   }
 

@@ -191,7 +191,7 @@ describe('runTenants', () => {
         fields: { tenant: 'acme', error: refused },
       },
     ]);
-    expect(metrics.counts.PermitsHeld).toBe(0);
+    expect(metrics.counts.BookedWriteRate).toBe(0);
   });
 
   it('a tenant run that fails on a bug is logged; its records keep their outcomes, the others stay redelivered', async () => {
@@ -251,7 +251,7 @@ describe('runTenants', () => {
     const first = await runStage(writes, { semaphores, store });
     expect(granted).toHaveLength(1);
     expect(granted[0]).toBeGreaterThan(0);
-    expect(first.metrics.counts.PermitsHeld).toBe(granted[0]);
+    expect(first.metrics.counts.BookedWriteRate).toBe(granted[0]);
     expect(first.metrics.counts.StaleWrites).toBe(0);
     // The same messages again (a redelivery): every write is already stored, so each is stale.
     const again = await runStage(writes, { semaphores, store });
@@ -290,7 +290,7 @@ describe('runTenants', () => {
     });
     const { ledger, lines, metrics } = await runStage(largeTenant(), { semaphores });
     expect(ledger.response().batchItemFailures).toEqual([]);
-    expect(metrics.permitReleaseFailures).toBe(1);
+    expect(metrics.rateReportFailures).toBe(1);
     expect(lines).toEqual([
       {
         level: 'warn',

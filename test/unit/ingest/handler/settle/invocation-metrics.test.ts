@@ -133,7 +133,7 @@ describe('InvocationMetrics from the other ports and the ledger', () => {
     m.semaphoreFailure(new Error('socket hang up'));
     m.permitWait(12);
     expect(m.counts).toMatchObject({ Writes: 2, SemaphoreThrottles: 1, SemaphoreErrors: 2 });
-    expect(m.samples().PermitWaitMs).toEqual([12]);
+    expect(m.samples().BookingWaitMs).toEqual([12]);
   });
 
   it('settle copies the ledger counts, the deadline flag and the splits', () => {
@@ -221,9 +221,9 @@ describe('InvocationMetrics.addTo', () => {
     expect(added.filter(([name]) => name in m.counts)).toHaveLength(Object.keys(m.counts).length);
     expect(added).toContainEqual(['Writes', 'Count', 1]);
     expect(added).toContainEqual(['RecordsProcessed', 'Count', 1]);
-    expect(added.filter(([name]) => name === 'PermitWaitMs')).toEqual([
-      ['PermitWaitMs', 'Milliseconds', 5],
-      ['PermitWaitMs', 'Milliseconds', 7],
+    expect(added.filter(([name]) => name === 'BookingWaitMs')).toEqual([
+      ['BookingWaitMs', 'Milliseconds', 5],
+      ['BookingWaitMs', 'Milliseconds', 7],
     ]);
     expect(metadata).toEqual([['tenants', 'acme,globex']]);
     expect(singles).toEqual([

@@ -51,11 +51,10 @@ describe('FUNCTION_TIMEOUT_SECONDS against DEADLINE_MARGIN_MS (a short timeout n
   });
 });
 
-describe('upper bounds of the deadline and lease knobs', () => {
+describe('upper bounds of the deadline knobs', () => {
   it.each([
     ['DEADLINE_MARGIN_MS', '450001', { WRITE_TIMEOUT_MS: '1000' }],
     ['WRITE_TIMEOUT_MS', '450001', { DEADLINE_MARGIN_MS: '450000' }],
-    ['SEMAPHORE_LEASE_MARGIN_MS', '900001', {}],
   ] as const)('refuses %s=%s naming the key and its maximum', (key, value, others) => {
     const err = configError({ ...others, [key]: value });
     expect(err).toMatchObject({ name: 'ConfigError', key });
@@ -67,12 +66,10 @@ describe('upper bounds of the deadline and lease knobs', () => {
       ...minimal,
       DEADLINE_MARGIN_MS: '450000',
       WRITE_TIMEOUT_MS: '450000',
-      SEMAPHORE_LEASE_MARGIN_MS: '900000',
     });
     expect(config).toMatchObject({
       deadlineMarginMs: 450_000,
       writeTimeoutMs: 450_000,
-      semaphoreLeaseMarginMs: 900_000,
     });
   });
 });

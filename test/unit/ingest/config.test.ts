@@ -31,20 +31,10 @@ describe('loadConfig', () => {
       deadlineMarginMs: 5000,
       writeTimeoutMs: 3000,
       writeRetries: 3,
-      semaphoreLeaseMarginMs: 10_000,
       tenantCacheSize: 100,
-      fleetCap: 'permits',
     });
     expect(config.semaphoreTable).toBeUndefined();
     expect(CONFIG_DEFAULTS.TENANT_CACHE_SIZE).toBe(config.tenantCacheSize);
-  });
-
-  it('reads FLEET_CAP, and names the key when it is neither rate nor permits', () => {
-    expect(loadConfig({ ...minimal, FLEET_CAP: 'rate' }).fleetCap).toBe('rate');
-    expect(loadConfig({ ...minimal, FLEET_CAP: 'permits' }).fleetCap).toBe('permits');
-    expect(() => loadConfig({ ...minimal, FLEET_CAP: 'tokens' })).toThrow(
-      expect.objectContaining({ name: 'ConfigError', key: 'FLEET_CAP' }),
-    );
   });
 
   it('reads every optional key', () => {
@@ -56,7 +46,6 @@ describe('loadConfig', () => {
       DEADLINE_MARGIN_MS: '2000',
       WRITE_TIMEOUT_MS: '1500',
       WRITE_RETRIES: '0',
-      SEMAPHORE_LEASE_MARGIN_MS: '0',
       TENANT_CACHE_SIZE: '5',
       AWS_REGION: 'eu-west-1',
     });
@@ -67,7 +56,6 @@ describe('loadConfig', () => {
       deadlineMarginMs: 2000,
       writeTimeoutMs: 1500,
       writeRetries: 0,
-      semaphoreLeaseMarginMs: 0,
       tenantCacheSize: 5,
       region: 'eu-west-1',
     });

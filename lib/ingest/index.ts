@@ -11,7 +11,12 @@ export {
 export type { AwsClients } from './handler/aws-clients.js';
 export type { Clock } from './handler/clock.js';
 export { systemClock } from './handler/clock.js';
-export { OutcomeAlreadySettledError, UnknownRecordError } from './handler/errors.js';
+export {
+  InvocationDeadlineReachedError,
+  OutcomeAlreadySettledError,
+  SettleBudgetSpentError,
+  UnknownRecordError,
+} from './handler/errors.js';
 export {
   createIngestHandler,
   type IngestHandler,

@@ -6,19 +6,13 @@ import {
   type SendMessageBatchResult,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { SQS_LIMITS } from '../aws/sqs-limits.js';
 import { exponentialDelay } from '../backoff/index.js';
 import { InvalidBatchError, InvalidMessageError, type InvalidWriteIssue, SendFailedError } from './errors.js';
 import { sha256Hex } from './message/derive-id.js';
 import { encodeWrite } from './message/encode.js';
 import { processSeq } from './message/monotonic-seq.js';
 import type { ProducerWrite, ResourceNames } from './message/types.js';
-
-/** SQS's classic per-message and per-batch payload limit; queues created since 2025 may allow 1 MiB. */
-const SQS_CLASSIC_LIMIT_BYTES = 262_144;
-/** SendMessageBatch takes at most 10 entries. */
-const MAX_BATCH_ENTRIES = 10;
-/** MessageGroupId: 1..128 characters of alphanumerics and punctuation. */
-const GROUP_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 /**
  * The default FIFO message group: the record (`<tenant>/<resource>/<id>`; an insert without id, by its
@@ -31,7 +25,7 @@ export function recordMessageGroup(write: ProducerWrite): string {
     record === undefined
       ? `${write.tenant}/${write.resource}`
       : `${write.tenant}/${write.resource}/${record}`;
-  return GROUP_ID_PATTERN.test(group) ? group : sha256Hex(group);
+  return SQS_LIMITS.fifoIdPattern.test(group) ? group : sha256Hex(group);
 }
 
 export interface ProducerOptions {
@@ -124,8 +118,8 @@ export class Producer {
     this.#resources = options.resources;
     this.#fifo = options.fifo ?? options.queueUrl.endsWith('.fifo');
     this.#groupOf = options.messageGroupId ?? recordMessageGroup;
-    this.#maxMessageBytes = options.maxMessageBytes ?? SQS_CLASSIC_LIMIT_BYTES;
-    this.#maxBatchBytes = options.maxBatchBytes ?? SQS_CLASSIC_LIMIT_BYTES;
+    this.#maxMessageBytes = options.maxMessageBytes ?? SQS_LIMITS.classicPayloadBytes;
+    this.#maxBatchBytes = options.maxBatchBytes ?? SQS_LIMITS.classicPayloadBytes;
     this.#retries = options.retries ?? 3;
     this.#baseDelayMs = options.retryBaseDelayMs ?? 50;
     this.#maxDelayMs = options.retryMaxDelayMs ?? 2000;
@@ -190,7 +184,7 @@ export class Producer {
     const entry: SendMessageBatchRequestEntry = { Id: String(index), MessageBody: encoded.body };
     if (this.#fifo) {
       const group = this.#groupOf(write);
-      if (typeof group !== 'string' || !GROUP_ID_PATTERN.test(group)) {
+      if (typeof group !== 'string' || !SQS_LIMITS.fifoIdPattern.test(group)) {
         const detail = `messageGroupId: must be 1..128 printable ASCII characters, got ${JSON.stringify(group)}`;
         return { issue: { index, reason: 'invalid-message-group', detail } };
       }
@@ -224,7 +218,7 @@ export class Producer {
     let bytes = 0;
     for (const item of prepared) {
       if (
-        current.length === MAX_BATCH_ENTRIES ||
+        current.length === SQS_LIMITS.batchEntries ||
         (current.length > 0 && bytes + item.bytes > this.#maxBatchBytes)
       ) {
         batches.push(current);

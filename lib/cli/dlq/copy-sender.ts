@@ -4,11 +4,10 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { SQS_LIMITS } from '../../aws/sqs-limits.js';
 import type { Clock } from './clock.js';
 import type { LetterCopy } from './letter-copy.js';
 
-/** SQS's largest batch. */
-const SEND_BATCH = 10;
 /** A FIFO copy of a letter without a group goes to this one. */
 export const REDRIVE_GROUP_ID = 'redrive';
 
@@ -73,7 +72,7 @@ export class CopySender {
     clock: Clock,
   ) {
     this.#pacer = new Pacer(perSecond, clock);
-    this.#batch = Math.max(1, Math.min(SEND_BATCH, Math.floor(perSecond)));
+    this.#batch = Math.max(1, Math.min(SQS_LIMITS.batchEntries, Math.floor(perSecond)));
   }
 
   /** Sends `copies`; resolves the ones taken and the ones refused. */

@@ -1,11 +1,10 @@
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
+import { SQS_LIMITS } from '../../aws/sqs-limits.js';
 import { ORIGIN_ATTRIBUTE, ORIGIN_SENT_ATTRIBUTE } from '../../ingest/handler/settle/deferral-port.js';
 import { producerAttributes, viewOf } from './dead-letter.js';
 import { type LetterOrigin, originOf } from './origin.js';
 import { isContractRejection } from './select.js';
 
-/** SQS refuses a message with more than 10 message attributes. */
-const MAX_MESSAGE_ATTRIBUTES = 10;
 const DAY_MS = 86_400_000;
 
 /** Why a letter was not sent back, as the summary counts it. */
@@ -71,7 +70,7 @@ export function planCopy(letter: Message, policy: CopyPolicy): CopyDecision {
     [ORIGIN_ATTRIBUTE]: { DataType: 'String', StringValue: id },
     [ORIGIN_SENT_ATTRIBUTE]: { DataType: 'Number', StringValue: String(sentAt) },
   };
-  if (Object.keys(attributes).length > MAX_MESSAGE_ATTRIBUTES) return skip('too-many-attributes');
+  if (Object.keys(attributes).length > SQS_LIMITS.messageAttributes) return skip('too-many-attributes');
   const groupId = letter.Attributes?.MessageGroupId;
   return {
     kind: 'copy',

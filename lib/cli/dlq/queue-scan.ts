@@ -5,6 +5,7 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { SQS_LIMITS } from '../../aws/sqs-limits.js';
 import { S3IngestError } from '../../errors/index.js';
 import { type Clock, systemClock } from './clock.js';
 
@@ -12,8 +13,6 @@ import { type Clock, systemClock } from './clock.js';
 export class DeadLetterQueueError extends S3IngestError {
   override readonly name = 'DeadLetterQueueError';
 }
-
-const RECEIVE_BATCH = 10;
 
 export interface ScanOptions {
   /**
@@ -78,7 +77,7 @@ export class QueueScan {
         const { Messages: received = [] } = await this.sqs.send(
           new ReceiveMessageCommand({
             QueueUrl: this.queueUrl,
-            MaxNumberOfMessages: RECEIVE_BATCH,
+            MaxNumberOfMessages: SQS_LIMITS.batchEntries,
             VisibilityTimeout: this.#visibilitySeconds,
             WaitTimeSeconds: 1,
             MessageAttributeNames: ['All'],
@@ -112,8 +111,8 @@ export class QueueScan {
 
   /** Deletes messages this scan received (after they were safely copied elsewhere). */
   async delete(messages: readonly Message[]): Promise<void> {
-    for (let i = 0; i < messages.length; i += RECEIVE_BATCH) {
-      const chunk = messages.slice(i, i + RECEIVE_BATCH);
+    for (let i = 0; i < messages.length; i += SQS_LIMITS.batchEntries) {
+      const chunk = messages.slice(i, i + SQS_LIMITS.batchEntries);
       const out = await this.sqs.send(
         new DeleteMessageBatchCommand({
           QueueUrl: this.queueUrl,
@@ -147,12 +146,12 @@ export class QueueScan {
 
   async #changeVisibility(seconds: number): Promise<void> {
     const handles = [...this.#held.values()];
-    for (let i = 0; i < handles.length; i += RECEIVE_BATCH) {
+    for (let i = 0; i < handles.length; i += SQS_LIMITS.batchEntries) {
       await this.sqs.send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: this.queueUrl,
           Entries: handles
-            .slice(i, i + RECEIVE_BATCH)
+            .slice(i, i + SQS_LIMITS.batchEntries)
             .map((h, index) => ({ Id: String(index), ReceiptHandle: h, VisibilityTimeout: seconds })),
         }),
       );

@@ -35,3 +35,21 @@ export class RecordVanishedError extends S3IngestError {
     super(`record ${id} existed at the conditional write and was gone when read back`, { cause });
   }
 }
+
+/** What an invocation's deadline signal aborts with: its cutoff (`DEADLINE_MARGIN_MS` before the timeout) came. */
+export class InvocationDeadlineReachedError extends S3IngestError {
+  override readonly name = 'InvocationDeadlineReachedError';
+
+  constructor() {
+    super('invocation deadline margin reached');
+  }
+}
+
+/** What an invocation's settle signal aborts with: the part of the margin left for dead letters is spent. */
+export class SettleBudgetSpentError extends S3IngestError {
+  override readonly name = 'SettleBudgetSpentError';
+
+  constructor() {
+    super('invocation settle budget spent');
+  }
+}

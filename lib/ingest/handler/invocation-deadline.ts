@@ -1,14 +1,10 @@
 import { setMaxListeners } from 'node:events';
 import type { Clock } from './clock.js';
-
-/** The error an invocation's deadline signal aborts with. */
-export const DEADLINE_REACHED_MESSAGE = 'invocation deadline margin reached';
-/** The error the settle signal aborts with. */
-export const SETTLE_BUDGET_SPENT_MESSAGE = 'invocation settle budget spent';
+import { InvocationDeadlineReachedError, SettleBudgetSpentError } from './errors.js';
 
 /**
  * The cutoff of one invocation: `start + remaining - margin`. Its signal aborts at the cutoff (at once when
- * the cutoff has already passed) and goes to every write and to the permit acquisition. The settle signal
+ * the cutoff has already passed) and goes to every write and to the slot bookings. The settle signal
  * aborts `settleMs` later (part of the margin): it bounds what must still happen after the cutoff, the
  * dead-letter send, so a batch cut short still stores its permanent failures, yet answers before Lambda's
  * timeout.
@@ -25,12 +21,12 @@ export class InvocationDeadline {
     this.cutoff = startedAt + remainingMs - marginMs;
     // Every queued or running write listens to the deadline: hundreds of listeners are expected, not a leak.
     setMaxListeners(0, this.#controller.signal);
-    const reach = () => this.#controller.abort(new Error(DEADLINE_REACHED_MESSAGE));
+    const reach = () => this.#controller.abort(new InvocationDeadlineReachedError());
     // Already inside the margin: abort now, not on a timer tick, which would fire only after the writes
-    // had been started (they start synchronously once permits are held).
+    // had been started (they start synchronously once slots are booked).
     if (this.cutoff <= startedAt) reach();
     this.#cancel = clock.schedule(Math.max(0, this.cutoff - startedAt), reach);
-    const spent = () => this.#settle.abort(new Error(SETTLE_BUDGET_SPENT_MESSAGE));
+    const spent = () => this.#settle.abort(new SettleBudgetSpentError());
     const settleIn = this.cutoff + settleMs - startedAt;
     if (settleIn <= 0) spent();
     this.#cancelSettle = clock.schedule(Math.max(0, settleIn), spent);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { SendMessageBatchRequestEntry, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
+import { SQS_LIMITS } from '../../../aws/sqs-limits.js';
 import { escapeForSqs } from '../../sqs-text.js';
 import type { DeadLetterReason } from './dead-letter-reason.js';
 import { ORIGIN_SENT_ATTRIBUTE, originOf, originSentOf } from './deferral-port.js';
@@ -71,8 +72,6 @@ export interface DeadLetterSendOptions {
 
 /** FIFO DLQ: the group of letters whose source message had none (a FIFO queue needs one on every send). */
 export const DEAD_LETTER_GROUP_ID = 's3-ingest-dead-letters';
-/** MessageGroupId and MessageDeduplicationId: 1..128 characters of alphanumerics and punctuation. */
-const FIFO_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 const DETAIL_CHARS = 500;
 /**
@@ -101,7 +100,8 @@ function fifoFieldsOf(
 ): Pick<SendMessageBatchRequestEntry, 'MessageGroupId' | 'MessageDeduplicationId'> {
   const group = letter.messageGroupId;
   return {
-    MessageGroupId: group !== undefined && FIFO_ID_PATTERN.test(group) ? group : DEAD_LETTER_GROUP_ID,
+    MessageGroupId:
+      group !== undefined && SQS_LIMITS.fifoIdPattern.test(group) ? group : DEAD_LETTER_GROUP_ID,
     MessageDeduplicationId: createHash('sha256').update(letter.messageId).digest('hex'),
   };
 }

@@ -1,5 +1,6 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
+import { SQS_LIMITS } from '../../../aws/sqs-limits.js';
 import {
   DEFERRALS_ATTRIBUTE,
   type Deferral,
@@ -13,15 +14,10 @@ import {
 import { queueUrlOf } from './redelivery-backoff.js';
 import { type OutgoingAttribute, type OutgoingMessage, sendMessageBatches } from './send-message-batches.js';
 
-/** SQS refuses a message with more than 10 message attributes. */
-export const MAX_MESSAGE_ATTRIBUTES = 10;
-/** SQS's largest `DelaySeconds` (15 minutes). */
-export const MAX_DELAY_SECONDS = 900;
-
 /** `seconds` as SQS takes it: a whole number of seconds, 0..900 (rounded up: never visible earlier than asked). */
 export function clampDelaySeconds(seconds: number): number {
   if (Number.isNaN(seconds)) return 0;
-  return Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.ceil(seconds)));
+  return Math.min(SQS_LIMITS.maxDelaySeconds, Math.max(0, Math.ceil(seconds)));
 }
 
 /**
@@ -65,7 +61,7 @@ function copyOf(record: SQSRecord, delaySeconds: number): OutgoingMessage['entry
   if (Number.isSafeInteger(sent) && sent > 0)
     attributes[ORIGIN_SENT_ATTRIBUTE] = { DataType: 'Number', StringValue: String(sent) };
   else delete attributes[ORIGIN_SENT_ATTRIBUTE];
-  if (Object.keys(attributes).length > MAX_MESSAGE_ATTRIBUTES) return undefined;
+  if (Object.keys(attributes).length > SQS_LIMITS.messageAttributes) return undefined;
   return {
     MessageBody: record.body,
     MessageAttributes: attributes,

@@ -5,6 +5,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchItemFailure, SQSRecord } from 'aws-lambda';
+import { SQS_LIMITS } from '../../../aws/sqs-limits.js';
 import { exponentialDelay } from '../../../backoff/index.js';
 import { rejectOnAbort } from './send-dead-letters.js';
 
@@ -58,8 +59,6 @@ export interface VisibilityPort {
 export const DEFAULT_REDELIVERY_BASE_SECONDS = 5;
 export const DEFAULT_REDELIVERY_MAX_SECONDS = 300;
 export const DEFAULT_REDELIVERY_TURN_SECONDS = 1;
-const MAX_VISIBILITY_SECONDS = 43_200;
-const MAX_BATCH = 10;
 
 /**
  * `min(base x 2^(n-1), max)` in whole seconds for the `n`th receive (n < 1 counts as 1); `base` is
@@ -73,7 +72,7 @@ export function visibilityTimeoutFor(
   const base = waitedForTurn
     ? (options.turnSeconds ?? DEFAULT_REDELIVERY_TURN_SECONDS)
     : (options.baseSeconds ?? DEFAULT_REDELIVERY_BASE_SECONDS);
-  const max = Math.min(options.maxSeconds ?? DEFAULT_REDELIVERY_MAX_SECONDS, MAX_VISIBILITY_SECONDS);
+  const max = Math.min(options.maxSeconds ?? DEFAULT_REDELIVERY_MAX_SECONDS, SQS_LIMITS.maxVisibilitySeconds);
   const n = Number.isFinite(receiveCount) && receiveCount >= 1 ? Math.floor(receiveCount) : 1;
   return Math.max(0, Math.floor(exponentialDelay(n, base, max, 'none')));
 }
@@ -109,11 +108,11 @@ export class SqsVisibility implements VisibilityPort {
         { abortSignal: signal },
       );
       const seconds = Number(Attributes?.VisibilityTimeout);
-      if (!Number.isFinite(seconds)) return MAX_VISIBILITY_SECONDS;
+      if (!Number.isFinite(seconds)) return SQS_LIMITS.maxVisibilitySeconds;
       this.#queueTimeouts.set(queueUrl, seconds);
       return seconds;
     } catch {
-      return MAX_VISIBILITY_SECONDS;
+      return SQS_LIMITS.maxVisibilitySeconds;
     }
   }
 
@@ -128,8 +127,8 @@ export class SqsVisibility implements VisibilityPort {
         ...c,
         visibilityTimeoutSeconds: Math.min(c.visibilityTimeoutSeconds, cap),
       }));
-      for (let i = 0; i < entries.length; i += MAX_BATCH) {
-        const chunk = entries.slice(i, i + MAX_BATCH);
+      for (let i = 0; i < entries.length; i += SQS_LIMITS.batchEntries) {
+        const chunk = entries.slice(i, i + SQS_LIMITS.batchEntries);
         requests.push(
           this.sqs
             .send(

@@ -4,6 +4,7 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { SQS_LIMITS } from '../../../aws/sqs-limits.js';
 
 /** A message attribute as SQS takes it: always with its type (SQS refuses one without). */
 export type OutgoingAttribute = MessageAttributeValue & { readonly DataType: string };
@@ -18,10 +19,11 @@ export interface OutgoingMessage {
   };
 }
 
-/** SQS takes at most 10 entries per SendMessageBatch. */
-export const ENTRIES_PER_BATCH = 10;
-/** SQS caps a whole SendMessageBatch at 256 KiB (bodies + attributes, measured by `messageBytes`); a margin. */
-export const BATCH_BYTES = 250 * 1024;
+/**
+ * The bytes one SendMessageBatch may carry, as `messageBytes` counts them: SQS's 256 KiB, less 6 KiB for
+ * what that count leaves out.
+ */
+const batchBytes = SQS_LIMITS.classicPayloadBytes - 6 * 1024;
 
 /** What SQS counts against its size limits: the body plus each attribute's name, type and value. */
 export function messageBytes(
@@ -38,7 +40,7 @@ export function messageBytes(
 }
 
 /**
- * Consecutive runs of `messages` of at most `ENTRIES_PER_BATCH` entries and `BATCH_BYTES`, in order. A
+ * Consecutive runs of `messages` of at most `SQS_LIMITS.batchEntries` entries and `batchBytes`, in order. A
  * message larger than a whole batch goes alone (SQS then refuses it, or not), never after an empty batch.
  */
 export function packBatches(messages: readonly OutgoingMessage[]): OutgoingMessage[][] {
@@ -47,7 +49,7 @@ export function packBatches(messages: readonly OutgoingMessage[]): OutgoingMessa
   let bytes = 0;
   for (const message of messages) {
     const size = messageBytes(message.entry.MessageBody, message.entry.MessageAttributes);
-    if (current.length === ENTRIES_PER_BATCH || (current.length > 0 && bytes + size > BATCH_BYTES)) {
+    if (current.length === SQS_LIMITS.batchEntries || (current.length > 0 && bytes + size > batchBytes)) {
       batches.push(current);
       current = [];
       bytes = 0;

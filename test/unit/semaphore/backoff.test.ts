@@ -1,19 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { acquireBackoffCap, sleep, throwIfAborted } from '../../../lib/semaphore/backoff.js';
+import { sleep, throwIfAborted } from '../../../lib/semaphore/backoff.js';
 
 afterEach(() => {
   vi.useRealTimers();
-});
-
-describe('acquireBackoffCap: a caller may poll more often than the semaphore, never less', () => {
-  it("takes the caller's cap only when it is positive and below the semaphore's", () => {
-    expect(acquireBackoffCap(100, 20)).toBe(20);
-    expect(acquireBackoffCap(100, undefined)).toBe(100);
-    expect(acquireBackoffCap(100, 0)).toBe(100);
-    expect(acquireBackoffCap(100, -5)).toBe(100);
-    expect(acquireBackoffCap(100, 100)).toBe(100);
-    expect(acquireBackoffCap(100, 250)).toBe(100);
-  });
 });
 
 describe('sleep and throwIfAborted', () => {

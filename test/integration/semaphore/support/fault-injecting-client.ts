@@ -4,13 +4,12 @@ import {
   ProvisionedThroughputExceededException,
 } from '@aws-sdk/client-dynamodb';
 
-/** One request the semaphore sent: the command's class name (`UpdateItemCommand`, ...) and its input. */
+/** One request a budget sent: the command's class name (`UpdateItemCommand`, ...) and its input. */
 export interface DynamoCall {
   readonly command: string;
   readonly input: {
     readonly UpdateExpression?: string;
     readonly ConditionExpression?: string;
-    readonly KeyConditionExpression?: string;
     readonly Key?: { readonly sk?: { readonly S?: string } };
   };
   /** `performance.now()` when the request was sent. */
@@ -22,20 +21,6 @@ export interface Faults {
   before?: (call: DynamoCall) => void | Promise<void>;
   /** Runs once a request has been answered, before the caller sees the answer (e.g. to abort a signal then). */
   after?: (call: DynamoCall) => void;
-}
-
-/** What kind of semaphore operation a request is, from its expressions (see lib/semaphore/README.md). */
-export function operationOf(
-  call: DynamoCall,
-): 'take' | 'give-back' | 'extend' | 'reclaim' | 'resize' | 'survey' | 'create' {
-  const update = call.input.UpdateExpression ?? '';
-  if (call.command === 'QueryCommand') return 'survey';
-  if (call.command === 'PutItemCommand') return 'create';
-  if (update.startsWith('SET #holders.#lease =')) return 'take';
-  if (update.startsWith('REMOVE #holders.#lease ')) return 'give-back';
-  if (update.startsWith('SET #holders.#lease.#until')) return 'extend';
-  if (update.startsWith('REMOVE')) return 'reclaim';
-  return 'resize';
 }
 
 /**
@@ -82,10 +67,3 @@ export const refused = () =>
     message: 'Invalid UpdateExpression',
     $metadata: { httpStatusCode: 400 },
   });
-
-/** Fails every request of kind `operation` with `error()`. */
-export const failing = (operation: ReturnType<typeof operationOf>, error: () => Error): Faults => ({
-  before: (call) => {
-    if (operationOf(call) === operation) throw error();
-  },
-});

@@ -5,18 +5,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import type { RateWorkerConfig } from './rate-budget-worker.js';
-import type { WorkerConfig, WorkerMessage } from './semaphore-worker.js';
+import type { RateWorkerConfig, RateWorkerMessage } from './rate-budget-worker.js';
 
-const semaphoreWorker = fileURLToPath(new URL('./semaphore-worker.ts', import.meta.url));
+const rateBudgetWorker = fileURLToPath(new URL('./rate-budget-worker.ts', import.meta.url));
 
 /**
  * Bundles the worker (the real lib code and SDK) into one ESM file, once per test file. A bundled worker
  * starts with about 40% of the CPU of `node --import tsx worker.ts`, which matters when several processes
  * start at once on a 2-core machine.
  */
-export async function bundleWorker(source = semaphoreWorker): Promise<string> {
-  const outfile = join(mkdtempSync(join(tmpdir(), 'semaphore-worker-')), 'worker.mjs');
+export async function bundleWorker(source = rateBudgetWorker): Promise<string> {
+  const outfile = join(mkdtempSync(join(tmpdir(), 'rate-budget-worker-')), 'worker.mjs');
   await build({
     entryPoints: [source],
     outfile,
@@ -33,7 +32,7 @@ export async function bundleWorker(source = semaphoreWorker): Promise<string> {
   return outfile;
 }
 
-export interface Worker<M extends { type: string } = WorkerMessage> {
+export interface Worker<M extends { type: string } = RateWorkerMessage> {
   process: ChildProcess;
   /** Resolves with the next message of the given type. */
   next<T extends M['type']>(type: T): Promise<Extract<M, { type: T }>>;
@@ -43,11 +42,11 @@ export interface Worker<M extends { type: string } = WorkerMessage> {
 
 /**
  * Starts a worker (a bundle from `bundleWorker`) in its own Node process, talking over fork IPC. `config`
- * is the bundled worker's (`WorkerConfig` for the semaphore worker), `M` the messages it sends.
+ * is the bundled worker's, `M` the messages it sends.
  */
-export function startWorker<M extends { type: string } = WorkerMessage>(
+export function startWorker<M extends { type: string } = RateWorkerMessage>(
   bundle: string,
-  config: WorkerConfig | RateWorkerConfig,
+  config: RateWorkerConfig,
 ): Worker<M> {
   const child = fork(bundle, [JSON.stringify(config)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

@@ -1,5 +1,6 @@
-// Deferred records (issue 16): a tenant whose prefix's permits are held by another invocation past
-// TURN_WAIT_MS is re-sent to its queue as a delayed copy and acknowledged, so its invocation frees its slot;
+// Deferred records (issue 16): a tenant whose prefix's schedule is booked by other invocations past
+// TURN_WAIT_MS is re-sent to its queue as a copy delayed until its first free slot and acknowledged, so its
+// invocation frees its slot;
 // the copy keeps its origin's data identity (derived insert id, seq) and FIFO records are never deferred.
 // An origin and its copy in one batch or across batches write one record, acknowledged.
 import type { SQSRecord } from 'aws-lambda';
@@ -18,7 +19,8 @@ import {
   body,
   failedIds,
   lambdaContext,
-  memorySemaphores,
+  memoryBudgets,
+  prefixOf,
   sqsEvent,
   sqsRecord,
   type TestHandlerOptions,
@@ -31,61 +33,76 @@ afterEach(async () => {
   await Promise.all(handlers.splice(0).map((h) => h.close()));
 });
 
-const semaphores = memorySemaphores;
-
 function setup(options: TestHandlerOptions = {}, env: Record<string, string> = {}) {
   const t = testHandler(env, options);
   handlers.push(t.handler);
   return t;
 }
 
-const PREFIX = 'prefix:ignored-by-memory-store/t=acme/';
+/** Memory budgets whose `acme` prefix is booked by another invocation for the next `ms`. */
+async function acmeBookedFor(ms: number) {
+  const budgets = memoryBudgets();
+  const booked = await budgets.bookAhead(prefixOf('acme'), CEILING, ms);
+  return { budgets, freeAt: booked.endsAt };
+}
+
+/** `S3_PREFIX_WRITE_RATE` of `testConfig`: the ceiling the handler builds its budgets with. */
+const CEILING = 3500;
 const acme = (n: number, from = 0) =>
   Array.from({ length: n }, (_, i) => ({ tenant: 'acme', id: `a-${from + i}` }));
 
 describe('deferred records', () => {
-  it('a tenant whose prefix is held elsewhere is deferred after TURN_WAIT_MS, acknowledged, its copies delayed', async () => {
-    const sem = semaphores(4);
-    const held = await sem.factory(PREFIX).acquire(4);
+  it('a tenant whose prefix is booked past TURN_WAIT_MS is deferred at once, acknowledged, its copies due at its first free slot', async () => {
+    const { budgets } = await acmeBookedFor(5_500);
     const deferrals = new MemoryDeferrals();
-    const { handler, summaries, store } = setup({ semaphores: sem.factory, deferrals });
+    const { handler, summaries, store } = setup({ budgets: budgets.factory, deferrals });
     const event = sqsEvent([...acme(12), { tenant: 'globex', id: 'g-1' }]);
     const started = Date.now();
     const response = await handler(event, lambdaContext(30_000));
-    // Not the cutoff (28 s away): the turn wait, then the copies.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(TURN_WAIT_MS - 20);
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // Not the turn wait, nor the cutoff (28 s away): the schedule says at once when its first free slot is.
+    expect(Date.now() - started).toBeLessThan(TURN_WAIT_MS);
     expect(failedIds(response)).toEqual([]);
     const acmeIds = event.Records.slice(0, 12).map((r) => r.messageId);
     expect([...deferrals.deferred.keys()].sort()).toEqual([...acmeIds].sort());
-    // No holder said when it would be done: the first delay.
-    expect([...deferrals.deferred.values()].map((d) => d.delaySeconds)).toEqual(Array(12).fill(1));
+    // Its first free slot is 5.5 s after the booking ahead: the copies come back then (whole seconds, down).
+    const delays = new Set([...deferrals.deferred.values()].map((d) => d.delaySeconds));
+    expect(delays.size).toBe(1);
+    expect([4, 5]).toContain([...delays][0]);
     expect(summaries[0]).toMatchObject({ RecordsDeferred: 12, RecordsProcessed: 1, RecordsFailed: 0 });
     expect(store.keys().filter((k) => k.startsWith('t=acme/'))).toEqual([]);
-    await held.release();
   });
 
-  it('without a deferral port the tenant waits for its permits until the cutoff, then is redelivered', async () => {
-    const sem = semaphores(4);
-    const held = await sem.factory(PREFIX).acquire(4);
-    const { handler, summaries } = setup({ semaphores: sem.factory, deferrals: false });
+  it('without a deferral port a tenant whose prefix is booked past half its time left is redelivered at once', async () => {
+    const { budgets } = await acmeBookedFor(60_000);
+    const { handler, summaries, store } = setup({ budgets: budgets.factory, deferrals: false });
     const event = sqsEvent(acme(12));
     const started = Date.now();
     const response = await handler(event, lambdaContext(4_000));
-    expect(Date.now() - started).toBeGreaterThan(1_200);
+    // The cutoff is 2 s away; its latest start 1 s away; the schedule is booked for a minute.
+    expect(Date.now() - started).toBeLessThan(1_000);
     expect(failedIds(response)).toEqual(event.Records.map((r) => r.messageId).sort());
     expect(summaries[0]!.RecordsDeferred).toBe(0);
     expect(summaries[0]!.splits.RecordsRedelivered).toEqual({ 'permits-unavailable': 12 });
-    await held.release();
+    expect(store.keys()).toEqual([]);
+  });
+
+  it('without a deferral port a tenant waits for a first free slot within half its time left, and writes', async () => {
+    const { budgets, freeAt } = await acmeBookedFor(TURN_WAIT_MS + 500);
+    const { handler, summaries } = setup({ budgets: budgets.factory, deferrals: false });
+    const event = sqsEvent(acme(12));
+    // The cutoff 4 s away: it may wait 2 s for its first slot.
+    const response = await handler(event, lambdaContext(6_000));
+    expect(failedIds(response)).toEqual([]);
+    expect(Date.now()).toBeGreaterThanOrEqual(freeAt);
+    expect(summaries[0]).toMatchObject({ RecordsProcessed: 12, RecordsDeferred: 0 });
   });
 
   it('records the port does not take, FIFO records and records at the cap are redelivered, not deferred', async () => {
-    const sem = semaphores(4);
-    const held = await sem.factory(PREFIX).acquire(4);
+    const { budgets } = await acmeBookedFor(60_000);
     const deferrals = new MemoryDeferrals();
     const refusedId = 'refused-by-port';
     deferrals.accept = (d) => d.record.messageId !== refusedId;
-    const { handler, summaries } = setup({ semaphores: sem.factory, deferrals });
+    const { handler, summaries } = setup({ budgets: budgets.factory, deferrals });
     const plain = acme(11).map((m) => sqsRecord(body(m)));
     const refused = sqsRecord(body({ tenant: 'acme', id: 'r' }), refusedId);
     const capped = sqsRecord(body({ tenant: 'acme', id: 'c' }));
@@ -95,69 +112,64 @@ describe('deferred records', () => {
       stringListValues: [],
       binaryListValues: [],
     };
-    // A record at the cap makes its tenant wait like one that cannot be deferred (until the cutoff).
+    // A record at the cap makes its tenant wait like one that cannot be deferred (up to half its time
+    // left), which here is still before the schedule's first free slot: the whole tenant is out of turn.
     const response = await handler(sqsEvent([...plain, refused, capped]), lambdaContext(3_000));
     expect(failedIds(response)).toEqual([refused.messageId, capped.messageId].sort());
     expect(deferrals.deferred.size).toBe(11);
     expect(summaries[0]).toMatchObject({ RecordsDeferred: 11, RecordsFailed: 2 });
     expect(summaries[0]!.splits.RecordsRedelivered).toEqual({ 'permits-unavailable': 2 });
 
-    // A FIFO source: never deferred, and its tenant waits for its permits until the cutoff.
+    // A FIFO source: never deferred, redelivered.
     const fifo = acme(12, 100).map((m, i) => {
       const r = sqsRecord(body(m));
       r.eventSourceARN = 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo';
       (r.attributes as SQSRecord['attributes'] & { MessageGroupId?: string }).MessageGroupId = `g-${i}`;
       return r;
     });
-    const started = Date.now();
     const fifoResponse = await handler(sqsEvent(fifo), lambdaContext(4_000));
-    expect(Date.now() - started).toBeGreaterThan(1_200);
     expect(failedIds(fifoResponse)).toEqual(fifo.map((r) => r.messageId).sort());
     expect(deferrals.deferred.size).toBe(11);
-    await held.release();
+    expect(summaries[1]!.splits.RecordsRedelivered).toEqual({ 'permits-unavailable': 12 });
   });
 
-  it('a tenant whose records SqsDeferrals could never send waits for its permits like one that cannot be deferred', async () => {
-    const sem = semaphores(4);
-    const held = await sem.factory(PREFIX).acquire(4);
+  it('a tenant whose records SqsDeferrals could never send waits for its slots like one that cannot be deferred', async () => {
+    // Booked ahead past TURN_WAIT_MS, but not past half the time left: the tenant gets its turn.
+    const { budgets, freeAt } = await acmeBookedFor(TURN_WAIT_MS + 500);
     const { client, calls } = recordingClient();
-    const { handler, summaries } = setup({ semaphores: sem.factory, deferrals: new SqsDeferrals(client) });
+    const { handler, summaries } = setup({ budgets: budgets.factory, deferrals: new SqsDeferrals(client) });
     // Eight producer attributes: with origin, sent time and count the copy would carry 11 (SQS takes 10).
     const records = acme(12).map((m) => {
       const r = sqsRecord(body(m));
       for (let i = 0; i < 8; i++) r.messageAttributes[`a${i}`] = attribute('String', `v${i}`);
       return r;
     });
-    // The holder is done after TURN_WAIT_MS, well before the cutoff: the tenant gets its turn.
-    setTimeout(() => void held.release(), TURN_WAIT_MS + 500);
     const response = await handler(sqsEvent(records), lambdaContext(6_000));
     expect(failedIds(response)).toEqual([]);
+    expect(Date.now()).toBeGreaterThanOrEqual(freeAt);
     expect(summaries[0]).toMatchObject({ RecordsProcessed: 12, RecordsDeferred: 0, RecordsFailed: 0 });
     expect(calls).toEqual([]);
   });
 
-  it('SqsDeferrals taking every record of a tenant held out of its prefix defers it after TURN_WAIT_MS', async () => {
-    const sem = semaphores(4);
-    const held = await sem.factory(PREFIX).acquire(4);
+  it('SqsDeferrals taking every record of a tenant booked out of its prefix defers it', async () => {
+    const { budgets } = await acmeBookedFor(60_000);
     const { client, calls } = recordingClient();
-    const { handler, summaries } = setup({ semaphores: sem.factory, deferrals: new SqsDeferrals(client) });
+    const { handler, summaries } = setup({ budgets: budgets.factory, deferrals: new SqsDeferrals(client) });
     const event = sqsEvent(acme(12));
     const started = Date.now();
     const response = await handler(event, lambdaContext(30_000));
-    // The turn wait, not the cutoff (28 s away).
+    // Not the cutoff (28 s away).
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(failedIds(response)).toEqual([]);
     expect(summaries[0]).toMatchObject({ RecordsDeferred: 12, RecordsProcessed: 0, RecordsFailed: 0 });
     // One copy per record, sent back to its own queue.
     expect(calls.flatMap((c) => c.entries)).toHaveLength(12);
-    await held.release();
   });
 
   it('a port that fails redelivers the records; the others of the batch keep their outcomes', async () => {
-    const sem = semaphores(4);
-    const held = await sem.factory(PREFIX).acquire(4);
+    const { budgets } = await acmeBookedFor(60_000);
     const { handler, summaries } = setup({
-      semaphores: sem.factory,
+      budgets: budgets.factory,
       deferrals: {
         defer: async () => {
           throw new Error('SQS unavailable');
@@ -172,20 +184,19 @@ describe('deferred records', () => {
         .sort(),
     );
     expect(summaries[0]).toMatchObject({ RecordsDeferred: 0, RecordsProcessed: 1, RecordsFailed: 10 });
-    await held.release();
   });
 
   it("a copy writes its origin's record: an insert without id derives it from the origin's message id", async () => {
-    const sem = semaphores(4);
-    const held = await sem.factory(PREFIX).acquire(4);
+    const { budgets } = await acmeBookedFor(60_000);
     const deferrals = new MemoryDeferrals();
-    const { handler, store } = setup({ semaphores: sem.factory, deferrals });
+    const { handler: booked, store } = setup({ budgets: budgets.factory, deferrals });
     const inserts = Array.from({ length: 10 }, (_, i) =>
       sqsRecord(body({ tenant: 'acme', op: 'insert', data: { n: i } })),
     );
-    await handler(sqsEvent(inserts), lambdaContext(30_000));
+    await booked(sqsEvent(inserts), lambdaContext(30_000));
     expect(deferrals.deferred.size).toBe(10);
-    await held.release();
+    // The copies come back when the prefix has slots again: another container, the same bucket.
+    const { handler } = setup({ store, deferrals });
 
     // The copies, as SQS would deliver them (new ids, the attributes SqsDeferrals sets).
     const copies = inserts.map((original) => {

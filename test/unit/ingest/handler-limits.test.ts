@@ -6,13 +6,14 @@ import {
   type VisibilityPort,
 } from '../../../lib/ingest/handler/settle/redelivery-backoff.js';
 import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
-import type { LeaseUsage, Semaphore } from '../../../lib/semaphore/types.js';
+import { SLOT_CATCH_UP_MS } from '../../../lib/semaphore/tuning.js';
 import {
   failedIds,
   ids,
   keyOf,
   lambdaContext,
-  memorySemaphores,
+  memoryBudgets,
+  prefixOf,
   silentLogger,
   sqsEvent,
   type TestHandlerOptions,
@@ -25,8 +26,6 @@ const handlers: IngestHandler[] = [];
 afterEach(async () => {
   await Promise.all(handlers.splice(0).map((h) => h.close()));
 });
-
-const semaphores = memorySemaphores;
 
 function latency(ms: number): S3BehaviourModel {
   return new S3BehaviourModel({ latency: { medianMs: ms, p99Ms: ms }, writesPerSecond: Infinity });
@@ -44,10 +43,10 @@ const records = (tenant: string, n: number) =>
 describe('deadline', () => {
   it('stops before the Lambda timeout, aborts in-flight writes and reports everything unfinished', async () => {
     const store = new TrackingStore({ model: latency(60_000) });
-    const sem = semaphores(10);
+    const budgets = memoryBudgets();
     const { handler, summaries, deadLetters } = await setup(
       { WRITE_TIMEOUT_MS: '800', DEADLINE_MARGIN_MS: '800', POOL_CONCURRENCY: '8' },
-      { store, semaphores: sem.factory },
+      { store, budgets: budgets.factory },
     );
     const event = sqsEvent([
       ...records('acme', 4),
@@ -73,34 +72,38 @@ describe('deadline', () => {
     }
     expect(store.keys()).toEqual([]);
     expect(summaries[0]).toMatchObject({ deadlineReached: true, RecordsFailed: 5, RecordsDeadLettered: 1 });
-    for (const s of sem.made.values()) expect(s.available).toBe(10);
+    // A small tenant books nothing.
+    expect(budgets.calls).toEqual([]);
   });
 
   it.each([
-    ['a leased tenant', 12],
-    ['a small tenant (no lease, a lane of its own)', 3],
-  ])('returns by its deadline when a storage call ignores its abort and never settles (%s)', async (_, n) => {
-    const store = new TrackingStore();
-    // A request that neither answers nor honours its signal: the pool's drain would wait for it forever.
-    let answer: () => void = () => undefined;
-    const never = new Promise<void>((resolve) => {
-      answer = resolve;
-    });
-    store.hook = () => never;
-    const sem = semaphores(10);
-    const { handler } = await setup(
-      { WRITE_TIMEOUT_MS: '300', DEADLINE_MARGIN_MS: '800' },
-      { store, semaphores: sem.factory },
-    );
-    const event = sqsEvent(records('acme', n));
-    const started = Date.now();
-    const response = await handler(event, lambdaContext(1_500));
-    expect(Date.now() - started).toBeLessThan(1_500);
-    expect(failedIds(response)).toEqual(ids(event).sort());
-    // The lease was given back though the request is still out (it was aborted at the cutoff).
-    for (const s of sem.made.values()) expect(s.available).toBe(10);
-    answer(); // lets the test's close() drain
-  });
+    ['a booked tenant', 12, 1],
+    ['a small tenant (no booking, a lane of its own)', 3, 0],
+  ])(
+    'returns by its deadline when a storage call ignores its abort and never settles (%s)',
+    async (_, n, reports) => {
+      const store = new TrackingStore();
+      // A request that neither answers nor honours its signal: the pool's drain would wait for it forever.
+      let answer: () => void = () => undefined;
+      const never = new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+      store.hook = () => never;
+      const budgets = memoryBudgets();
+      const { handler } = await setup(
+        { WRITE_TIMEOUT_MS: '300', DEADLINE_MARGIN_MS: '800' },
+        { store, budgets: budgets.factory },
+      );
+      const event = sqsEvent(records('acme', n));
+      const started = Date.now();
+      const response = await handler(event, lambdaContext(1_500));
+      expect(Date.now() - started).toBeLessThan(1_500);
+      expect(failedIds(response)).toEqual(ids(event).sort());
+      // The booking was reported though the request is still out (it was aborted at the cutoff).
+      expect(budgets.reports()).toHaveLength(reports);
+      answer(); // lets the test's close() drain
+    },
+  );
 
   it('starts nothing when the remaining time is already under the margin', async () => {
     const { handler, store } = await setup({ WRITE_TIMEOUT_MS: '500', DEADLINE_MARGIN_MS: '1000' });
@@ -147,161 +150,143 @@ describe('redelivery backoff by what stopped a record', () => {
   });
 });
 
-describe('semaphore permits', () => {
-  it('sizes a large tenant pool to its grant and releases the permits afterwards', async () => {
-    const store = new TrackingStore({ model: latency(15) });
-    const sem = semaphores(3);
+describe("a prefix's rate schedule", () => {
+  /** The start time of every PUT the store sees (performance.now ms). */
+  function putStarts(store: TrackingStore): number[] {
+    const starts: number[] = [];
+    store.hook = (call) => {
+      if (call.kind === 'put') starts.push(performance.now());
+    };
+    return starts;
+  }
+
+  it('a large tenant books its slots and writes no faster than its rate', async () => {
+    const store = new TrackingStore({ model: latency(5) });
+    const starts = putStarts(store);
+    const budgets = memoryBudgets();
+    // 100 writes/s: a slot every 10 ms.
     const { handler, summaries } = await setup(
-      { POOL_CONCURRENCY: '16' },
-      { store, semaphores: sem.factory },
+      { POOL_CONCURRENCY: '16', S3_PREFIX_WRITE_RATE: '100' },
+      { store, budgets: budgets.factory },
     );
     const event = sqsEvent(records('big', 15));
     expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
-    expect(store.maxInFlightByTenant.get('big')).toBe(3);
     expect(store.keys()).toHaveLength(15);
-    expect(summaries[0]?.BookedWriteRate).toBe(3);
-    expect([...sem.made.keys()]).toEqual(['prefix:ignored-by-memory-store/t=big/']);
-    expect(sem.made.get('prefix:ignored-by-memory-store/t=big/')?.available).toBe(3);
+    expect(summaries[0]?.BookedWriteRate).toBe(100);
+    expect(budgets.books()).toEqual([
+      { name: prefixOf('big'), options: expect.objectContaining({ writes: 15 }) },
+    ]);
+    // 15 writes in slots 10 ms apart: the last starts at least 14 slots after the first (less the catch-up).
+    expect(starts).toHaveLength(15);
+    expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(14 * 10 - SLOT_CATCH_UP_MS);
+    // The schedule item was written at that rate, and the booking reported its writes.
+    expect(budgets.table.item(prefixOf('big'))).toMatchObject({ rate: 100 });
+    expect(budgets.reports()).toEqual([
+      { name: prefixOf('big'), report: { accepted: 15, throttled: 0, starved: false } },
+    ]);
   });
 
-  it('small tenants write without a lease (no DynamoDB write), each pool at its writes', async () => {
+  it('small tenants write without a booking (no DynamoDB write), each pool at its writes', async () => {
     const store = new TrackingStore({ model: latency(15) });
-    const sem = semaphores(2);
+    const budgets = memoryBudgets();
     const { handler, summaries } = await setup(
       { POOL_CONCURRENCY: '16' },
-      { store, semaphores: sem.factory },
+      { store, budgets: budgets.factory },
     );
     const event = sqsEvent([...records('s1', 3), ...records('s2', 3), ...records('s3', 3)]);
     expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
     expect(store.keys()).toHaveLength(9);
-    expect(sem.made.size).toBe(0);
+    expect(budgets.made.size).toBe(0);
+    expect(budgets.calls).toEqual([]);
     expect(summaries[0]?.BookedWriteRate).toBe(0);
     for (const tenant of ['s1', 's2', 's3'])
       expect(store.maxInFlightByTenant.get(tenant)).toBeLessThanOrEqual(3);
   });
 
-  it('releases the permits when every write fails', async () => {
+  it('reports the booking when every write fails (none accepted)', async () => {
     const store = new TrackingStore();
     store.hook = () => {
       throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
     };
-    const sem = semaphores(4);
-    const { handler } = await setup({}, { store, semaphores: sem.factory });
+    const budgets = memoryBudgets();
+    const { handler } = await setup({}, { store, budgets: budgets.factory });
     const event = sqsEvent([...records('big', 10), ...records('small', 2)]);
     expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual(ids(event).sort());
-    // Only the large tenant took a lease; the small one wrote (and failed) without one.
-    expect(sem.made.size).toBe(1);
-    for (const s of sem.made.values()) expect(s.available).toBe(4);
+    // Only the large tenant booked; the small one wrote (and failed) without a booking.
+    expect([...budgets.made.keys()]).toEqual([prefixOf('big')]);
+    expect(budgets.reports()).toEqual([
+      { name: prefixOf('big'), report: { accepted: 0, throttled: 0, starved: false } },
+    ]);
   });
 
-  it('redelivers the writes of a tenant whose permits never come, and writes the other tenants', async () => {
-    const sem = semaphores(2);
-    const blocked = sem.factory('prefix:ignored-by-memory-store/t=blocked/');
-    const holder = await blocked.acquire(2, { leaseMs: 60_000 });
-    try {
-      const { handler, store } = await setup(
-        { WRITE_TIMEOUT_MS: '500', DEADLINE_MARGIN_MS: '500' },
-        { semaphores: sem.factory },
-      );
-      const event = sqsEvent([...records('blocked', 10), ...records('free', 3)]);
-      const started = Date.now();
-      const response = await handler(event, lambdaContext(1_000));
-      expect(Date.now() - started).toBeLessThan(1_000);
-      expect(failedIds(response)).toEqual(ids(event).slice(0, 10).sort());
-      expect(store.keys()).toEqual(records('free', 3).map((r) => keyOf('free', 'orders', r.id)));
-    } finally {
-      await holder.release();
-    }
+  it("redelivers the writes of a tenant whose prefix's schedule is booked past its latest start, and writes the other tenants", async () => {
+    const budgets = memoryBudgets();
+    const { handler, store, config, summaries } = await setup(
+      { WRITE_TIMEOUT_MS: '500', DEADLINE_MARGIN_MS: '500' },
+      { budgets: budgets.factory },
+    );
+    // Another invocation booked the next minute of the prefix's slots.
+    await budgets.bookAhead(prefixOf('blocked'), config.s3PrefixWriteRate, 60_000);
+    const event = sqsEvent([...records('blocked', 10), ...records('free', 3)]);
+    const started = Date.now();
+    const response = await handler(event, lambdaContext(1_000));
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(failedIds(response)).toEqual(ids(event).slice(0, 10).sort());
+    expect(store.keys()).toEqual(records('free', 3).map((r) => keyOf('free', 'orders', r.id)));
+    expect(summaries[0]!.splits.RecordsRedelivered).toEqual({ 'permits-unavailable': 10 });
   });
 
-  it('redelivers a tenant whose semaphore is unreachable, and writes the others', async () => {
-    const sem = semaphores(8);
-    const factory = (name: string, limit: number): Semaphore =>
-      name.includes('t=down/')
-        ? {
-            name,
-            limit,
-            acquire: () =>
-              Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })),
-          }
-        : sem.factory(name);
-    const { handler, store } = await setup({}, { semaphores: factory });
+  it('redelivers a tenant whose budget is unreachable, and writes the others', async () => {
+    const budgets = memoryBudgets({
+      book: (name) => {
+        if (name === prefixOf('down'))
+          throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      },
+    });
+    const { handler, store } = await setup({}, { budgets: budgets.factory });
     const event = sqsEvent([...records('down', 10), ...records('up', 2)]);
     expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual(ids(event).slice(0, 10).sort());
     expect(store.keys()).toHaveLength(2);
   });
 });
 
-describe("a lease's usage report", () => {
+describe("a booking's report", () => {
   it("counts its own tenant's S3 writes apart from the reads beside them (the prefix limit is a write rate)", async () => {
-    const sem = semaphores(8);
-    const reports: { name: string; usage: LeaseUsage }[] = [];
-    const factory = (name: string): Semaphore => {
-      const inner = sem.factory(name);
-      return {
-        name,
-        limit: inner.limit,
-        acquire: async (k, options) => {
-          const lease = await inner.acquire(k, options);
-          return {
-            permits: lease.permits,
-            fence: lease.fence,
-            expiresAt: lease.expiresAt,
-            extend: (ms) => lease.extend(ms),
-            release: () => lease.release(),
-            report: (usage: LeaseUsage) => reports.push({ name, usage }),
-          };
-        },
-      };
-    };
-    const { handler, store } = await setup({}, { semaphores: factory });
+    const budgets = memoryBudgets();
+    const { handler, store } = await setup({}, { budgets: budgets.factory });
     // New records: each one a GET (absent) and a conditional PUT, so twice as many attempts as writes.
     const event = sqsEvent([...records('acme', 12), ...records('globex', 10)]);
     expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual([]);
     expect(store.keys()).toHaveLength(22);
-    const byTenant = Object.fromEntries(reports.map((r) => [r.name.split('/t=')[1], r.usage]));
-    expect(byTenant['acme/']).toMatchObject({ writes: 12, throttled: 0 });
-    expect(byTenant['globex/']).toMatchObject({ writes: 10, throttled: 0 });
-    expect(byTenant['acme/']!.succeeded).toBeGreaterThan(12);
+    const byTenant = Object.fromEntries(budgets.reports().map((r) => [r.name, r.report]));
+    expect(byTenant).toEqual({
+      [prefixOf('acme')]: { accepted: 12, throttled: 0, starved: false },
+      [prefixOf('globex')]: { accepted: 10, throttled: 0, starved: false },
+    });
+    expect(store.calls.filter((c) => c.key.startsWith('t=acme/')).length).toBeGreaterThan(12);
   });
 });
 
-describe('a failed lease release (issue 14, defect 3)', () => {
-  it('changes no outcome: written records stay acknowledged, the lease is left to expire, the failure is logged and counted', async () => {
-    const sem = semaphores(8);
-    const released: string[] = [];
-    const factory = (name: string, limit: number): Semaphore => {
-      const inner = sem.factory(name);
-      return {
-        name,
-        limit,
-        acquire: async (k, options) => {
-          const lease = await inner.acquire(k, options);
-          return {
-            ...lease,
-            permits: lease.permits,
-            release: async () => {
-              released.push(name);
-              throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-            },
-          };
-        },
-      };
-    };
+describe('a failed rate report (issue 14, defect 3)', () => {
+  it('changes no outcome: written records stay acknowledged, the step is lost, the failure is logged and counted', async () => {
+    const reported: string[] = [];
+    const budgets = memoryBudgets({
+      report: (name) => {
+        reported.push(name);
+        throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      },
+    });
     const logger = silentLogger();
     const warn = vi.spyOn(logger, 'warn');
-    const { handler, store, summaries } = await setup({}, { semaphores: factory, logger });
-    // Two large tenants (each its own prefix lease) and a small one (no lease): both releases fail.
+    const { handler, store, summaries } = await setup({}, { budgets: budgets.factory, logger });
+    // Two large tenants (each books its prefix's slots) and a small one (no booking): both reports fail.
     const event = sqsEvent([...records('big', 12), ...records('other', 10), ...records('small', 2)]);
     const response = await handler(event, lambdaContext(30_000));
     expect(response).toEqual({ batchItemFailures: [] });
     expect(store.keys()).toHaveLength(24);
-    expect(released.sort()).toEqual([
-      'prefix:ignored-by-memory-store/t=big/',
-      'prefix:ignored-by-memory-store/t=other/',
-    ]);
+    expect(reported.sort()).toEqual([prefixOf('big'), prefixOf('other')]);
     expect(summaries[0]).toMatchObject({ RecordsProcessed: 24, RecordsFailed: 0, rateReportFailures: 2 });
-    const logged = warn.mock.calls.filter(([message]) => String(message).startsWith('permit release failed'));
-    expect(logged.map(([, extra]) => (extra as { semaphore: string }).semaphore).sort()).toEqual(released);
+    const logged = warn.mock.calls.filter(([message]) => String(message).startsWith('rate report failed'));
+    expect(logged.map(([, extra]) => (extra as { prefix: string }).prefix).sort()).toEqual(reported);
   });
 });

@@ -1,5 +1,5 @@
 // Helpers of the handler's unit tests: everything in process (memory store, memory dead-letter sink,
-// memory semaphores), no emulator.
+// memory rate budgets), no emulator.
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
@@ -23,9 +23,11 @@ import {
   type IngestHandlerOptions,
   type InvocationSummary,
 } from '../../../../lib/ingest/handler/ingest-handler.js';
+import type { RateBudgetFactory } from '../../../../lib/ingest/handler/run/rate-holder.js';
 import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/settle/memory-dead-letter-sink.js';
-import { MemorySemaphore } from '../../../../lib/semaphore/memory-semaphore.js';
-import type { Semaphore } from '../../../../lib/semaphore/types.js';
+import { withBookingCalls } from '../../../../lib/semaphore/booking-calls.js';
+import { MemoryBudgetTable, MemoryRateBudget } from '../../../../lib/semaphore/memory-rate-budget.js';
+import type { BookingReport, BookOptions, RateBooking } from '../../../../lib/semaphore/rate-types.js';
 
 /** A Lambda `Context` whose `getRemainingTimeInMillis()` counts down (wall clock) from `remainingMs`. */
 export function lambdaContext(remainingMs: number): Context {
@@ -319,16 +321,65 @@ export function internalError(): S3ServiceException {
   });
 }
 
-/** Memory semaphores of `limit` permits whatever the handler asks for, by name (so a test can hold them). */
-export function memorySemaphores(limit: number) {
-  const made = new Map<string, MemorySemaphore>();
-  const factory = (name: string): Semaphore => {
-    let s = made.get(name);
-    if (s === undefined) {
-      s = new MemorySemaphore({ name, limit });
-      made.set(name, s);
-    }
-    return s;
+/** The rate budget name of `tenant`'s prefix in the test bucket (`testConfig`'s BUCKET_NAME). */
+export function prefixOf(tenant: string): string {
+  return `prefix:ignored-by-memory-store/t=${tenant}/`;
+}
+
+/** One budget call as `memoryBudgets` saw it. */
+export type BudgetCall =
+  | { readonly name: string; readonly book: BookOptions }
+  | { readonly name: string; readonly report: BookingReport };
+
+/**
+ * Calls a test intercepts: each runs before the memory budget's own, and fails the call when it throws
+ * (the store unreachable, a report lost).
+ */
+export interface BudgetHooks {
+  book?(name: string, options: BookOptions): void | Promise<void>;
+  report?(name: string, report: BookingReport): void | Promise<void>;
+}
+
+/**
+ * Memory rate budgets over one shared `MemoryBudgetTable` (what the fleet's DynamoDB table is to the
+ * handlers), recording each booking and report, with hooks to fail them. `bookAhead` books a prefix's
+ * schedule as another invocation would, so the handler's tenant finds its first free slot later.
+ */
+export function memoryBudgets(hooks: BudgetHooks = {}) {
+  const table = new MemoryBudgetTable();
+  const made = new Map<string, MemoryRateBudget>();
+  const calls: BudgetCall[] = [];
+  const factory: RateBudgetFactory = (name, ceiling) => {
+    const inner = new MemoryRateBudget({ name, ceiling, table });
+    made.set(name, inner);
+    return {
+      name,
+      ceiling: inner.ceiling,
+      book: async (options) => {
+        calls.push({ name, book: options });
+        await hooks.book?.(name, options);
+        const booking = await inner.book(options);
+        return withBookingCalls(booking, {
+          step: (round, stepOptions) => booking.step(round, stepOptions),
+          report: async (report, reportOptions) => {
+            calls.push({ name, report });
+            await hooks.report?.(name, report);
+            await booking.report(report, reportOptions);
+          },
+        });
+      },
+    };
   };
-  return { made, factory };
+  /** Books `name`'s schedule at `ceiling` writes/s from now for `ms` (another invocation's writes). */
+  const bookAhead = (name: string, ceiling: number, ms: number): Promise<RateBooking> => {
+    const now = Date.now();
+    return new MemoryRateBudget({ name, ceiling, table }).book({
+      writes: Math.max(1, Math.ceil((ceiling * ms) / 1000)),
+      latestStart: now + ms,
+      writeBy: now + ms,
+    });
+  };
+  const books = () => calls.flatMap((c) => ('book' in c ? [{ name: c.name, options: c.book }] : []));
+  const reports = () => calls.flatMap((c) => ('report' in c ? [{ name: c.name, report: c.report }] : []));
+  return { table, made, calls, factory, bookAhead, books, reports };
 }

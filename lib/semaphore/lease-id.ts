@@ -1,11 +1,9 @@
 import { randomBytes } from 'node:crypto';
 
 /**
- * A lease's fence: 96 random bits as 16 base64url characters. Every holder is an entry keyed by its fence
- * in a shard item, and DynamoDB bills a write by the item's size (1 WRU per started KB, before or after,
- * whichever is larger), so short ids keep a hot prefix's item, and each take and release, small
- * (docs/decisions/compact-lease-ids.md). 96 bits keep a collision among even 10^9 concurrent leases below
- * 10^-10.
+ * The id of a booking or report, written to its schedule item as `by` (a writer whose answer was lost learns
+ * from it whether its write landed): 96 random bits as 16 base64url characters, which keep a collision
+ * among even 10^9 concurrent writers below 10^-10.
  */
 export function newLeaseId(): string {
   return randomBytes(12).toString('base64url');

@@ -233,7 +233,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
           // cutoff, or the cutoff stopped them (their turn came late in the invocation). When they come back
           // they book their prefix's slots again, which is what keeps S3 under its limit, so they need not also sit
           // out the SlowDown backoff, which would leave a hot prefix idle while its last records wait in the
-          // queue (docs/decisions/prefix-hand-over.md).
+          // queue (docs/decisions/defer-out-of-turn.md).
           waitedForTurn: (messageId) => {
             const fate = ledger.fateOf(messageId);
             if (fate?.state !== 'redeliver') return false;

@@ -1,6 +1,6 @@
 // What one invocation of the handler does beyond its response: the summary handed to `onInvocation` (the
-// local runner prints it), the `batch processed` log line, when metrics are published, the lease length
-// asked of the semaphores, what it leaves behind (timers, pool listeners: warm invocations share the pools),
+// local runner prints it), the `batch processed` log line, when metrics are published, the booking asked
+// of a prefix's rate budget, what it leaves behind (timers, pool listeners: warm invocations share the pools),
 // and the ports the config selects. Issue 14's mutation testing of ingest-handler.ts.
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
@@ -12,12 +12,11 @@ import { type Clock, systemClock } from '../../../lib/ingest/handler/clock.js';
 import { createIngestHandler, type IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import { MemoryDeadLetterSink } from '../../../lib/ingest/handler/settle/memory-dead-letter-sink.js';
 import { ExecutorPool } from '../../../lib/pool/executor-pool.js';
-import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
-import type { AcquireOptions, Semaphore } from '../../../lib/semaphore/types.js';
 import { captureStdout } from './handler/capture-stdout.js';
 import {
   failedIds,
   lambdaContext,
+  memoryBudgets,
   quietMetrics,
   silentLogger,
   sqsEvent,
@@ -136,24 +135,23 @@ describe('publishing metrics', () => {
   });
 });
 
-describe('the lease asked of the semaphores', () => {
-  it('lasts the invocation time left plus SEMAPHORE_LEASE_MARGIN_MS', async () => {
-    const asked: (AcquireOptions | undefined)[] = [];
-    const semaphores = (name: string, limit: number): Semaphore => {
-      const inner = new MemorySemaphore({ name, limit });
-      return {
-        name,
-        limit,
-        acquire: (k, options) => {
-          asked.push(options);
-          return inner.acquire(k, options);
-        },
-      };
-    };
-    const { handler } = setup({ SEMAPHORE_LEASE_MARGIN_MS: '7000' }, { semaphores });
+describe("the booking asked of a prefix's budget", () => {
+  it("ends its slots by the invocation's cutoff and starts them no later than half the time left", async () => {
+    const budgets = memoryBudgets();
+    const { handler } = setup({ DEADLINE_MARGIN_MS: '2000' }, { budgets: budgets.factory });
     const many = Array.from({ length: 10 }, (_, i) => ({ id: `o-${i}` }));
+    const before = Date.now();
     expect(await handler(sqsEvent(many), fixedContext(20_000))).toEqual({ batchItemFailures: [] });
-    expect(asked.map((o) => o?.leaseMs)).toEqual([27_000]);
+    const after = Date.now();
+    expect(budgets.books()).toHaveLength(1);
+    const { writes, writeBy, latestStart } = budgets.books()[0]!.options;
+    expect(writes).toBe(10);
+    // The cutoff: 20 s left less DEADLINE_MARGIN_MS.
+    expect(writeBy).toBeGreaterThanOrEqual(before + 18_000);
+    expect(writeBy).toBeLessThanOrEqual(after + 18_000);
+    // Half the time left when it booked: at most 9 s before the cutoff, less the time the batch took.
+    expect(writeBy - latestStart).toBeLessThanOrEqual(9_000);
+    expect(writeBy - latestStart).toBeGreaterThanOrEqual(9_000 - (after - before));
   });
 });
 
@@ -253,7 +251,7 @@ describe('overlapping invocations on one handler (not Lambda, which runs one at 
 });
 
 describe('ports and options', () => {
-  it('with SEMAPHORE_TABLE set, tenants run under DynamoDB permits: an unreachable table redelivers them', async () => {
+  it("with SEMAPHORE_TABLE set, tenants book their prefix's slots in DynamoDB: an unreachable table redelivers them", async () => {
     const sent: string[] = [];
     const dynamodb = {
       config: {},
@@ -262,8 +260,8 @@ describe('ports and options', () => {
         throw Object.assign(new Error('connect ECONNREFUSED'), { name: 'Error', code: 'ECONNREFUSED' });
       },
     } as unknown as DynamoDBClient;
-    const { handler, summaries, store } = setup({ SEMAPHORE_TABLE: 'permits' }, { clients: { dynamodb } });
-    // Ten writes of one tenant: it takes its prefix lease (a tenant with fewer writes would take none).
+    const { handler, summaries, store } = setup({ SEMAPHORE_TABLE: 'budgets' }, { clients: { dynamodb } });
+    // Ten writes of one tenant: it books its prefix's slots (a tenant with fewer writes would book none).
     const event = sqsEvent(Array.from({ length: 10 }, (_, i) => ({ id: `o-${i}` })));
     expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual(
       event.Records.map((r) => r.messageId).sort(),

@@ -2,19 +2,18 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { IngestHandlerOptions } from '../../../lib/ingest/handler/ingest-handler.js';
 import {
   INGEST_CATALOGUE_METRIC_NAMES,
   INGEST_METRIC_CATALOGUE,
   type IngestCatalogueMetricName,
 } from '../../../lib/ingest/metric-names.js';
 import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
-import { MemorySemaphore } from '../../../lib/semaphore/memory-semaphore.js';
-import type { Semaphore } from '../../../lib/semaphore/types.js';
 import { captureStdout, type Emf } from './handler/capture-stdout.js';
 import {
   keyOf,
   lambdaContext,
+  memoryBudgets,
+  prefixOf,
   sqsEvent,
   type TestHandlerOptions,
   TrackingStore,
@@ -213,31 +212,17 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
     expect(samplesOf(main[0]!, 'QueueWaitMs')).toHaveLength(99);
   });
 
-  it('semaphore signals: BookingWaitMs per acquire, BookedWriteRate, throttled and failed semaphore calls', async () => {
-    const memory = new Map<string, MemorySemaphore>();
-    const semaphores: IngestHandlerOptions['semaphores'] = (name, limit): Semaphore => {
-      const inner = memory.get(name) ?? new MemorySemaphore({ name, limit: Math.min(limit, 4) });
-      memory.set(name, inner);
-      if (name.includes('t=throttled/'))
-        return {
-          name,
-          limit: inner.limit,
-          acquire: async () => {
-            throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
-          },
-        };
-      if (name.includes('t=flaky/'))
-        return {
-          name,
-          limit: inner.limit,
-          acquire: async (k, options) => {
-            const lease = await inner.acquire(k, options);
-            return { ...lease, release: async () => Promise.reject(new Error('socket hang up')) };
-          },
-        };
-      return inner;
-    };
-    const { handler } = emittingHandler({}, { semaphores });
+  it('rate signals: BookingWaitMs per booking, BookedWriteRate, throttled and failed budget calls', async () => {
+    const budgets = memoryBudgets({
+      book: (name) => {
+        if (name === prefixOf('throttled'))
+          throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+      },
+      report: (name) => {
+        if (name === prefixOf('flaky')) throw new Error('socket hang up');
+      },
+    });
+    const { handler } = emittingHandler({ S3_PREFIX_WRITE_RATE: '500' }, { budgets: budgets.factory });
     const many = (tenant: string) => Array.from({ length: 10 }, (_, i) => ({ tenant, id: `${tenant}-${i}` }));
     const event = sqsEvent([...many('big'), ...many('throttled'), ...many('flaky')]);
     const { responses, main, splits } = await invoke(handler, [event]);
@@ -245,7 +230,8 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
     expect(main[0]).toMatchObject({
       RecordsProcessed: 20,
       RecordsFailed: 10,
-      BookedWriteRate: 8,
+      // Two tenants booked, each on a fresh schedule at S3_PREFIX_WRITE_RATE (a failed report keeps its rate).
+      BookedWriteRate: 2 * 500,
       SemaphoreThrottles: 1,
       SemaphoreErrors: 1,
     });

@@ -1,0 +1,63 @@
+// SEMAPHORE_TABLE alone caps a tenant prefix fleet-wide with the rate schedule (docs/fleet-cap.md): the
+// handler with no ports given books a large tenant's slots in the prefix's `rate#<name>` item, and a small
+// tenant's writes book none.
+import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createIngestHandler, type IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
+import { localClientConfig } from '../../support/local-aws.js';
+import {
+  body,
+  failedIds,
+  lambdaContext,
+  quietMetrics,
+  silentLogger,
+  sqsEvent,
+} from '../../unit/ingest/handler/support.js';
+import { provisionFresh, stackConfig, useTestCredentials } from './emulated-stack.js';
+
+const dynamodb = new DynamoDBClient(localClientConfig('dynamodb'));
+const handlers: IngestHandler[] = [];
+
+useTestCredentials();
+afterEach(async () => {
+  await Promise.all(handlers.splice(0).map((h) => h.close()));
+});
+afterAll(() => dynamodb.destroy());
+
+describe('SEMAPHORE_TABLE with no ports given', () => {
+  it("a large tenant books its prefix's slots in the rate# item; a small tenant books none", async () => {
+    const r = await provisionFresh('rate-item');
+    const handler = createIngestHandler(
+      stackConfig(r, { S3_PREFIX_WRITE_RATE: '200', WRITE_TIMEOUT_MS: '1000' }),
+      {
+        logger: silentLogger(),
+        metrics: quietMetrics(),
+      },
+    );
+    handlers.push(handler);
+    const records = (tenant: string, n: number) =>
+      Array.from({ length: n }, (_, i) => body({ tenant, id: `${tenant}-${i}` }));
+    const before = Date.now();
+    const response = await handler(
+      sqsEvent([...records('hot', 10), ...records('cold', 2)]),
+      lambdaContext(10_000),
+    );
+    expect(failedIds(response)).toEqual([]);
+    const item = async (tenant: string) =>
+      (
+        await dynamodb.send(
+          new GetItemCommand({
+            TableName: r.tableName,
+            Key: { pk: { S: `rate#prefix:${r.bucket}/t=${tenant}/` }, sk: { S: 'schedule' } },
+            ConsistentRead: true,
+          }),
+        )
+      ).Item;
+    const hot = await item('hot');
+    // At S3_PREFIX_WRITE_RATE, its 10 slots booked from now on (50 ms at 200/s), then reported.
+    expect(hot?.rate?.N).toBe('200');
+    expect(Number(hot?.freeAt?.N)).toBeGreaterThanOrEqual(before + 50);
+    expect(Number(hot?.version?.N)).toBeGreaterThanOrEqual(1);
+    expect(await item('cold')).toBeUndefined();
+  });
+});

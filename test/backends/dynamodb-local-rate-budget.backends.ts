@@ -5,7 +5,7 @@
 // (see vitest.backends.config.mts).
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoRateBudget, type RateBooking, SemaphoreTimeoutError } from '../../lib/semaphore/index.js';
+import { type BookOptions, DynamoRateBudget, SemaphoreTimeoutError } from '../../lib/semaphore/index.js';
 import {
   budgetName,
   dynamoBackend,
@@ -23,30 +23,29 @@ afterAll(() => {
 });
 
 /**
- * `count` budgets named `name`, each on its own client, sharing one clock that stands still unless a lost
- * race backs off (`clock.backoffs` counts those): which bookings fit is then exact, however the races go.
+ * `count` budgets of one fresh name at 100 writes/s, each on its own client, book at once what `ask(t0)` says.
+ * They share one clock that stands still unless a lost race backs off (`clock.backoffs` counts those): which
+ * bookings fit is then exact, however the races go.
  */
-function contenders(count: number, name: string, ceiling: number) {
+async function race(count: number, label: string, ask: (t0: number) => BookOptions) {
+  const name = budgetName(label);
   const clock = manualClock();
+  const t0 = clock.now();
   const budgets = Array.from({ length: count }, () => {
     const client = new DynamoDBClient(localClientConfig('dynamodb'));
     clients.push(client);
-    return new DynamoRateBudget({
-      client,
-      tableName: backend.tableName(),
-      name,
-      ceiling,
-      now: clock.now,
-      random: clock.random,
-    });
+    const config = { client, tableName: backend.tableName(), name, ceiling: 100 };
+    return new DynamoRateBudget({ ...config, now: clock.now, random: clock.random });
   });
-  return { clock, budgets };
+  const outcomes = await Promise.allSettled(budgets.map((budget) => budget.book(ask(t0))));
+  return {
+    name,
+    t0,
+    backoffs: clock.backoffs,
+    bookings: outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : [])),
+    errors: outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as unknown] : [])),
+  };
 }
-
-const settledBookings = (outcomes: PromiseSettledResult<RateBooking>[]) => ({
-  bookings: outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : [])),
-  errors: outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as unknown] : [])),
-});
 
 describe('DynamoRateBudget on DynamoDB Local: races', () => {
   it('talks to DynamoDB Local, not to an embedded emulator', async () => {
@@ -57,17 +56,13 @@ describe('DynamoRateBudget on DynamoDB Local: races', () => {
   });
 
   it('20 bookers race for 10 writes each at 100/s, latest start in 500 ms: exactly 6 book, back to back; 14 are told when the schedule frees', async () => {
-    const name = budgetName('latest');
-    const { clock, budgets } = contenders(20, name, 100);
-    const t0 = clock.now();
-    const latestStart = t0 + 500;
-    const { bookings, errors } = settledBookings(
-      await Promise.allSettled(
-        budgets.map((budget) => budget.book({ writes: 10, latestStart, writeBy: t0 + 600_000 })),
-      ),
-    );
+    const { name, t0, backoffs, bookings, errors } = await race(20, 'latest', (t0) => ({
+      writes: 10,
+      latestStart: t0 + 500,
+      writeBy: t0 + 600_000,
+    }));
 
-    expect(clock.backoffs).toBeGreaterThan(0);
+    expect(backoffs).toBeGreaterThan(0);
     expect(bookings.map((b) => b.startAt).sort((a, b) => a - b)).toEqual(
       [0, 1, 2, 3, 4, 5].map((k) => t0 + k * 100),
     );
@@ -75,24 +70,21 @@ describe('DynamoRateBudget on DynamoDB Local: races', () => {
     expect(errors).toHaveLength(14);
     for (const err of errors) {
       expect(err).toBeInstanceOf(SemaphoreTimeoutError);
-      expect(err).toMatchObject({ semaphore: name, deadline: latestStart, freeAt: t0 + 600 });
+      expect(err).toMatchObject({ semaphore: name, deadline: t0 + 500, freeAt: t0 + 600 });
     }
     // One schedule write per booking, whoever lost races on the way.
     expect(await backend.stored(name)).toMatchObject({ rate: 100, freeAt: t0 + 600, version: 6 });
   });
 
   it('10 bookers each wanting 30 writes at 100/s before a cutoff 1 s away: the bookings share out exactly its 100 slots', async () => {
-    const name = budgetName('write-by');
-    const { clock, budgets } = contenders(10, name, 100);
-    const t0 = clock.now();
+    const { name, t0, backoffs, bookings, errors } = await race(10, 'write-by', (t0) => ({
+      writes: 30,
+      latestStart: t0 + 600_000,
+      writeBy: t0 + 1_000,
+    }));
     const writeBy = t0 + 1_000;
-    const { bookings, errors } = settledBookings(
-      await Promise.allSettled(
-        budgets.map((budget) => budget.book({ writes: 30, latestStart: t0 + 600_000, writeBy })),
-      ),
-    );
 
-    expect(clock.backoffs).toBeGreaterThan(0);
+    expect(backoffs).toBeGreaterThan(0);
     expect(bookings.map((b) => b.writes).sort((a, b) => b - a)).toEqual([30, 30, 30, 10]);
     expect(overlapping(bookings)).toEqual([]);
     expect(Math.max(...bookings.map((b) => b.endsAt))).toBe(writeBy);

@@ -15,14 +15,6 @@
 /** The modules and the files each one mutates. */
 export const MODULES = {
   semaphore: [
-    'lib/semaphore/dynamo-semaphore.ts',
-    'lib/semaphore/shard-table.ts',
-    'lib/semaphore/semaphore-items.ts',
-    'lib/semaphore/adaptive-dynamo-semaphore.ts',
-    'lib/semaphore/adaptive-shard-table.ts',
-    'lib/semaphore/adaptive-limit.ts',
-    // The acquire loop both DynamoDB semaphores share (abort while the winning writes are in flight, backoff).
-    'lib/semaphore/acquire-rounds.ts',
     'lib/semaphore/backoff.ts',
     // The rate budget (docs/fleet-cap.md): its law, item, schedule, booking loop and booking.
     'lib/semaphore/rate-law.ts',
@@ -37,6 +29,7 @@ export const MODULES = {
     // The scheduler's parts, each in its own file.
     'lib/pool/attempt-runner.ts',
     'lib/pool/start-pacer.ts',
+    'lib/pool/paced-queue.ts',
     'lib/pool/slot-rests.ts',
     'lib/pool/retry-waits.ts',
     'lib/pool/task-promise.ts',
@@ -60,7 +53,8 @@ export const MODULES = {
     'lib/ingest/handler/settle/deferral-queue.ts',
     'lib/ingest/handler/settle/send-dead-letters.ts',
     'lib/ingest/handler/run/tenant-databases.ts',
-    'lib/ingest/handler/run/tenant-permits.ts',
+    // The fleet cap's holder side (docs/fleet-cap.md): which tenants book, a holder, its pace.
+    'lib/ingest/handler/run/prefix-rates.ts',
     'lib/ingest/handler/run/rate-holder.ts',
     'lib/ingest/handler/run/rate-pace.ts',
     'lib/ingest/handler/ingest-handler.ts',
@@ -69,11 +63,7 @@ export const MODULES = {
     'lib/ingest/handler/run/tenant-writes.ts',
     'lib/ingest/handler/settle/outcome-ledger.ts',
     'lib/ingest/handler/run/apply-write.ts',
-    // A pool's grant inside its lease: SlowDown cuts, pacing, resizes, the turn behind late holders.
-    'lib/ingest/handler/run/grant-governor.ts',
     'lib/ingest/handler/run/prefix-write-counts.ts',
-    'lib/ingest/handler/run/lease-resize.ts',
-    'lib/ingest/handler/run/acquire-turn.ts',
     'lib/ingest/handler/settle/defer-out-of-turn.ts',
   ],
   message: ['lib/ingest/message/parse.ts', 'lib/ingest/message/limits.ts'],

@@ -1,26 +1,16 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  cellName,
-  type FaultSchedule,
-  MATRIX_CELLS,
-  type MatrixCell,
-  RATE_MATRIX_CELLS,
-} from './support/matrix-cells.js';
+import { cellName, type FaultSchedule, MATRIX_CELLS } from './support/matrix-cells.js';
 import { type MatrixResults, renderMatrix, writeMatrixResults } from './support/matrix-report.js';
 import { type CellResult, type MatrixStack, runCell, startMatrixStack } from './support/matrix-run.js';
 
 // The full fault matrix (`npm run test:chaos`): every cell under three schedules (every matching call of
 // the first invocation, the first matching call only, half of them for three invocations) and two seeds,
-// with 12 records (24 writes) and 3 bad messages per batch; then the cells where the fleet cap matters
-// again with the rate engine (`FLEET_CAP=rate`), one seed. Writes results/fault-matrix.latest.json
+// with 12 records (24 writes) and 3 bad messages per batch. Writes results/fault-matrix.latest.json
 // (ignored by git); `npm run chaos:publish` takes it into the tracked results and the README's tables.
 const SCHEDULES: readonly FaultSchedule[] = ['first-round', 'once', 'flaky'];
 const SEEDS = [1, 2] as const;
-const RATE_SEEDS = [1] as const;
-const EXPECTED_RUNS =
-  MATRIX_CELLS.length * SCHEDULES.length * SEEDS.length +
-  RATE_MATRIX_CELLS.length * SCHEDULES.length * RATE_SEEDS.length;
+const EXPECTED_RUNS = MATRIX_CELLS.length * SCHEDULES.length * SEEDS.length;
 const runs: CellResult[] = [];
 const startedAt = Date.now();
 let stack: MatrixStack;
@@ -42,27 +32,17 @@ afterAll(async () => {
   console.log(renderMatrix(results));
 });
 
-async function runSchedules(cell: MatrixCell, seeds: readonly number[]): Promise<void> {
-  const results: CellResult[] = [];
-  for (const schedule of SCHEDULES)
-    for (const seed of seeds)
-      results.push(await runCell(stack, cell, { seed, schedule, records: 12, bad: 3 }));
-  runs.push(...results);
-  for (const r of results) {
-    expect(r.violations, `${r.cell} ${r.schedule} seed ${r.seed}`).toEqual([]);
-    if (r.schedule !== 'flaky')
-      expect(r.injected, `${r.cell} ${r.schedule} seed ${r.seed}`).toBeGreaterThan(0);
-  }
-}
-
 describe('full fault matrix', () => {
   it.each(MATRIX_CELLS.map((cell) => [cellName(cell), cell] as const))('%s', async (_name, cell) => {
-    await runSchedules(cell, SEEDS);
-  });
-});
-
-describe('full fault matrix, rate engine (FLEET_CAP=rate)', () => {
-  it.each(RATE_MATRIX_CELLS.map((cell) => [cellName(cell), cell] as const))('%s', async (_name, cell) => {
-    await runSchedules(cell, RATE_SEEDS);
+    const results: CellResult[] = [];
+    for (const schedule of SCHEDULES)
+      for (const seed of SEEDS)
+        results.push(await runCell(stack, cell, { seed, schedule, records: 12, bad: 3 }));
+    runs.push(...results);
+    for (const r of results) {
+      expect(r.violations, `${r.cell} ${r.schedule} seed ${r.seed}`).toEqual([]);
+      if (r.schedule !== 'flaky')
+        expect(r.injected, `${r.cell} ${r.schedule} seed ${r.seed}`).toBeGreaterThan(0);
+    }
   });
 });

@@ -11,7 +11,7 @@ const workDir = mkdtempSync(join(tmpdir(), 's3-ingest-chaos-'));
 afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 
 describe('the whole local pipeline under S3 faults and a process kill', () => {
-  it('loses nothing, duplicates nothing, and keeps permits and in-flight work within their caps', async () => {
+  it('loses nothing, duplicates nothing, and keeps the writes accepted per prefix within the slots booked and in-flight work within its bounds', async () => {
     const report = await runChaosPipeline({ messages: 300, kills: 1, seed: 11, workDir, timeoutMs: 80_000 });
     console.log(`chaos accounting (300 messages, 1 kill)\n${formatChaosReport(report)}`);
     expectAccounted(report, { messages: 300, kills: 1 });

@@ -61,8 +61,8 @@ describe('the rate check: writes accepted per window against the slots booked', 
 
   it('counts the small tenants writes without a booking, and only in their window', () => {
     const writes = writesAt(1_000, 8, 5);
-    expect(rateViolations('t=x/', writes, [], { skewMs: 0, unleased: writes })).toEqual([]);
-    expect(rateViolations('t=x/', writes, [], { skewMs: 0, unleased: writesAt(5_000, 8, 5) })).toHaveLength(
+    expect(rateViolations('t=x/', writes, [], { skewMs: 0, unbooked: writes })).toEqual([]);
+    expect(rateViolations('t=x/', writes, [], { skewMs: 0, unbooked: writesAt(5_000, 8, 5) })).toHaveLength(
       1,
     );
   });

@@ -11,27 +11,7 @@ export interface ReadyLine extends LineBase {
   event: 'ready';
 }
 
-/** Permits granted: logged after the grant, so the holder surely held them from `t` on. */
-export interface AcquireLine extends LineBase {
-  event: 'acquire';
-  container: number;
-  name: string;
-  limit: number;
-  permits: number;
-  fence: string;
-  expiresAt: number;
-}
-
-/** Permits given back: logged before the release call, so the holder surely held them until `t` at most. */
-export interface ReleaseLine extends LineBase {
-  event: 'release';
-  container: number;
-  name: string;
-  permits: number;
-  fence: string;
-}
-
-/** Slots booked in a prefix's rate budget (`FLEET_CAP=rate`): logged after the booking, like `acquire`. */
+/** Slots booked in a prefix's schedule: logged after the booking, so its holder surely had them from `t` on. */
 export interface RateBookLine extends LineBase {
   event: 'rate-book';
   container: number;
@@ -63,7 +43,7 @@ export interface RateStepLine extends LineBase {
   decreasedAt: number;
 }
 
-/** A booking's writes have drained: logged before its report, like `release`. */
+/** A booking's writes have drained: logged before its report, so its holder surely wrote no later than `t`. */
 export interface RateReportLine extends LineBase {
   event: 'rate-report';
   container: number;
@@ -80,13 +60,13 @@ export interface RateReportLine extends LineBase {
 }
 
 /**
- * An S3 write started on a tenant prefix outside any rate booking of its container (`FLEET_CAP=rate`): none
- * open on the prefix, or more than `SLOT_CATCH_UP_MS` before its first slot or after its last. A tenant with few
- * writes in its batch writes without one (`large: false`); a tenant the container built the prefix's budget
- * for (`large: true`) never may. Logged as the request starts.
+ * An S3 write started on a tenant prefix outside any booking of its container: none open on the prefix, or
+ * more than `SLOT_CATCH_UP_MS` before its first slot or after its last. A tenant with few writes in its batch
+ * writes without one (`large: false`); a tenant the container built the prefix's budget for (`large: true`)
+ * never may. Logged as the request starts.
  */
-export interface UnleasedWriteLine extends LineBase {
-  event: 'unleased-write';
+export interface UnbookedWriteLine extends LineBase {
+  event: 'unbooked-write';
   container: number;
   name: string;
   large: boolean;
@@ -102,8 +82,11 @@ export interface InvocationLine extends LineBase {
   outcome: 'success' | 'partial' | 'failed';
   /** Most S3 requests in flight at once in the container during the invocation. */
   peakInFlight: number;
-  /** Most S3 requests in flight on one tenant prefix beyond its bound then: the permits held on it, or its writes when unleased (<= 0: never). */
-  peakOverPermits: number;
+  /**
+   * Most S3 requests in flight on one tenant prefix beyond its bound then (<= 0: never): the holder's pool
+   * concurrency while a booking is open on it, else `SMALL_TENANT_WRITES - 1` (an unbooked tenant's writes).
+   */
+  peakOverBound: number;
   /** Records of the batch SQS had delivered before (`ApproximateReceiveCount` > 1). */
   redelivered: number;
   deadLettered: number;
@@ -114,19 +97,17 @@ export interface InvocationLine extends LineBase {
   loopStallMs?: number;
 }
 
-/** Graceful stop finished (SIGTERM): every invocation settled, every lease released. */
+/** Graceful stop finished (SIGTERM): every invocation settled, every booking reported. */
 export interface StoppedLine extends LineBase {
   event: 'stopped';
 }
 
 export type PipelineLogLine =
   | ReadyLine
-  | AcquireLine
-  | ReleaseLine
   | RateBookLine
   | RateStepLine
   | RateReportLine
-  | UnleasedWriteLine
+  | UnbookedWriteLine
   | InvocationLine
   | StoppedLine;
 

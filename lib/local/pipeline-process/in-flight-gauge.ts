@@ -1,9 +1,9 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 
 /**
- * How many requests a tenant prefix may have in flight in one container: the permits held on its semaphore
- * (`name` is the handler's semaphore name for it), or, when the container holds none (a tenant with few
- * writes in the batch writes without a lease), at most its writes.
+ * How many requests a tenant prefix may have in flight in one container (`name` is the handler's budget name
+ * for it): its holder's pool concurrency while a booking is open on it, else (a tenant with few writes in the
+ * batch writes unbooked) fewer than `SMALL_TENANT_WRITES`.
  */
 export type PrefixBound = (name: string) => number;
 
@@ -26,7 +26,7 @@ export class InFlightGauge {
   attach(client: S3Client): void {
     client.middlewareStack.add(
       (next) => async (args) => {
-        const name = semaphoreNameOf(args.input as { Bucket?: string; Key?: string });
+        const name = budgetNameOf(args.input as { Bucket?: string; Key?: string });
         const onPrefix = (this.#byPrefix.get(name) ?? 0) + 1;
         this.#byPrefix.set(name, onPrefix);
         this.#now++;
@@ -46,10 +46,10 @@ export class InFlightGauge {
   }
 
   /** Peaks since the last call, then starts new ones from the requests in flight now. */
-  takePeaks(): { peakInFlight: number; peakOverPermits: number } {
+  takePeaks(): { peakInFlight: number; peakOverBound: number } {
     const peaks = {
       peakInFlight: this.#peak,
-      peakOverPermits: this.#peakOver === Number.NEGATIVE_INFINITY ? 0 : this.#peakOver,
+      peakOverBound: this.#peakOver === Number.NEGATIVE_INFINITY ? 0 : this.#peakOver,
     };
     this.#peak = this.#now;
     this.#peakOver = Number.NEGATIVE_INFINITY;
@@ -57,8 +57,8 @@ export class InFlightGauge {
   }
 }
 
-/** The handler's semaphore name for the tenant prefix a request's key is under (`prefix:<bucket>/t=x/`). */
-export function semaphoreNameOf(input: { Bucket?: string; Key?: string }): string {
+/** The handler's budget name for the tenant prefix a request's key is under (`prefix:<bucket>/t=x/`). */
+export function budgetNameOf(input: { Bucket?: string; Key?: string }): string {
   const key = input.Key ?? '';
   const slash = key.indexOf('/');
   return `prefix:${input.Bucket ?? ''}/${slash < 0 ? key : key.slice(0, slash + 1)}`;

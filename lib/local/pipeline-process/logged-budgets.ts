@@ -12,8 +12,7 @@ import type {
 } from '../../semaphore/rate-types.js';
 import { SLOT_CATCH_UP_MS } from '../../semaphore/tuning.js';
 import type { EventLog } from './event-log.js';
-import { semaphoreNameOf } from './in-flight-gauge.js';
-import type { HeldPermits } from './logged-semaphores.js';
+import { budgetNameOf } from './in-flight-gauge.js';
 
 /** A booking of one container that has not reported yet: its first slot, and the writes started under it. */
 interface OpenBooking {
@@ -35,11 +34,9 @@ export class ContainerBookings {
   readonly #built = new Set<string>();
   #count = 0;
 
-  /** `held`: counts a name from its first booking opened to its last closed (the in-flight gauge's bound). */
   constructor(
     readonly log: EventLog,
     readonly container: number,
-    private readonly held?: HeldPermits,
   ) {}
 
   /** The booking open on `name`, if any. */
@@ -65,7 +62,6 @@ export class ContainerBookings {
     const fence = `${this.container}-${++this.#count}`;
     const { rate, startAt, endsAt } = booking;
     this.#open.set(name, { fence, rate, startAt, endsAt, attempts: 0 });
-    this.held?.add(name, 1);
     return fence;
   }
 
@@ -98,7 +94,6 @@ export class ContainerBookings {
     const open = this.#open.get(name);
     if (open === undefined) return;
     this.#open.delete(name);
-    this.held?.add(name, -1);
     const { fence, rate, attempts } = open;
     this.log.write({
       event: 'rate-report',
@@ -113,7 +108,7 @@ export class ContainerBookings {
 }
 
 /**
- * Wraps a rate-budget factory (`FLEET_CAP=rate`) so every booking is logged to `bookings.log` (`rate-book`
+ * Wraps a rate-budget factory so every booking is logged to `bookings.log` (`rate-book`
  * after the booking, `rate-step` when its holder follows a decrease, `rate-report` before the report, once
  * its writes have drained, with the writes started under it) and kept open in `bookings` from one to the
  * other (`ContainerBookings.endInvocation` closes what its holder left unreported):
@@ -185,7 +180,7 @@ const S3_WRITES = new Set([
 
 /**
  * Counts every S3 write a container starts on a prefix under its open booking there, and logs each one it
- * starts outside a booking (`unleased-write`): with none open, or before its first slot or after its last
+ * starts outside a booking (`unbooked-write`): with none open, or before its first slot or after its last
  * (stretched by the lower paces its holder took), by more than the catch-up a paced start may keep.
  */
 export function watchBookedWrites(s3: S3Client, bookings: ContainerBookings): void {
@@ -193,7 +188,7 @@ export function watchBookedWrites(s3: S3Client, bookings: ContainerBookings): vo
   s3.middlewareStack.add(
     (next, context) => async (args) => {
       if (S3_WRITES.has(context.commandName ?? '')) {
-        const name = semaphoreNameOf(args.input as { Bucket?: string; Key?: string });
+        const name = budgetNameOf(args.input as { Bucket?: string; Key?: string });
         const open = bookings.on(name);
         if (open !== undefined) open.attempts++;
         const now = Date.now();
@@ -202,7 +197,7 @@ export function watchBookedWrites(s3: S3Client, bookings: ContainerBookings): vo
           now < open.startAt - SLOT_CATCH_UP_MS ||
           now > open.endsAt + SLOT_CATCH_UP_MS
         )
-          log.write({ event: 'unleased-write', container, name, large: bookings.built(name) });
+          log.write({ event: 'unbooked-write', container, name, large: bookings.built(name) });
       }
       return next(args);
     },

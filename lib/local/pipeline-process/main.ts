@@ -4,8 +4,10 @@
 //
 //   node --import tsx lib/local/pipeline-process/main.ts --queue-url URL --log FILE [options]
 //
-// The handler reads its usual environment (loadConfig). Every grant, release and invocation is appended to
-// the NDJSON log FILE (see pipeline-process/event-log.ts). SIGTERM stops gracefully and exits 0.
+// The handler reads its usual environment (loadConfig) and books its tenant prefixes' slots in their rate
+// schedules (the handler's own DynamoDB budgets on SEMAPHORE_TABLE). Every booking, decrease followed,
+// report, S3 write started outside a booking and invocation is appended to the NDJSON log FILE (see
+// pipeline-process/event-log.ts). SIGTERM stops gracefully and exits 0.
 
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -15,15 +17,13 @@ import { createS3Client } from '../../db/s3-client.js';
 import { loadConfig } from '../../ingest/config.js';
 import { createIngestHandler, type InvocationSummary } from '../../ingest/handler/ingest-handler.js';
 import { dynamoRateBudgets } from '../../ingest/handler/run/prefix-budgets.js';
-import { SMALL_TENANT_WRITES } from '../../ingest/handler/run/tenant-permits.js';
-import { DynamoSemaphore } from '../../semaphore/dynamo-semaphore.js';
+import { SMALL_TENANT_WRITES } from '../../ingest/handler/run/prefix-rates.js';
 import { EventSourceRunner } from '../lambda/event-source-runner.js';
 import { type ContainerHandler, LambdaContainers } from '../lambda/lambda-containers.js';
 import { SilentMetrics } from '../lambda/silent-metrics.js';
 import { EventLog } from './event-log.js';
 import { InFlightGauge } from './in-flight-gauge.js';
 import { ContainerBookings, loggedBudgets, watchBookedWrites } from './logged-budgets.js';
-import { HeldPermits, loggedSemaphores } from './logged-semaphores.js';
 import { parsePipelineProcessArgs } from './options.js';
 
 interface ContainerState {
@@ -42,7 +42,6 @@ async function main(): Promise<void> {
   const region = config.region ?? 'us-east-1';
   const dynamodb = new DynamoDBClient({ region, endpoint: config.endpoints.dynamodb });
   const sqs = new SQSClient({ region, endpoint: config.endpoints.sqs });
-  const rateCap = config.fleetCap === 'rate';
   // How late this process may start what its timers schedule: the rate check's skew (test/chaos).
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   loopDelay.enable();
@@ -52,13 +51,12 @@ async function main(): Promise<void> {
   let containerCount = 0;
   const containers = new LambdaContainers((): ContainerHandler => {
     const index = containerCount++;
-    const held = new HeldPermits();
-    const bookings = new ContainerBookings(log, index, held);
-    // A leased prefix within its permits (with the rate engine, booked: its pool's concurrency); an unleased one
-    // (few writes in the batch) within its writes.
-    const leasedBound = (name: string) =>
-      rateCap && held.on(name) > 0 ? config.poolConcurrency : held.on(name);
-    const gauge = new InFlightGauge((name) => leasedBound(name) || SMALL_TENANT_WRITES - 1);
+    const bookings = new ContainerBookings(log, index);
+    // A booked prefix within its holder's pool; an unbooked one (a tenant with fewer than
+    // SMALL_TENANT_WRITES writes in the batch) within its writes.
+    const gauge = new InFlightGauge((name) =>
+      bookings.on(name) === undefined ? SMALL_TENANT_WRITES - 1 : config.poolConcurrency,
+    );
     const s3 = createS3Client({
       region,
       ...(config.endpoints.s3 === undefined ? {} : { endpoint: config.endpoints.s3 }),
@@ -66,7 +64,7 @@ async function main(): Promise<void> {
       maxSockets: config.poolConcurrency,
     });
     gauge.attach(s3);
-    if (rateCap) watchBookedWrites(s3, bookings);
+    watchBookedWrites(s3, bookings);
     const state: ContainerState = { index, gauge, redelivered: 0 };
     const handler = createIngestHandler(config, {
       clients: { s3, sqs, dynamodb },
@@ -74,18 +72,8 @@ async function main(): Promise<void> {
       logger: new Logger({ serviceName: 's3-ingest-chaos' }),
       // Published (dropped) after every invocation, so samples never pile up into a mid-run flush.
       metrics: new SilentMetrics({ namespace: 's3-ingest-chaos', serviceName: 's3-ingest-chaos' }),
-      semaphores: loggedSemaphores(
-        (name, limit) => new DynamoSemaphore({ client: dynamodb, tableName, name, limit }),
-        log,
-        index,
-        held,
-      ),
-      // With FLEET_CAP=rate tenant prefixes book slots in their schedules instead (the handler's own budgets).
-      ...(rateCap
-        ? {
-            budgets: loggedBudgets(dynamoRateBudgets(config, dynamodb, tableName), bookings),
-          }
-        : {}),
+      // The handler's own budgets, logged: every booking of a tenant prefix's slots in its schedule.
+      budgets: loggedBudgets(dynamoRateBudgets(config, dynamodb, tableName), bookings),
       onInvocation: (summary) => {
         state.summary = summary;
       },
@@ -133,7 +121,7 @@ async function main(): Promise<void> {
       deleted: result.deleted,
       failed: result.failedMessageIds.length,
       outcome: result.outcome,
-      ...(state?.gauge.takePeaks() ?? { peakInFlight: 0, peakOverPermits: 0 }),
+      ...(state?.gauge.takePeaks() ?? { peakInFlight: 0, peakOverBound: 0 }),
       redelivered: state?.redelivered ?? 0,
       deadLettered: summary?.RecordsDeadLettered ?? 0,
       retries: summary?.Retries ?? 0,

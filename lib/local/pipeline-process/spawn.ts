@@ -24,7 +24,7 @@ export interface PipelineProcess {
   ready(timeoutMs?: number): Promise<void>;
   /** SIGKILL: no cleanup at all, as when Lambda loses a sandbox. Resolves once the process is gone. */
   kill(): Promise<void>;
-  /** SIGTERM: graceful stop (invocations settle, leases are released). Resolves with the exit code. */
+  /** SIGTERM: graceful stop (invocations settle, bookings are reported). Resolves with the exit code. */
   stop(): Promise<number | string>;
 }
 

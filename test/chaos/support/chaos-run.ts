@@ -1,11 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { countQueue, queueDepth } from '../../../lib/cli/inspect.js';
-import type { FleetCap } from '../../../lib/ingest/config.js';
 import { Producer } from '../../../lib/ingest/producer.js';
 import { DEMO_RESOURCES, type DemoLoad, generateDemoLoad } from '../../../lib/local/demo/demo-load.js';
 import { type DemoVerification, verifyDemo } from '../../../lib/local/demo/demo-verify.js';
@@ -23,9 +22,7 @@ import {
 } from '../../../lib/local/pipeline-process/event-log.js';
 import { type PipelineProcess, spawnPipelineProcess } from '../../../lib/local/pipeline-process/spawn.js';
 import { startChaosProxy } from '../../../lib/local/s3-behaviour/chaos-proxy.js';
-import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
 import { accountRates, type RateAccount, WriteLoggingModel, watchLoop } from './rate-accounting.js';
-import { semaphoreTimeline } from './timeline.js';
 
 /** The issue's fault mix, as shares of all S3 requests (SlowDown) and of the requests it lets through. */
 export const CHAOS_FAULTS = {
@@ -39,9 +36,8 @@ export const CHAOS_FAULTS = {
 
 /**
  * Handler settings: a short per-attempt timeout (stalls are aborted after 1 s), the deadline margin at least
- * that, a short lease margin so a killed process's permits come back soon, and a per-prefix write rate whose
- * permits (300 PUT/s x 20 ms = 6 per prefix, 24 for the small tenants' shared lease) are contended by the
- * concurrent invocations.
+ * that, and a prefix ceiling of 300 writes/s whose schedule the concurrent invocations (three containers of
+ * 16 slots) share.
  */
 export const CHAOS_HANDLER_ENV = {
   POOL_CONCURRENCY: '16',
@@ -49,7 +45,6 @@ export const CHAOS_HANDLER_ENV = {
   WRITE_TIMEOUT_MS: '1000',
   DEADLINE_MARGIN_MS: '1500',
   WRITE_RETRIES: '3',
-  SEMAPHORE_LEASE_MARGIN_MS: '1000',
 } as const;
 
 export interface ChaosRunOptions {
@@ -65,27 +60,23 @@ export interface ChaosRunOptions {
   timeoutMs?: number;
   /** Progress lines. */
   progress?: (line: string) => void;
-  /** The handler's fleet cap (`FLEET_CAP`). Default `permits`. */
-  fleetCap?: FleetCap;
 }
 
 export interface KillRecord {
   pid: number;
   /** Messages acknowledged (deleted from the queue) before the kill, over every process. */
   processedBefore: number;
-  leasesHeld: number;
-  permitsHeld: number;
-  /** With the rate engine: writes/s of its open bookings (booked, not yet reported). */
-  rateHeld: number;
+  /** Its bookings open (booked, not yet reported), and their rates summed (writes/s). */
+  bookingsOpen: number;
+  rateBooked: number;
   /** Epoch ms of the SIGKILL. */
   at: number;
 }
 
 /** The read-back verification (written, dead-lettered, lost, duplicated, problems) plus the run's evidence. */
 export interface ChaosReport extends DemoVerification {
-  fleetCap: FleetCap;
-  /** With `fleetCap: 'rate'`: the bookings, the rate invariant, what killed holders left. */
-  rate?: RateAccount;
+  /** The bookings, the rate invariant, what killed holders left. */
+  rate: RateAccount;
   sent: number;
   /** Deliveries of a message after its first (kills, transient failures), seen in logged invocations. */
   redelivered: number;
@@ -93,24 +84,11 @@ export interface ChaosReport extends DemoVerification {
   failedInvocations: number;
   processes: number;
   kills: KillRecord[];
-  semaphore: {
-    /** Per semaphore: most permits held at once (timeline from the logs) and its limit. */
-    peaks: Record<string, { limit: number; peak: number }>;
-    leases: number;
-    /** Permits held by killed processes when they died (never released). */
-    orphanedPermits: number;
-    /** Of those, taken back by the live pipeline once their leases expired, during the run. */
-    reclaimedDuringRun: number;
-    /** Still in the table at the end, taken back by the final full-limit acquire. */
-    reclaimedAtEnd: number;
-    /** Holder entries left by processes that stopped gracefully (must be 0). */
-    leakedByGracefulProcesses: number;
-    /** Every semaphore's full limit acquired after the run, within its killed leases' expiry + 1 s. */
-    fullLimitAcquired: boolean;
-    /** Slowest full-limit grant, in ms after the later of the acquire call and the orphaned leases' expiry. */
-    fullLimitLateMs: number;
-  };
-  inFlight: { cap: number; peak: number; peakOverPermits: number };
+  /**
+   * Per container: most S3 requests in flight at once (cap `POOL_CONCURRENCY`), and most on one prefix beyond
+   * its bound (a booked prefix: its holder's pool; an unbooked one: `SMALL_TENANT_WRITES - 1`).
+   */
+  inFlight: { cap: number; peak: number; peakOverBound: number };
   pool: { retries: number; throttles: number; timeouts: number };
   chaos: {
     requests: number;
@@ -132,43 +110,21 @@ async function sendRaw(sqs: SQSClient, queueUrl: string, bodies: string[]): Prom
   return sent;
 }
 
-/** Leases a process holds right now according to its log: permits, or open bookings of a rate schedule. */
-function heldBy(
-  lines: readonly PipelineLogLine[],
-  pid: number,
-): { leases: number; permits: number; rate: number } {
-  const open = new Map<string, { permits: number; rate: number }>();
+/** Bookings a process has open right now according to its log (booked, not yet reported). */
+function openBookings(lines: readonly PipelineLogLine[], pid: number): { bookings: number; rate: number } {
+  const open = new Map<string, number>();
   for (const l of lines) {
     if (l.pid !== pid) continue;
-    if (l.event === 'acquire') open.set(l.fence, { permits: l.permits, rate: 0 });
-    else if (l.event === 'rate-book') open.set(l.fence, { permits: 0, rate: l.rate });
-    else if (l.event === 'release' || l.event === 'rate-report') open.delete(l.fence);
+    if (l.event === 'rate-book') open.set(l.fence, l.rate);
+    else if (l.event === 'rate-report') open.delete(l.fence);
   }
-  const sum = (f: (h: { permits: number; rate: number }) => number) =>
-    [...open.values()].reduce((a, h) => a + f(h), 0);
-  return { leases: open.size, permits: sum((h) => h.permits), rate: sum((h) => h.rate) };
-}
-
-/** Holder entries (fence -> permits) of every semaphore item in the table. */
-async function tableHolders(dynamodb: DynamoDBClient, tableName: string): Promise<Map<string, number>> {
-  const holders = new Map<string, number>();
-  let start: Record<string, import('@aws-sdk/client-dynamodb').AttributeValue> | undefined;
-  do {
-    const page = await dynamodb.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: start }));
-    for (const item of page.Items ?? []) {
-      for (const [fence, entry] of Object.entries(item.holders?.M ?? {})) {
-        holders.set(fence, (holders.get(fence) ?? 0) + Number(entry.M?.n?.N ?? 0));
-      }
-    }
-    start = page.LastEvaluatedKey;
-  } while (start !== undefined);
-  return holders;
+  return { bookings: open.size, rate: [...open.values()].reduce((a, r) => a + r, 0) };
 }
 
 /**
  * The whole local pipeline under faults: embedded SQS/S3/DynamoDB in this process, the chaos proxy in front
  * of S3, and the event-source runner with the real handler in a child process that is SIGKILLed `kills`
- * times mid-invocation (while it holds semaphore permits) and replaced by a fresh one each time. The seeded
+ * times mid-invocation (while it has bookings open) and replaced by a fresh one each time. The seeded
  * demo load is sent in rounds (one write per record per round, the next round once the queue is empty);
  * afterwards the bucket and the DLQ are read back and compared with the load's expected final state.
  */
@@ -186,7 +142,6 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
     badRatio: 0.02,
   });
   const aws = await startLocalAws();
-  const fleetCap = options.fleetCap ?? 'permits';
   const loop = watchLoop();
   const model = new WriteLoggingModel({
     writesPerSecond: Number.POSITIVE_INFINITY,
@@ -215,7 +170,6 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
     });
     const env: Record<string, string> = {
       ...CHAOS_HANDLER_ENV,
-      FLEET_CAP: fleetCap,
       BUCKET_NAME: resources.bucket,
       DLQ_URL: resources.dlqUrl,
       SEMAPHORE_TABLE: resources.tableName,
@@ -271,20 +225,19 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
         const next = killAt[kills.length];
         if (next !== undefined) {
           const lines = allLines();
-          const held = heldBy(lines, current.pid);
-          // Kill mid-invocation, while permits are held: the hardest moment for the semaphore and the queue.
-          if (processed(lines) >= next && held.leases > 0) {
+          const open = openBookings(lines, current.pid);
+          // Kill mid-invocation, with bookings open: the hardest moment for the schedules and the queue.
+          if (processed(lines) >= next && open.bookings > 0) {
             await current.kill();
             kills.push({
               at: Date.now(),
               pid: current.pid,
               processedBefore: processed(lines),
-              leasesHeld: held.leases,
-              permitsHeld: held.permits,
-              rateHeld: held.rate,
+              bookingsOpen: open.bookings,
+              rateBooked: open.rate,
             });
             progress(
-              `killed pid ${current.pid} after ${processed(lines)} processed, holding ${held.permits} permits, ${held.rate} writes/s`,
+              `killed pid ${current.pid} after ${processed(lines)} processed, with ${open.bookings} bookings open (${open.rate} writes/s)`,
             );
             current = await start();
             continue;
@@ -307,58 +260,18 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
     });
     const lines = allLines();
     const invocations = lines.filter((l): l is InvocationLine => l.event === 'invocation');
-    const timeline = semaphoreTimeline(lines);
-
-    // Permits of killed processes: any still in the table must be theirs, and must come back by expiry + 1 s.
-    const remaining = await tableHolders(dynamodb, resources.tableName);
-    const orphanFences = new Set(timeline.orphaned.map((l) => l.fence));
-    let leaked = 0;
-    let reclaimedAtEnd = 0;
-    for (const [fence, n] of remaining) {
-      if (orphanFences.has(fence)) reclaimedAtEnd += n;
-      else leaked += n;
-    }
-    let fullLimitAcquired = true;
-    let fullLimitLateMs = Number.NEGATIVE_INFINITY;
-    for (const [name, { limit }] of Object.entries(timeline.peaks)) {
-      const expiry = Math.max(0, ...timeline.orphaned.filter((l) => l.name === name).map((l) => l.to));
-      const semaphore = new DynamoSemaphore({
-        client: dynamodb,
-        tableName: resources.tableName,
-        name,
-        limit,
-      });
-      const calledAt = Date.now();
-      try {
-        const lease = await semaphore.acquire(limit, {
-          min: limit,
-          deadline: Math.max(calledAt, expiry) + 1_000,
-          leaseMs: 5_000,
-        });
-        // Measured against the later of the call and the orphaned leases' expiry: the promise is "by expiry + 1 s".
-        fullLimitLateMs = Math.max(fullLimitLateMs, Date.now() - Math.max(calledAt, expiry));
-        await lease.release();
-      } catch {
-        fullLimitAcquired = false;
-      }
-    }
-    const orphanedPermits = timeline.orphaned.reduce((sum, l) => sum + l.permits, 0);
     const counters = model.stats().total;
-    const rate =
-      fleetCap === 'rate'
-        ? await accountRates({
-            lines,
-            writes: model.writes,
-            bucket: resources.bucket,
-            dynamodb,
-            tableName: resources.tableName,
-            parentStalls: loop.stop(),
-            killedAt: new Map(kills.map((k) => [k.pid, k.at])),
-          })
-        : undefined;
+    const rate = await accountRates({
+      lines,
+      writes: model.writes,
+      bucket: resources.bucket,
+      dynamodb,
+      tableName: resources.tableName,
+      parentStalls: loop.stop(),
+      killedAt: new Map(kills.map((k) => [k.pid, k.at])),
+    });
     return {
-      fleetCap,
-      ...(rate === undefined ? {} : { rate }),
+      rate,
       sent,
       ...verification,
       redelivered: invocations.reduce((sum, l) => sum + l.redelivered, 0),
@@ -366,20 +279,10 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
       failedInvocations: invocations.filter((l) => l.outcome === 'failed').length,
       processes: processes.length,
       kills,
-      semaphore: {
-        peaks: timeline.peaks,
-        leases: timeline.leases.length,
-        orphanedPermits,
-        reclaimedDuringRun: orphanedPermits - reclaimedAtEnd,
-        reclaimedAtEnd,
-        leakedByGracefulProcesses: leaked,
-        fullLimitAcquired,
-        fullLimitLateMs,
-      },
       inFlight: {
         cap: Number(CHAOS_HANDLER_ENV.POOL_CONCURRENCY),
         peak: Math.max(0, ...invocations.map((l) => l.peakInFlight)),
-        peakOverPermits: Math.max(Number.NEGATIVE_INFINITY, ...invocations.map((l) => l.peakOverPermits)),
+        peakOverBound: Math.max(Number.NEGATIVE_INFINITY, ...invocations.map((l) => l.peakOverBound)),
       },
       pool: {
         retries: invocations.reduce((sum, l) => sum + l.retries, 0),
@@ -412,20 +315,15 @@ export function formatChaosReport(r: ChaosReport): string {
   const reasons = Object.entries(r.deadLetteredByReason)
     .map(([reason, n]) => `${reason} ${n}`)
     .join(', ');
-  const peaks = Object.entries(r.semaphore.peaks)
-    .map(([name, p]) => `${name} ${p.peak}/${p.limit}`)
-    .join('; ');
   return [
     `sent            ${r.sent}`,
     `written         ${r.written} records (+${r.deletedAsExpected} deleted as expected)`,
     `dead-lettered   ${r.deadLettered}${reasons ? ` (${reasons})` : ''}`,
     `accounted       sent ${r.sent} = records' writes + dead-lettered; lost ${r.lost}, duplicated ${r.duplicated}`,
     `redelivered     ${r.redelivered} deliveries after the first, ${r.invocations} invocations (${r.failedInvocations} failed whole)`,
-    `kills           ${r.kills.length}: ${r.kills.map((k) => `pid ${k.pid} after ${k.processedBefore} processed holding ${k.permitsHeld} permits in ${k.leasesHeld} leases`).join('; ')}; ${r.processes} processes`,
-    ...(r.rate === undefined ? [] : rateLines(r.rate)),
-    `permits         ${r.semaphore.leases} leases; peaks ${peaks}`,
-    `reclaimed       ${r.semaphore.orphanedPermits} orphaned permits: ${r.semaphore.reclaimedDuringRun} by the pipeline, ${r.semaphore.reclaimedAtEnd} at the end; leaked by graceful stops ${r.semaphore.leakedByGracefulProcesses}; full limit of every semaphore ${r.semaphore.fullLimitAcquired ? 'acquired' : 'NOT acquired'} at most ${r.semaphore.fullLimitLateMs} ms after max(call, orphaned expiry)`,
-    `in flight       peak ${r.inFlight.peak} per container (cap ${r.inFlight.cap}); peak over held permits ${r.inFlight.peakOverPermits}`,
+    `kills           ${r.kills.length}: ${r.kills.map((k) => `pid ${k.pid} after ${k.processedBefore} processed with ${k.bookingsOpen} bookings open (${k.rateBooked.toFixed(1)} writes/s)`).join('; ')}; ${r.processes} processes`,
+    ...rateLines(r.rate),
+    `in flight       peak ${r.inFlight.peak} per container (cap ${r.inFlight.cap}); peak over a prefix's bound ${r.inFlight.peakOverBound}`,
     `pool            retries ${r.pool.retries}, throttles ${r.pool.throttles}, timeouts ${r.pool.timeouts}`,
     `S3 faults       ${r.chaos.requests} requests: SlowDown ${r.chaos.slowDowns} (${pct(r.chaos.slowDowns)}), 500 ${r.chaos.internalErrors} (${pct(r.chaos.internalErrors)}), resets ${r.chaos.resets} (${pct(r.chaos.resets)}), stalls ${r.chaos.stalls} (${pct(r.chaos.stalls)})`,
     `duration        ${r.durationMs} ms`,
@@ -439,7 +337,7 @@ function rateLines(rate: RateAccount): string[] {
     .join(', ');
   return [
     `rate bookings   ${rate.bookings} (${rate.slots} slots, lowest rate ${rate.lowestRate} writes/s, ${rate.decreasesFollowed} decreases followed); open at the kills ${rate.orphaned} (${rate.orphanedRate.toFixed(1)} writes/s); next slot after the run ${rate.nextSlotBooked ? 'booked' : 'NOT booked'} at most ${rate.nextSlotLateMs} ms after the call`,
-    `rate invariant  ${rate.violations.length} violations; most accepted writes in 250 ms: ${peaks}; unleased writes ${rate.unleasedWrites} (small tenants), ${rate.largeUnleasedWrites} (large); skew ${rate.skewMs} ms`,
+    `rate invariant  ${rate.violations.length} violations; most accepted writes in 250 ms: ${peaks}; unbooked writes ${rate.unbookedWrites} (small tenants), ${rate.largeUnbookedWrites} (large); skew ${rate.skewMs} ms`,
     ...rate.violations.slice(0, 10).map((v) => `  ${v}`),
   ];
 }

@@ -55,8 +55,8 @@ const BAD_MESSAGES: readonly [string, string][] = [
 ];
 
 /**
- * `records` records (at least 5, so the tenant has 10 writes and takes its own prefix lease rather than
- * the small tenants' shared one), `bad` bad messages, shuffled by `seed` with each chain in order.
+ * `records` records (at least 5, so the tenant has `SMALL_TENANT_WRITES` (10) writes and books slots in
+ * its prefix's schedule rather than writing unbooked in the small tenants' lanes), `bad` bad messages, shuffled by `seed` with each chain in order.
  */
 export function matrixBatch(options: { records: number; bad: number; seed: number }): MatrixBatch {
   const random = seededRandom(options.seed);

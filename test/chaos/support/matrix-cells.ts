@@ -1,12 +1,10 @@
 // The rows of the fault matrix: every AWS call the ingestion handler makes, how to recognise it on the
-// wire, and what a run must arrange for the call to happen at all. The DynamoDB rows tell the semaphore's
-// calls apart by their update expressions (lib/semaphore/shard-table.ts for the static shards,
-// adaptive-shard-table.ts for the adaptive ones of tenant prefixes) and the rate schedule's by its key
-// (lib/semaphore/budget-item.ts), the SQS rows a deferred copy from a
-// dead letter by the copy's deferral-count attribute; a cell also asserts its call was faulted at least
-// once, so a change of those expressions or attributes fails the matrix loudly instead of emptying it.
+// wire, and what a run must arrange for the call to happen at all. The DynamoDB rows tell the calls on a
+// prefix's schedule item apart (lib/semaphore/budget-item.ts: its creation, its read, and the conditional
+// write that books slots or moves the rate), the SQS rows a deferred copy from a dead letter by the copy's
+// deferral-count attribute; a cell also asserts its call was faulted at least once, so a change of those
+// requests or attributes fails the matrix loudly instead of emptying it.
 import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
-import type { FleetCap } from '../../../lib/ingest/config.js';
 import { DEFERRALS_ATTRIBUTE } from '../../../lib/ingest/handler/settle/deferral-port.js';
 import type { AwsCall, AwsService } from '../../../lib/local/faults/aws-call.js';
 import { FAULT_KINDS, type FaultKind } from '../../../lib/local/faults/fault-proxy.js';
@@ -14,26 +12,16 @@ import { FAULT_KINDS, type FaultKind } from '../../../lib/local/faults/fault-pro
 /**
  * What a run arranges so that the cell's call happens:
  * - `plain`: nothing (the batch alone makes the call);
- * - `slow-prefix`: every S3 request to the tenant's prefix answers `SLOW_PREFIX_DELAY_MS` late, so the
- *   lease's writes measure a slot time above the latency its grant stands for and the handler resizes it
- *   (`LeaseResize`, after 8 writes);
- * - `prefix-held`: another holder takes every permit of the tenant's prefix semaphore (with the rate
- *   engine, books its schedule's slots past the tenant's latest start) until the cell's fault has fired
- *   (`flaky`: for its three invocations), so the tenant's turn does not come and its records are deferred
- *   (copies sent to their queue).
+ * - `throttled-prefix`: S3 answers SlowDown to half of the tenant's PUTs (seeded) in the first invocation,
+ *   so its holder's rounds are overloaded and it steps the schedule's rate down (a step, then its report);
+ * - `prefix-held`: another holder books the tenant prefix's schedule past the tenant's latest start until
+ *   the cell's fault has fired (`flaky`: for its three invocations), so the tenant's turn does not come and
+ *   its records are deferred (copies sent to their queue).
  */
-export type MatrixScenario = 'plain' | 'slow-prefix' | 'prefix-held';
-
-/**
- * How late the `slow-prefix` scenario answers each S3 request of the tenant: above the 150 ms a new
- * prefix's first lease stands for (100 ms assumed x 1.5 slack, `FIRST_LEASE_LATENCY_MS`), so even a write
- * that is one PUT is slower than its grant, and short enough that the batch's writes still end before the
- * cutoff.
- */
-export const SLOW_PREFIX_DELAY_MS = 160;
+export type MatrixScenario = 'plain' | 'throttled-prefix' | 'prefix-held';
 
 export interface MatrixCall {
-  /** Row label, e.g. `dynamodb acquire`. */
+  /** Row label, e.g. `dynamodb rate book`. */
   readonly name: string;
   readonly service: AwsService;
   readonly match: (call: AwsCall) => boolean;
@@ -44,12 +32,6 @@ export interface MatrixCall {
    * @default 0
    */
   readonly minRecords?: number;
-  /**
-   * Whether every permit must be back in the table after the last invocation: true where the faulted call
-   * is not one whose failure is known to leave a lease to expire by itself (a lost take, a failed release).
-   * @default false
-   */
-  readonly givesBackEverything?: boolean;
 }
 
 /** A PUT of a hidden object: since issue 15 a delete writes a tombstone instead of a DeleteObject. */
@@ -59,15 +41,6 @@ function putsHiddenObject(call: AwsCall): boolean {
     return stored !== null && typeof stored === 'object' && isHiddenJson(stored as Record<string, unknown>);
   } catch {
     return false;
-  }
-}
-
-function updateExpression(call: AwsCall): string {
-  try {
-    const input = JSON.parse(call.body) as { UpdateExpression?: unknown };
-    return typeof input.UpdateExpression === 'string' ? input.UpdateExpression : '';
-  } catch {
-    return '';
   }
 }
 
@@ -84,6 +57,86 @@ function sendsDeferredCopies(call: AwsCall): boolean {
   }
 }
 
+interface ScheduleRequest {
+  readonly TableName?: string;
+  readonly Key?: { readonly pk?: { readonly S?: string } };
+  readonly Item?: { readonly pk?: { readonly S?: string }; readonly rate?: { readonly N?: string } };
+  readonly ExpressionAttributeValues?: Record<string, { readonly N?: string }>;
+}
+
+/** The request of a call on a schedule item (`pk = rate#...`, lib/semaphore/budget-item.ts), if it is one. */
+function scheduleRequest(call: AwsCall): ScheduleRequest | undefined {
+  try {
+    const input = JSON.parse(call.body) as ScheduleRequest;
+    const pk = input.Key?.pk?.S ?? input.Item?.pk?.S;
+    return typeof pk === 'string' && pk.startsWith('rate#') ? input : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The rate each version of a schedule item was written with, as the requests the matchers saw said (per
+ * table, item and version; the creation is version 0). Every write is conditional on the version it read
+ * (`:read`), so a write books slots when it keeps the rate of that version and moves the rate otherwise (a
+ * step, or a report the law moves the rate for). The handler's writes all pass the matcher while its rule is
+ * active, so the version a write read was seen before it; a write whose version was not seen counts as a
+ * booking.
+ */
+const writtenRates = new Map<string, number>();
+
+/** Whether `call` is a write of a schedule item that moves its rate (records the rate it writes). */
+function movesRate(call: AwsCall): boolean | undefined {
+  const input = scheduleRequest(call);
+  if (input === undefined) return undefined;
+  const item = `${input.TableName ?? ''} ${input.Key?.pk?.S ?? input.Item?.pk?.S ?? ''}`;
+  if (call.operation === 'PutItem') {
+    writtenRates.set(`${item} 0`, Number(input.Item?.rate?.N));
+    return undefined;
+  }
+  if (call.operation !== 'UpdateItem') return undefined;
+  const values = input.ExpressionAttributeValues ?? {};
+  const rate = Number(values[':rate']?.N);
+  const read = writtenRates.get(`${item} ${values[':read']?.N}`);
+  writtenRates.set(`${item} ${values[':next']?.N}`, rate);
+  return read !== undefined && read !== rate;
+}
+
+/**
+ * The rate schedule's calls (docs/fleet-cap.md): a booking is one strongly consistent read and one
+ * conditional write of the prefix's schedule item (created at the ceiling by the first booking); a step or a
+ * report writes only when the law moves the rate (the same conditional write), so nothing is given back and
+ * nothing is held.
+ */
+const BUDGET_CALLS: readonly MatrixCall[] = [
+  {
+    // The first booking on a fresh table: the item at the ceiling, unless it exists.
+    name: 'dynamodb budget create',
+    service: 'dynamodb',
+    match: (c) => c.operation === 'PutItem' && scheduleRequest(c) !== undefined,
+  },
+  {
+    name: 'dynamodb budget read',
+    service: 'dynamodb',
+    match: (c) => c.operation === 'GetItem' && scheduleRequest(c) !== undefined,
+  },
+  {
+    // Moves the schedule's first free slot past the booked slots, at the rate it read.
+    name: 'dynamodb rate book',
+    service: 'dynamodb',
+    match: (c) => movesRate(c) === false,
+  },
+  {
+    // Moves the rate: a holder's overloaded round steps it down (then reports from there).
+    name: 'dynamodb rate step',
+    service: 'dynamodb',
+    match: (c) => movesRate(c) === true,
+    scenario: 'throttled-prefix',
+    // Enough writes for overloaded rounds of `MIN_ROUND_WRITES`.
+    minRecords: 10,
+  },
+];
+
 export const MATRIX_CALLS: readonly MatrixCall[] = [
   { name: 's3 get', service: 's3', match: (c) => c.operation === 'GetObject' },
   { name: 's3 put', service: 's3', match: (c) => c.operation === 'PutObject' },
@@ -93,33 +146,7 @@ export const MATRIX_CALLS: readonly MatrixCall[] = [
     service: 's3',
     match: (c) => c.operation === 'PutObject' && putsHiddenObject(c),
   },
-  {
-    // A take: adds the holder entry and its permits to `used` (static shard) or takes them off `free`
-    // (adaptive shard).
-    name: 'dynamodb acquire',
-    service: 'dynamodb',
-    match: (c) => c.operation === 'UpdateItem' && /#used \+ |#free = #free - /.test(updateExpression(c)),
-  },
-  {
-    // A give-back: removes the lease's own holder entry (release, or an aborted acquire's give-back).
-    name: 'dynamodb release',
-    service: 'dynamodb',
-    match: (c) => c.operation === 'UpdateItem' && /^REMOVE #holders\.#lease\b/.test(updateExpression(c)),
-  },
-  {
-    // A mid-lease resize of an adaptive shard: moves its capacity and the lease's holder entry to `:to`.
-    name: 'dynamodb lease resize',
-    service: 'dynamodb',
-    match: (c) =>
-      c.operation === 'UpdateItem' &&
-      /^SET #capacity = #capacity \+ :delta\b.*#holders\.#lease\.n = :to\b/.test(updateExpression(c)),
-    scenario: 'slow-prefix',
-    // A lease is resized after `RESIZE_AFTER_WRITES` (8) S3 writes; a record's chain can end in one PUT.
-    minRecords: 10,
-    // A resize that failed, or landed unseen, still ends in a release of whatever the entry holds.
-    givesBackEverything: true,
-  },
-  { name: 'dynamodb survey', service: 'dynamodb', match: (c) => c.operation === 'Query' },
+  ...BUDGET_CALLS,
   {
     name: 'sqs dead-letter send',
     service: 'sqs',
@@ -131,37 +158,6 @@ export const MATRIX_CALLS: readonly MatrixCall[] = [
     service: 'sqs',
     match: sendsDeferredCopies,
     scenario: 'prefix-held',
-    givesBackEverything: true,
-  },
-];
-
-/** A request to the rate budget's item (`pk = rate#...`, lib/semaphore/budget-item.ts). */
-function onBudgetItem(call: AwsCall): boolean {
-  try {
-    const input = JSON.parse(call.body) as { Key?: { pk?: { S?: unknown } } };
-    const pk = input.Key?.pk?.S;
-    return typeof pk === 'string' && pk.startsWith('rate#');
-  } catch {
-    return false;
-  }
-}
-
-/**
- * The rate engine's calls (`FLEET_CAP=rate`, docs/fleet-cap.md): a booking is one strongly consistent read
- * and one conditional write of the prefix's schedule item; a report writes only when the law moves the rate
- * (the same conditional write), so nothing is released and nothing is held.
- */
-export const RATE_BUDGET_CALLS: readonly MatrixCall[] = [
-  {
-    name: 'dynamodb budget read',
-    service: 'dynamodb',
-    match: (c) => c.operation === 'GetItem' && onBudgetItem(c),
-  },
-  {
-    // Moves the schedule's first free slot past the booked slots (a step moves the rate with it).
-    name: 'dynamodb rate book',
-    service: 'dynamodb',
-    match: (c) => c.operation === 'UpdateItem' && onBudgetItem(c),
   },
 ];
 
@@ -180,13 +176,7 @@ export interface MatrixCell {
   readonly fault: FaultKind;
   /** How late a `delay` fault forwards the call, ms. @default DEFAULT_DELAY_MS (200) */
   readonly delayMs?: number;
-  /** The handler's fleet cap (`FLEET_CAP`). @default 'permits' */
-  readonly fleetCap?: FleetCap;
 }
-
-export const MATRIX_CELLS: readonly MatrixCell[] = MATRIX_CALLS.flatMap((call) =>
-  FAULT_KINDS.map((fault) => ({ call, fault })),
-);
 
 const callNamed = (name: string): MatrixCall => MATRIX_CALLS.find((call) => call.name === name)!;
 
@@ -197,30 +187,13 @@ const callNamed = (name: string): MatrixCall => MATRIX_CALLS.find((call) => call
 export const LATE_BOOKING_MS = 800;
 
 /**
- * The cells run again with `FLEET_CAP=rate`, where the cap matters: every fault on the schedule's read and
- * booking write, and a booking write that lands late; S3 refusing (SlowDown) or stalling the writes the holder paces; and a schedule booked past
- * the tenant's latest start by another holder (`prefix-held`: the tenant's records are deferred) with the
- * deferral send failing or its answer lost (its throttle and stall are the SQS client's, the same under
- * either engine).
+ * Every call x every fault, and a booking write that lands late (forwarded `LATE_BOOKING_MS` late): its
+ * first slots have passed when its holder learns of them, and they pass unused.
  */
-export const RATE_MATRIX_CELLS: readonly MatrixCell[] = [
-  ...RATE_BUDGET_CALLS.flatMap((call) =>
-    FAULT_KINDS.map((fault) => ({ call, fault, fleetCap: 'rate' as const })),
-  ),
-  // A booking that lands late (forwarded `LATE_BOOKING_MS` late): its first slots have passed when its
-  // holder learns of them, and they pass unused.
-  { call: RATE_BUDGET_CALLS[1]!, fault: 'delay', delayMs: LATE_BOOKING_MS, fleetCap: 'rate' },
-  ...(['throttle', 'stall'] as const).map((fault) => ({
-    call: callNamed('s3 put'),
-    fault,
-    fleetCap: 'rate' as const,
-  })),
-  ...(['error', 'unknown-outcome'] as const).map((fault) => ({
-    call: callNamed('sqs deferral send'),
-    fault,
-    fleetCap: 'rate' as const,
-  })),
+export const MATRIX_CELLS: readonly MatrixCell[] = [
+  ...MATRIX_CALLS.flatMap((call) => FAULT_KINDS.map((fault) => ({ call, fault }))),
+  { call: callNamed('dynamodb rate book'), fault: 'delay', delayMs: LATE_BOOKING_MS },
 ];
 
 export const cellName = (cell: MatrixCell): string =>
-  `${cell.fleetCap === 'rate' ? 'rate: ' : ''}${cell.call.name} x ${cell.fault}`;
+  `${cell.call.name} x ${cell.fault}${cell.delayMs === undefined ? '' : ` ${cell.delayMs} ms`}`;

@@ -4,7 +4,7 @@
 // by hand.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { FAULT_KINDS, MATRIX_CALLS, RATE_MATRIX_CELLS } from './matrix-cells.js';
+import { cellName, FAULT_KINDS, MATRIX_CALLS, MATRIX_CELLS } from './matrix-cells.js';
 import type { CellResult } from './matrix-run.js';
 
 export interface MatrixResults {
@@ -33,16 +33,15 @@ function summary(runs: readonly CellResult[]): string {
 
 /** The two markdown tables: the call x fault matrix, and every cell's figures. */
 export function renderMatrix(results: MatrixResults): string {
-  const lines: string[] = [];
-  const runs = results.runs.filter((r) => (r.fleetCap ?? 'permits') === 'permits');
+  const { runs } = results;
   const seeds = [...new Set(runs.map((r) => r.seed))].sort((a, b) => a - b);
   const schedules = [...new Set(runs.map((r) => r.schedule))];
-  lines.push(
-    `\`${results.command}\`, ${results.generatedAt}: ${results.runs.length} runs; permits (\`FLEET_CAP=permits\`): ${runs.length} runs (${MATRIX_CALLS.length} calls x ${FAULT_KINDS.length} faults x schedules ${schedules.join(', ')} x seeds ${seeds.join(', ')}), ${(results.durationMs / 1000).toFixed(0)} s. Violations in total: **${sum(results.runs.map((r) => r.violations.length))}**.`,
+  const lines: string[] = [
+    `\`${results.command}\`, ${results.generatedAt}: ${runs.length} runs (${MATRIX_CELLS.length} cells: ${MATRIX_CALLS.length} calls x ${FAULT_KINDS.length} faults and the late booking; x schedules ${schedules.join(', ')} x seeds ${seeds.join(', ')}), ${(results.durationMs / 1000).toFixed(0)} s. Violations in total: **${sum(runs.map((r) => r.violations.length))}**.`,
     '',
     `| call | ${FAULT_KINDS.join(' | ')} |`,
     `|---|${FAULT_KINDS.map(() => '---').join('|')}|`,
-  );
+  ];
   for (const call of MATRIX_CALLS) {
     const cells = FAULT_KINDS.map((fault) =>
       summary(runs.filter((r) => r.call === call.name && r.fault === fault)),
@@ -51,45 +50,22 @@ export function renderMatrix(results: MatrixResults): string {
   }
   lines.push(
     '',
-    '| cell | runs | faults injected | 1st invocation: written / dead-lettered / deferred / redelivered | invocations to settle (max) | slowest invocation / budget | longest event-loop stall | permits peak / limit | permits left held (max) | S3 in flight peak | DLQ copies of one letter (max) | violations |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
-  );
-  for (const call of MATRIX_CALLS) {
-    for (const fault of FAULT_KINDS) {
-      const cell = runs.filter((r) => r.call === call.name && r.fault === fault);
-      if (cell.length === 0) continue;
-      lines.push(
-        `| ${call.name} x ${fault} | ${cell.length} | ${sum(cell.map((r) => r.injected))} | ${sum(cell.map((r) => r.firstRound.written))} / ${sum(cell.map((r) => r.firstRound.deadLettered))} / ${sum(cell.map((r) => r.firstRound.deferred ?? 0))} / ${sum(cell.map((r) => r.firstRound.redelivered))} | ${max(cell.map((r) => r.invocations))} | ${max(cell.map((r) => r.slowestInvocationMs))} / ${cell[0]!.budgetMs} ms | ${max(cell.map((r) => r.loopStallMaxMs))} ms | ${max(cell.map((r) => r.permitPeak))} / ${cell[0]!.permitLimit} | ${max(cell.map((r) => r.permitsLeftHeld ?? 0))} | ${max(cell.map((r) => r.s3InFlightPeak))} | ${max(cell.map((r) => r.letterCopiesMax))} | ${sum(cell.map((r) => r.violations.length))} |`,
-      );
-    }
-  }
-  lines.push('', ...renderRateRuns(results.runs.filter((r) => r.fleetCap === 'rate')));
-  return lines.join('\n');
-}
-
-/** The rate engine's cells (`FLEET_CAP=rate`): one line each, with the schedule's figures. */
-function renderRateRuns(runs: readonly CellResult[]): string[] {
-  if (runs.length === 0) return ['Rate engine (`FLEET_CAP=rate`): not run.'];
-  const schedules = [...new Set(runs.map((r) => r.schedule))];
-  const seeds = [...new Set(runs.map((r) => r.seed))];
-  const lines = [
-    `Rate engine (\`FLEET_CAP=rate\`): ${runs.length} runs (${RATE_MATRIX_CELLS.length} cells x schedules ${schedules.join(', ')} x seeds ${seeds.join(', ')}). The rate column is the invariant's: most writes S3 accepted on the prefix in any 250 ms window, and the skew allowed (longest event-loop stall + 25 ms).`,
+    "The rate column is the invariant's: most writes S3 accepted on the prefix in any 250 ms window, and the skew allowed (longest event-loop stall + 25 ms).",
     '',
-    '| cell | runs | faults injected | 1st invocation: written / dead-lettered / deferred / redelivered | invocations to settle (max) | slowest invocation / budget | bookings | slots booked | decreases followed | lowest rate (writes/s) | accepted writes per 250 ms (max) / skew (max) | S3 in flight peak | violations |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-  ];
-  for (const name of [...new Set(runs.map((r) => r.cell))]) {
+    '| cell | runs | faults injected | 1st invocation: written / dead-lettered / deferred / redelivered | invocations to settle (max) | slowest invocation / budget | longest event-loop stall | bookings | slots booked | decreases followed | lowest rate (writes/s) | accepted writes per 250 ms (max) / skew (max) | S3 in flight peak | DLQ copies of one letter (max) | violations |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const name of MATRIX_CELLS.map(cellName)) {
     const cell = runs.filter((r) => r.cell === name);
-    const rate = (f: (x: NonNullable<CellResult['rate']>) => number) =>
-      max(cell.map((r) => (r.rate ? f(r.rate) : 0)));
-    const total = (f: (x: NonNullable<CellResult['rate']>) => number) =>
-      sum(cell.map((r) => (r.rate ? f(r.rate) : 0)));
-    const lowest = Math.min(...cell.map((r) => r.rate?.lowestRate ?? Number.POSITIVE_INFINITY));
+    if (cell.length === 0) continue;
+    const total = (f: (x: CellResult['rate']) => number) => sum(cell.map((r) => f(r.rate)));
+    const most = (f: (x: CellResult['rate']) => number) => max(cell.map((r) => f(r.rate)));
+    const lowest = Math.min(...cell.map((r) => r.rate.lowestRate));
     lines.push(
-      `| ${name} | ${cell.length} | ${sum(cell.map((r) => r.injected))} | ${sum(cell.map((r) => r.firstRound.written))} / ${sum(cell.map((r) => r.firstRound.deadLettered))} / ${sum(cell.map((r) => r.firstRound.deferred))} / ${sum(cell.map((r) => r.firstRound.redelivered))} | ${max(cell.map((r) => r.invocations))} | ${max(cell.map((r) => r.slowestInvocationMs))} / ${cell[0]!.budgetMs} ms | ${total((x) => x.bookings)} | ${total((x) => x.slots)} | ${total((x) => x.decreasesFollowed)} | ${lowest} | ${rate((x) => x.windowPeak)} / ${rate((x) => x.skewMs)} ms | ${max(cell.map((r) => r.s3InFlightPeak))} | ${sum(cell.map((r) => r.violations.length))} |`,
+      `| ${name} | ${cell.length} | ${sum(cell.map((r) => r.injected))} | ${sum(cell.map((r) => r.firstRound.written))} / ${sum(cell.map((r) => r.firstRound.deadLettered))} / ${sum(cell.map((r) => r.firstRound.deferred))} / ${sum(cell.map((r) => r.firstRound.redelivered))} | ${max(cell.map((r) => r.invocations))} | ${max(cell.map((r) => r.slowestInvocationMs))} / ${cell[0]!.budgetMs} ms | ${max(cell.map((r) => r.loopStallMaxMs))} ms | ${total((x) => x.bookings)} | ${total((x) => x.slots)} | ${total((x) => x.decreasesFollowed)} | ${lowest} | ${most((x) => x.windowPeak)} / ${most((x) => x.skewMs)} ms | ${max(cell.map((r) => r.s3InFlightPeak))} | ${max(cell.map((r) => r.letterCopiesMax))} | ${sum(cell.map((r) => r.violations.length))} |`,
     );
   }
-  return lines;
+  return lines.join('\n');
 }
 
 function replaceBetween(path: string, begin: string, end: string, text: string): void {

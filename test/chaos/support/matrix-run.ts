@@ -2,13 +2,14 @@
 // per service, a batch (and, where the call needs one, a scenario) that makes the cell's call happen, the
 // fault on that call, and redelivery of what the handler did not acknowledge, with the copies it deferred
 // to the run's queue, until nothing is left. After every invocation the invariants are checked against
-// what really landed in the emulators (read past the proxies).
+// what really landed in the emulators (read past the proxies); after the run, the rate invariant against
+// the bookings the handler logged.
 
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { type AttributeValue, DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
 import {
   DeleteMessageBatchCommand,
@@ -18,11 +19,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
-import { type FleetCap, type IngestConfig, loadConfig } from '../../../lib/ingest/config.js';
+import { type IngestConfig, loadConfig } from '../../../lib/ingest/config.js';
 import { type AwsClients, createAwsClients } from '../../../lib/ingest/handler/aws-clients.js';
 import { createIngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import { dynamoRateBudgets } from '../../../lib/ingest/handler/run/prefix-budgets.js';
-import { ASSUMED_WRITE_LATENCY_MS } from '../../../lib/ingest/handler/run/tenant-permits.js';
 import { originOf } from '../../../lib/ingest/handler/settle/deferral-port.js';
 import { type LocalAws, startLocalAws } from '../../../lib/local/emulators/local-aws.js';
 import { provisionLocal } from '../../../lib/local/emulators/provision.js';
@@ -31,14 +31,13 @@ import { type FaultProxy, type FaultRule, startFaultProxy } from '../../../lib/l
 import {
   EventLog,
   readEventLog,
-  type UnleasedWriteLine,
+  type UnbookedWriteLine,
 } from '../../../lib/local/pipeline-process/event-log.js';
 import {
   ContainerBookings,
   loggedBudgets,
   watchBookedWrites,
 } from '../../../lib/local/pipeline-process/logged-budgets.js';
-import { permitsFor } from '../../../lib/semaphore/permits-for.js';
 import { MIN_BUDGET_SHARE } from '../../../lib/semaphore/tuning.js';
 import { lambdaContext, quietMetrics, silentLogger } from '../../unit/ingest/handler/support.js';
 import { bookingsByName, bookingsNotInSchedule, sampleScheduleItem } from './budget-history.js';
@@ -52,7 +51,7 @@ import {
 } from './matrix-batch.js';
 import { cellName, type FaultSchedule, type MatrixCell } from './matrix-cells.js';
 import { collectCopies } from './matrix-copies.js';
-import { SCENARIO_ENV, stageScenario } from './matrix-scenario.js';
+import { stageScenario } from './matrix-scenario.js';
 import {
   acceptedWrites,
   peakWindowCount,
@@ -69,36 +68,20 @@ const TRANSIT_MS = 25;
 
 /**
  * Handler settings of every cell: a 5 s invocation with a 2 s margin (cutoff at 3 s; dead letters until
- * 4 s), S3 attempts of 1 s retried twice, 4 slots, and a prefix limit of 400 PUT/s x 20 ms = 8 permits, so
- * a lease that leaks until it expires (a failed release) still leaves the next invocation its 4. The
- * margins are wide because this machine is shared (load 20+ on 2 cores): with a 1 s margin and 300 ms
- * attempts, starved timers alone made invocations overrun and healthy writes time out.
+ * 4 s), S3 attempts of 1 s retried twice, 4 slots, and a prefix ceiling of 20 writes/s, so the schedule
+ * binds (a batch's 24 writes take over a second at it, a quarter of a second unpaced) and a holder that did
+ * not pace would break the rate invariant. The margins are wide because this machine is shared (load 20+
+ * on 2 cores): with a 1 s margin and 300 ms attempts, starved timers alone made invocations overrun and
+ * healthy writes time out.
  */
 export const MATRIX_HANDLER_ENV = {
   POOL_CONCURRENCY: '4',
-  S3_PREFIX_WRITE_RATE: '400',
+  S3_PREFIX_WRITE_RATE: '20',
   WRITE_TIMEOUT_MS: '1000',
   WRITE_RETRIES: '2',
   DEADLINE_MARGIN_MS: '2000',
-  SEMAPHORE_LEASE_MARGIN_MS: '500',
 } as const;
 export const MATRIX_BUDGET_MS = 5_000;
-/**
- * What the rate engine's cells change: a prefix ceiling of 20 writes/s, so the budget binds (a batch's 24
- * writes take over a second at it, a quarter of a second unpaced) and a holder that did not pace would
- * break the rate invariant; at 400 the holder is granted more than its pool can send and pacing never shows.
- */
-export const RATE_CELL_ENV = { S3_PREFIX_WRITE_RATE: '20' } as const;
-/**
- * The hard cap of the tenant prefix's adaptive semaphore: `dynamoSemaphores` gives it max(static limit
- * rate x 20 ms, ceil(rate)) (400/s: max(8, 400)); its limit in force (the shards' capacity) moves below that.
- */
-function adaptivePermitCap(ratePerSecond: number): number {
-  return Math.max(
-    permitsFor({ ratePerSecond, latencyMs: ASSUMED_WRITE_LATENCY_MS }),
-    Math.ceil(ratePerSecond),
-  );
-}
 
 export interface MatrixStack {
   readonly aws: LocalAws;
@@ -156,7 +139,7 @@ export interface CellOptions {
   readonly maxRounds?: number;
 }
 
-/** What a run with the rate engine observed of the tenant prefix's schedule. */
+/** What a run observed of the tenant prefix's schedule. */
 export interface RateFigures {
   /** Bookings the handler made (logged), the slots they booked, and the decreases their holders followed. */
   readonly bookings: number;
@@ -173,10 +156,8 @@ export interface RateFigures {
 /** What one cell run observed: the figures of the README's matrix, and every invariant broken. */
 export interface CellResult {
   readonly cell: string;
-  /** The handler's fleet cap (absent in results published before the rate engine ran in the matrix). */
-  readonly fleetCap?: FleetCap;
-  /** With `fleetCap: 'rate'`: the budget's figures. */
-  readonly rate?: RateFigures;
+  /** The tenant prefix's schedule: bookings, slots, decreases, the rate invariant's figures. */
+  readonly rate: RateFigures;
   readonly call: string;
   readonly fault: string;
   readonly schedule: FaultSchedule;
@@ -200,11 +181,6 @@ export interface CellResult {
    * cannot fire during one, so an overrun is read against it.
    */
   readonly loopStallMaxMs: number;
-  /** Most permits of the tenant's semaphore held at once (table, polled), and its limit. */
-  readonly permitPeak: number;
-  readonly permitLimit: number;
-  /** Permits still held in the table after the last invocation returned (leases left to expire by themselves). */
-  readonly permitsLeftHeld: number;
   /** Most S3 requests to the tenant's prefix in flight at once (at the proxy). */
   readonly s3InFlightPeak: number;
   /** Most copies of one dead letter in the DLQ (SQS is at least once). */
@@ -239,49 +215,22 @@ function rulesFor(
 }
 
 /**
- * Permits held by one item's holders (the `holders` map both the static and the adaptive items keep; see
- * lib/semaphore/shard-table.ts and adaptive-shard-table.ts).
+ * Polls the run's table while an invocation runs: every schedule item's invariant (its rate within
+ * `[ceiling x MIN_BUDGET_SHARE, ceiling]`, its version never going back), and the tenant prefix's lowest rate.
  */
-function heldBy(item: Record<string, AttributeValue>): number {
-  return Object.values(item.holders?.M ?? {}).reduce((sum, h) => sum + Number(h.M?.n?.N ?? 0), 0);
-}
-
-/** Adaptive capacities live on a 1/1024 grid (adaptive-dynamo-semaphore.ts): compare with that slack. */
-const GRID = 1 / 1024;
-
-/**
- * Polls the semaphore table while an invocation runs: peak permits held, and any inconsistent item.
- *
- * Two item kinds share the table. A static shard (`sk = shard#<i>`) has `capacity`, `used` (= the holders'
- * sum) and `limit` (the semaphore's total). An adaptive shard (`sk = adaptive#<i>`, tenant prefixes) has a
- * moving `capacity`, `free` (= capacity - held; negative only after a shrink while holders exceed it) and
- * no limit: its limit in force is the sum of its shards' capacities, which a release may shrink below the
- * permits already held (a shrink takes nothing back, it grants nothing until holders give back). So an
- * adaptive semaphore's permits held are checked against the highest limit it had in force during the cell,
- * and each shard's capacity against the hard cap it may never pass.
- */
-class PermitMonitor {
-  peak = 0;
-  /** The tenant semaphore's permits held at the last sample. */
-  current = 0;
-  /** The tenant semaphore's highest limit in force seen (static: its `limit`; adaptive: its capacity). */
-  limit = 0;
-  /** The tenant prefix's rate schedule: its lowest rate seen. */
+class ScheduleMonitor {
+  /** The tenant prefix's schedule: its lowest rate seen. */
   lowestRate = Number.POSITIVE_INFINITY;
   /** Per schedule item, the version seen last (it never goes back). */
-  readonly #scheduleVersions = new Map<string, number>();
+  readonly #versions = new Map<string, number>();
   readonly violations: string[] = [];
-  /** Per adaptive semaphore, the highest capacity sum seen so far in the cell. */
-  readonly #adaptivePeakLimit = new Map<string, number>();
   #running: Promise<void> | undefined;
   #stop = false;
 
   constructor(
     private readonly client: DynamoDBClient,
     private readonly table: string,
-    /** The most permits an adaptive semaphore may ever reach (`dynamoSemaphores`: max(limit, rate)). */
-    private readonly adaptiveCap: number,
-    /** A rate budget's ceiling (`S3_PREFIX_WRITE_RATE`). */
+    /** A budget's ceiling (`S3_PREFIX_WRITE_RATE`). */
     private readonly rateCeiling: number,
   ) {}
 
@@ -305,62 +254,22 @@ class PermitMonitor {
 
   async sample(): Promise<void> {
     const out = await this.client.send(new ScanCommand({ TableName: this.table, ConsistentRead: true }));
-    const bySemaphore = new Map<string, { held: number; limit: number; adaptive: boolean }>();
     for (const item of out.Items ?? []) {
       const pk = item.pk?.S ?? '';
-      const sk = item.sk?.S ?? '';
-      const where = `${pk} ${sk}`;
-      if (sk === 'schedule') {
-        this.#sampleSchedule(pk, item);
+      if (item.sk?.S !== 'schedule') {
+        this.violations.push(`${pk} ${item.sk?.S ?? ''}: an item that is no schedule in the table`);
         continue;
       }
-      const held = heldBy(item);
-      const capacity = Number(item.capacity?.N ?? 0);
-      const adaptive = sk.startsWith('adaptive#');
-      const sum = bySemaphore.get(pk) ?? { held: 0, limit: 0, adaptive };
-      sum.held += held;
-      if (adaptive) {
-        const free = Number(item.free?.N ?? 0);
-        const shards = Number(item.shards?.N ?? 1);
-        if (Math.abs(capacity - free - held) > GRID)
-          this.violations.push(`${where}: capacity ${capacity} - free ${free} but holders hold ${held}`);
-        if (capacity > this.adaptiveCap / shards + GRID)
-          this.violations.push(`${where}: capacity ${capacity} > cap ${this.adaptiveCap} / ${shards} shards`);
-        sum.limit += capacity;
-      } else {
-        const used = Number(item.used?.N ?? 0);
-        if (held !== used) this.violations.push(`${where}: used ${used} but holders hold ${held}`);
-        if (used > capacity) this.violations.push(`${where}: used ${used} > capacity ${capacity}`);
-        sum.limit = Number(item.limit?.N ?? 0);
-      }
-      bySemaphore.set(pk, sum);
+      const sample = sampleScheduleItem(
+        item,
+        this.rateCeiling,
+        MIN_BUDGET_SHARE,
+        this.#versions.get(pk) ?? 0,
+      );
+      this.violations.push(...sample.violations);
+      this.#versions.set(pk, sample.version);
+      if (pk.includes(`/t=${MATRIX_TENANT}/`)) this.lowestRate = Math.min(this.lowestRate, sample.rate);
     }
-    for (const [pk, { held, limit, adaptive }] of bySemaphore) {
-      let inForce = limit;
-      if (adaptive) {
-        inForce = Math.max(limit, this.#adaptivePeakLimit.get(pk) ?? 0);
-        this.#adaptivePeakLimit.set(pk, inForce);
-      }
-      if (pk.includes(`/t=${MATRIX_TENANT}/`)) {
-        this.peak = Math.max(this.peak, held);
-        this.current = held;
-        this.limit = Math.max(this.limit, inForce);
-      }
-      if (held > inForce + GRID) this.violations.push(`${pk}: ${held} permits held > limit ${inForce}`);
-    }
-  }
-
-  /** A rate schedule's item (lib/semaphore/budget-item.ts): its invariant, and the tenant's figures. */
-  #sampleSchedule(pk: string, item: Record<string, AttributeValue>): void {
-    const sample = sampleScheduleItem(
-      item,
-      this.rateCeiling,
-      MIN_BUDGET_SHARE,
-      this.#scheduleVersions.get(pk) ?? 0,
-    );
-    this.violations.push(...sample.violations);
-    this.#scheduleVersions.set(pk, sample.version);
-    if (pk.includes(`/t=${MATRIX_TENANT}/`)) this.lowestRate = Math.min(this.lowestRate, sample.rate);
   }
 }
 
@@ -483,9 +392,6 @@ export async function runCell(
     AWS_ENDPOINT_URL_SQS: stack.proxies.sqs.endpoint,
     AWS_ENDPOINT_URL_DYNAMODB: stack.proxies.dynamodb.endpoint,
     ...MATRIX_HANDLER_ENV,
-    ...SCENARIO_ENV[scenario],
-    ...(cell.fleetCap === 'rate' ? RATE_CELL_ENV : {}),
-    FLEET_CAP: cell.fleetCap ?? 'permits',
   });
   const { Attributes } = await stack.direct.sqs.send(
     new GetQueueAttributesCommand({ QueueUrl: r.queueUrl, AttributeNames: ['QueueArn'] }),
@@ -494,23 +400,18 @@ export async function runCell(
   // picks them up (and its visibility changes name a real queue).
   const queueArn = Attributes?.QueueArn ?? '';
   const clients = createAwsClients(config);
-  // With the rate engine the handler's own budgets, logged as in the pipeline process: its bookings.
-  const bookingLog = cell.fleetCap === 'rate' ? logBookings(config, clients, r.tableName, name) : undefined;
+  // The handler's own budgets, logged as in the pipeline process: its bookings.
+  const bookingLog = logBookings(config, clients, r.tableName, name);
   const handler = createIngestHandler(config, {
     clients,
     logger: silentLogger(),
     metrics: quietMetrics(),
-    ...(bookingLog === undefined ? {} : { budgets: bookingLog.budgets }),
+    budgets: bookingLog.budgets,
   });
   const proxy = stack.proxies[cell.call.service];
   const records = Math.max(options.records, cell.call.minRecords ?? 0);
   const batch = matrixBatch({ records, bad: options.bad, seed: options.seed });
-  const monitor = new PermitMonitor(
-    stack.direct.dynamodb,
-    r.tableName,
-    adaptivePermitCap(config.s3PrefixWriteRate),
-    config.s3PrefixWriteRate,
-  );
+  const monitor = new ScheduleMonitor(stack.direct.dynamodb, r.tableName, config.s3PrefixWriteRate);
   /** Origin ids (the batch's message ids) acknowledged as written or dead-lettered, not deferred. */
   const acked = new Set<string>();
   const letters = new Map<string, string[]>();
@@ -554,7 +455,7 @@ export async function runCell(
       loop.enable();
       const startedAt = Date.now();
       const response = await handler(event, lambdaContext(MATRIX_BUDGET_MS));
-      bookingLog?.bookings.endInvocation();
+      bookingLog.bookings.endInvocation();
       const elapsedMs = Date.now() - startedAt;
       loop.disable();
       const stallMs = Math.round(loop.max / 1e6);
@@ -605,42 +506,32 @@ export async function runCell(
     await stage.close();
     await handler.close();
     for (const client of Object.values(clients)) client.destroy();
-    bookingLog?.log.close();
+    bookingLog.log.close();
   }
-  // Once the scenario's own holder (if any) is gone, what the table still holds is the handler's.
+  // The schedules as the run left them.
   await monitor.sample();
   const injected = injectedSoFar();
   violations.push(...monitor.violations);
   const s3InFlightPeak = stack.proxies.s3.peakInFlight()[`t=${MATRIX_TENANT}/`] ?? 0;
-  let rate: RateFigures | undefined;
-  if (bookingLog !== undefined) {
-    rate = checkRate(
-      stack,
-      r.bucket,
-      r.tableName,
-      readEventLog(bookingLog.path),
-      monitor,
-      loopStallMax,
-      violations,
-    );
-    rmSync(bookingLog.path, { force: true });
-  }
-  // The in-flight bound where one remains: the permits held, or with the rate engine the holder's pool.
-  const inFlightBound = rate === undefined ? monitor.limit : Number(MATRIX_HANDLER_ENV.POOL_CONCURRENCY);
-  if (monitor.peak > monitor.limit) violations.push(`permit peak ${monitor.peak} > limit ${monitor.limit}`);
-  // With the rate engine nothing is held: there is nothing to give back.
-  if (rate === undefined && cell.call.givesBackEverything === true && monitor.current > 0)
-    violations.push(
-      `${monitor.current} permits still held after the last invocation (no release was faulted)`,
-    );
+  const rate = checkRate(
+    stack,
+    r.bucket,
+    r.tableName,
+    readEventLog(bookingLog.path),
+    monitor,
+    loopStallMax,
+    violations,
+  );
+  rmSync(bookingLog.path, { force: true });
+  // The in-flight bound that remains: the tenant books, so at most its holder's pool.
+  const inFlightBound = Number(MATRIX_HANDLER_ENV.POOL_CONCURRENCY);
   if (s3InFlightPeak > inFlightBound)
     violations.push(
       `${s3InFlightPeak} S3 requests in flight on the tenant's prefix > bound ${inFlightBound}`,
     );
   return {
     cell: cellName(cell),
-    fleetCap: cell.fleetCap ?? 'permits',
-    ...(rate === undefined ? {} : { rate }),
+    rate,
     call: cell.call.name,
     fault: cell.fault,
     schedule: options.schedule,
@@ -653,9 +544,6 @@ export async function runCell(
     slowestInvocationMs: slowest,
     budgetMs: MATRIX_BUDGET_MS,
     loopStallMaxMs: loopStallMax,
-    permitPeak: monitor.peak,
-    permitLimit: monitor.limit,
-    permitsLeftHeld: monitor.current,
     s3InFlightPeak,
     letterCopiesMax: Math.max(0, ...[...letters.values()].map((c) => c.length)),
     violations,
@@ -677,7 +565,7 @@ function logBookings(config: IngestConfig, clients: AwsClients, tableName: strin
 }
 
 /**
- * The rate invariant of a run with the rate engine (`rateViolations`): the writes the S3 proxy let through
+ * The rate invariant of a run (`rateViolations`): the writes the S3 proxy let through
  * to the tenant's prefix against the bookings the handler logged (each of them one the schedule holds: a
  * write DynamoDB applied, at the DynamoDB proxy). The tenant is large (its batch has more than
  * `SMALL_TENANT_WRITES` writes): none of its writes starts outside a booking.
@@ -687,7 +575,7 @@ function checkRate(
   bucket: string,
   tableName: string,
   lines: ReturnType<typeof readEventLog>,
-  monitor: PermitMonitor,
+  monitor: ScheduleMonitor,
   loopStallMaxMs: number,
   violations: string[],
 ): RateFigures {
@@ -706,7 +594,7 @@ function checkRate(
     violations.push(
       `${outside.length} writes accepted on ${prefix} outside every booking (first at ${outside[0]})`,
     );
-  for (const l of lines.filter((l): l is UnleasedWriteLine => l.event === 'unleased-write'))
+  for (const l of lines.filter((l): l is UnbookedWriteLine => l.event === 'unbooked-write'))
     violations.push(`a write on ${l.name} started outside a booking at ${l.t} (large tenant: ${l.large})`);
   violations.push(...rateViolations(prefix, writes, bookings, { skewMs, windowMs: RATE_WINDOW_MS }));
   return {

@@ -1,4 +1,4 @@
-// The pipeline run's accounting of the rate engine (`FLEET_CAP=rate`): the bookings rebuilt from every
+// The pipeline run's accounting of the rate schedule: the bookings rebuilt from every
 // process's event log (killed ones included), the writes the chaos proxy let through per prefix, the rate
 // invariant between them, and what the killed processes left in the schedules.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -6,7 +6,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type {
   InvocationLine,
   PipelineLogLine,
-  UnleasedWriteLine,
+  UnbookedWriteLine,
 } from '../../../lib/local/pipeline-process/event-log.js';
 import {
   firstSegmentPrefix,
@@ -96,8 +96,8 @@ export interface RateAccount {
   readonly nextSlotBooked: boolean;
   readonly nextSlotLateMs: number;
   /** Writes started on a prefix outside any booking: small tenants (allowed), and large ones (never). */
-  readonly unleasedWrites: number;
-  readonly largeUnleasedWrites: number;
+  readonly unbookedWrites: number;
+  readonly largeUnbookedWrites: number;
   /** Per prefix: most writes accepted in any window of the check. */
   readonly windowPeaks: Record<string, number>;
   /** The most skew any window was allowed: both processes' longest event-loop stalls around it, plus transit (ms). */
@@ -136,17 +136,17 @@ export async function accountRates(run: {
   const byName = bookingsByName(lines, (pid) => run.killedAt.get(pid) ?? lastLine.get(pid) ?? Date.now());
   const violations: string[] = [];
   const windowPeaks: Record<string, number> = {};
-  const unleasedLines = lines.filter((l): l is UnleasedWriteLine => l.event === 'unleased-write');
-  for (const l of unleasedLines)
+  const unbookedLines = lines.filter((l): l is UnbookedWriteLine => l.event === 'unbooked-write');
+  for (const l of unbookedLines)
     if (l.large) violations.push(`${l.name}: a large tenant's write started outside a booking at ${l.t}`);
   const prefixes = new Set(run.writes.map((w) => w.prefix));
   for (const prefix of prefixes) {
     const name = `prefix:${bucket}/${prefix}`;
     const accepted = run.writes.filter((w) => w.prefix === prefix && w.accepted).map((w) => w.at);
-    const unleased = unleasedLines.filter((l) => l.name === name && !l.large).map((l) => l.t);
+    const unbooked = unbookedLines.filter((l) => l.name === name && !l.large).map((l) => l.t);
     windowPeaks[prefix] = peakWindowCount(accepted);
     skewMs = Math.max(skewMs, ...accepted.map(skew));
-    violations.push(...rateViolations(prefix, accepted, byName.get(name) ?? [], { skewMs: skew, unleased }));
+    violations.push(...rateViolations(prefix, accepted, byName.get(name) ?? [], { skewMs: skew, unbooked }));
   }
   const all = [...byName.values()].flat();
   const orphans = all.filter((b) => !b.reported && run.killedAt.has(b.pid));
@@ -177,8 +177,8 @@ export async function accountRates(run: {
     orphanedRate: orphans.reduce((sum, b) => sum + b.rate, 0),
     nextSlotBooked,
     nextSlotLateMs,
-    unleasedWrites: unleasedLines.filter((l) => !l.large).length,
-    largeUnleasedWrites: unleasedLines.filter((l) => l.large).length,
+    unbookedWrites: unbookedLines.filter((l) => !l.large).length,
+    largeUnbookedWrites: unbookedLines.filter((l) => l.large).length,
     windowPeaks,
     skewMs,
     violations,

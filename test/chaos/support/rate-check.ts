@@ -1,4 +1,4 @@
-// The fleet cap's rate invariant, the rate engine's form of "permits never exceed the limit"
+// The fleet cap's rate invariant, what the schedule promises
 // (docs/fleet-cap.md, "Why the fleet never exceeds the rate"): the writes S3 accepted on a prefix in any
 // short window are no more than the slots booked in its schedule over that window, plus the retries. Both
 // suites feed it the same two logs: the writes their S3 proxy let through (times of arrival) and the
@@ -41,7 +41,7 @@ export interface RateCheckOptions {
    * its batch writes without one (`SMALL_TENANT_WRITES`), bounded only by its writes in flight.
    * @default []
    */
-  readonly unleased?: readonly number[];
+  readonly unbooked?: readonly number[];
 }
 
 /**
@@ -141,7 +141,7 @@ export function rateViolations(
 ): string[] {
   const windowMs = options.windowMs ?? RATE_WINDOW_MS;
   const sorted = [...writes].sort((a, b) => a - b);
-  const unleased = [...(options.unleased ?? [])].sort((a, b) => a - b);
+  const unbooked = [...(options.unbooked ?? [])].sort((a, b) => a - b);
   const slots = bookings.map(slotTimes);
   const violations: string[] = [];
   let end = 0;
@@ -152,7 +152,7 @@ export function rateViolations(
     const skewMs = typeof options.skewMs === 'number' ? options.skewMs : options.skewMs(t);
     const from = t - skewMs - SLOT_CATCH_UP_MS;
     const to = t + windowMs;
-    const allowed = countIn(unleased, t - skewMs, to) + allowedBy(slots, from, to);
+    const allowed = countIn(unbooked, t - skewMs, to) + allowedBy(slots, from, to);
     if (count > allowed) {
       violations.push(
         `${prefix}: ${count} writes accepted in ${windowMs} ms from ${new Date(t).toISOString()}, the schedule allows ${allowed} (skew ${skewMs} ms)`,

@@ -3,7 +3,7 @@
 // acknowledged comes back", and an acknowledged one may come back too); the producer sends the next write
 // only after the previous one was acknowledged (ordering across messages is the `seq` issue's job).
 // Property: the record in storage is the acknowledged history applied in order, whatever failed on the way
-// (S3 errors before or after the write applied, i.e. lost responses; permit acquire/release failures;
+// (S3 errors before or after the write applied, i.e. lost responses; rate budget booking/report failures;
 // dead-letter sink failures, lost responses included), and no acknowledged outcome ever changes.
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import fc from 'fast-check';
@@ -24,9 +24,16 @@ import { createIngestHandler, type IngestHandler } from '../../../../lib/ingest/
 import type { DeadLetter } from '../../../../lib/ingest/handler/settle/dead-letter-queue.js';
 import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/settle/memory-dead-letter-sink.js';
 import { deriveInsertId } from '../../../../lib/ingest/message/derive-id.js';
-import { MemorySemaphore } from '../../../../lib/semaphore/memory-semaphore.js';
-import type { AcquireOptions, Lease, Semaphore } from '../../../../lib/semaphore/types.js';
-import { body, lambdaContext, quietMetrics, silentLogger, sqsRecord, testConfig } from './support.js';
+import {
+  body,
+  lambdaContext,
+  memoryBudgets,
+  prefixOf,
+  quietMetrics,
+  silentLogger,
+  sqsRecord,
+  testConfig,
+} from './support.js';
 
 /** Runs of the property in `npm test` (each is a few to ~40 invocations); the seed makes a run reproducible. */
 const NUM_RUNS = 60;
@@ -46,10 +53,13 @@ type Write =
   | { readonly op: 'delete' }
   | { readonly op: 'invalid' };
 
-/** What an S3 call does in one delivery: nothing special, fail before applying, or apply and lose the answer. */
-type StoreFault = 'none' | 'before' | 'after';
-/** Permits: granted, acquire fails (DynamoDB unreachable), or release fails after the work. */
-type PermitFault = 'none' | 'acquire' | 'release';
+/**
+ * What an S3 call does in one delivery: nothing special, fail before applying, or apply and lose the answer
+ * (`throttled`: SlowDown before applying, only to promote the tenant before a scenario).
+ */
+type StoreFault = 'none' | 'before' | 'after' | 'throttled';
+/** The tenant prefix's rate budget: slots booked, the booking fails (DynamoDB unreachable), or the report fails after the work. */
+type BudgetFault = 'none' | 'book' | 'report';
 /** Dead-letter sink: stores, rejects as a whole, refuses every letter, or stores and then fails (lost answer). */
 type SinkFault = 'none' | 'reject' | 'refuse' | 'lost';
 
@@ -58,7 +68,7 @@ interface Delivery {
   readonly copies: 1 | 2;
   /** One fault per S3 call of this delivery, in call order; calls beyond the list succeed. */
   readonly store: readonly StoreFault[];
-  readonly permits: PermitFault;
+  readonly budget: BudgetFault;
   readonly sink: SinkFault;
 }
 
@@ -166,40 +176,27 @@ class FaultyStore implements ObjectStore {
   async #call<R>(run: () => Promise<R>): Promise<R> {
     const fault = this.faults.shift() ?? 'none';
     if (fault === 'before') throw internalError();
+    if (fault === 'throttled')
+      throw Object.assign(internalError(), { name: 'SlowDown', $metadata: { httpStatusCode: 503 } });
     const result = await run();
     if (fault === 'after') throw internalError();
     return result;
   }
 }
 
-/** Memory semaphores (one per name) whose acquire or release fails while `fault` says so. */
-class FaultySemaphores {
-  fault: PermitFault = 'none';
-  readonly #byName = new Map<string, MemorySemaphore>();
-
-  readonly factory = (name: string, limit: number): Semaphore => {
-    const inner = this.#byName.get(name) ?? new MemorySemaphore({ name, limit });
-    this.#byName.set(name, inner);
-    return {
-      name,
-      limit: inner.limit,
-      acquire: async (k: number, options?: AcquireOptions): Promise<Lease> => {
-        if (this.fault === 'acquire') throw new Error('DynamoDB unreachable');
-        const lease = await inner.acquire(k, options);
-        if (this.fault !== 'release') return lease;
-        return {
-          permits: lease.permits,
-          fence: lease.fence,
-          expiresAt: lease.expiresAt,
-          extend: (ms, o) => lease.extend(ms, o),
-          // Not given back: the lease expires by itself, as after a stalled DynamoDB.
-          release: async () => {
-            throw new Error('DynamoDB release timed out');
-          },
-        };
-      },
-    };
-  };
+/** Memory rate budgets (one schedule per name) whose bookings or reports fail while `fault` says so. */
+function faultyBudgets() {
+  const state = { fault: 'none' as BudgetFault };
+  const budgets = memoryBudgets({
+    book: () => {
+      if (state.fault === 'book') throw new Error('DynamoDB unreachable');
+    },
+    // The step is lost, as after a stalled DynamoDB.
+    report: () => {
+      if (state.fault === 'report') throw new Error('DynamoDB report timed out');
+    },
+  });
+  return Object.assign(state, { budgets });
 }
 
 /** A memory sink that fails as `fault` says. */
@@ -240,7 +237,7 @@ const writeArb: fc.Arbitrary<Write> = fc.oneof(
 const deliveryArb: fc.Arbitrary<Delivery> = fc.record({
   copies: fc.constantFrom<1 | 2>(1, 1, 1, 2),
   store: fc.array(fc.constantFrom<StoreFault>('none', 'none', 'before', 'after'), { maxLength: 3 }),
-  permits: fc.constantFrom<PermitFault>('none', 'none', 'none', 'acquire', 'release'),
+  budget: fc.constantFrom<BudgetFault>('none', 'none', 'none', 'book', 'report'),
   sink: fc.constantFrom<SinkFault>('none', 'none', 'reject', 'refuse', 'lost'),
 });
 
@@ -249,7 +246,7 @@ const stepsArb: fc.Arbitrary<Step[]> = fc.array(
   { minLength: 1, maxLength: 8 },
 );
 
-const FAULT_FREE: Delivery = { copies: 1, store: [], permits: 'none', sink: 'none' };
+const FAULT_FREE: Delivery = { copies: 1, store: [], budget: 'none', sink: 'none' };
 
 const handlers: IngestHandler[] = [];
 afterEach(async () => {
@@ -270,18 +267,28 @@ async function storedContent(db: Database): Promise<Data | undefined> {
 
 async function runScenario(steps: readonly Step[]): Promise<void> {
   const store = new FaultyStore();
-  const semaphores = new FaultySemaphores();
+  const budget = faultyBudgets();
   const sink = new FaultySink();
   const handler = createIngestHandler(testConfig(), {
     logger: silentLogger(),
     metrics: quietMetrics(),
     store,
     deadLetters: sink,
-    semaphores: semaphores.factory,
+    budgets: budget.budgets.factory,
   });
   handlers.push(handler);
   const reader = new Database({ tenant: TENANT, store: store.inner });
   await reader.createResource({ name: RESOURCE });
+  // A batch of one record books no slots (a small tenant) unless S3 throttled its tenant before: one
+  // SlowDown on another record promotes the tenant, so every delivery below books its prefix's slots and
+  // meets the budget's faults.
+  store.faults = ['throttled', 'throttled', 'throttled'];
+  await handler(
+    { Records: [sqsRecord(body({ tenant: TENANT, id: 'promote' }), 'promote')] },
+    lambdaContext(30_000),
+  );
+  store.faults = [];
+  expect([...budget.budgets.made.keys()]).toEqual([prefixOf(TENANT)]);
 
   let state: Data | undefined;
   const expectedLetters = new Map<string, string>();
@@ -296,12 +303,12 @@ async function runScenario(steps: readonly Step[]): Promise<void> {
 
     const deliver = async (delivery: Delivery): Promise<void> => {
       store.faults = [...delivery.store];
-      semaphores.fault = delivery.permits;
+      budget.fault = delivery.budget;
       sink.fault = delivery.sink;
       const records = delivery.copies === 2 ? [record, { ...record }] : [record];
       const response = await handler({ Records: records }, lambdaContext(30_000));
       store.faults = [];
-      semaphores.fault = 'none';
+      budget.fault = 'none';
       sink.fault = 'none';
       const acked = !response.batchItemFailures.some((f) => f.itemIdentifier === record.messageId);
       acknowledged ||= acked;

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { IngestHandler } from '../../../../lib/ingest/handler/ingest-handler.js';
 import type { DeadLetter } from '../../../../lib/ingest/handler/settle/dead-letter-queue.js';
 import { MemoryDeadLetterSink } from '../../../../lib/ingest/handler/settle/memory-dead-letter-sink.js';
-import { MemorySemaphore } from '../../../../lib/semaphore/memory-semaphore.js';
+import { MemoryRateBudget } from '../../../../lib/semaphore/memory-rate-budget.js';
 import {
   body,
   failedIds,
@@ -55,23 +55,22 @@ describe('settle is bounded by the invocation deadline', () => {
   });
 });
 
-describe('semaphore port failures stay per tenant', () => {
-  it('a semaphore factory that throws synchronously for one tenant does not fail the other tenants', async () => {
+describe('rate budget port failures stay per tenant', () => {
+  it('a budget factory that throws synchronously for one tenant does not fail the other tenants', async () => {
     const { handler, store } = setup(
       { SEMAPHORE_TABLE: 'unused' },
       {
-        semaphores: (name, limit) => {
-          if (name.includes('t=broken/')) throw new Error('cannot build semaphore');
-          return new MemorySemaphore({ name, limit });
+        budgets: (name, ceiling) => {
+          if (name.includes('t=broken/')) throw new Error('cannot build budget');
+          return new MemoryRateBudget({ name, ceiling });
         },
       },
     );
-    // 10 writes each: both tenants get a per-prefix lease (factory called per tenant).
+    // 10 writes each: both tenants book their prefix's slots (factory called per tenant).
     const good = Array.from({ length: 10 }, (_, i) => ({ tenant: 'good', id: `g-${i}` }));
     const broken = Array.from({ length: 10 }, (_, i) => ({ tenant: 'broken', id: `b-${i}` }));
     const event = sqsEvent([...broken, ...good]);
-    // README: "A tenant whose permits cannot be had ... (or whose semaphore is unreachable) does not run:
-    // its records are redelivered; other tenants go on."
+    // A tenant that cannot have slots does not run: its records are redelivered; other tenants go on.
     const response = await handler(event, lambdaContext(30_000));
     expect(failedIds(response)).toEqual(
       event.Records.slice(0, 10)

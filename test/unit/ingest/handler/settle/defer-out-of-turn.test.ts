@@ -1,7 +1,6 @@
 // The deferral stage and its policy: which out-of-turn records are deferred, with what delay, and what
 // happens when the port refuses, fails or does not answer (they are redelivered, never lost).
 import { describe, expect, it, vi } from 'vitest';
-import { STUCK_HOLDER_LATE_MS } from '../../../../../lib/ingest/handler/run/acquire-turn.js';
 import {
   canDefer,
   deferOutOfTurn,
@@ -39,7 +38,7 @@ function withDeferrals(record: ReturnType<typeof sqsRecord>, n: number) {
 }
 
 describe('deferralDelaySeconds', () => {
-  it('until the holders are due, rounded down to whole seconds, between the first and the longest delay', () => {
+  it('until the first free slot, rounded down to whole seconds, between the first and the longest delay', () => {
     const now = 1_000_000;
     expect(deferralDelaySeconds(0, now + 4_900, now)).toBe(4);
     expect(deferralDelaySeconds(7, now + 4_900, now)).toBe(4);
@@ -48,7 +47,7 @@ describe('deferralDelaySeconds', () => {
     expect(deferralDelaySeconds(0, now + 600_000, now)).toBe(MAX_DEFERRAL_DELAY_SECONDS);
   });
 
-  it('when no holder said: the first delay, doubling every fourth deferral, up to the longest', () => {
+  it('without a first free slot: the first delay, doubling every fourth deferral, up to the longest', () => {
     expect([0, 1, 3, 4, 7, 8, 12, 16, 19, 40].map((n) => deferralDelaySeconds(n))).toEqual([
       1, 1, 1, 2, 2, 4, 8, 16, 16, 30,
     ]);
@@ -67,7 +66,7 @@ describe('canDefer', () => {
 });
 
 describe('deferOutOfTurn', () => {
-  it('defers every eligible record with the delay its holders announced; nothing pending, no call', async () => {
+  it('defers every eligible record until its first free slot; nothing pending, no call', async () => {
     const now = Date.now();
     const { ledger, records } = outOfTurn(3, new SemaphoreTimeoutError('p', 1, now, now + 3_500));
     const port = new MemoryDeferrals();
@@ -88,32 +87,21 @@ describe('deferOutOfTurn', () => {
     expect(ledger.counts()).toMatchObject({ deferred: 1, redelivered: 0 });
   });
 
-  it('holders late by more than STUCK_HOLDER_LATE_MS are taken for stuck: the backoff of silent holders', () => {
-    const now = 1_000_000;
-    expect(deferralDelaySeconds(12, now - 200, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
-    expect(deferralDelaySeconds(12, now - STUCK_HOLDER_LATE_MS, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
-    expect(deferralDelaySeconds(12, now - STUCK_HOLDER_LATE_MS - 1, now)).toBe(8);
-    expect(deferralDelaySeconds(12, undefined, now)).toBe(8);
-    // Due in the future: until then, whatever the deferrals.
-    expect(deferralDelaySeconds(12, now + 3_500, now)).toBe(3);
-  });
-
-  it('a record that waited its turn behind holders running late comes back in FIRST, whatever its deferrals', async () => {
+  it('a first free slot already passed says nothing: the exponential of the deferrals, as without one', async () => {
     const now = Date.now();
-    const late = outOfTurn(2, new SemaphoreTimeoutError('p', 1, now, undefined, now - 200));
-    // Deferred a dozen times already: behind holders that said nothing it would wait 2^3 = 8 s.
-    for (const record of late.records) withDeferrals(record, 12);
+    expect(deferralDelaySeconds(12, now - 200, now)).toBe(8);
+    expect(deferralDelaySeconds(12, now, now)).toBe(8);
+    const passed = outOfTurn(2, new SemaphoreTimeoutError('p', 1, now, now - 200));
+    for (const record of passed.records) withDeferrals(record, 12);
     const port = new MemoryDeferrals();
-    await deferOutOfTurn(late.ledger, port, silentLogger(), open());
-    expect([...port.deferred.values()].map((d) => d.delaySeconds)).toEqual([
-      FIRST_DEFERRAL_DELAY_SECONDS,
-      FIRST_DEFERRAL_DELAY_SECONDS,
-    ]);
-    const silent = outOfTurn(1, new SemaphoreTimeoutError('p', 1, now));
-    withDeferrals(silent.records[0]!, 12);
+    await deferOutOfTurn(passed.ledger, port, silentLogger(), open());
+    expect([...port.deferred.values()].map((d) => d.delaySeconds)).toEqual([8, 8]);
+    // A first free slot ahead: until then, whatever the deferrals.
+    const ahead = outOfTurn(1, new SemaphoreTimeoutError('p', 1, now, Date.now() + 3_500));
+    withDeferrals(ahead.records[0]!, 12);
     const other = new MemoryDeferrals();
-    await deferOutOfTurn(silent.ledger, other, silentLogger(), open());
-    expect([...other.deferred.values()].map((d) => d.delaySeconds)).toEqual([8]);
+    await deferOutOfTurn(ahead.ledger, other, silentLogger(), open());
+    expect([...other.deferred.values()].map((d) => d.delaySeconds)).toEqual([3]);
   });
 
   it('FIFO records, records at the cap and those the port refuses are redelivered; no port: all of them', async () => {

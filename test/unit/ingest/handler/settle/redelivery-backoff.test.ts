@@ -10,11 +10,12 @@ import {
   type VisibilityPort,
   visibilityTimeoutFor,
 } from '../../../../../lib/ingest/handler/settle/redelivery-backoff.js';
-import { MemorySemaphore, type Semaphore } from '../../../../../lib/semaphore/index.js';
 import {
   body,
   failedIds,
   lambdaContext,
+  memoryBudgets,
+  prefixOf,
   sqsEvent,
   sqsRecord,
   TrackingStore,
@@ -23,18 +24,6 @@ import {
 
 const handlers: IngestHandler[] = [];
 
-/** One semaphore per name, as the DynamoDB-backed factory behaves (the permits live outside the instance). */
-function memoize(make: (name: string, limit: number) => Semaphore) {
-  const made = new Map<string, Semaphore>();
-  return (name: string, limit: number) => {
-    let semaphore = made.get(name);
-    if (semaphore === undefined) {
-      semaphore = make(name, limit);
-      made.set(name, semaphore);
-    }
-    return semaphore;
-  };
-}
 afterEach(async () => {
   await Promise.all(handlers.splice(0).map((h) => h.close()));
 });
@@ -128,46 +117,41 @@ describe('redelivery backoff in the handler', () => {
     ]);
   });
 
-  it('a record whose prefix had no permit to spare before the cutoff comes back after 1 s, not 5 s', async () => {
+  it('a record whose prefix had no slot for it before the cutoff comes back after 1 s, not 5 s', async () => {
     const port = new RecordingPort(async () => new Set());
     const store = new TrackingStore();
     store.hook = (call) => {
       if (call.key.startsWith('t=hot/')) throw slowDown();
     };
-    const busy = (name: string, limit: number) => {
-      const semaphore = new MemorySemaphore({ name, limit });
-      // The `busy` tenant's prefix: every permit is held elsewhere until the cutoff.
-      if (name.includes('t=busy/')) void semaphore.acquire(limit);
-      return semaphore;
-    };
+    const budgets = memoryBudgets();
     const t = testHandler(
       { WRITE_RETRIES: '0', SEMAPHORE_TABLE: 'unused' },
-      { store, redeliveries: port, semaphores: memoize(busy) },
+      { store, redeliveries: port, budgets: budgets.factory },
     );
     handlers.push(t.handler);
-    // 10 writes each: per-prefix leases for both tenants.
+    // The `busy` tenant's prefix: its slots are booked by other invocations past the cutoff.
+    await budgets.bookAhead(prefixOf('busy'), t.config.s3PrefixWriteRate, 60_000);
+    // 10 writes each: both tenants book their prefix's slots.
     const busyRecords = Array.from({ length: 10 }, (_, i) => record('busy', `b${i}`, 2));
     const hotRecords = Array.from({ length: 10 }, (_, i) => record('hot', `h${i}`, 2));
     const response = await t.handler(sqsEvent([...busyRecords, ...hotRecords]), lambdaContext(4_000));
     expect(failedIds(response)).toHaveLength(20);
     const timeouts = new Map(port.calls.flat().map((c) => [c.messageId, c.visibilityTimeoutSeconds]));
-    // Second receive: 1 s x 2 for the records that waited for permits, 5 s x 2 for the ones S3 refused.
+    // Second receive: 1 s x 2 for the records that waited for their turn, 5 s x 2 for the ones S3 refused.
     for (const r of busyRecords) expect(timeouts.get(r.messageId)).toBe(2);
     for (const r of hotRecords) expect(timeouts.get(r.messageId)).toBe(10);
   });
 
-  it('a record whose semaphore is unreachable keeps the normal backoff: DynamoDB down is not a turn', async () => {
+  it('a record whose budget is unreachable keeps the normal backoff: DynamoDB down is not a turn', async () => {
     const port = new RecordingPort(async () => new Set());
-    const unreachable = (name: string, limit: number): Semaphore => ({
-      name,
-      limit,
-      acquire: async () => {
+    const unreachable = memoryBudgets({
+      book: () => {
         throw Object.assign(new Error('connect ECONNREFUSED'), { name: 'TimeoutError' });
       },
     });
     const t = testHandler(
       { WRITE_RETRIES: '0', SEMAPHORE_TABLE: 'unused' },
-      { redeliveries: port, semaphores: unreachable },
+      { redeliveries: port, budgets: unreachable.factory },
     );
     handlers.push(t.handler);
     const records = Array.from({ length: 10 }, (_, i) => record('acme', `a${i}`, 2));

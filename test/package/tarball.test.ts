@@ -42,8 +42,33 @@ function bin(cwd: string, args: string[]) {
   });
 }
 
+/** Type-checks `file` of the scratch project `app` (strict, NodeNext), as a consumer's build would. */
+function typeCheck(app: string, file: string): { output: string; status: number | null } {
+  writeFileSync(
+    join(app, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        strict: true,
+        noEmit: true,
+        // A Node service has @types/node; the scratch project borrows the repo's instead of installing it.
+        typeRoots: [join(ROOT, 'node_modules', '@types')],
+        types: ['node'],
+      },
+      files: [file],
+    }),
+  );
+  const tsc = spawnSync(NODE, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], {
+    encoding: 'utf8',
+  });
+  return { output: tsc.stdout + tsc.stderr, status: tsc.status };
+}
+
 let bare: string;
 let ingestApp: string;
+let semaphoreApp: string;
 
 beforeAll(() => {
   scratch = mkdtempSync(join(tmpdir(), 's3-ingest-consumer-'));
@@ -86,6 +111,25 @@ beforeAll(() => {
     'npm',
     ['install', '--omit=dev', '--prefer-offline', '--no-package-lock', tarball, ...ingestPeers],
     ingestApp,
+  );
+  // A service booking a prefix's writes: the tarball plus the one peer the README lists for s3-ingest/semaphore.
+  semaphoreApp = join(scratch, 'semaphore');
+  mkdirSync(semaphoreApp);
+  writeFileSync(
+    join(semaphoreApp, 'package.json'),
+    JSON.stringify({ name: 'budget-app', private: true, type: 'module' }),
+  );
+  run(
+    'npm',
+    [
+      'install',
+      '--omit=dev',
+      '--prefer-offline',
+      '--no-package-lock',
+      tarball,
+      ...pinnedPeers(['@aws-sdk/client-dynamodb']),
+    ],
+    semaphoreApp,
   );
 }, 300_000);
 
@@ -134,26 +178,8 @@ describe('the published package', () => {
         "export const bad: ProducerWrite = { resource: 'orders', op: 'delete', id: 'x' };",
       ].join('\n'),
     );
-    writeFileSync(
-      join(app, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          module: 'NodeNext',
-          moduleResolution: 'NodeNext',
-          target: 'ES2022',
-          strict: true,
-          noEmit: true,
-          // A Node service has @types/node; the scratch project borrows the repo's instead of installing it.
-          typeRoots: [join(ROOT, 'node_modules', '@types')],
-          types: ['node'],
-        },
-        files: ['consumer.ts'],
-      }),
-    );
-    const tsc = spawnSync(NODE, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], {
-      encoding: 'utf8',
-    });
-    expect(tsc.stdout + tsc.stderr).toBe('');
+    const tsc = typeCheck(app, 'consumer.ts');
+    expect(tsc.output).toBe('');
     expect(tsc.status).toBe(0);
   }, 120_000); // tsc over the SDK's declarations: ~7 s on an idle machine, much more under load
 
@@ -162,7 +188,7 @@ describe('the published package', () => {
       '.': 'Producer',
       './ingest': 'createIngestHandler',
       './db': 'Database',
-      './semaphore': 'DynamoSemaphore',
+      './semaphore': 'DynamoRateBudget',
       './local': 'startLocalAws',
     };
     const script = Object.entries(entries)
@@ -257,4 +283,84 @@ describe('entry points with the peers the README lists', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
   });
+});
+
+describe('s3-ingest/semaphore with the one peer the README lists', () => {
+  it('books and reports as the README shows: MemoryRateBudget in one process, DynamoRateBudget on DynamoDB', () => {
+    writeFileSync(
+      join(semaphoreApp, 'budget.mjs'),
+      [
+        "import { DynamoDBClient } from '@aws-sdk/client-dynamodb';",
+        "import { DynamoRateBudget, MemoryBudgetTable, MemoryRateBudget, SemaphoreTimeoutError } from 's3-ingest/semaphore';",
+        'const [endpoint, tableName] = process.argv.slice(2);',
+        "const name = 'prefix:my-bucket/t=acme/';",
+        'const slots = ({ rate, startAt, endsAt, writes, queued }) => ({ rate, startAt, endsAt, writes, queued });',
+        '// Two budgets on one table share a schedule, as two processes on one DynamoDB table do.',
+        'const table = new MemoryBudgetTable();',
+        'const a = new MemoryRateBudget({ name, ceiling: 100, table });',
+        'const b = new MemoryRateBudget({ name, ceiling: 100, table });',
+        'let now = Date.now();',
+        'const first = await a.book({ writes: 50, latestStart: now + 1_000, writeBy: now + 10_000 });',
+        'const second = await b.book({ writes: 10, latestStart: now + 1_000, writeBy: now + 10_000 });',
+        'await first.report({ accepted: 50, throttled: 0, starved: first.queued });',
+        "const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });",
+        'await DynamoRateBudget.createTable(client, tableName);',
+        'const budget = new DynamoRateBudget({ client, tableName, name, ceiling: 100 });',
+        'now = Date.now();',
+        'const booking = await budget.book({ writes: 40, latestStart: now + 1_000, writeBy: now + 10_000 });',
+        '// Half of its writes were refused (S3 SlowDown): the budget halves.',
+        'await booking.report({ accepted: 20, throttled: 20, starved: booking.queued });',
+        'now = Date.now();',
+        'const after = await budget.book({ writes: 500, latestStart: now + 10_000, writeBy: now + 60_000 });',
+        'const refusal = await budget',
+        '  .book({ writes: 1, latestStart: Date.now() + 1_000, writeBy: Date.now() + 60_000 })',
+        '  .then(() => undefined, (err) => ({ typed: err instanceof SemaphoreTimeoutError, name: err.name, freeAt: err.freeAt }));',
+        'client.destroy();',
+        'console.log(JSON.stringify({ memory: [slots(first), slots(second)], dynamo: [slots(booking), slots(after)], refusal }));',
+      ].join('\n'),
+    );
+    const ran = spawnSync(
+      NODE,
+      ['budget.mjs', localClientConfig('dynamodb').endpoint, `tarball-${Date.now()}`],
+      { cwd: semaphoreApp, encoding: 'utf8', timeout: 60_000 },
+    );
+    expect(ran.stderr).toBe('');
+    expect(ran.status).toBe(0);
+    const { memory, dynamo, refusal } = JSON.parse(ran.stdout) as {
+      memory: { rate: number; startAt: number; endsAt: number; writes: number; queued: boolean }[];
+      dynamo: { rate: number; startAt: number; endsAt: number; writes: number; queued: boolean }[];
+      refusal?: { typed: boolean; name: string; freeAt: number };
+    };
+    // 50 slots at 100/s take 500 ms; the other budget's 10 follow them, queued.
+    expect(memory[0]).toMatchObject({ rate: 100, writes: 50, queued: false });
+    expect(memory[0]!.endsAt - memory[0]!.startAt).toBe(500);
+    expect(memory[1]).toMatchObject({ rate: 100, writes: 10, startAt: memory[0]!.endsAt, queued: true });
+    // The report halved the DynamoDB budget: the next booking's slots are spaced at 50/s, after the first's.
+    expect(dynamo[0]).toMatchObject({ rate: 100, writes: 40 });
+    expect(dynamo[1]).toMatchObject({ rate: 50, writes: 500 });
+    expect(dynamo[1]!.endsAt - dynamo[1]!.startAt).toBe(10_000);
+    expect(dynamo[1]!.startAt).toBeGreaterThanOrEqual(dynamo[0]!.endsAt);
+    // Booked 10 s ahead: a booking that must start within 1 s is refused at once, told when the schedule frees.
+    expect(refusal).toEqual({ typed: true, name: 'SemaphoreTimeoutError', freeAt: dynamo[1]!.endsAt });
+  });
+
+  it('type-checks a consumer booking and reporting through the exported types', () => {
+    writeFileSync(
+      join(semaphoreApp, 'consumer.ts'),
+      [
+        "import { DynamoDBClient } from '@aws-sdk/client-dynamodb';",
+        "import { DynamoRateBudget, type RateBooking, type RateBudget, type WriteRound } from 's3-ingest/semaphore';",
+        "const budget: RateBudget = new DynamoRateBudget({ client: new DynamoDBClient({}), tableName: 'semaphores', name: 'prefix:b/t=acme/', ceiling: 3500 });",
+        'const now = Date.now();',
+        'export const booked: Promise<RateBooking> = budget.book({ writes: 40, latestStart: now + 1_000, writeBy: now + 10_000 });',
+        'export const round: WriteRound = { accepted: 40, throttled: 0, starved: false };',
+        'export const reported: Promise<void> = booked.then((booking) => booking.report(round));',
+        '// @ts-expect-error: a booking needs the time its writes must be done by',
+        'export const bad = budget.book({ writes: 40, latestStart: now });',
+      ].join('\n'),
+    );
+    const tsc = typeCheck(semaphoreApp, 'consumer.ts');
+    expect(tsc.output).toBe('');
+    expect(tsc.status).toBe(0);
+  }, 120_000);
 });

@@ -173,9 +173,11 @@ describe("a prefix's rate schedule", () => {
     expect(await handler(event, lambdaContext(30_000))).toEqual({ batchItemFailures: [] });
     expect(store.keys()).toHaveLength(15);
     expect(summaries[0]?.BookedWriteRate).toBe(100);
-    expect(budgets.books()).toEqual([
-      { name: prefixOf('big'), options: expect.objectContaining({ writes: 15 }) },
-    ]);
+    // One slot per write (writes that fall behind their slots book again, for fewer).
+    expect(budgets.books()[0]).toEqual({
+      name: prefixOf('big'),
+      options: expect.objectContaining({ writes: 15 }),
+    });
     // 15 writes in slots 10 ms apart: the last starts at least 14 slots after the first (less the catch-up).
     expect(starts).toHaveLength(15);
     expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(14 * 10 - SLOT_CATCH_UP_MS);

@@ -1,9 +1,9 @@
-// runTenants, the run stage: a tenant that cannot run (its Database cannot be opened, its permits cannot be
+// runTenants, the run stage: a tenant that cannot run (its Database cannot be opened, its slots cannot be
 // had, its run hits a bug of ours) is redelivered with the right cause and logged with its name, while the
 // other tenants are written. Issue 14's mutation testing of run-tenants.ts found these paths untested.
-// Also: a tenant whose permits others held past its wait is out of turn, the figures the stage counts
-// (permits held, stale writes, its pools' events, failed releases), and how long a tenant waits for its
-// prefix (the turn wait only when all its records can be deferred; more often the more they were received).
+// Also: a tenant whose prefix's schedule others booked past its wait is out of turn, the figures the stage
+// counts (booked write rate, stale writes, its pools' events, failed reports), and how long a tenant waits
+// for its first slot (the turn wait only when all its records can be deferred).
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -12,21 +12,17 @@ import { MemoryBucket, MemoryObjectStore } from '../../../../../lib/db/memory-ob
 import { systemClock } from '../../../../../lib/ingest/handler/clock.js';
 import { InvocationDeadline } from '../../../../../lib/ingest/handler/invocation-deadline.js';
 import { planBatch } from '../../../../../lib/ingest/handler/plan/plan-batch.js';
+import { PrefixRates } from '../../../../../lib/ingest/handler/run/prefix-rates.js';
+import type { RateBudgetFactory } from '../../../../../lib/ingest/handler/run/rate-holder.js';
 import { type RunContext, runTenants } from '../../../../../lib/ingest/handler/run/run-tenants.js';
 import { TenantDatabases } from '../../../../../lib/ingest/handler/run/tenant-databases.js';
-import {
-  type SemaphoreFactory,
-  TenantPermits,
-} from '../../../../../lib/ingest/handler/run/tenant-permits.js';
 import { MAX_DEFERRALS } from '../../../../../lib/ingest/handler/settle/defer-out-of-turn.js';
 import { DEFERRALS_ATTRIBUTE } from '../../../../../lib/ingest/handler/settle/deferral-port.js';
 import { InvocationMetrics } from '../../../../../lib/ingest/handler/settle/invocation-metrics.js';
 import { OutcomeLedger } from '../../../../../lib/ingest/handler/settle/outcome-ledger.js';
 import { ConcurrencyBudget } from '../../../../../lib/pool/concurrency-budget.js';
 import { SemaphoreTimeoutError } from '../../../../../lib/semaphore/errors.js';
-import { MemorySemaphore } from '../../../../../lib/semaphore/memory-semaphore.js';
-import type { AcquireOptions, Lease } from '../../../../../lib/semaphore/types.js';
-import { body, sqsRecord, testConfig } from '../support.js';
+import { body, memoryBudgets, prefixOf, sqsRecord, testConfig } from '../support.js';
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -48,7 +44,7 @@ function recordingLogger() {
 async function runStage(
   writes: readonly { tenant: string; id: string; seq?: number }[],
   options: {
-    semaphores?: SemaphoreFactory;
+    budgets?: RateBudgetFactory;
     databases?: (real: TenantDatabases) => TenantDatabases;
     env?: Record<string, string>;
     store?: MemoryObjectStore;
@@ -87,11 +83,10 @@ async function runStage(
   await runTenants(
     plan.tenants,
     options.databases?.(real) ?? real,
-    new TenantPermits(config, options.semaphores),
+    new PrefixRates(config, options.budgets),
     {
       ledger,
       deadline,
-      leaseMs: 40_000,
       metrics,
       logger,
       ...options.context,
@@ -100,29 +95,13 @@ async function runStage(
   return { ledger, lines, metrics, databases: real };
 }
 
-/** Ten writes of one tenant: enough for it to take its prefix lease (fewer take none). */
+/** Ten writes of one tenant: enough for it to book its prefix's slots (fewer book none). */
 const largeTenant = (tenant = 'acme') =>
   Array.from({ length: 10 }, (_, i) => ({ tenant, id: `${tenant}-${i}` }));
 
-/** Memory semaphores that record what each acquire asked for and each lease granted. */
-function recordingSemaphores(change: { release?: (lease: Lease) => Promise<void> } = {}) {
-  const acquires: { name: string; options: AcquireOptions }[] = [];
-  const granted: number[] = [];
-  const semaphores: SemaphoreFactory = (name, limit) => {
-    const inner = new MemorySemaphore({ name, limit });
-    return {
-      name,
-      limit,
-      acquire: async (k, options = {}) => {
-        acquires.push({ name, options });
-        const lease = await inner.acquire(k, options);
-        granted.push(lease.permits);
-        return change.release === undefined ? lease : { ...lease, release: () => change.release!(lease) };
-      },
-    };
-  };
-  return { semaphores, acquires, granted };
-}
+/** The latest first slot each booking asked for, in ms after `before`. */
+const latestStarts = (budgets: ReturnType<typeof memoryBudgets>, before: number) =>
+  budgets.books().map((b) => b.options.latestStart - before);
 
 describe('runTenants', () => {
   it('unpins its tenants when it ends: one the cache evicted meanwhile is then disconnected', async () => {
@@ -170,15 +149,16 @@ describe('runTenants', () => {
     ]);
   });
 
-  it('a tenant whose permits cannot be had is redelivered as permits-unavailable and logged with the reason', async () => {
+  it('a tenant whose slots cannot be had is redelivered as permits-unavailable and logged with the reason', async () => {
     const refused = new Error('table unreachable');
-    const semaphores: SemaphoreFactory = (name, limit) => {
-      const inner = new MemorySemaphore({ name, limit });
-      return name.includes('t=acme/') ? { name, limit, acquire: () => Promise.reject(refused) } : inner;
-    };
-    // Ten writes: a tenant that takes its own prefix lease (fewer take none).
+    const budgets = memoryBudgets({
+      book: (name) => {
+        if (name === prefixOf('acme')) throw refused;
+      },
+    });
+    // Ten writes: a tenant that books its prefix's slots (fewer book none).
     const writes = Array.from({ length: 10 }, (_, i) => ({ tenant: 'acme', id: `a-${i}` }));
-    const { ledger, lines, metrics } = await runStage(writes, { semaphores });
+    const { ledger, lines, metrics } = await runStage(writes, { budgets: budgets.factory });
     expect(ledger.fateOf('m-0')).toEqual({
       state: 'redeliver',
       cause: 'permits-unavailable',
@@ -187,7 +167,7 @@ describe('runTenants', () => {
     expect(lines).toEqual([
       {
         level: 'warn',
-        message: 'no semaphore permits: tenant writes redelivered',
+        message: 'no slots in the prefix schedule: tenant writes redelivered',
         fields: { tenant: 'acme', error: refused },
       },
     ]);
@@ -228,33 +208,37 @@ describe('runTenants', () => {
     expect(ledger.fateOf('m-0')).toBeUndefined();
     expect(ledger.response().batchItemFailures).toHaveLength(2);
   });
-  it('a tenant whose permits others held past its wait is out of turn; its records keep that outcome', async () => {
-    const timeout = new SemaphoreTimeoutError('prefix:acme', 1, Date.now());
-    const semaphores: SemaphoreFactory = (name, limit) =>
-      name.includes('t=acme/')
-        ? { name, limit, acquire: () => Promise.reject(timeout) }
-        : new MemorySemaphore({ name, limit });
+  it("a tenant whose prefix's schedule others booked past its wait is out of turn; its records keep that outcome", async () => {
+    const budgets = memoryBudgets();
+    const ahead = await budgets.bookAhead(prefixOf('acme'), testConfig().s3PrefixWriteRate, 60_000);
     const { ledger, lines } = await runStage([...largeTenant('acme'), { tenant: 'globex', id: 'g-1' }], {
-      semaphores,
+      budgets: budgets.factory,
     });
-    for (let i = 0; i < 10; i++)
-      expect(ledger.fateOf(`m-${i}`)).toEqual({ state: 'out-of-turn', error: timeout });
+    const fate = ledger.fateOf('m-0');
+    expect(fate).toEqual({ state: 'out-of-turn', error: expect.any(SemaphoreTimeoutError) });
+    // The schedule said when its first free slot is: where the booking ahead ends.
+    expect(fate?.state === 'out-of-turn' && (fate.error as SemaphoreTimeoutError).freeAt).toBe(ahead.endsAt);
+    for (let i = 1; i < 10; i++) expect(ledger.fateOf(`m-${i}`)).toEqual(fate);
     expect(ledger.fateOf('m-10')).toEqual({ state: 'written' });
     expect(lines).toEqual([]);
   });
 
-  it('counts the permits its tenants held and the stale writes', async () => {
+  it('counts the write rate its tenants booked at, and the stale writes', async () => {
     const store = new MemoryObjectStore({ bucket: new MemoryBucket(`run-tenants-${Math.random()}`) });
-    const { semaphores, granted } = recordingSemaphores();
+    const budgets = memoryBudgets();
     // Explicit seqs: a redelivery is then the same writes, not newer ones.
     const writes = largeTenant().map((w, i) => ({ ...w, seq: i + 1 }));
-    const first = await runStage(writes, { semaphores, store });
-    expect(granted).toHaveLength(1);
-    expect(granted[0]).toBeGreaterThan(0);
-    expect(first.metrics.counts.BookedWriteRate).toBe(granted[0]);
+    const first = await runStage(writes, {
+      budgets: budgets.factory,
+      store,
+      env: { S3_PREFIX_WRITE_RATE: '700' },
+    });
+    expect(budgets.books()[0]).toMatchObject({ name: prefixOf('acme'), options: { writes: 10 } });
+    // A fresh schedule books at its ceiling, S3_PREFIX_WRITE_RATE.
+    expect(first.metrics.counts.BookedWriteRate).toBe(700);
     expect(first.metrics.counts.StaleWrites).toBe(0);
     // The same messages again (a redelivery): every write is already stored, so each is stale.
-    const again = await runStage(writes, { semaphores, store });
+    const again = await runStage(writes, { budgets: budgets.factory, store });
     expect(again.ledger.response().batchItemFailures).toEqual([]);
     expect(again.metrics.counts.StaleWrites).toBe(10);
   });
@@ -280,78 +264,64 @@ describe('runTenants', () => {
     expect(metrics.counts).toMatchObject({ S3SlowDowns: 1, Retries: 1 });
   });
 
-  it('a failed release is counted and logged with its semaphore; the written records stay written', async () => {
-    const lost = new Error('release timed out');
-    const { semaphores } = recordingSemaphores({
-      release: async (lease) => {
-        await lease.release();
+  it('a failed report is counted and logged with its prefix; the written records stay written', async () => {
+    const lost = new Error('report timed out');
+    const budgets = memoryBudgets({
+      report: () => {
         throw lost;
       },
     });
-    const { ledger, lines, metrics } = await runStage(largeTenant(), { semaphores });
+    const { ledger, lines, metrics } = await runStage(largeTenant(), { budgets: budgets.factory });
     expect(ledger.response().batchItemFailures).toEqual([]);
     expect(metrics.rateReportFailures).toBe(1);
     expect(lines).toEqual([
       {
         level: 'warn',
-        message: 'permit release failed: the lease expires by itself; outcomes unchanged',
-        fields: { semaphore: expect.stringContaining('t=acme/'), error: lost },
+        message: 'rate report failed: the next report steps the rate; outcomes unchanged',
+        fields: { prefix: prefixOf('acme'), error: lost },
       },
     ]);
   });
 
-  it('a tenant asks for its prefix more often the more its records were received and deferred', async () => {
-    const { semaphores, acquires } = recordingSemaphores();
-    await runStage(largeTenant(), {
-      semaphores,
-      record: (record) => {
-        record.attributes.ApproximateReceiveCount = '3';
-        record.messageAttributes = { [DEFERRALS_ATTRIBUTE]: { dataType: 'Number', stringValue: '1' } };
-      },
-    });
-    // PREFIX_ACQUIRE_BACKOFF_CAP_MS (100) over 3 receives + 1 deferral.
-    expect(acquires.map((a) => a.options.backoffCapMs)).toEqual([25]);
-  });
-
-  it('waits turnWaitMs for its permits only when every record of the tenant can be deferred', async () => {
+  it('waits turnWaitMs for its first slot only when every record of the tenant can be deferred', async () => {
     const waitOf = async (context: Pick<RunContext, 'turnWaitMs' | 'deferrable'>) => {
-      const { semaphores, acquires } = recordingSemaphores();
+      const budgets = memoryBudgets();
       const before = Date.now();
-      await runStage(largeTenant(), { semaphores, context });
-      expect(acquires).toHaveLength(1);
-      return acquires[0]!.options.deadline! - before;
+      await runStage(largeTenant(), { budgets: budgets.factory, context });
+      // Its first booking (writes its slots left behind book again at the end of the schedule).
+      expect(budgets.books().length).toBeGreaterThanOrEqual(1);
+      return latestStarts(budgets, before)[0]!;
     };
-    // The deadline's window is 30 s: without a turn wait the tenant waits until close to its cutoff.
-    expect(await waitOf({})).toBeGreaterThan(20_000);
+    // The deadline's window is 30 s less the 2 s margin: without a turn wait the tenant may wait half of
+    // it (14 s) for its first slot.
+    expect(await waitOf({})).toBeGreaterThan(13_000);
     const turn = await waitOf({ turnWaitMs: 50 });
     expect(turn).toBeGreaterThanOrEqual(50);
     expect(turn).toBeLessThan(1_000);
     expect(await waitOf({ turnWaitMs: 50, deferrable: () => true })).toBeLessThan(1_000);
-    // One record the deferral port could not take keeps the whole tenant waiting until the cutoff, also
+    // One record the deferral port could not take keeps the whole tenant waiting as long as any, also
     // when it shares its chain (its record) with records the port could take.
-    expect(await waitOf({ turnWaitMs: 50, deferrable: (id) => id !== 'm-3' })).toBeGreaterThan(20_000);
-    const { semaphores, acquires } = recordingSemaphores();
+    expect(await waitOf({ turnWaitMs: 50, deferrable: (id) => id !== 'm-3' })).toBeGreaterThan(13_000);
+    const budgets = memoryBudgets();
     const before = Date.now();
     const sameRecord = largeTenant().map((w) => ({ ...w, id: 'a-1' }));
     await runStage(sameRecord, {
-      semaphores,
+      budgets: budgets.factory,
       context: { turnWaitMs: 50, deferrable: (id) => id !== 'm-9' },
     });
-    expect(acquires[0]!.options.deadline! - before).toBeGreaterThan(20_000);
+    expect(latestStarts(budgets, before)[0]).toBeGreaterThan(13_000);
   });
 
-  it('a tenant still waiting for its permits at the cutoff is redelivered, not out of turn', async () => {
-    // Waits until the invocation's signal aborts (its cutoff, 200 ms in), as a semaphore waiting for holders.
-    const semaphores: SemaphoreFactory = (name, limit) => ({
-      name,
-      limit,
-      acquire: (_k, options = {}) =>
-        new Promise((_, reject) =>
+  it('a tenant still waiting for its booking at the cutoff is redelivered, not out of turn', async () => {
+    // The booking answers only when the invocation's signal aborts (its cutoff, 200 ms in), as a stalled store.
+    const budgets = memoryBudgets({
+      book: (_, options) =>
+        new Promise((_resolve, reject) =>
           options.signal?.addEventListener('abort', () => reject(options.signal?.reason)),
         ),
     });
     const { ledger, lines } = await runStage(largeTenant(), {
-      semaphores,
+      budgets: budgets.factory,
       remainingMs: 2_200,
       context: { turnWaitMs: 50 },
     });
@@ -362,15 +332,15 @@ describe('runTenants', () => {
     });
     expect(ledger.response().batchItemFailures).toHaveLength(10);
     expect(lines).toMatchObject([
-      { level: 'warn', message: 'no semaphore permits: tenant writes redelivered' },
+      { level: 'warn', message: 'no slots in the prefix schedule: tenant writes redelivered' },
     ]);
   });
 
-  it('a tenant that cannot be deferred (deferred too often already) waits until the cutoff', async () => {
-    const { semaphores, acquires } = recordingSemaphores();
+  it('a tenant that cannot be deferred (deferred too often already) waits as long as any', async () => {
+    const budgets = memoryBudgets();
     const before = Date.now();
     await runStage(largeTenant(), {
-      semaphores,
+      budgets: budgets.factory,
       context: { turnWaitMs: 50 },
       record: (record) => {
         record.messageAttributes = {
@@ -378,6 +348,6 @@ describe('runTenants', () => {
         };
       },
     });
-    expect(acquires[0]!.options.deadline! - before).toBeGreaterThan(20_000);
+    expect(latestStarts(budgets, before)[0]).toBeGreaterThan(13_000);
   });
 });

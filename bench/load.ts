@@ -4,17 +4,19 @@
 //
 // Scenario `limit-bound` (the default): one hot tenant gets 40% of the messages and the proxy accepts 50
 // writes/s per prefix, so the hot prefix's limit, not the CPU, bounds throughput; the proxy's limit halves
-// once half the messages are acknowledged. Engines: the handler as shipped (adaptive fleet-wide limits and
-// redelivery backoff), today's static permits, and a naive handler; then the shipped handler with no prefix
-// limit at all, for the pipeline's ceiling on this machine. Results: bench/results/load-limit-bound.{json,svg}.
+// once half the messages are acknowledged. Rows (BENCH_LOAD_ENGINES names): `rate`, the handler as shipped
+// (its fleet cap the rate schedule of docs/fleet-cap.md, deferred records, redelivery backoff); `naive`, a
+// handler without the library; `ceiling`, the shipped handler with no prefix limit at all, for the
+// pipeline's ceiling on this machine. Results: bench/results/load-limit-bound.{json,svg}.
 //
-// Scenario `skewed` (BENCH_LOAD_SCENARIO=skewed): the earlier run, two hot tenants at 25% each, the handler
+// Scenario `skewed` (BENCH_LOAD_SCENARIO=skewed): two hot tenants at 25% each, no halving, the handler
 // against the naive one. Results: bench/results/load.{json,svg}.
 // BENCH_LOAD_MESSAGES overrides the message count (e.g. 2000 for a quick look).
 import { writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+// Types only: engine.ts is a script, run in a child process per row.
 import type { LoadEngine, LoadRunConfig, LoadRunResult, LoadSample } from './load/engine.js';
 import { hotPrefixFigures } from './load/limit-bound.js';
 import { runInChild } from './support/child.js';
@@ -26,12 +28,15 @@ const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
 const scenario = process.env.BENCH_LOAD_SCENARIO ?? 'limit-bound';
 
 const LABEL: Record<LoadEngine, string> = {
-  adaptive: 'createIngestHandler (adaptive limits + redelivery backoff)',
-  rate: 'createIngestHandler, fleet cap as a rate (docs/fleet-cap.md)',
-  static: 'createIngestHandler, static permits (before)',
+  rate: 'createIngestHandler (rate schedule, docs/fleet-cap.md)',
   naive: 'naive (Promise.all, SDK retries)',
-  real: 'createIngestHandler (as shipped)',
 };
+
+/** Every engine, in the order bench:load runs them. */
+const LOAD_ENGINES = Object.keys(LABEL) as LoadEngine[];
+
+/** The ceiling row's BENCH_LOAD_ENGINES name: the handler with no prefix limit at the proxy. */
+const CEILING = 'ceiling';
 
 /** Per-second rate of a cumulative counter between consecutive samples. */
 function perSecond(samples: readonly LoadSample[], pick: (s: LoadSample) => number): Array<[number, number]> {
@@ -99,19 +104,23 @@ async function limitBound(): Promise<void> {
     halveAt: 0.5,
   };
   const plan: Array<{ label: string; config: LoadRunConfig }> = [
-    ...(['adaptive', 'rate', 'static', 'naive'] as const).map((engine) => ({
-      label: LABEL[engine],
-      config: { ...base, engine },
-    })),
+    ...LOAD_ENGINES.map((engine) => ({ label: LABEL[engine], config: { ...base, engine } })),
     {
       label: 'ceiling: createIngestHandler, no prefix limit',
-      config: { ...base, engine: 'adaptive', unlimited: true, halveAt: undefined } as LoadRunConfig,
+      config: { ...base, engine: 'rate', unlimited: true, halveAt: undefined } as LoadRunConfig,
     },
   ];
-  // BENCH_LOAD_ENGINES=adaptive,ceiling (say) runs a subset while iterating: printed, not written to
+  // BENCH_LOAD_ENGINES=rate,ceiling (say) runs a subset while iterating: printed, not written to
   // bench/results (the committed figures always come from one run of every row).
-  const only = (process.env.BENCH_LOAD_ENGINES ?? '').split(',').filter(Boolean);
-  const keyOf = (c: LoadRunConfig) => (c.unlimited === true ? 'ceiling' : c.engine);
+  const keyOf = (c: LoadRunConfig) => (c.unlimited === true ? CEILING : c.engine);
+  const keys: readonly string[] = plan.map(({ config }) => keyOf(config));
+  const only = (process.env.BENCH_LOAD_ENGINES ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  const unknown = only.filter((name) => !keys.includes(name));
+  if (unknown.length > 0)
+    throw new Error(`BENCH_LOAD_ENGINES: no row named ${unknown.join(', ')} (rows: ${keys.join(', ')})`);
   const selected = only.length === 0 ? plan : plan.filter(({ config }) => only.includes(keyOf(config)));
   // BENCH_LOAD_REPEAT=3 runs every row three times, interleaved (a, b, c, d, a, b, ...), and reports each
   // figure's median with the range of the headline ones: on this machine one run of a row varies by +-10
@@ -136,9 +145,8 @@ async function limitBound(): Promise<void> {
   // One representative run per row (its median by "% of bound") for the chart.
   const runs = selected.map(({ label }) => medianRun(all.filter((r) => r.label === label)));
   // The e2e ratios are against the naive row's median over its runs (so a row's median ratio is the ratio
-  // of the medians). Against one representative naive run (picked by "% of bound", not by e2e) a single
-  // run decided them: one naive run's other tenants at 582 ms, its other two at 2,130-2,392, made the
-  // adaptive row 2.62x instead of 0.72x.
+  // of the medians): one representative naive run (picked by "% of bound", not by e2e) would let a single
+  // run decide them, and one naive run's other tenants can wait 582 ms where its others wait 2,130-2,392.
   const naiveLabel = selected.find(
     ({ config }) => config.engine === 'naive' && config.unlimited !== true,
   )?.label;
@@ -171,8 +179,8 @@ async function limitBound(): Promise<void> {
       'DynamoDB writes': r.dynamoWrites,
       'S3 writes': r.s3Writes,
       'DynamoDB / S3 writes %': r.s3Writes === 0 ? undefined : pct(r.dynamoWrites / r.s3Writes),
-      'hot limit at end (permits, latency ms)':
-        r.hotAdaptive === undefined ? undefined : `${r.hotAdaptive.capacity}, ${r.hotAdaptive.latencyMs}`,
+      'hot schedule at end (writes/s, ms booked ahead)':
+        r.hotSchedule === undefined ? undefined : `${r.hotSchedule.rate}, ${r.hotSchedule.bookedAheadMs}`,
     };
   };
   const rows: Row[] = runs.map(({ label }) => {
@@ -192,8 +200,10 @@ async function limitBound(): Promise<void> {
     return row;
   });
 
-  const series = (pick: (r: LoadRunResult) => Array<[number, number]>): Series[] =>
-    runs.map(({ label, result }) => ({ name: label, points: pick(result) }));
+  const series = (pick: (r: LoadRunResult) => Array<[number, number]>, limitedOnly = false): Series[] =>
+    runs
+      .filter(({ result }) => !(limitedOnly && result.unlimited))
+      .map(({ label, result }) => ({ name: label, points: pick(result) }));
   const limitLine: Series = {
     name: 'proxy limit per prefix',
     points: runs[0]!.result.samples.map((s) => [s.t, s.limit] as [number, number]),
@@ -206,12 +216,12 @@ async function limitBound(): Promise<void> {
       {
         title: 'Hot prefix: accepted writes per second (1 s windows)',
         yLabel: 'writes/s',
-        series: [...series((r) => perSecondSmoothed(r.samples, (s) => s.hot.ok)).slice(0, 3), limitLine],
+        series: [...series((r) => perSecondSmoothed(r.samples, (s) => s.hot.ok), true), limitLine],
       },
       {
         title: 'Hot prefix: 503 SlowDown answers per second',
         yLabel: '503/s',
-        series: series((r) => perSecondSmoothed(r.samples, (s) => s.hot.throttled)).slice(0, 3),
+        series: series((r) => perSecondSmoothed(r.samples, (s) => s.hot.throttled), true),
       },
       {
         title: 'Messages acknowledged per second (the ceiling run included)',
@@ -220,21 +230,22 @@ async function limitBound(): Promise<void> {
       },
     ],
   });
-  // BENCH_LOAD_RESULTS=<name> keeps a subset's rows in bench/results/<name>.json (an engine comparison
-  // run on its own, e.g. BENCH_LOAD_ENGINES=adaptive,rate,naive BENCH_LOAD_RESULTS=load-fleet-cap).
-  const keepAs = process.env.BENCH_LOAD_RESULTS;
+  // BENCH_LOAD_RESULTS=<name> writes bench/results/<name>.json (and, for every row, <name>.svg) instead of
+  // load-limit-bound: a subset's rows kept, or a quick run that must not replace the committed figures.
+  const keepAs = process.env.BENCH_LOAD_RESULTS === '' ? undefined : process.env.BENCH_LOAD_RESULTS;
   if (only.length > 0) {
     // Every run's samples, for a closer look at a subset (the rows keep only the figures).
     const file = join(tmpdir(), 'bench-load-subset.json');
     writeFileSync(file, JSON.stringify({ settings: base, runs }, null, 1));
     console.error(`subset: runs in ${file}`);
-    if (keepAs !== undefined && keepAs !== '')
+    if (keepAs !== undefined)
       writeResults(keepAs, rows, { messages: base.messages, repeat, engines: only, loadAverage: loadavg() });
     else console.log(JSON.stringify(rows, null, 1));
     return;
   }
-  writeFileSync(`${resultsDir}load-limit-bound.svg`, svg);
-  writeResults('load-limit-bound', rows, {
+  const name = keepAs ?? 'load-limit-bound';
+  writeFileSync(`${resultsDir}${name}.svg`, svg);
+  writeResults(name, rows, {
     messages: base.messages,
     note:
       'Hot prefix figures are the write requests (PUT/DELETE) of the tenant-00 prefix at the chaos proxy ' +
@@ -242,7 +253,7 @@ async function limitBound(): Promise<void> {
       'hot prefix rate of the no-limit ceiling run). Re-converged: seconds from the halving until, for 3 s, ' +
       'every 1 s window of the hot prefix has <= 5% of requests answered 503 and accepts >= 80% of the new limit.',
     settings: base,
-    chart: 'bench/results/load-limit-bound.svg',
+    chart: `bench/results/${name}.svg`,
     repeat,
     // Per-second samples of the charted (median) run of each row only: all of them made a 1.5 MB file.
     runs: all.map((run) => {
@@ -277,7 +288,7 @@ async function skewed(): Promise<void> {
   };
 
   const runs: Array<{ result: LoadRunResult; peakRssBytes: number }> = [];
-  for (const engine of ['adaptive', 'naive'] as const) {
+  for (const engine of LOAD_ENGINES) {
     console.error(`bench:load: ${engine}, ${base.messages} messages ...`);
     runs.push(await runInChild<LoadRunResult>(script, [JSON.stringify({ ...base, engine })]));
   }

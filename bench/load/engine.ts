@@ -4,7 +4,7 @@
 
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { paginateListObjectsV2, S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -12,8 +12,6 @@ import { createS3Client } from '../../lib/db/s3-client.js';
 import { loadConfig } from '../../lib/ingest/config.js';
 import { createAwsClients } from '../../lib/ingest/handler/aws-clients.js';
 import { createIngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
-import { dynamoRateBudgets } from '../../lib/ingest/handler/run/prefix-budgets.js';
-import { dynamoSemaphores } from '../../lib/ingest/handler/run/tenant-permits.js';
 import { type DeferralPort, originSentOf } from '../../lib/ingest/handler/settle/deferral-port.js';
 import { SqsDeferrals } from '../../lib/ingest/handler/settle/deferral-queue.js';
 import type { ProducerWrite } from '../../lib/ingest/message/types.js';
@@ -30,17 +28,17 @@ import { type ContainerHandler, LambdaContainers } from '../../lib/local/lambda/
 import { SilentMetrics } from '../../lib/local/lambda/silent-metrics.js';
 import type { S3ModelCounters } from '../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { Histogram } from '../../lib/pool/histogram.js';
+import { budgetKey, parseBudgetItem } from '../../lib/semaphore/budget-item.js';
 import { reportToParent } from '../support/child.js';
 import { InFlightCounter } from './in-flight.js';
 import { createNaiveHandler } from './naive-handler.js';
 
 /**
- * `adaptive`: createIngestHandler as shipped (adaptive fleet-wide prefix limits, redelivery backoff);
- * `rate`: the same handler with each prefix's fleet cap as a rate budget (docs/fleet-cap.md);
- * `static`: the same handler with today's static permits (`S3_PREFIX_WRITE_RATE` x 20 ms) and no
- * redelivery backoff; `naive`: Promise.all over the batch, SDK retries only.
+ * `rate`: createIngestHandler as shipped (each prefix's fleet cap a schedule of write slots at a rate,
+ * docs/fleet-cap.md; deferred records, redelivery backoff); `naive`: Promise.all over the batch, SDK
+ * retries only.
  */
-export type LoadEngine = 'adaptive' | 'rate' | 'static' | 'naive' | 'real';
+export type LoadEngine = 'rate' | 'naive';
 
 export interface LoadRunConfig {
   engine: LoadEngine;
@@ -49,7 +47,7 @@ export interface LoadRunConfig {
   /**
    * Share of all messages (0..1) that goes to each of the two hot tenants (tenant-00, tenant-01); the rest
    * spread evenly over the other tenants. Skew is what makes a per-prefix limit bite at the rates this
-   * machine reaches (an even spread over 50 prefixes stays far under any limit the semaphore can express).
+   * machine reaches (an even spread over 50 prefixes stays far under any per-prefix limit).
    */
   hotShare: number;
   /** How many hot tenants (1 or 2) get `hotShare` each. Default 2. */
@@ -94,8 +92,8 @@ export interface LoadSample {
   hot: { requests: number; ok: number; throttled: number; reads: number };
   /** The proxy's per-prefix write limit at the sample instant (writes/s). */
   limit: number;
-  /** The hot prefix's adaptive limit as last read (once a second; absent before the first read). */
-  hotCapacity?: { capacity: number; latencyMs: number };
+  /** The hot prefix's schedule item as last read (once a second; absent before the first read). */
+  hotSchedule?: HotSchedule;
   /** DynamoDB writes (PutItem/UpdateItem/DeleteItem, failed conditional ones included) so far. */
   dynamoWrites: number;
   /** S3 PutObject/DeleteObject attempts so far. */
@@ -111,8 +109,8 @@ export interface LoadRunResult {
   halvedAt?: number;
   dynamoWrites: number;
   s3Writes: number;
-  /** The hot prefix's adaptive semaphore at the end (sum over its shard items), when it has one. */
-  hotAdaptive?: { capacity: number; latencyMs: number };
+  /** The hot prefix's schedule item at the end, when it has one (the handler booked its slots). */
+  hotSchedule?: HotSchedule;
   e2e: { p50: number; p99: number; max: number; count: number };
   /** Records the handler deferred (re-sent to the queue as delayed copies, then acknowledged). */
   deferred?: number;
@@ -201,23 +199,29 @@ function writesFor(config: LoadRunConfig, from: number, to: number, sentAt: numb
   return writes;
 }
 
-/** The adaptive shard items of semaphore `name`: capacity summed, latency averaged. */
-async function adaptiveState(client: DynamoDBClient, tableName: string, name: string, keep = false) {
-  try {
-    const { Items = [] } = await client.send(
-      new QueryCommand({
-        TableName: tableName,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
-        ExpressionAttributeValues: { ':pk': { S: `sem#${name}` }, ':sk': { S: 'adaptive#' } },
-      }),
-    );
-    if (Items.length === 0) return undefined;
-    const capacity = Items.reduce((sum, i) => sum + Number(i.capacity?.N ?? 0), 0);
-    const latencyMs = Items.reduce((sum, i) => sum + Number(i.latencyMs?.N ?? 0), 0) / Items.length;
-    return { capacity: Math.round(capacity * 100) / 100, latencyMs: Math.round(latencyMs * 10) / 10 };
-  } finally {
-    if (!keep) client.destroy();
-  }
+/** A prefix's schedule item as read: its rate, and how far ahead of the read its slots are booked. */
+export interface HotSchedule {
+  /** Writes per second the fleet may start against the prefix. */
+  rate: number;
+  /** Milliseconds from the read to the first free slot (0: every slot from now on is free). */
+  bookedAheadMs: number;
+}
+
+/** The schedule item of budget `name` (`undefined`: none yet, no tenant of the prefix booked slots). */
+async function scheduleState(
+  client: DynamoDBClient,
+  tableName: string,
+  name: string,
+): Promise<HotSchedule | undefined> {
+  const { Item } = await client.send(
+    new GetItemCommand({ TableName: tableName, Key: budgetKey(name), ConsistentRead: true }),
+  );
+  const schedule = parseBudgetItem(Item);
+  if (schedule === undefined) return undefined;
+  return {
+    rate: Math.round(schedule.rate * 100) / 100,
+    bookedAheadMs: Math.max(0, Math.round(schedule.freeAt - Date.now())),
+  };
 }
 
 async function countObjects(s3: S3Client, bucket: string): Promise<number> {
@@ -320,25 +324,13 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       const dynamodb = countDynamoWrites(createAwsClients(ingestConfig).dynamodb, () => {
         dynamoWrites += 1;
       });
-      const staticPermits = config.engine === 'static';
       const handlerSqs = createAwsClients(ingestConfig).sqs;
+      // The handler as shipped: its prefix budgets are its default (the schedule items in SEMAPHORE_TABLE).
       return createIngestHandler(ingestConfig, {
         clients: { s3, dynamodb },
-        ...(config.engine === 'rate'
-          ? { budgets: dynamoRateBudgets(ingestConfig, dynamodb, resources.tableName) }
-          : {}),
-        // Today's handler: static permits, failed records wait out the queue's visibility timeout.
-        ...(staticPermits
-          ? {
-              semaphores: dynamoSemaphores(ingestConfig, dynamodb, resources.tableName, 'static'),
-              redeliveries: false as const,
-            }
-          : {}),
         // Deferred records go back to the queue through the real port; the run watches which were deferred
         // (acknowledged but not yet written: their e2e is measured when a copy is written).
-        ...(staticPermits
-          ? { deferrals: false as const }
-          : { deferrals: watchDeferrals(new SqsDeferrals(handlerSqs)) }),
+        deferrals: watchDeferrals(new SqsDeferrals(handlerSqs)),
         logger: new Logger({ serviceName: 'bench-load', logLevel: 'ERROR' }),
         // Published (dropped) after every invocation, so samples never pile up into a mid-run flush.
         metrics: new SilentMetrics({ namespace: 'bench-load', serviceName: 'bench-load' }),
@@ -347,13 +339,13 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
           pool.throttles += summary.S3SlowDowns;
           pool.timeouts += summary.Timeouts;
           if (summary.deadlineReached) pool.deadlineReached += 1;
-          // BENCH_LOAD_TRACE=<file>: one JSON line per invocation (what it did, its permit waits), to see
+          // BENCH_LOAD_TRACE=<file>: one JSON line per invocation (what it did, its booking waits), to see
           // where a run's time went.
           if (trace !== undefined) {
             const { samples, ...rest } = summary;
             appendFileSync(
               trace,
-              `${JSON.stringify({ at: Date.now(), ...rest, permitWaitMs: samples.BookingWaitMs })}\n`,
+              `${JSON.stringify({ at: Date.now(), ...rest, bookingWaitMs: samples.BookingWaitMs })}\n`,
             );
           }
         },
@@ -390,20 +382,21 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
     const started = performance.now();
     const samples: LoadSample[] = [];
     let halvedAt: number | undefined;
-    // The hot prefix's adaptive limit, read once a second (a read of the table, not counted as a write).
+    // The hot prefix's schedule item, read once a second (a read of the table, not counted as a write).
     const stateClient = new DynamoDBClient(admin.dynamodb);
-    let hotCapacity: LoadSample['hotCapacity'];
+    const hotBudget = `prefix:${resources.bucket}/${HOT_PREFIX}`;
+    let hotSchedule: HotSchedule | undefined;
     let reads = 0;
-    const readHotCapacity = () => {
+    const readHotSchedule = () => {
       if (config.engine === 'naive' || reads++ % 4 !== 0) return;
-      void adaptiveState(stateClient, resources.tableName, `prefix:${resources.bucket}/${HOT_PREFIX}`, true)
+      void scheduleState(stateClient, resources.tableName, hotBudget)
         .then((state) => {
-          if (state !== undefined) hotCapacity = state;
+          if (state !== undefined) hotSchedule = state;
         })
         .catch(() => undefined);
     };
     const sample = () => {
-      readHotCapacity();
+      readHotSchedule();
       const { total, byPrefix } = model.stats();
       const t = Math.round(performance.now() - started) / 1000;
       // A deferred original is deleted too, but its copy is still to be written.
@@ -427,7 +420,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
         limit: model.rates.writesPerSecond,
         dynamoWrites,
         s3Writes: inFlight.writeAttempts,
-        ...(hotCapacity === undefined ? {} : { hotCapacity }),
+        ...(hotSchedule === undefined ? {} : { hotSchedule }),
       });
     };
     sample();
@@ -452,17 +445,16 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
     const durationMs = performance.now() - started;
     clearInterval(sampler);
     sample();
-    stateClient.destroy();
     const stats = await runner.stop();
     if (hotLog !== undefined) writeFileSync(hotLog, `${hotRequests.join('\n')}\n`);
     await containers.close();
 
     const written = await countObjects(s3Direct, resources.bucket);
-    const hotAdaptive = await adaptiveState(
-      new DynamoDBClient(admin.dynamodb),
-      resources.tableName,
-      `prefix:${resources.bucket}/${HOT_PREFIX}`,
-    );
+    const endSchedule =
+      config.engine === 'naive'
+        ? undefined
+        : await scheduleState(stateClient, resources.tableName, hotBudget);
+    stateClient.destroy();
     const deadLettered = await queueDepth(sqs, resources.dlqUrl);
     const { total } = model.stats();
     return {
@@ -473,7 +465,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       ...(halvedAt === undefined ? {} : { halvedAt }),
       dynamoWrites,
       s3Writes: inFlight.writeAttempts,
-      ...(hotAdaptive === undefined ? {} : { hotAdaptive }),
+      ...(endSchedule === undefined ? {} : { hotSchedule: endSchedule }),
       deferred: deferredIds.size,
       e2e: { p50: e2e.quantile(0.5), p99: e2e.quantile(0.99), max: e2e.max, count: e2e.count },
       e2eCold: {

@@ -1,6 +1,6 @@
 // The baseline the load benchmark compares against: what a handler written without this library looks like.
 // Same message contract and key layout, but every record of the batch goes to S3 at once (Promise.all), one
-// default S3 client (SDK retries only: maxAttempts 3, standard mode), no pools, no permits, no DLQ.
+// default S3 client (SDK retries only: maxAttempts 3, standard mode), no pools, no fleet cap, no DLQ.
 import { DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { recordKey } from '../../lib/db/keys.js';

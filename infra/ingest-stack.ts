@@ -124,7 +124,7 @@ export class IngestStack extends Stack {
       sortKey: { name: 'sk', type: AttributeType.STRING },
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      // No TTL attribute: the semaphore never writes one (leases expire by their `until`, design.md).
+      // No TTL attribute: one schedule item per prefix written to, of constant size (docs/fleet-cap.md).
       removalPolicy,
     });
 
@@ -291,8 +291,9 @@ export class IngestStack extends Stack {
         }),
       );
     }
-    // What lib/semaphore calls: PutItem (shard init), UpdateItem (acquire, release, reclaim), Query (read).
-    this.table.grant(role, 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
+    // What the prefixes' rate budgets call: GetItem (a booking's or a step's read, strongly consistent),
+    // PutItem (a new schedule), UpdateItem (the conditional write of a booking or a step).
+    this.table.grant(role, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem');
     role.addToPrincipalPolicy(
       new PolicyStatement({
         sid: 'TenantObjects',

@@ -426,9 +426,11 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
         statements.filter((s) => asArray(s.Action).some((a) => a.startsWith(prefix)));
 
       const dynamo = byService('dynamodb:');
+      // Exactly the calls DynamoRateBudget makes: GetItem (a booking's read), PutItem (a new schedule),
+      // UpdateItem (a booking's or a step's conditional write).
       expect(dynamo.flatMap((s) => asArray(s.Action)).sort()).toEqual([
+        'dynamodb:GetItem',
         'dynamodb:PutItem',
-        'dynamodb:Query',
         'dynamodb:UpdateItem',
       ]);
       const tableArn = getAtt(logicalId(b(), stack.table));

@@ -14,13 +14,26 @@ export const LAYERS: ReadonlyArray<{ group: string; rank: number; why: string }>
     why: 'the one Backoff (how long to wait before trying again) stands alone: it imports nothing of lib',
   },
   {
+    group: 'lib/aws',
+    rank: 0,
+    why: "facts about AWS services (SQS's limits) that every sender and receiver shares: it imports nothing",
+  },
+  {
     group: 'lib/pool',
     rank: 1,
     why: 'the executor pool knows tasks, errors and backoffs, nothing about S3 or tenants',
   },
-  { group: 'lib/semaphore', rank: 1, why: 'the lease semaphore stands alone: DynamoDB or memory, no pool' },
+  {
+    group: 'lib/semaphore',
+    rank: 1,
+    why: "the prefixes' rate budgets stand alone: DynamoDB or memory, no pool",
+  },
   { group: 'lib/db', rank: 2, why: 'a tenant document store runs its calls through a pool' },
-  { group: 'lib/ingest', rank: 3, why: 'the handler wires messages, databases, pools and permits together' },
+  {
+    group: 'lib/ingest',
+    rank: 3,
+    why: 'the handler wires messages, databases, pools and rate budgets together',
+  },
   {
     group: 'lib/index.ts',
     rank: 4,

@@ -337,7 +337,11 @@ export type BudgetCall =
  */
 export interface BudgetHooks {
   book?(name: string, options: BookOptions): void | Promise<void>;
-  report?(name: string, report: BookingReport): void | Promise<void>;
+  report?(
+    name: string,
+    report: BookingReport,
+    options?: { readonly signal?: AbortSignal },
+  ): void | Promise<void>;
 }
 
 /**
@@ -363,7 +367,7 @@ export function memoryBudgets(hooks: BudgetHooks = {}) {
           step: (round, stepOptions) => booking.step(round, stepOptions),
           report: async (report, reportOptions) => {
             calls.push({ name, report });
-            await hooks.report?.(name, report);
+            await hooks.report?.(name, report, reportOptions);
             await booking.report(report, reportOptions);
           },
         });

@@ -1,24 +1,23 @@
 // npm run bench:fleet — the fleet at internet scale, in simulated time: the real handler (plan, tenant
-// pools, its fleet cap through its DynamoDB port, dead letters) in many simulated Lambda containers, fed by
-// a model of SQS and its event source mapping, writing to a model of S3, its semaphore and budget items in
-// a model of DynamoDB (bench/fleet/*). One cell per child process, each with each fleet cap (engine).
+// pools, its fleet cap, the rate schedule, through its DynamoDB port, dead letters) in many simulated Lambda
+// containers, fed by a model of SQS and its event source mapping, writing to a model of S3, its prefix
+// budgets' schedule items in a model of DynamoDB (bench/fleet/*). One cell per child process.
 //
 //   npm run bench:fleet                       the grid (concurrency x tenants x skew, + burst + halving)
 //   npm run bench:fleet -- --calibrate        bench:load's configuration, simulated and on the local stack
 //   BENCH_FLEET_MESSAGES=1000000              messages per cell (default 1,000,000)
 //   BENCH_FLEET_CELLS=c100-t10000-zipf,...    a subset of cells (names as printed), run in the order named
-//   BENCH_FLEET_ENGINES=permits,rate          the fleet caps each cell runs with (FLEET_CAP; default both)
+//   BENCH_FLEET_RESULTS=<name>                write bench/results/<name>.json (and <name>-cells.tmp), no chart
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { FLEET_CAPS, type FleetCap } from '../lib/ingest/config.js';
 import type { FleetCellConfig, FleetCellResult } from './fleet/engine.js';
 import { costPerMillion, PRICES, PRICES_DATE, PRICES_REGION } from './fleet/prices.js';
 import type { Skew } from './fleet/workload.js';
-import type { LoadEngine, LoadRunConfig, LoadRunResult } from './load/engine.js';
+import type { LoadRunConfig, LoadRunResult } from './load/engine.js';
 import { runInChild } from './support/child.js';
-import { markdownTable, type Row, writeResults } from './support/report.js';
+import { type Row, writeResults } from './support/report.js';
 import { renderLineChart, type Series } from './support/svg-chart.js';
 
 const cellScript = fileURLToPath(new URL('./fleet/engine.ts', import.meta.url));
@@ -26,19 +25,12 @@ const loadEngine = fileURLToPath(new URL('./load/engine.ts', import.meta.url));
 const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
 const MESSAGES = Number(process.env.BENCH_FLEET_MESSAGES ?? 1_000_000);
 const only = process.env.BENCH_FLEET_CELLS?.split(',');
-
-/** The fleet caps to compare (`FLEET_CAP`): every cell runs once with each, in this order. */
-const ENGINES: readonly FleetCap[] = (process.env.BENCH_FLEET_ENGINES ?? 'permits,rate')
-  .split(',')
-  .map((name) => {
-    const engine = FLEET_CAPS.find((cap) => cap === name.trim());
-    if (engine === undefined)
-      throw new Error(`BENCH_FLEET_ENGINES: no engine ${name} (engines: ${FLEET_CAPS.join(', ')})`);
-    return engine;
-  });
-/** The engine a ratio divides by, and the one it compares. */
-const BASELINE: FleetCap = 'permits';
-const CANDIDATE: FleetCap = 'rate';
+/**
+ * BENCH_FLEET_RESULTS=<name>: the run's results go to bench/results/<name>.json and its kept cells to
+ * <name>-cells.tmp, no chart is drawn: a quick or partial run that must not replace the committed figures.
+ */
+const keepAs = process.env.BENCH_FLEET_RESULTS === '' ? undefined : process.env.BENCH_FLEET_RESULTS;
+const cellsFile = `${resultsDir}${keepAs ?? 'fleet'}-cells.tmp`;
 
 /** The project's deployed defaults (cdk.json) and the models' AWS figures; each cell overrides a few. */
 const base: Omit<FleetCellConfig, 'name' | 'concurrency' | 'tenants' | 'skew' | 'offeredPerSecond'> = {
@@ -88,16 +80,15 @@ function cell(
 }
 
 /**
- * The cells run at 1 M messages each (the issue's count) and cost 4-11 minutes of one core each (0.25-0.7
- * ms of CPU per message; c1000-t10000-zipf far more: its hot tenants' deferred records cycle through 1,000
- * invocations, docs/fleet-simulation.md), so the grid is cut, not the message count:
- * - default: under 10 minutes on two idle cores (two cells at once), every value of every axis at least
- *   once, in the cheapest cells that carry them: concurrency 1,000 x 100,000 tenants, uniform (the top
- *   concurrency and tenant count: a tenant Database opened for nearly every message, no lease);
- *   concurrency 100 x 10,000 tenants under Zipf(1.1) with the mid-run halving of the hot prefix's limit,
- *   and with the hot tenant's burst (the hot DynamoDB partition, a prefix too hot for any cap);
- *   concurrency 10 x 100 tenants, uniform (below every limit). Listed longest first (453, 265, 249 and
- *   117 CPU-s), so two workers taking them in order end together (453 + 117, 265 + 249);
+ * The cells run at 1 M messages each (the issue's count) and cost minutes of one core each (the CPU of
+ * each cell: docs/fleet-simulation.md, "What a run costs"), so the grid is cut, not the message count:
+ * - default: every value of every axis at least once, in the cheapest cells that carry them: concurrency
+ *   1,000 x 100,000 tenants, uniform (the top concurrency and tenant count: a tenant Database opened for
+ *   nearly every message, no booking); concurrency 100 x 10,000 tenants under Zipf(1.1) with the mid-run
+ *   halving of the hot prefix's limit, and with the hot tenant's burst (a prefix too hot for any cap);
+ *   concurrency 10 x 100 tenants, uniform (below every limit). Listed longest first (CPU-s at 1 M on an
+ *   idle machine: 453 for c1000-t100000-uniform, about 300 for each event, 117 for c10-t100-uniform), so
+ *   two workers taking them in order end together;
  * - `BENCH_FLEET_GRID=cut`: those four, then c1000-t10000-zipf (the hot tenants at 1,000 invocations),
  *   c1000-t100-uniform, c100-t10000-zipf, c10-t100000-zipf, c100-t100000-zipf and c1000-t100000-zipf;
  * - `BENCH_FLEET_GRID=full`: the issue's cross product (3 concurrencies x 3 tenant counts x 2 skews = 18
@@ -128,8 +119,8 @@ function grid(): FleetCellConfig[] {
   ];
   if (mode === 'full') cells.push(...events);
   else {
-    // In the order they run: by CPU at 1 M, longest first (453, 265, 249, 117 s): the same axis values as
-    // c1000-t100-uniform (533 s) and c10-t100000-zipf (176 s) would carry, in about 10 minutes instead of 12.
+    // In the order they run: by CPU at 1 M, longest first; the same axis values as c1000-t100-uniform and
+    // c10-t100000-zipf would carry, for less CPU.
     cells.push(cell(1000, 100_000, 'uniform'), ...events, cell(10, 100, 'uniform'));
     if (mode === 'cut')
       cells.push(
@@ -154,17 +145,6 @@ function grid(): FleetCellConfig[] {
 }
 
 const round = (n: number, digits = 0) => Math.round(n * 10 ** digits) / 10 ** digits;
-
-/** A cell's engine (cells kept before engines were a dimension ran with permits). */
-const engineOf = (c: FleetCellConfig): FleetCap => c.engine ?? 'permits';
-
-/** A run's key: its cell and its engine. */
-const runKey = (c: FleetCellConfig) => `${c.name} [${engineOf(c)}]`;
-
-/** Every cell once per engine, the engines of one cell next to each other. */
-function withEngines(cells: readonly FleetCellConfig[]): FleetCellConfig[] {
-  return cells.flatMap((c) => ENGINES.map((engine) => ({ ...c, engine })));
-}
 
 /** S3 writes (PUT and DELETE requests), what the prefix limit counts. */
 const s3Writes = (r: FleetCellResult) => r.s3.counts.put + r.s3.counts.delete;
@@ -191,7 +171,6 @@ function rowOf(c: FleetCellConfig, r: FleetCellResult, peakRssBytes: number): Ro
   const hot = r.dynamo.hottestPartition;
   return {
     cell: c.name,
-    engine: engineOf(c),
     messages: r.messages,
     'offered msg/s': c.offeredPerSecond,
     // A cell stopped before 95% of its messages were final has no such rate.
@@ -219,13 +198,12 @@ function rowOf(c: FleetCellConfig, r: FleetCellResult, peakRssBytes: number): Ro
         : `${hot.peakReadUnitsPerSecond}/${round(hot.readUnits / (r.simulatedMs / 1000))}`;
     })(),
     'DDB throttles': r.dynamo.throttled,
-    'lease wait p50/p99 ms': `${round(r.leaseWaitMs.p50)}/${round(r.leaseWaitMs.p99)}`,
+    'booking wait p50/p99 ms': `${round(r.bookingWaitMs.p50)}/${round(r.bookingWaitMs.p99)}`,
     'invocation p50/p99 ms': `${round(r.invocationMs.p50)}/${round(r.invocationMs.p99)}`,
     'e2e p50/p99 s': `${round(r.e2eMs.p50 / 1000, 1)}/${round(r.e2eMs.p99 / 1000, 1)}`,
     redeliveries: r.sqs.redeliveries,
-    // Older cells (before the queue modelled copies) have no deferral counters: 0, the handler had none.
-    deferrals: r.sqs.deferrals ?? 0,
-    'deferrals per msg': round((r.sqs.deferrals ?? 0) / r.messages, 3),
+    deferrals: r.sqs.deferrals,
+    'deferrals per msg': round(r.sqs.deferrals / r.messages, 3),
     'permits unavailable': r.handler.permitsUnavailable,
     DLQ: r.deadLettered + r.redriven,
     lost: r.lost,
@@ -252,7 +230,7 @@ interface CellRun {
   loadAverage: { mean: number; max: number };
 }
 
-/** One line of fleet-cells.tmp: a finished cell. */
+/** One line of the cells file (fleet-cells.tmp): a finished cell. */
 interface KeptCell {
   config: FleetCellConfig;
   result: FleetCellResult;
@@ -296,25 +274,25 @@ async function runGrid(): Promise<void> {
     { config: FleetCellConfig; result: FleetCellResult; cost: ReturnType<typeof costOf>; ran?: CellRun }
   > = {};
   const started = performance.now();
-  const cells = withEngines(grid());
+  const cells = grid();
   // --from-cells: no run; the table, JSON and charts from the cells a grid kept so far (fleet-cells.tmp).
   // A cell run again (a subset after an interrupted grid) replaces its earlier line: the last one counts.
   const kept = process.argv.includes('--from-cells')
     ? [
         ...new Map(
-          readFileSync(`${resultsDir}fleet-cells.tmp`, 'utf8')
+          readFileSync(cellsFile, 'utf8')
             .split('\n')
             .filter((line) => line.trim() !== '')
             .map((line) => {
               const k = JSON.parse(line) as KeptCell;
-              return [runKey(k.config), k] as const;
+              return [k.config.name, k] as const;
             }),
         ).values(),
       ]
     : undefined;
   // A grid starts a new fleet-cells.tmp; a subset (BENCH_FLEET_CELLS) adds to it, so the cells an
   // interrupted grid did not reach can be run afterwards and `--from-cells` writes the whole table.
-  if (kept === undefined && only === undefined) writeFileSync(`${resultsDir}fleet-cells.tmp`, '');
+  if (kept === undefined && only === undefined) writeFileSync(cellsFile, '');
   // Cells in parallel child processes (BENCH_FLEET_PARALLEL, default 2: this machine's cores): each is
   // deterministic, so running two at once changes nothing but the wall time.
   const parallel = Math.max(1, Number(process.env.BENCH_FLEET_PARALLEL ?? 2));
@@ -327,7 +305,7 @@ async function runGrid(): Promise<void> {
   const worker = async () => {
     while (next < cells.length) {
       const c = cells[next++]!;
-      console.error(`bench:fleet: ${runKey(c)} (${c.messages.toLocaleString('en-US')} messages) ...`);
+      console.error(`bench:fleet: ${c.name} (${c.messages.toLocaleString('en-US')} messages) ...`);
       const startedAt = Date.now();
       const report = await runInChild<FleetCellResult>(cellScript, [JSON.stringify(c)], CELL_NODE_ARGS);
       sample();
@@ -341,14 +319,14 @@ async function runGrid(): Promise<void> {
           max: round(Math.max(...loads), 2),
         },
       };
-      results.set(runKey(c), { ...report, ran });
+      results.set(c.name, { ...report, ran });
       const r = report.result;
       console.error(
-        `  ${runKey(c)} done in ${round(r.wallMs / 1000, 1)} s wall, ${round(r.cpuMs / 1000, 1)} s cpu: ${JSON.stringify(rowOf(c, r, report.peakRssBytes))}`,
+        `  ${c.name} done in ${round(r.wallMs / 1000, 1)} s wall, ${round(r.cpuMs / 1000, 1)} s cpu: ${JSON.stringify(rowOf(c, r, report.peakRssBytes))}`,
       );
       // Kept as the grid goes, so an interrupted grid still has its finished cells.
       appendFileSync(
-        `${resultsDir}fleet-cells.tmp`,
+        cellsFile,
         `${JSON.stringify({ config: c, result: r, peakRssBytes: report.peakRssBytes, ran })}\n`,
       );
     }
@@ -362,17 +340,17 @@ async function runGrid(): Promise<void> {
   } else {
     clearInterval(sampler);
     for (const k of kept)
-      results.set(runKey(k.config), {
+      results.set(k.config.name, {
         result: k.result,
         peakRssBytes: k.peakRssBytes ?? 0,
         ...(k.ran === undefined ? {} : { ran: k.ran }),
       });
   }
   for (const c of kept?.map((k) => k.config) ?? cells) {
-    const { result, peakRssBytes, ran } = results.get(runKey(c))!;
+    const { result, peakRssBytes, ran } = results.get(c.name)!;
     // Cells kept from earlier runs (--from-cells) may have run on other code: each row says which.
     rows.push({ ...rowOf(c, result, peakRssBytes), commit: ran?.commit ?? commit });
-    runs[runKey(c)] = { config: c, result, cost: costOf(result), ...(ran === undefined ? {} : { ran }) };
+    runs[c.name] = { config: c, result, cost: costOf(result), ...(ran === undefined ? {} : { ran }) };
   }
   // From the kept cells (--from-cells), the grid's wall time is first start to last end of its cells.
   const spans = [...results.values()].flatMap((r) =>
@@ -382,11 +360,8 @@ async function runGrid(): Promise<void> {
     kept !== undefined && spans.length > 0
       ? round((Math.max(...spans.map((s) => s[1])) - Math.min(...spans.map((s) => s[0]))) / 1000)
       : round((performance.now() - started) / 1000);
-  const ratios = engineRatios(runs);
-  writeResults(only === undefined ? 'fleet' : 'fleet-subset', rows, {
+  writeResults(keepAs ?? (only === undefined ? 'fleet' : 'fleet-subset'), rows, {
     messagesPerCell: MESSAGES,
-    engines: [...new Set(Object.values(runs).map((run) => engineOf(run.config)))],
-    ratios,
     gridWallSeconds: wallS,
     time: 'simulated (virtual clock in each child process); wall s / cpu s are what the simulation took here',
     prices: { date: PRICES_DATE, region: PRICES_REGION, ...PRICES },
@@ -399,59 +374,15 @@ async function runGrid(): Promise<void> {
         "tenant 0's prefix: its best 10 s of accepted S3 writes/s, as % of the 3,500/s limit",
       '503 %': 'S3 requests answered 503 SlowDown, % of all S3 requests',
       'DDB hottest WCU/s': 'most write units one DynamoDB partition key consumed in one simulated second',
-      'lease wait': "the handler's BookingWaitMs samples",
+      'booking wait': "the handler's BookingWaitMs samples (a booking to its first slot)",
       e2e: 'SentTimestamp to the end of the invocation that acknowledged the message',
       lost: 'messages never made final, plus acknowledged ones whose object is not in the bucket',
       'DDB requests per S3 write':
         'DynamoDB requests (reads and writes, failed conditional ones included) per S3 PUT or DELETE',
-      ratios: `${CANDIDATE} / ${BASELINE} per cell: above 1 is more (better for msg/s and % of limit, worse for the rest); "a vs b" where the ${BASELINE} figure is 0`,
     },
     runs,
   });
-  if (ratios.length > 0) console.log(`\n${CANDIDATE} / ${BASELINE}:\n\n${markdownTable(ratios)}`);
-  if (only === undefined) writeCharts(runs);
-}
-
-/** `candidate / baseline`, or both figures when the baseline is 0 (no ratio to 0). */
-function ratio(candidate: number, baseline: number, digits = 2): string | number {
-  if (baseline === 0) return `${round(candidate, digits)} vs 0`;
-  return round(candidate / baseline, 2);
-}
-
-/**
- * Per cell run with both engines, the rate engine's figures over the permit engine's: msg/s to 95%, the hot
- * prefix's % of its limit, 503s, DynamoDB requests per S3 write, $ per M, e2e p50 / p99, lost.
- */
-function engineRatios(
-  runs: Record<string, { config: FleetCellConfig; result: FleetCellResult; cost: { total: number } }>,
-): Row[] {
-  const rows: Row[] = [];
-  for (const run of Object.values(runs)) {
-    if (engineOf(run.config) !== BASELINE) continue;
-    const other = runs[runKey({ ...run.config, engine: CANDIDATE })];
-    if (other === undefined) continue;
-    const [b, c] = [run.result, other.result];
-    const to95 = (r: FleetCellResult) =>
-      r.stopped !== undefined && r.stopped.unfinished > 0.05 * r.messages ? 0 : r.messagesPerSecond95;
-    const pct = (r: FleetCellResult) => (100 * r.hotPrefix.beforeHalving) / r.hotPrefix.limit;
-    const share503 = (r: FleetCellResult) => (100 * r.s3.throttled) / Math.max(1, r.s3.requests);
-    const perWrite = (r: FleetCellResult) => r.dynamo.requests / Math.max(1, s3Writes(r));
-    rows.push({
-      cell: run.config.name,
-      'msg/s to 95%': ratio(to95(c), to95(b)),
-      'hot prefix % of limit': ratio(pct(c), pct(b), 0),
-      ...(b.hotPrefix.afterHalving === undefined || c.hotPrefix.afterHalving === undefined
-        ? {}
-        : { 'hot prefix % of halved limit': ratio(c.hotPrefix.afterHalving, b.hotPrefix.afterHalving) }),
-      '503s': ratio(c.s3.throttled, b.s3.throttled, 0),
-      '503 %': ratio(share503(c), share503(b)),
-      'DDB requests per S3 write': ratio(perWrite(c), perWrite(b), 4),
-      '$ per M msgs': ratio(other.cost.total, run.cost.total),
-      'e2e p50/p99': `${ratio(c.e2eMs.p50, b.e2eMs.p50)}/${ratio(c.e2eMs.p99, b.e2eMs.p99)}`,
-      lost: `${c.lost} vs ${b.lost}`,
-    });
-  }
-  return rows;
+  if (only === undefined && keepAs === undefined) writeCharts(runs);
 }
 
 function writeCharts(
@@ -462,7 +393,7 @@ function writeCharts(
     // Events are not points of the cross product; a stopped cell has no throughput to 95% to plot.
     if (run.config.burst !== undefined || run.config.halveAtS !== undefined) continue;
     if (run.result.stopped !== undefined) continue;
-    const key = `${run.config.tenants.toLocaleString('en-US')} tenants, ${run.config.skew}, ${engineOf(run.config)}`;
+    const key = `${run.config.tenants.toLocaleString('en-US')} tenants, ${run.config.skew}`;
     const points = lines.get(key) ?? [];
     points.push({ x: Math.log10(run.config.concurrency), run });
     lines.set(key, points);
@@ -481,9 +412,7 @@ function writeCharts(
       .sort(([, a], [, b]) =>
         a[0]!.run.config.tenants !== b[0]!.run.config.tenants
           ? a[0]!.run.config.tenants - b[0]!.run.config.tenants
-          : a[0]!.run.config.skew !== b[0]!.run.config.skew
-            ? a[0]!.run.config.skew.localeCompare(b[0]!.run.config.skew)
-            : engineOf(a[0]!.run.config).localeCompare(engineOf(b[0]!.run.config)),
+          : a[0]!.run.config.skew.localeCompare(b[0]!.run.config.skew),
       )
       .map(([name, points]) => ({
         name,
@@ -521,25 +450,21 @@ function writeCharts(
   console.log('written: bench/results/fleet-throughput.svg, bench/results/fleet-cost.svg');
 }
 
-/** The local pipeline's engine for each fleet cap: the handler as shipped (permits), or with rate budgets. */
-const LOAD_ENGINE: Record<FleetCap, LoadEngine> = { permits: 'real', rate: 'rate' };
-
-/** A calibration's local half as stored: per engine, or (older files) the permit engine's alone. */
+/** A calibration's local half as stored in its results file: the run, or why there is none. */
 interface StoredCalibration {
-  details?: { real?: LoadRunResult };
-  real?: LoadRunResult;
-  local?: Partial<Record<FleetCap, LoadRunResult>>;
+  local?: LoadRunResult | string;
 }
 
 /**
  * bench:load's configuration (50 tenants, two hot ones at 25% each, 50 writes/s per prefix, batch 100, 4
- * invocations, POOL_CONCURRENCY 64, 8 s timeout, backlog 1,000) run with each engine twice over: simulated
- * here, and on the local stack by bench:load's own engine (fauxqs, dynalite, the chaos proxy).
+ * invocations, POOL_CONCURRENCY 64, 8 s timeout, backlog 1,000) run twice over: simulated here, and on the
+ * local stack by bench:load's own engine (fauxqs, dynalite, the chaos proxy), the handler as shipped in both.
  */
 async function calibrate(): Promise<void> {
   const messages = Number(process.env.BENCH_FLEET_CALIBRATE_MESSAGES ?? 4_000);
+  const resultsName = keepAs ?? 'fleet-calibration';
   const load: LoadRunConfig = {
-    engine: 'real',
+    engine: 'rate',
     messages,
     tenants: 50,
     hotShare: 0.25,
@@ -586,33 +511,27 @@ async function calibrate(): Promise<void> {
     { run: 'simulated, no client CPU', clientCpuMsPerCall: 0 },
     { run: 'simulated, 1 ms client CPU per S3 call (the grid)', clientCpuMsPerCall: 1 },
     // The local stack runs the 4 containers, the SDK clients, the proxy and the emulators in one process:
-    // about 2.5 ms of that process's CPU per S3 request (17 s of CPU for 6,696 requests in a permit run),
-    // one request at a time.
+    // about 2.5 ms of that process's CPU per S3 request, one request at a time.
     {
       run: 'simulated, one CPU for all containers, 2.5 ms per S3 call',
       clientCpuMsPerCall: 2.5,
       shared: true,
     },
   ];
-  const sims: Array<{ engine: FleetCap; run: string; config: FleetCellConfig; result: FleetCellResult }> = [];
-  for (const engine of ENGINES) {
-    for (const v of variants) {
-      console.error(`bench:fleet --calibrate: ${messages} messages, ${engine}, ${v.run} ...`);
-      const config: FleetCellConfig = {
-        ...simulated,
-        engine,
-        s3: { ...simulated.s3, clientCpuMsPerCall: v.clientCpuMsPerCall, clientCpuShared: v.shared === true },
-      };
-      sims.push({
-        engine,
-        run: v.run,
-        config,
-        result: (await runInChild<FleetCellResult>(cellScript, [JSON.stringify(config)])).result,
-      });
-    }
+  const sims: Array<{ run: string; config: FleetCellConfig; result: FleetCellResult }> = [];
+  for (const v of variants) {
+    console.error(`bench:fleet --calibrate: ${messages} messages, ${v.run} ...`);
+    const config: FleetCellConfig = {
+      ...simulated,
+      s3: { ...simulated.s3, clientCpuMsPerCall: v.clientCpuMsPerCall, clientCpuShared: v.shared === true },
+    };
+    sims.push({
+      run: v.run,
+      config,
+      result: (await runInChild<FleetCellResult>(cellScript, [JSON.stringify(config)])).result,
+    });
   }
-  const simRow = ({ engine, run, result: sim }: (typeof sims)[number]): Row => ({
-    engine,
+  const simRow = ({ run, result: sim }: (typeof sims)[number]): Row => ({
     run,
     messages,
     'msg/s': round(sim.messagesPerSecond, 1),
@@ -625,57 +544,44 @@ async function calibrate(): Promise<void> {
   const details = {
     load,
     simulated: sims.map((s) => ({
-      engine: s.engine,
       run: s.run,
       config: s.config,
       result: { ...s.result, timeline: undefined },
     })),
   };
   // BENCH_FLEET_CALIBRATE_LOCAL=0 runs the simulated half only (the local stack needs minutes of idle CPU);
-  // =reuse takes the local half from the last bench/results/fleet-calibration.json (same configuration).
+  // =reuse takes the local half from the last results file of this name (same configuration).
   const localMode = process.env.BENCH_FLEET_CALIBRATE_LOCAL;
   if (localMode === '0') {
-    writeResults('fleet-calibration', sims.map(simRow), { ...details, local: 'not run' });
+    writeResults(resultsName, sims.map(simRow), { ...details, local: 'not run' });
     return;
   }
-  const stored =
-    localMode === 'reuse'
-      ? (JSON.parse(readFileSync(`${resultsDir}fleet-calibration.json`, 'utf8')) as StoredCalibration)
-      : undefined;
-  const local: Partial<Record<FleetCap, LoadRunResult>> = {};
-  const failures: Partial<Record<FleetCap, string>> = {};
-  for (const engine of ENGINES) {
-    if (stored !== undefined) {
-      const previous =
-        stored.local?.[engine] ?? (engine === 'permits' ? (stored.details?.real ?? stored.real) : undefined);
-      if (previous === undefined)
-        throw new Error(`no ${engine} local-stack half in bench/results/fleet-calibration.json to reuse`);
-      local[engine] = previous;
-      continue;
-    }
-    console.error(`bench:fleet --calibrate: ${engine} on the local stack (bench:load engine) ...`);
+  let real: LoadRunResult | undefined;
+  let failure: string | undefined;
+  if (localMode === 'reuse') {
+    const stored = JSON.parse(readFileSync(`${resultsDir}${resultsName}.json`, 'utf8')) as StoredCalibration;
+    if (typeof stored.local !== 'object' || stored.local.engine !== load.engine)
+      throw new Error(
+        `no local-stack half of the handler (bench:load engine ${load.engine}) in bench/results/${resultsName}.json to reuse`,
+      );
+    real = stored.local;
+  } else {
+    console.error('bench:fleet --calibrate: the local stack (bench:load engine) ...');
     try {
-      const config = { ...load, engine: LOAD_ENGINE[engine] };
-      local[engine] = (await runInChild<LoadRunResult>(loadEngine, [JSON.stringify(config)])).result;
+      real = (await runInChild<LoadRunResult>(loadEngine, [JSON.stringify(load)])).result;
     } catch (error) {
       // Keep the simulated half, and say why the other is missing.
-      failures[engine] = `failed: ${String(error).split('\n')[0]}`;
+      failure = `failed: ${String(error).split('\n')[0]}`;
     }
   }
-  const rows: Row[] = [];
-  for (const engine of ENGINES) {
-    const mine = sims.filter((s) => s.engine === engine);
-    rows.push(...mine.map(simRow));
-    const real = local[engine];
-    if (real === undefined) {
-      rows.push({ engine, run: 'local stack (bench:load engine)', messages, 'msg/s': 'failed' });
-      continue;
-    }
+  const rows: Row[] = sims.map(simRow);
+  if (real === undefined) {
+    rows.push({ run: 'local stack (bench:load engine)', messages, 'msg/s': 'failed' });
+  } else {
     const realRate = real.messages / (real.durationMs / 1000);
     const real503 = (100 * real.throttled) / Math.max(1, real.s3Requests);
     rows.push(
       {
-        engine,
         run: 'local stack (bench:load engine)',
         messages,
         'msg/s': round(realRate, 1),
@@ -685,11 +591,10 @@ async function calibrate(): Promise<void> {
         redeliveries: real.redelivered,
         lost: real.lost,
       },
-      ...mine.map(({ run, result: sim }) => ({
-        engine,
+      ...sims.map(({ run, result: sim }) => ({
         run: `${run} / local`,
         'msg/s': round(sim.messagesPerSecond / realRate, 2),
-        // No ratio to a local rate of 0 (it printed 30,660,738.9 for 2 refusals against none).
+        // No ratio to a local rate of 0 (a handful of refusals against none would print millions).
         '503 % of S3 requests':
           real503 > 0
             ? round((100 * sim.s3.throttled) / Math.max(1, sim.s3.requests) / real503, 2)
@@ -698,17 +603,14 @@ async function calibrate(): Promise<void> {
       })),
     );
   }
-  writeResults('fleet-calibration', rows, {
+  writeResults(resultsName, rows, {
     ...details,
-    local: Object.fromEntries(
-      Object.entries(local).map(([engine, real]) => [engine, { ...real, samples: undefined }]),
-    ),
-    ...(Object.keys(failures).length === 0 ? {} : { failures }),
+    local: real === undefined ? failure : { ...real, samples: undefined },
   });
 }
 
 // --configs: the grid's cell configurations, one JSON line each, nothing run (to run or profile one cell
 // directly: `node --cpu-prof --import tsx bench/fleet/engine.ts "$(line)"`).
-if (process.argv.includes('--configs')) for (const c of withEngines(grid())) console.log(JSON.stringify(c));
+if (process.argv.includes('--configs')) for (const c of grid()) console.log(JSON.stringify(c));
 else if (process.argv.includes('--calibrate')) await calibrate();
 else await runGrid();

@@ -1,20 +1,21 @@
-// DynamoDB, modelled in-process behind the client port the semaphore talks through (`client.send(command,
-// { abortSignal })`), so the semaphore's own condition and update expressions decide every grant.
+// DynamoDB, modelled in-process behind the client port the handler's prefix budgets talk through
+// (`client.send(command, { abortSignal })`), so the budgets' own condition and update expressions decide
+// every booking.
 //
 // Expressions are parsed and evaluated by dynalite's engine (its PEG parsers, `checkConditional`,
 // `mapPath`, `itemSize`), called synchronously on a plain Map instead of through its LevelDB store and
 // HTTP server; the update application below is a port of dynalite 4.0.0's `applyUpdateExpression`
 // (actions/updateItem.js, MIT). So any expression dynalite accepts works here unchanged, including ones a
-// later semaphore design sends (nothing here knows the semaphore's item shape).
+// later budget design sends (nothing here knows the budget's item shape).
 //
 // What it encodes (AWS figures, from the DynamoDB Developer Guide, retrieved 2026-11):
 // - Write units: one WRU per 1 KB of item size, rounded up, the larger of the item before and after the
 //   write; a write whose condition fails still consumes units for the item's size ("Read/write capacity
-//   mode", "Conditional writes"). Reads: one RRU per 4 KB of the summed item sizes of a strongly
-//   consistent Query, rounded up.
+//   mode", "Conditional writes"). Reads: one RRU per 4 KB of the item size of a strongly consistent
+//   GetItem, or of the summed item sizes of a strongly consistent Query, rounded up.
 // - Per-partition throughput: 1,000 write units/s and 3,000 read units/s ("Partitions and data
 //   distribution": "a single partition can support a maximum of 3,000 RCUs or 1,000 WCUs"). A partition
-//   key value's items (every shard item of one semaphore shares `pk = sem#<name>`) start in one partition.
+//   key value's items start in one partition (a prefix's budget is one item, `pk = rate#<name>`).
 //   Exceeding it answers `ProvisionedThroughputExceededException` (HTTP 400), which the SDK retries.
 // - Split for heat ("Best practices for designing and using partition keys effectively" > "Isolate
 //   frequently accessed items", docs.aws.amazon.com/amazondynamodb/latest/developerguide/
@@ -24,13 +25,13 @@
 //   reside on the same partition"; an item collection can be broken "into segments by sort key, as long as
 //   the item collection isn't traffic that is tracked by a monotonic increase or decrease of the sort key";
 //   not across partitions when the table has a local secondary index; and a single item still gets at most
-//   "the partition maximum of 3,000 RCUs and 1,000 WCUs". The project's table qualifies (on-demand, no LSI,
-//   semaphore sort keys `shard#<i>` hit at random, not monotonically). Modelled conservatively: a partition
+//   "the partition maximum of 3,000 RCUs and 1,000 WCUs". The project's table qualifies (on-demand, no
+//   LSI), though a budget's single item gains nothing from a split. Modelled conservatively: a partition
 //   whose requests were throttled in every second (no full second without a throttle) for
 //   `splitForHeatAfterSeconds` splits in two at its middle sort key, each half with its own 1,000 WCU /
 //   3,000 RCU and a heat count from zero; a half holding one item splits no further. AWS gives no figure
 //   for how long the heat must last ("consistently high traffic", "sustained"): the default of 300 s is
-//   an ASSUMPTION of this model, not an AWS figure. Before, this model never split (a key = a partition).
+//   an ASSUMPTION of this model, not an AWS figure.
 // - Latency: single-digit milliseconds, modelled lognormal (median 4 ms, p99 12 ms by default).
 // - The client: SDK v3's standard retry mode (3 attempts; full-jitter backoff with base 100 ms, 500 ms for
 //   throttling, cap 20 s), every wait abortable by the call's `abortSignal`.
@@ -738,7 +739,7 @@ function resolveValue(val: unknown, item: Item): AttributeValue | string {
     if (a.N === undefined || b.N === undefined) {
       return 'An operand in the update expression has an incorrect data type';
     }
-    // Semaphore counts are small integers: plain numbers are exact here (dynalite uses big.js).
+    // Plain numbers (dynalite uses big.js): exact for the integers below 2^53 an item holds (epoch ms, counts).
     return { N: String(node.type === 'add' ? Number(a.N) + Number(b.N) : Number(a.N) - Number(b.N)) };
   }
   if (node.type === 'function' && node.name === 'if_not_exists') {

@@ -1,10 +1,10 @@
 // One bench:fleet cell in its own process, on simulated time (bench/throttle/virtual-time.ts): a producer
 // feeds the SQS model at the offered rate; the event source mapping model invokes the REAL handler
-// (createIngestHandler: plan, tenant pools, the fleet cap of `config.engine`, dead letters) in
-// simulated Lambda containers, each with its own handler instance and warm state, cold starts included;
-// the handler's ports are the S3 model (MemoryObjectStore + S3BehaviourModel per prefix), the DynamoDB
-// model behind the client port the semaphore uses, and an SQS client model for its dead letters and its
-// deferred records (copies sent to the ingest queue itself, issue 16).
+// (createIngestHandler: plan, tenant pools, the fleet cap, dead letters) in simulated Lambda containers,
+// each with its own handler instance and warm state, cold starts included; the handler's ports are the S3
+// model (MemoryObjectStore + S3BehaviourModel per prefix), the DynamoDB model behind the client port its
+// prefix budgets (the rate schedule's items, docs/fleet-cap.md) use, and an SQS client model for its dead
+// letters and its deferred records (copies sent to the ingest queue itself).
 
 import { appendFileSync, writeFileSync, writeSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -12,7 +12,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { MemoryBucket, MemoryObjectStore } from '../../lib/db/memory-object-store.js';
-import { type FleetCap, loadConfig } from '../../lib/ingest/config.js';
+import { loadConfig } from '../../lib/ingest/config.js';
 import { createIngestHandler, type IngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
 import { dynamoRateBudgets } from '../../lib/ingest/handler/run/prefix-budgets.js';
 import { ORIGIN_ATTRIBUTE } from '../../lib/ingest/handler/settle/deferral-port.js';
@@ -44,12 +44,6 @@ import { generateWorkload, messageBody, objectKey, type Skew } from './workload.
 
 export interface FleetCellConfig {
   name: string;
-  /**
-   * The fleet cap the handler runs (`FLEET_CAP`): `permits` (adaptive prefix semaphores) or `rate` (a
-   * budget in writes per second per prefix, docs/fleet-cap.md).
-   * @default 'permits'
-   */
-  engine?: FleetCap;
   messages: number;
   /** The event source's MaximumConcurrency (invocations at once). */
   concurrency: number;
@@ -109,15 +103,10 @@ export interface TimelinePoint {
   final: number;
   running: number;
   backlog: number;
-  /**
-   * The hot prefix's cap: with permits its adaptive semaphore summed over its shard items (capacity, free
-   * permits, leases held); with a rate its schedule item (rate in writes/s, ms of slots booked ahead of
-   * now, no holders).
-   */
-  hotCapacity: number;
-  hotFree: number;
-  hotHolders: number;
-  /** Records redelivered for want of permits so far. */
+  /** The hot prefix's schedule item: its rate (writes/s), and how far ahead of now its slots are booked (ms). */
+  hotRate: number;
+  hotBookedAheadMs: number;
+  /** Records redelivered out of turn so far (cause `permits-unavailable`: no slot before the cutoff, not deferred). */
   permitsUnavailable: number;
 }
 
@@ -149,7 +138,8 @@ export interface FleetCellResult {
   hotPrefix: { beforeHalving: number; afterHalving?: number; limit: number };
   s3: { requests: number; throttled: number; counts: S3RequestCounts };
   dynamo: DynamoStats & { calls: number; attempts: number; retries: number };
-  leaseWaitMs: Quantiles;
+  /** The handler's `BookingWaitMs` samples: from a booking to its first slot. */
+  bookingWaitMs: Quantiles;
   invocationMs: Quantiles;
   e2eMs: Quantiles;
   invocations: number;
@@ -170,8 +160,8 @@ export interface FleetCellResult {
     /** Records the handler deferred (`RecordsDeferred`): each a copy sent to the queue. */
     deferred: number;
   };
-  /** The rate engine's bookings, steps and reports, every prefix and the hot one (absent with permits). */
-  budgets?: BudgetTrace;
+  /** The prefix budgets' bookings, steps and reports, every prefix's and the hot one's. */
+  budgets: BudgetTrace;
 }
 
 const EPOCH = Date.UTC(2026, 10, 30);
@@ -180,7 +170,7 @@ const hrStart = process.hrtime.bigint();
 const time = new VirtualTime(EPOCH);
 time.install();
 installVirtualAbortTimeout();
-// Every Math.random in the handler (backoff jitter, reservoirs, semaphore start shards) is seeded too.
+// Every Math.random in the handler (backoff jitter, reservoirs, booking ids) is seeded too.
 Math.random = seededRandom(config.seed);
 const random = seededRandom(config.seed + 1);
 
@@ -376,11 +366,10 @@ const ingestConfig = loadConfig({
   RESOURCES: JSON.stringify({ items: {} }),
   AWS_REGION: 'us-east-1',
   S3_PREFIX_WRITE_RATE: String(config.s3.writesPerSecond),
-  FLEET_CAP: config.engine ?? 'permits',
   ...config.env,
 });
 
-// The rate engine: each prefix's schedule item in the table model, every booking, step and report traced.
+// The fleet cap: each prefix's schedule item in the table model, every booking, step and report traced.
 // BENCH_FLEET_TRACE=<file>: one JSON line per invocation and per hot-prefix booking, step and report.
 const traceFile = process.env.BENCH_FLEET_TRACE;
 if (traceFile !== undefined) writeFileSync(traceFile, '');
@@ -388,14 +377,11 @@ const traceLine = (line: object) => {
   if (traceFile !== undefined)
     appendFileSync(traceFile, `${JSON.stringify({ at: Date.now() - EPOCH, ...line })}\n`);
 };
-const budgets =
-  ingestConfig.fleetCap === 'rate'
-    ? traceBudgets(
-        dynamoRateBudgets(ingestConfig, dynamodb as never, ingestConfig.semaphoreTable!),
-        `prefix:fleet-bucket/${'t=t-0/'}`,
-        traceLine,
-      )
-    : undefined;
+const budgets = traceBudgets(
+  dynamoRateBudgets(ingestConfig, dynamodb as never, ingestConfig.semaphoreTable!),
+  `prefix:fleet-bucket/${hotPrefix}`,
+  traceLine,
+);
 
 const handlerStats = {
   retries: 0,
@@ -407,7 +393,7 @@ const handlerStats = {
   rateReportFailures: 0,
   deferred: 0,
 };
-const leaseWait = new Histogram();
+const bookingWait = new Histogram();
 const invocationMs = new Histogram();
 
 interface Container {
@@ -439,7 +425,7 @@ function coldStart(): Container {
       sqs: sqsClientFor(container) as never,
       dynamodb: dynamodb as never,
     },
-    ...(budgets === undefined ? {} : { budgets: budgets.factory }),
+    budgets: budgets.factory,
     store:
       cpuStore ??
       ((config.s3.clientCpuMsPerCall ?? 0) > 0
@@ -456,13 +442,13 @@ function coldStart(): Container {
       handlerStats.deferred += summary.RecordsDeferred;
       handlerStats.permitsUnavailable += summary.splits.RecordsRedelivered['permits-unavailable'] ?? 0;
       if (summary.deadlineReached) handlerStats.deadlineReached += 1;
-      for (const ms of summary.samples.BookingWaitMs) leaseWait.record(ms);
+      for (const ms of summary.samples.BookingWaitMs) bookingWait.record(ms);
       if (traceFile !== undefined) {
         const { samples, splits, ...counts } = summary;
         traceLine({
           invocation: counts,
           redelivered: splits.RecordsRedelivered,
-          permitWaitMs: samples.BookingWaitMs,
+          bookingWaitMs: samples.BookingWaitMs,
         });
       }
     },
@@ -581,28 +567,17 @@ function produce(): void {
 }
 produce();
 
-// Once a simulated second: what the hot prefix's semaphore holds, for the cell's timeline.
+// Once a simulated second: the hot prefix's schedule item (its rate, how far ahead its slots are booked),
+// for the cell's timeline.
 const timeline: TimelinePoint[] = [];
-const hotSemaphore = `sem#prefix:fleet-bucket/${hotPrefix}`;
 const hotBudget = `rate#prefix:fleet-bucket/${hotPrefix}`;
 let lastFinal = 0;
 function sample(): void {
-  let capacity = 0;
-  let free = 0;
-  let holders = 0;
-  if (budgets !== undefined) {
-    // The schedule holds no holders: its rate, and how far ahead its slots are booked.
-    for (const item of table.itemsOf(hotBudget)) {
-      capacity += Number(item.rate?.N ?? 0);
-      free += Math.max(0, Number(item.freeAt?.N ?? 0) - Date.now());
-    }
-  } else {
-    for (const item of table.itemsOf(hotSemaphore)) {
-      if (!item.sk?.S?.startsWith('adaptive#')) continue;
-      capacity += Number(item.capacity?.N ?? 0);
-      free += Number(item.free?.N ?? 0);
-      holders += Object.keys(item.holders?.M ?? {}).length;
-    }
+  let rate = 0;
+  let bookedAheadMs = 0;
+  for (const item of table.itemsOf(hotBudget)) {
+    rate += Number(item.rate?.N ?? 0);
+    bookedAheadMs += Math.max(0, Number(item.freeAt?.N ?? 0) - Date.now());
   }
   const second = timeline.length;
   const hotModel = s3Model.hot.get(hotPrefix)!;
@@ -613,9 +588,8 @@ function sample(): void {
     final: queue.settled - lastFinal,
     running: queue.running,
     backlog: queue.backlog,
-    hotCapacity: Math.round(capacity * 10) / 10,
-    hotFree: Math.round(free * 10) / 10,
-    hotHolders: holders,
+    hotRate: Math.round(rate * 10) / 10,
+    hotBookedAheadMs: Math.round(bookedAheadMs * 10) / 10,
     permitsUnavailable: handlerStats.permitsUnavailable,
   });
   lastFinal = queue.settled;
@@ -725,7 +699,7 @@ const result: FleetCellResult = {
   },
   s3: { requests: s3Totals.requests, throttled: s3Totals.throttled, counts: store.counts },
   dynamo: { ...table.report(), ...dynamodb.counters },
-  leaseWaitMs: { p50: leaseWait.quantile(0.5), p99: leaseWait.quantile(0.99) },
+  bookingWaitMs: { p50: bookingWait.quantile(0.5), p99: bookingWait.quantile(0.99) },
   invocationMs: { p50: invocationMs.quantile(0.5), p99: invocationMs.quantile(0.99) },
   e2eMs: { p50: q(sorted, 0.5), p99: q(sorted, 0.99) },
   invocations,
@@ -735,7 +709,7 @@ const result: FleetCellResult = {
   logBytes,
   sqs: { ...queue.counters, requests: sqsRequests },
   handler: handlerStats,
-  ...(budgets === undefined ? {} : { budgets: budgets.trace }),
+  budgets: budgets.trace,
   timeline,
 };
 process.stdout.write = realWrite;

@@ -10,11 +10,9 @@ import { generateWorkload, sampleCdf, twoHotTenant, zipfCdf } from '../../../ben
 import { MemoryObjectStore } from '../../../lib/db/memory-object-store.js';
 import { isTimeout } from '../../../lib/errors/classify.js';
 import { seededRandom } from '../../../lib/local/s3-behaviour/seeded-random.js';
-import { AdaptiveShardTable } from '../../../lib/semaphore/adaptive-shard-table.js';
 import { DynamoRateBudget } from '../../../lib/semaphore/dynamo-rate-budget.js';
-import { DynamoSemaphore } from '../../../lib/semaphore/dynamo-semaphore.js';
 
-const key = { pk: { S: 'sem#a' }, sk: { S: 'shard#0' } };
+const key = { pk: { S: 'key#a' }, sk: { S: 'item#0' } };
 
 function table(now = () => 0, writeUnitsPerSecond = 1000) {
   return new DynamoTableModel({ now, writeUnitsPerSecond, burstSeconds: 1 });
@@ -97,39 +95,6 @@ describe('DynamoTableModel', () => {
     ).rejects.toMatchObject({ name: 'ProvisionedThroughputExceededException' });
     expect(client.counters.retries).toBe(2);
   });
-
-  it("lets the real DynamoSemaphore's expressions decide: never more than the limit held", async () => {
-    const t = table(() => Date.now(), 100_000);
-    const client = new DynamoModelClient(t, {
-      latency: { medianMs: 0.01, p99Ms: 0.05 },
-      random: seededRandom(3),
-    });
-    let held = 0;
-    let peak = 0;
-    const worker = async () => {
-      const semaphore = new DynamoSemaphore({
-        client: client as never,
-        tableName: 't',
-        name: 'prefix:x',
-        limit: 7,
-        shards: 2,
-        backoffBaseMs: 1,
-        backoffCapMs: 2,
-      });
-      for (let i = 0; i < 4; i++) {
-        const lease = await semaphore.acquire(3, { min: 1 });
-        held += lease.permits;
-        peak = Math.max(peak, held);
-        await new Promise((resolve) => setTimeout(resolve, 1));
-        held -= lease.permits;
-        await lease.release();
-      }
-    };
-    await Promise.all(Array.from({ length: 8 }, worker));
-    expect(peak).toBeLessThanOrEqual(7);
-    expect(peak).toBeGreaterThan(3);
-    expect(t.stats.conditionalFailures).toBeGreaterThan(0);
-  });
 });
 
 describe('DynamoTableModel: the rate budget (docs/fleet-cap.md)', () => {
@@ -185,42 +150,22 @@ describe('DynamoTableModel: the rate budget (docs/fleet-cap.md)', () => {
   });
 });
 
-describe("DynamoTableModel: the holders' announced due times (issue 16)", () => {
-  const client = (t: DynamoTableModel) =>
-    new DynamoModelClient(t, { latency: { medianMs: 0.01, p99Ms: 0.05 }, random: seededRandom(5) });
-  const state = { capacity: 8, latencyMs: 20, decreasedAt: 0 };
-
-  it("stores a take's `due` in the holder's entry, and counts it in the item's size", async () => {
-    const sizes: number[] = [];
-    for (const due of [undefined, 1_800_000_123_457]) {
-      const t = table(() => Date.now(), 100_000);
-      const shards = new AdaptiveShardTable(client(t) as never, 't', 'prefix:x');
-      await shards.create(0, 1, state);
-      expect(await shards.take(0, 1, 'lease-1', { n: 2, until: 1_800_000_000_500, due })).toBe(true);
-      const [item] = t.itemsOf('sem#prefix:x');
-      expect(item?.holders?.M?.['lease-1']?.M?.due?.N).toBe(due === undefined ? undefined : String(due));
-      const [read] = await shards.readAll();
-      expect(read?.holders.get('lease-1')?.due).toBe(due);
-      sizes.push(t.report().largestItemBytes);
-    }
-    // "due" (3 bytes), its number (1 byte + 1 per two significant digits: 13 -> 8) and the map's 1 byte
-    // per element: 12 bytes more (DynamoDB's item size rules, as dynalite encodes them).
-    expect(sizes[1]! - sizes[0]!).toBe(12);
-  });
-
-  it('reports the partition that spent the most read units, and its peak per second', async () => {
+describe('DynamoTableModel: read units', () => {
+  it('reports the partition that spent the most read units, and its peak per second', () => {
     let now = 0;
     const t = table(() => now, 100_000);
-    const shards = new AdaptiveShardTable(client(t) as never, 't', 'prefix:hot');
-    const cool = new AdaptiveShardTable(client(t) as never, 't', 'prefix:cool');
-    await shards.create(0, 1, state);
-    await cool.create(0, 1, state);
-    for (let i = 0; i < 5; i++) await shards.readAll();
+    const read = (name: string) =>
+      t.execute('GetItem', {
+        TableName: 't',
+        Key: { pk: { S: `rate#${name}` }, sk: { S: 'schedule' } },
+        ConsistentRead: true,
+      });
+    for (let i = 0; i < 5; i++) read('prefix:hot');
     now = 1000;
-    for (let i = 0; i < 3; i++) await shards.readAll();
-    await cool.readAll();
+    for (let i = 0; i < 3; i++) read('prefix:hot');
+    read('prefix:cool');
     expect(t.report().hottestReadPartition).toEqual({
-      key: 'sem#prefix:hot',
+      key: 'rate#prefix:hot',
       readUnits: 8,
       peakReadUnitsPerSecond: 5,
     });
@@ -679,34 +624,34 @@ describe('DynamoTableModel: split for heat (AWS "Isolate frequently accessed ite
     const accepted: number[] = [];
     for (let second = 0; second <= 7; second++) {
       now = second * 1000;
-      // 16 writes/s offered over two shard items; the shared partition takes 10.
-      accepted.push(writes(t, 'sem#x', 'shard#0', 8) + writes(t, 'sem#x', 'shard#1', 8));
+      // 16 writes/s offered over two items; the shared partition takes 10.
+      accepted.push(writes(t, 'key#x', 'item#0', 8) + writes(t, 'key#x', 'item#1', 8));
       if (second < 5) expect(t.report().splits).toEqual([]);
     }
-    // Throttled from second 0; at second 5 the heat had lasted 5 s: shard#1 gets its own partition.
-    expect(t.report().splits).toEqual([{ key: 'sem#x', atMs: 5000, from: 'shard#1' }]);
+    // Throttled from second 0; at second 5 the heat had lasted 5 s: item#1 gets its own partition.
+    expect(t.report().splits).toEqual([{ key: 'key#x', atMs: 5000, from: 'item#1' }]);
     expect(accepted.slice(0, 5)).toEqual([10, 10, 10, 10, 10]);
     // From then on each item has 10 units/s of its own: all 16 fit.
     expect(accepted.slice(6)).toEqual([16, 16]);
-    expect(t.report().hottestPartition?.key).toMatch(/^sem#x/);
+    expect(t.report().hottestPartition?.key).toMatch(/^key#x/);
   });
 
   it('starts the count again after a second without a throttle', () => {
     let now = 0;
     const t = hotTable(() => now);
-    const hot = () => writes(t, 'sem#x', 'shard#0', 8) + writes(t, 'sem#x', 'shard#1', 8);
+    const hot = () => writes(t, 'key#x', 'item#0', 8) + writes(t, 'key#x', 'item#1', 8);
     for (let second = 0; second <= 3; second++) {
       now = second * 1000;
       hot();
     }
     now = 4000;
-    writes(t, 'sem#x', 'shard#0', 1); // second 4: no throttle
+    writes(t, 'key#x', 'item#0', 1); // second 4: no throttle
     for (let second = 5; second <= 10; second++) {
       now = second * 1000;
       hot();
       if (second < 10) expect(t.report().splits).toEqual([]);
     }
-    expect(t.report().splits).toEqual([{ key: 'sem#x', atMs: 10_000, from: 'shard#1' }]);
+    expect(t.report().splits).toEqual([{ key: 'key#x', atMs: 10_000, from: 'item#1' }]);
   });
 
   it('never splits a single item: one item keeps the per-partition maximum', () => {
@@ -714,7 +659,7 @@ describe('DynamoTableModel: split for heat (AWS "Isolate frequently accessed ite
     const t = hotTable(() => now);
     for (let second = 0; second <= 20; second++) {
       now = second * 1000;
-      expect(writes(t, 'sem#one', 'shard#0', 16)).toBe(10);
+      expect(writes(t, 'key#one', 'item#0', 16)).toBe(10);
     }
     expect(t.report().splits).toEqual([]);
   });
@@ -722,27 +667,27 @@ describe('DynamoTableModel: split for heat (AWS "Isolate frequently accessed ite
   it('splits again, down to one item per partition, each split after its own heat', () => {
     let now = 0;
     const t = hotTable(() => now, 2);
-    const shards = ['shard#0', 'shard#1', 'shard#2', 'shard#3'];
+    const items = ['item#0', 'item#1', 'item#2', 'item#3'];
     for (let second = 0; second <= 12; second++) {
       now = second * 1000;
       // 32 writes/s, two at a time to each item in turn.
-      for (let round = 0; round < 4; round++) for (const sk of shards) writes(t, 'sem#x', sk, 2);
+      for (let round = 0; round < 4; round++) for (const sk of items) writes(t, 'key#x', sk, 2);
     }
-    // The first split (at shard#2, 2 s in) leaves two halves of 16 writes/s, each still too hot for 10/s:
+    // The first split (at item#2, 2 s in) leaves two halves of 16 writes/s, each still too hot for 10/s:
     // each splits 2 s later.
     const splits = t.report().splits;
-    expect(splits[0]).toEqual({ key: 'sem#x', atMs: 2000, from: 'shard#2' });
+    expect(splits[0]).toEqual({ key: 'key#x', atMs: 2000, from: 'item#2' });
     expect(
       splits
         .slice(1)
         .map((split) => [split.from, split.atMs])
         .sort(),
     ).toEqual([
-      ['shard#1', 4000],
-      ['shard#3', 4000],
+      ['item#1', 4000],
+      ['item#3', 4000],
     ]);
     now = 13_000;
-    expect(shards.map((sk) => writes(t, 'sem#x', sk, 8))).toEqual([8, 8, 8, 8]);
+    expect(items.map((sk) => writes(t, 'key#x', sk, 8))).toEqual([8, 8, 8, 8]);
   });
 
   it('a query over a split key spends each partition its own read units; the bill is the same', () => {
@@ -753,13 +698,13 @@ describe('DynamoTableModel: split for heat (AWS "Isolate frequently accessed ite
       t.execute('Query', {
         TableName: 't',
         KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': { S: 'sem#x' } },
+        ExpressionAttributeValues: { ':pk': { S: 'key#x' } },
         ConsistentRead: true,
       });
-    for (const sk of ['shard#0', 'shard#1'])
+    for (const sk of ['item#0', 'item#1'])
       t.execute('PutItem', {
         TableName: 't',
-        Item: { pk: { S: 'sem#x' }, sk: { S: sk }, blob: { S: blob } },
+        Item: { pk: { S: 'key#x' }, sk: { S: sk }, blob: { S: blob } },
       });
     now = 1000;
     // One partition: 2 x 3 KB = 2 read units, all its bucket holds.
@@ -769,13 +714,13 @@ describe('DynamoTableModel: split for heat (AWS "Isolate frequently accessed ite
     );
     for (let second = 1; second <= 2; second++) {
       now = second * 1000;
-      writes(t, 'sem#x', 'shard#2', 12);
+      writes(t, 'key#x', 'item#2', 12);
     }
     expect(t.report().splits).toHaveLength(1);
     now = 3000;
     const before = t.stats.readUnits;
-    // Split at shard#1: each partition spends 1 unit of its 2 per query (3 KB each, and the small shard#2
-    // with shard#1), so two queries fit; each is still billed 2 units (6 KB).
+    // Split at item#1: each partition spends 1 unit of its 2 per query (3 KB each, and the small item#2
+    // with item#1), so two queries fit; each is still billed 2 units (6 KB).
     query();
     query();
     expect(t.stats.readUnits - before).toBe(4);
@@ -788,17 +733,17 @@ describe('DynamoTableModel: split for heat (AWS "Isolate frequently accessed ite
 describe('DynamoTableModel queries', () => {
   it('finds the partition from the key condition whatever its placeholder, in sort-key order', () => {
     const t = table();
-    for (const sk of ['shard#1', 'shard#0'])
+    for (const sk of ['item#1', 'item#0'])
       t.execute('PutItem', { TableName: 't', Item: { pk: { S: 'a' }, sk: { S: sk } } });
-    t.execute('PutItem', { TableName: 't', Item: { pk: { S: 'b' }, sk: { S: 'shard#0' } } });
+    t.execute('PutItem', { TableName: 't', Item: { pk: { S: 'b' }, sk: { S: 'item#0' } } });
     const page = t.execute('Query', {
       TableName: 't',
       KeyConditionExpression: '#p = :name AND begins_with(sk, :prefix)',
       ExpressionAttributeNames: { '#p': 'pk' },
-      ExpressionAttributeValues: { ':name': { S: 'a' }, ':prefix': { S: 'shard#' } },
+      ExpressionAttributeValues: { ':name': { S: 'a' }, ':prefix': { S: 'item#' } },
       ConsistentRead: true,
     }) as { Items: Array<{ sk: { S: string } }> };
-    expect(page.Items.map((i) => i.sk.S)).toEqual(['shard#0', 'shard#1']);
+    expect(page.Items.map((i) => i.sk.S)).toEqual(['item#0', 'item#1']);
   });
 
   it('hands out the stored items without a copy: frozen, and a later write leaves what was read unchanged', () => {

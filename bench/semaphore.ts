@@ -1,18 +1,23 @@
-// npm run bench:semaphore — DynamoSemaphore acquire+release cycles against dynalite at 1, 10 and 50
-// contending holders (each level in its own process), with the DynamoDB calls each cycle costs and what
-// that implies on real DynamoDB. MemorySemaphore runs the same cycles as the in-process reference.
+// npm run bench:semaphore — the fleet cap's booking cost: 1, 4, 16 and 64 concurrent holders book one
+// prefix's schedule (DynamoRateBudget on dynalite), with the DynamoDB requests each booking costs and what
+// that implies on real DynamoDB. Peers in the same run: MemoryRateBudget (the same booking loop in memory)
+// and a floor (the booking's read and write with no condition). Each run in its own process.
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { DynamoSemaphore } from '../lib/semaphore/index.js';
+import { DynamoRateBudget } from '../lib/semaphore/index.js';
 import type { HoldersConfig, HoldersResult } from './semaphore/holders.js';
 import { runInChild } from './support/child.js';
 import { type Row, writeResults } from './support/report.js';
 
 const durationMs = Number(process.env.BENCH_DURATION_MS ?? 3_000);
-const holdMs = 2;
-const s3WritesPerInvocation = 100;
-const perItemWriteLimit = 1_000;
+const holderCounts = [1, 4, 16, 64];
+const ceiling = 3_500;
+const writesPerBooking = 20;
+// DynamoDB's per-item (per-partition) throughput: 1,000 write units/s and 3,000 strongly consistent read
+// units/s; the schedule item is ~100 bytes, so each request is one unit.
+const itemWriteUnitsPerSecond = 1_000;
+const itemReadUnitsPerSecond = 3_000;
 
 const server = dynalite({ createTableMs: 0 });
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
@@ -20,78 +25,91 @@ const address = server.address();
 if (address === null || typeof address === 'string') throw new Error('dynalite did not bind a TCP port');
 const endpoint = `http://127.0.0.1:${address.port}`;
 const tableName = 'semaphore-bench';
-const client = new DynamoDBClient({
-  endpoint,
-  region: 'us-east-1',
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-});
-await DynamoSemaphore.createTable(client, tableName);
+await DynamoRateBudget.createTable(
+  new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  }),
+  tableName,
+);
 
-const scenarios = [
-  { label: 'k=1, limit 10, 1 shard', limit: 10, shards: 1, k: 1 },
-  { label: 'k=1, limit 10, 4 shards', limit: 10, shards: 4, k: 1 },
-  { label: 'k=16 (min 1), limit 70, 2 shards (default)', limit: 70, shards: 2, k: 16 },
-];
+const engineNames = {
+  dynamo: 'DynamoRateBudget',
+  memory: 'MemoryRateBudget',
+  floor: 'GetItem + UpdateItem (floor)',
+} as const;
 const script = fileURLToPath(new URL('./semaphore/holders.ts', import.meta.url));
 const rows: Row[] = [];
 let run = 0;
-for (const scenario of scenarios) {
-  for (const holders of [1, 10, 50]) {
-    let rawCyclesPerSecond = Number.NaN;
-    for (const engine of ['raw', 'dynamo', 'memory'] as const) {
-      if (engine === 'memory' && scenario.shards !== 1) continue;
-      const config: HoldersConfig = {
-        engine,
-        endpoint,
-        tableName,
-        name: `bench-${run++}`,
-        ...scenario,
-        holders,
-        holdMs,
-        durationMs,
-      };
-      const { result: r } = await runInChild<HoldersResult>(script, [JSON.stringify(config)]);
-      const writesPerCycle = r.writes / r.cycles;
-      const cyclesPerSecond = r.cycles / (r.elapsedMs / 1000);
-      if (engine === 'raw') rawCyclesPerSecond = cyclesPerSecond;
-      const row: Row = {
-        engine: { raw: '2 plain UpdateItem (floor)', dynamo: 'DynamoSemaphore', memory: 'MemorySemaphore' }[
-          engine
-        ],
-        scenario: scenario.label,
-        holders,
-        'cycles/s': cyclesPerSecond,
-        'x floor': cyclesPerSecond / rawCyclesPerSecond,
-        'acquire p50 ms': r.acquireP50Ms,
-        'acquire p99 ms': r.acquireP99Ms,
-        'permits/acquire': r.permitsPerAcquire,
-      };
-      if (engine !== 'memory') {
-        Object.assign(row, {
-          'writes/cycle': writesPerCycle,
-          'cond. failures/cycle': r.conditionalFailures / r.cycles,
-          'reads/cycle': r.reads / r.cycles,
-          // Every shard item takes 1,000 writes/s on DynamoDB; random start spreads cycles over all shards.
-          'DynamoDB ceiling cycles/s': Math.round((perItemWriteLimit * scenario.shards) / writesPerCycle),
-          // One cycle per invocation per prefix, an invocation carrying a batch of 100 S3 writes.
-          'sem writes / S3 writes @100': `${((writesPerCycle / s3WritesPerInvocation) * 100).toFixed(1)}%`,
-        });
-      }
-      rows.push(row);
-      console.error(JSON.stringify(row));
+for (const holders of holderCounts) {
+  const measured: Partial<Record<HoldersConfig['engine'], { perSecond: number; p50: number }>> = {};
+  for (const engine of ['floor', 'memory', 'dynamo'] as const) {
+    const config: HoldersConfig = {
+      engine,
+      endpoint,
+      tableName,
+      name: `prefix:bench/t=${run++}/`,
+      ceiling,
+      holders,
+      writesPerBooking,
+      durationMs,
+    };
+    const { result: r } = await runInChild<HoldersResult>(script, [JSON.stringify(config)]);
+    if (engine !== 'floor') {
+      // The booking's promises: no two bookings share a slot, and each landed once (one version each).
+      if (r.overlaps !== 0)
+        throw new Error(`${engine}, ${holders} holders: ${r.overlaps} overlapping bookings`);
+      if (r.storedVersion !== holders + r.bookings)
+        throw new Error(
+          `${engine}, ${holders} holders: version ${r.storedVersion} after ${holders} + ${r.bookings} bookings`,
+        );
     }
+    const perSecond = r.bookings / (r.elapsedMs / 1000);
+    measured[engine] = { perSecond, p50: r.bookP50Ms };
+    const row: Row = {
+      engine: engineNames[engine],
+      holders,
+      'bookings/s': perSecond,
+      'book p50 ms': r.bookP50Ms,
+      'book p99 ms': r.bookP99Ms,
+      'x floor': perSecond / measured.floor!.perSecond,
+      // In memory a booking takes microseconds: its latency against the emulator's says nothing.
+      'p50 x floor': engine === 'memory' ? null : r.bookP50Ms / measured.floor!.p50,
+      'slot overlaps': engine === 'floor' ? null : r.overlaps,
+    };
+    if (engine === 'dynamo') {
+      const reads = r.reads / r.bookings;
+      const writes = r.writes / r.bookings;
+      Object.assign(row, {
+        'memory x': measured.memory!.perSecond / perSecond,
+        'reads/booking': reads,
+        'writes/booking': writes,
+        'cond. failures/booking': r.conditionalFailures / r.bookings,
+        'requests / S3 write': (reads + writes) / writesPerBooking,
+        'DynamoDB ceiling bookings/s': Math.round(
+          Math.min(itemWriteUnitsPerSecond / writes, itemReadUnitsPerSecond / reads),
+        ),
+      });
+    }
+    rows.push(row);
+    console.error(JSON.stringify(row));
   }
 }
 server.close();
 
 writeResults('semaphore', rows, {
   durationMsPerRun: durationMs,
-  holdMs,
+  ceiling,
+  writesPerBooking,
   notes: [
-    'The floor row does two unconditional UpdateItem calls per cycle on the same number of items with no limit: what dynalite on this machine allows at all; "x floor" is cycles/s relative to it.',
-    'Holders are async loops in one child process per run; cross-process correctness is covered by test/integration/semaphore.',
-    'writes/cycle counts every UpdateItem/PutItem sent for one acquire + release, failed conditional writes included (they consume write capacity on DynamoDB).',
-    `DynamoDB ceiling = ${perItemWriteLimit} writes/s per shard item x shards / writes per cycle.`,
-    `sem writes / S3 writes assumes one acquire + release per invocation per prefix and ${s3WritesPerInvocation} S3 writes per invocation.`,
+    `Holders are async loops in one child process per run, each booking ${writesPerBooking} writes on one prefix's schedule at ${ceiling} writes/s and reporting a clean round, without writing: the run measures the booking, not the slots' time, and the schedule runs ahead as under demand above the budget. Every holder is always booking: the most contention that many holders can make on one item.`,
+    'dynalite shares 2 cores with the holders (and, here, with other work): bookings/s and latencies are emulator-bound and noisy; the requests per booking are the portable result.',
+    'DynamoRateBudget holders each have their own DynamoDBClient, as Lambda containers do; cross-process correctness is covered by test/integration/semaphore/rate-budget-processes.test.ts.',
+    'Checked every run (the bench fails otherwise): no two bookings share a slot (slot overlaps = 0), and the stored schedule version equals the bookings made (each landed once; reports at the ceiling move nothing and write nothing).',
+    'The floor does the booking\'s two requests (a strongly consistent GetItem, then an UpdateItem) with no condition and no backoff: what dynalite on this machine allows at all. "x floor" and "p50 x floor" are each engine\'s bookings/s and median booking latency relative to it at the same holders; "memory x" is how many times more bookings/s MemoryRateBudget made, the same booking loop in memory.',
+    'reads/writes per booking count every request sent, failed conditional writes included (they consume write units on DynamoDB); a lost race reads again after a jittered 20-200 ms backoff.',
+    `DynamoDB ceiling = min(${itemWriteUnitsPerSecond} write units/s / writes per booking, ${itemReadUnitsPerSecond} read units/s / reads per booking) for the one schedule item (~100 bytes: one unit per request).`,
+    `requests / S3 write = (reads + writes per booking) / ${writesPerBooking} writes booked.`,
   ],
 });

@@ -1,4 +1,4 @@
-import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
@@ -8,6 +8,7 @@ import { loadConfig } from '../../../lib/ingest/config.js';
 import { createAwsClients } from '../../../lib/ingest/handler/aws-clients.js';
 import { createIngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import type { LocalResources } from '../../../lib/local/emulators/provision.js';
+import { DynamoRateBudget } from '../../../lib/semaphore/index.js';
 import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
 import {
   body,
@@ -22,6 +23,7 @@ import { provisionFresh, stackConfig, useTestCredentials } from './emulated-stac
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 const s3 = new S3Client(localClientConfig('s3'));
+const dynamodb = new DynamoDBClient(localClientConfig('dynamodb'));
 
 useTestCredentials();
 afterEach(async () => {
@@ -29,6 +31,7 @@ afterEach(async () => {
 });
 afterAll(() => {
   s3.destroy();
+  dynamodb.destroy();
 });
 
 const resources = () => provisionFresh('stall');
@@ -74,9 +77,9 @@ async function invoke(handler: ReturnType<typeof handlerOn>['handler'], event: S
 }
 
 describe('handler against stalled AWS services', () => {
-  it('a tenant whose semaphore stalls is redelivered (permits-unavailable) before the deadline; the others are written', async () => {
+  it('a tenant whose prefix budget stalls is redelivered (permits-unavailable) before the deadline; the others are written', async () => {
     const r = await resources();
-    // Only the stalled tenant's semaphore requests hang; everything else reaches dynalite.
+    // Only the stalled tenant's budget requests hang; everything else reaches dynalite.
     const dynamo = await proxy(localAwsEndpoints().dynamodb, (b) => b.includes('t=stalled/'));
     const { handler, warn } = handlerOn(r, { sqs: localAwsEndpoints().sqs, dynamodb: dynamo.endpoint });
     const event = sqsEvent([...writes('stalled', 10), ...writes('healthy', 10), 'not json']);
@@ -96,18 +99,30 @@ describe('handler against stalled AWS services', () => {
     expect((await keys(r.bucket)).filter((k) => k.includes('t=healthy/'))).toHaveLength(10);
     expect((await keys(r.bucket)).filter((k) => k.includes('t=stalled/'))).toHaveLength(0);
     expect(warn).toHaveBeenCalledWith(
-      'no semaphore permits: tenant writes redelivered',
+      'no slots in the prefix schedule: tenant writes redelivered',
       expect.objectContaining({ tenant: 'stalled' }),
     );
   });
 
-  it('a release that stalls changes no outcome and does not hold the invocation', async () => {
+  it('a report that stalls changes no outcome and does not hold the invocation', async () => {
     const r = await resources();
-    // The tenant acquires and writes; giving its permits back (REMOVE of the holder entry) hangs.
-    const dynamo = await proxy(
-      localAwsEndpoints().dynamodb,
-      (b) => b.includes('t=slowrel/') && b.includes('REMOVE'),
-    );
+    // Another process, configured at 100 writes/s, made the prefix's schedule and booked its next 200 ms:
+    // the tenant's booking queues behind it (starved) below the ceiling, so its report raises the rate,
+    // which is a write. Every schedule write after the tenant's booking (the report's) hangs.
+    const now = Date.now();
+    await new DynamoRateBudget({
+      client: dynamodb,
+      tableName: r.tableName,
+      name: `prefix:${r.bucket}/t=slowrel/`,
+      ceiling: 100,
+    }).book({ writes: 20, latestStart: now + 1_000, writeBy: now + 1_000 });
+    let booked = false;
+    const dynamo = await proxy(localAwsEndpoints().dynamodb, (b) => {
+      if (!b.includes('t=slowrel/') || !b.includes('UpdateExpression')) return false;
+      if (booked) return true;
+      booked = true;
+      return false;
+    });
     const { handler, warn } = handlerOn(r, { sqs: localAwsEndpoints().sqs, dynamodb: dynamo.endpoint });
     const event = sqsEvent(writes('slowrel', 10));
 
@@ -118,8 +133,8 @@ describe('handler against stalled AWS services', () => {
     expect(failedIds(response)).toEqual([]);
     expect((await keys(r.bucket)).filter((k) => k.includes('t=slowrel/'))).toHaveLength(10);
     expect(warn).toHaveBeenCalledWith(
-      'permit release failed: the lease expires by itself; outcomes unchanged',
-      expect.objectContaining({ semaphore: `prefix:${r.bucket}/t=slowrel/` }),
+      'rate report failed: the next report steps the rate; outcomes unchanged',
+      expect.objectContaining({ prefix: `prefix:${r.bucket}/t=slowrel/` }),
     );
   });
 

@@ -188,6 +188,21 @@ describe("a prefix's rate schedule", () => {
     ]);
   });
 
+  it('a booking answered after its slots passed (a DynamoDB round trip longer than the slots) still writes the tenant before the cutoff', async () => {
+    const store = new TrackingStore();
+    // 12 writes at 3,500/s are 3.4 ms of slots (+ SLOT_CATCH_UP_MS); each booking's answer takes 30 ms more,
+    // as a DynamoDB round trip on a loaded host (dynalite in the integration tests) does.
+    const budgets = memoryBudgets({ booked: () => new Promise((resolve) => setTimeout(resolve, 30)) });
+    const { handler, summaries } = await setup(
+      { DEADLINE_MARGIN_MS: '1000', WRITE_TIMEOUT_MS: '1000' },
+      { store, budgets: budgets.factory },
+    );
+    const response = await handler(sqsEvent(records('acme', 12)), lambdaContext(3_000));
+    expect(summaries[0]!.splits.RecordsRedelivered).toEqual({});
+    expect(failedIds(response)).toEqual([]);
+    expect(store.keys()).toHaveLength(12);
+  });
+
   it('small tenants write without a booking (no DynamoDB write), each pool at its writes', async () => {
     const store = new TrackingStore({ model: latency(15) });
     const budgets = memoryBudgets();

@@ -337,6 +337,8 @@ export type BudgetCall =
  */
 export interface BudgetHooks {
   book?(name: string, options: BookOptions): void | Promise<void>;
+  /** After the memory budget booked, before its answer reaches the holder (a slow round trip). */
+  booked?(name: string, booking: RateBooking): void | Promise<void>;
   report?(
     name: string,
     report: BookingReport,
@@ -363,6 +365,7 @@ export function memoryBudgets(hooks: BudgetHooks = {}) {
         calls.push({ name, book: options });
         await hooks.book?.(name, options);
         const booking = await inner.book(options);
+        await hooks.booked?.(name, booking);
         return withBookingCalls(booking, {
           step: (round, stepOptions) => booking.step(round, stepOptions),
           report: async (report, reportOptions) => {

@@ -55,7 +55,7 @@ describe('functions/ingest.ts (middy + Powertools)', () => {
     const responses: SQSBatchResponse[] = [];
     try {
       for (const id of ['f-1', 'f-2']) {
-        // Ten writes of one tenant: enough for it to take its prefix lease (fewer write without one).
+        // Ten writes of one tenant: enough for it to book its prefix's slots (fewer write without a booking).
         const writes = Array.from({ length: 10 }, (_, i) => ({
           id: i === 0 ? id : `${id}-${i}`,
           data: { n: id },

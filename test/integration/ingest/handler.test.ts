@@ -197,7 +197,7 @@ describe('ingest handler through the event-source runner on the emulators', () =
       const tenant = /^t=([a-z0-9][a-z0-9_-]{0,62})\/r=(orders|customers)\/id=[^/]+\.json$/.exec(key)?.[1];
       expect(tenant !== undefined && tenants.has(tenant), key).toBe(true);
     }
-    // Permits came from the DynamoDB semaphore on dynalite.
+    // Large tenants booked their prefixes' slots in the budget table on dynalite.
     expect(Math.max(...p.summaries.map((s) => s.BookedWriteRate))).toBeGreaterThan(0);
   });
 

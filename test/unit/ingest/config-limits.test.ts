@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CONFIG_DEFAULTS, ConfigError, loadConfig } from '../../../lib/ingest/index.js';
 
-// Issue 33: the deadline and lease knobs fail the cold start when they cannot work, naming the key.
+// Issue 33: the deadline knobs fail the cold start when they cannot work, naming the key.
 
 const minimal = {
   BUCKET_NAME: 'records',

@@ -100,7 +100,7 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
     expect(line._aws.CloudWatchMetrics).toHaveLength(1);
     expect(directive!.Namespace).toBe('S3IngestTest');
     expect(line.service).toBe('ingest-test');
-    // Every catalogue metric but the split ones; BookingWaitMs has no sample without a semaphore.
+    // Every catalogue metric but the split ones; BookingWaitMs has no sample without a budget.
     const expected = INGEST_CATALOGUE_METRIC_NAMES.filter(
       (n) => !('dimension' in INGEST_METRIC_CATALOGUE[n]) && n !== 'BookingWaitMs',
     );

@@ -54,7 +54,7 @@ describe('planBatch (pure)', () => {
       ['m-2'],
       ['m-0'],
     ]);
-    // The tenant's plan carries its most received record (the permit planner polls faster for it).
+    // The tenant's plan carries how often its most received record came back.
     expect(plan.tenants[0]!.receives).toBe(4);
     expect(planBatch([sqsRecord(body({ id: 'fresh' }), 'm-9')], resources).tenants[0]!.receives).toBe(1);
   });

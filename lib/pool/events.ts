@@ -3,6 +3,8 @@ export type CircuitState = 'closed' | 'open' | 'halfOpen';
 
 /** Events of an ExecutorPool and their payloads. Payloads are built only when someone listens. */
 export interface PoolEvents {
+  /** A task entered the queue (it could not start at once); `waiting` counts it (`ExecutorPool.waiting`). */
+  'pool:taskQueued': { id: string; waiting: number };
   /** An attempt started. `activeCount` includes it (and any timed-out work still running). */
   'pool:taskStarted': { id: string; attempt: number; activeCount: number; queueWaitMs: number };
   /** The task succeeded on attempt `attempt`. */
@@ -28,6 +30,7 @@ export type PoolListener<K extends PoolEventName> = (payload: PoolEvents[K]) => 
 export class PoolEventEmitter {
   readonly #listeners: { [K in PoolEventName]?: PoolListener<K>[] } = {};
   readonly has: Record<PoolEventName, boolean> = {
+    'pool:taskQueued': false,
     'pool:taskStarted': false,
     'pool:taskCompleted': false,
     'pool:taskError': false,

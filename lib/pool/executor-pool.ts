@@ -230,6 +230,8 @@ export class ExecutorPool {
       this.#start(task, false, now);
     } else {
       this.#queue.push(task);
+      if (this.#events.has['pool:taskQueued'])
+        this.#events.emit('pool:taskQueued', { id: task.id, waiting: this.waiting });
       this.#pump();
     }
     return promise as Promise<T>;

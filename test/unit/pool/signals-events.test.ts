@@ -114,6 +114,23 @@ describe('events', () => {
     expect(completed[0]!.durationMs).toBeCloseTo(5, 0);
   });
 
+  it('reports a task that enters the queue (not one that starts at once) with the waiting count', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, timeout: 0 });
+    const queued: { id: string; waiting: number }[] = [];
+    pool.on('pool:taskQueued', (e) => queued.push(e));
+    const gate = deferred();
+    const first = pool.enqueue(() => gate.promise, { id: 'a' });
+    const second = pool.enqueue(async () => 2, { id: 'b' });
+    const third = pool.enqueue(async () => 3, { id: 'c' });
+    expect(queued).toEqual([
+      { id: 'b', waiting: 1 },
+      { id: 'c', waiting: 2 },
+    ]);
+    gate.resolve();
+    await Promise.all([first, second, third]);
+    expect(queued).toHaveLength(2);
+  });
+
   it('off() removes a listener', async () => {
     const pool = new ExecutorPool();
     let count = 0;

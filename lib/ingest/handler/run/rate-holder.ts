@@ -20,8 +20,10 @@ export interface RateHolderPool extends PacedTarget, RefusalEvents {
   drain?(): Promise<void>;
   on(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
   on(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
+  on(event: 'pool:taskQueued', listener: (e: PoolEvents['pool:taskQueued']) => void): void;
   off(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
   off(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
+  off(event: 'pool:taskQueued', listener: (e: PoolEvents['pool:taskQueued']) => void): void;
 }
 
 /** One tenant's writes in this invocation, as its holder sees them. */
@@ -186,13 +188,16 @@ export async function runUnderRate(
       // Its slots are over: whatever is left of its allowance (writes that fell behind: a late answer,
       // stalled writes filling the in-flight cap, a stalled event loop) is withdrawn with them.
       allow(0);
-      if (request.pool.waiting === 0) break;
-      // Writes remain (retries of refused writes, writes that fell behind, more writes than fitted): they
-      // wait, and take the next free slots at the end of the schedule rather than anyone else's.
+      // Writes may still be on their way (an upsert's write follows its read, which takes no slot): wait
+      // for the next one to reach the pool, or for the work to settle.
+      if (request.pool.waiting === 0 && !(await nextQueued(request.pool, settled, window.signal))) break;
+      // Writes remain (retries of refused writes, writes that fell behind or came late, more writes than
+      // fitted): they wait, and take the next free slots at the end of the schedule rather than anyone
+      // else's, as many as are waiting or still to come.
       try {
         await pace.settled();
         booking = await budget.book({
-          writes: request.pool.waiting,
+          writes: Math.max(request.pool.waiting, wanted - sent()),
           latestStart: window.deadline,
           writeBy: window.deadline,
           signal: window.signal,
@@ -260,6 +265,23 @@ async function firstSlot(
 interface Slots {
   rate: number;
   endsAt: number;
+}
+
+/** Resolves `true` when a task next enters the pool's queue, `false` when the work settles or the signal aborts first. */
+function nextQueued(pool: RateHolderPool, settled: Promise<void>, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    const finish = (queued: boolean) => {
+      pool.off('pool:taskQueued', onQueued);
+      signal.removeEventListener('abort', onAbort);
+      resolve(queued);
+    };
+    const onQueued = () => finish(true);
+    const onAbort = () => finish(false);
+    pool.on('pool:taskQueued', onQueued);
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    void settled.then(() => finish(false));
+  });
 }
 
 async function sleepUntil(at: number, signal: AbortSignal, now: () => number): Promise<void> {

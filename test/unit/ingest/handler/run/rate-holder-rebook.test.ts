@@ -140,4 +140,47 @@ describe('runUnderRate: writes left when its slots are over', () => {
     expect(a.starts).toHaveLength(10);
     expect(a.starts.every((t) => t < 1_000)).toBe(true);
   });
+
+  it('books slots for writes that reach the pool after its slots are over (each behind a read that took longer), and starts them there', async () => {
+    const table = new MemoryBudgetTable();
+    const booksA: BookOptions[] = [];
+    const cutoff = new AbortController();
+    // 10 writes/s: 3 slots are [0, 300) ms, but each write follows a read of 700 ms (an upsert's GET), so
+    // the writes reach the pool when the slots have passed and nothing of the pool is waiting.
+    const poolA = new ExecutorPool({ concurrency: 3, retries: 0, timeout: 0 });
+    const starts: number[] = [];
+    const holderA = runUnderRate(
+      budgetOn(table, booksA),
+      { pool: poolA, writes: 3, inFlight: 3 },
+      { deadline: T0 + 10_000, signal: cutoff.signal, releaseTimeoutMs: 500 },
+      undefined,
+      async () => {
+        // The invocation's cutoff, so a holder that stalls is stopped rather than hanging the test.
+        const timer = setTimeout(() => {
+          cutoff.abort(new Error('cutoff'));
+          poolA.stop();
+        }, 10_000);
+        await Promise.allSettled(
+          Array.from({ length: 3 }, async () => {
+            await poolA.enqueue(() => new Promise((resolve) => setTimeout(resolve, 700)), { paced: false });
+            await poolA.enqueue(async () => {
+              starts.push(Date.now() - T0);
+            });
+          }),
+        );
+        clearTimeout(timer);
+      },
+    );
+    await vi.runAllTimersAsync();
+    await expect(holderA).resolves.toMatchObject({ rate: 10 });
+    expect(cutoff.signal.aborted).toBe(false);
+    // The first booking's slots passed unused; the writes booked the next free slots when they came.
+    expect(booksA[0]?.writes).toBe(3);
+    expect(booksA.slice(1).reduce((sum, o) => sum + o.writes, 0)).toBeGreaterThanOrEqual(3);
+    expect(starts).toHaveLength(3);
+    expect(Math.min(...starts)).toBeGreaterThanOrEqual(700);
+    // Never two writes in one slot: 100 ms apart at 10 writes/s.
+    const sorted = [...starts].sort((x, y) => x - y);
+    for (let i = 1; i < sorted.length; i++) expect(sorted[i]! - sorted[i - 1]!).toBeGreaterThanOrEqual(100);
+  });
 });

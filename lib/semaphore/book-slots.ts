@@ -54,7 +54,7 @@ export async function bookSlots(budget: BudgetContext, options: BookOptions): Pr
     }
   } catch (err) {
     // A request cut short by the signal fails with the SDK's AbortError: report the caller's reason.
-    if (signal?.aborted) throw signal.reason;
+    if (signal.aborted) throw signal.reason;
     throw err;
   }
 }

@@ -76,14 +76,13 @@ export class ScheduledBooking implements RateBooking {
     const view = await withAbortReason(
       bound,
       (async (): Promise<ScheduleView> => {
-        // Each lost race follows a write that landed; once this step lands (or another one does) the rate
-        // has moved and `planStep` has nothing left to do.
+        // Each lost race follows a write that landed; once this step lands (or another one does, or this
+        // one did though its answer was lost) the rate has moved and `planStep` has nothing left to do.
         for (;;) {
           const schedule = await store.read(bound);
           if (schedule === undefined) return { rate: this.#from.rate, decreasedAt: 0 };
           const change = planStep(schedule, this.#from, round, ceiling, now());
-          if (change === undefined || schedule.by === id)
-            return { rate: schedule.rate, decreasedAt: schedule.decreasedAt };
+          if (change === undefined) return { rate: schedule.rate, decreasedAt: schedule.decreasedAt };
           if (await store.write(schedule, change, id, bound))
             return { rate: change.rate, decreasedAt: change.decreasedAt };
         }

@@ -235,7 +235,9 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
       SemaphoreThrottles: 1,
       SemaphoreErrors: 1,
     });
-    expect(samplesOf(main[0]!, 'BookingWaitMs')).toHaveLength(3);
+    // One sample per booking: the three tenants', and any a holder made again for writes left behind its slots.
+    expect(budgets.books().length).toBeGreaterThanOrEqual(3);
+    expect(samplesOf(main[0]!, 'BookingWaitMs')).toHaveLength(budgets.books().length);
     expect(splits.filter((s) => s.metric === 'RecordsRedelivered').map((s) => [s.value, s.count])).toEqual([
       ['permits-unavailable', 10],
     ]);

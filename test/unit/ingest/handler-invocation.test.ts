@@ -143,7 +143,7 @@ describe("the booking asked of a prefix's budget", () => {
     const before = Date.now();
     expect(await handler(sqsEvent(many), fixedContext(20_000))).toEqual({ batchItemFailures: [] });
     const after = Date.now();
-    expect(budgets.books()).toHaveLength(1);
+    // Its first booking (a holder books again for writes left behind its slots).
     const { writes, writeBy, latestStart } = budgets.books()[0]!.options;
     expect(writes).toBe(10);
     // The cutoff: 20 s left less DEADLINE_MARGIN_MS.

@@ -12,8 +12,8 @@ afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 
 describe('the whole local pipeline under S3 faults and a process kill', () => {
   it('loses nothing, duplicates nothing, and keeps the writes accepted per prefix within the slots booked and in-flight work within its bounds', async () => {
-    const report = await runChaosPipeline({ messages: 300, kills: 1, seed: 11, workDir, timeoutMs: 80_000 });
+    const report = await runChaosPipeline({ messages: 300, kills: 1, seed: 11, workDir, timeoutMs: 150_000 });
     console.log(`chaos accounting (300 messages, 1 kill)\n${formatChaosReport(report)}`);
     expectAccounted(report, { messages: 300, kills: 1 });
-  }, 90_000);
+  }, 160_000);
 });

@@ -7,7 +7,7 @@ import { ScheduledBooking } from './rate-booking.js';
 import { checkBook } from './rate-budget-checks.js';
 import { planBooking, type Schedule, type ScheduleChange } from './rate-schedule.js';
 import type { BookOptions, RateBooking } from './rate-types.js';
-import { ACQUIRE_BACKOFF_BASE_MS, ACQUIRE_BACKOFF_CAP_MS } from './tuning.js';
+import { BOOKING_RACE_BACKOFF } from './tuning.js';
 
 /** The longest delay a Node timer keeps (a longer one fires at once). */
 const maxTimerMs = 2 ** 31 - 1;
@@ -28,8 +28,8 @@ export async function bookSlots(budget: BudgetContext, options: BookOptions): Pr
     options.signal ?? AbortSignal.timeout(Math.min(maxTimerMs, Math.max(0, options.writeBy - budget.now())));
   const id = newLeaseId();
   let wait: Backoff = new ExponentialBackoff({
-    initialDelay: ACQUIRE_BACKOFF_BASE_MS,
-    maxDelay: ACQUIRE_BACKOFF_CAP_MS,
+    initialDelay: BOOKING_RACE_BACKOFF.firstDelayMs,
+    maxDelay: BOOKING_RACE_BACKOFF.maxDelayMs,
     random: budget.random,
   }).next();
   try {

@@ -25,11 +25,8 @@ export const MIN_BUDGET_SHARE = 1 / 64;
 /** One decrease cuts a rate to at least this share of itself, however many writes were refused. */
 export const MAX_DECREASE = 1 / 2;
 
-/** First wait before a booking that lost a race to another reads the schedule again, ms (full jitter). */
-export const ACQUIRE_BACKOFF_BASE_MS = 20;
-
-/** Longest wait before a booking that lost a race to another reads the schedule again, ms (full jitter). */
-export const ACQUIRE_BACKOFF_CAP_MS = 200;
+/** Wait before a booking that lost a race to another reads the schedule again, ms: full jitter, from 20 doubling to 200. */
+export const BOOKING_RACE_BACKOFF = { firstDelayMs: 20, maxDelayMs: 200 } as const;
 
 /**
  * How late a holder's write may start and keep its slot, ms (`ExecutorPool.setStartInterval`'s catch-up):

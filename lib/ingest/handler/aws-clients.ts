@@ -39,10 +39,13 @@ export interface AwsRequestTimeouts {
   readonly maxAttempts?: number;
 }
 
-/** @see AwsRequestTimeouts */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 2_000;
-/** @see AwsRequestTimeouts */
-export const DEFAULT_CONNECTION_TIMEOUT_MS = 1_000;
+/** The defaults of `AwsRequestTimeouts`, ms. */
+export const DEFAULT_AWS_TIMEOUTS = {
+  /** One attempt's whole request, answer included. */
+  requestTimeoutMs: 2_000,
+  /** Opening a connection. */
+  connectionTimeoutMs: 1_000,
+} as const;
 
 /**
  * Builds the container's clients from the config, keeping any that were injected. The S3 client is the
@@ -60,8 +63,8 @@ export function createAwsClients(
   // One handler per client: `client.destroy()` closes its own sockets.
   const bounded = () => ({
     requestHandler: new NodeHttpHandler({
-      requestTimeout: timeouts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
-      connectionTimeout: timeouts.connectionTimeoutMs ?? DEFAULT_CONNECTION_TIMEOUT_MS,
+      requestTimeout: timeouts.requestTimeoutMs ?? DEFAULT_AWS_TIMEOUTS.requestTimeoutMs,
+      connectionTimeout: timeouts.connectionTimeoutMs ?? DEFAULT_AWS_TIMEOUTS.connectionTimeoutMs,
       // Without it this smithy version only logs a warning when requestTimeout passes.
       throwOnRequestTimeout: true,
     }),

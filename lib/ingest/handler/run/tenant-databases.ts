@@ -6,9 +6,8 @@ import type { ConcurrencyBudget } from '../../../pool/concurrency-budget.js';
 import { ExecutorPool } from '../../../pool/executor-pool.js';
 import type { IngestConfig } from '../../config.js';
 
-/** Backoff of a throttled write: short enough to fit a Lambda invocation, long enough to let S3 recover. */
-export const WRITE_RETRY_DELAY_MS = 100;
-export const WRITE_MAX_RETRY_DELAY_MS = 3000;
+/** Backoff of a retried write, ms: short enough to fit a Lambda invocation, long enough to let S3 recover. */
+export const WRITE_RETRY_BACKOFF = { firstDelayMs: 100, maxDelayMs: 3_000 } as const;
 
 export interface TenantDatabasesOptions {
   readonly config: IngestConfig;
@@ -99,8 +98,8 @@ export class TenantDatabases {
       budget,
       retries: config.writeRetries,
       timeout: config.writeTimeoutMs,
-      retryDelay: WRITE_RETRY_DELAY_MS,
-      maxRetryDelay: WRITE_MAX_RETRY_DELAY_MS,
+      retryDelay: WRITE_RETRY_BACKOFF.firstDelayMs,
+      maxRetryDelay: WRITE_RETRY_BACKOFF.maxDelayMs,
     });
     try {
       const db = new Database({ tenant, store, pool });

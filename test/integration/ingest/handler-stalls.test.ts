@@ -1,4 +1,4 @@
-import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, ListTablesCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
@@ -8,11 +8,12 @@ import { loadConfig } from '../../../lib/ingest/config.js';
 import { createAwsClients } from '../../../lib/ingest/handler/aws-clients.js';
 import { createIngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import type { LocalResources } from '../../../lib/local/emulators/provision.js';
-import { DynamoRateBudget } from '../../../lib/semaphore/index.js';
+import { createBudgetRequest } from '../../../lib/semaphore/budget-item.js';
 import { localAwsEndpoints, localClientConfig } from '../../support/local-aws.js';
 import {
   body,
   failedIds,
+  keyOf,
   lambdaContext,
   quietMetrics,
   silentLogger,
@@ -106,32 +107,37 @@ describe('handler against stalled AWS services', () => {
 
   it('a report that stalls changes no outcome and does not hold the invocation', async () => {
     const r = await resources();
-    // Another process, configured at 100 writes/s, made the prefix's schedule and booked its next 200 ms:
-    // the tenant's booking queues behind it (starved) below the ceiling, so its report raises the rate,
-    // which is a write. Every schedule write after the tenant's booking (the report's) hangs.
-    const now = Date.now();
-    await new DynamoRateBudget({
-      client: dynamodb,
-      tableName: r.tableName,
-      name: `prefix:${r.bucket}/t=slowrel/`,
-      ceiling: 100,
-    }).book({ writes: 20, latestStart: now + 1_000, writeBy: now + 1_000 });
+    // Another process, configured at 20 writes/s, made the prefix's schedule: the tenant books its 10 slots
+    // at 20/s (500 ms of them), writes, and reports. Every budget read after its booking hangs: the report's,
+    // and a booking again's when the booking's answer came after its first slot (the writes left for it
+    // are then redelivered at the cutoff, as for any booking that stalls).
+    await dynamodb.send(
+      new PutItemCommand(createBudgetRequest(r.tableName, `prefix:${r.bucket}/t=slowrel/`, 20)),
+    );
     let booked = false;
     const dynamo = await proxy(localAwsEndpoints().dynamodb, (b) => {
-      if (!b.includes('t=slowrel/') || !b.includes('UpdateExpression')) return false;
-      if (booked) return true;
-      booked = true;
-      return false;
+      if (!b.includes('t=slowrel/')) return false;
+      if (b.includes('UpdateExpression')) booked = true;
+      return booked && !b.includes('UpdateExpression');
     });
     const { handler, warn } = handlerOn(r, { sqs: localAwsEndpoints().sqs, dynamodb: dynamo.endpoint });
-    const event = sqsEvent(writes('slowrel', 10));
+    // Inserts: a conditional PUT each, no read first.
+    const ids = Array.from({ length: 10 }, (_, i) => `slowrel-${i}`);
+    const event = sqsEvent(
+      ids.map((id, i) => body({ tenant: 'slowrel', op: 'insert', id, data: { total: i } })),
+    );
 
     const { response, elapsedMs } = await invoke(handler, event, 3_000);
 
     expect(elapsedMs).toBeLessThan(3_000);
     expect(dynamo.stalledCount).toBeGreaterThan(0);
-    expect(failedIds(response)).toEqual([]);
-    expect((await keys(r.bucket)).filter((k) => k.includes('t=slowrel/'))).toHaveLength(10);
+    // No outcome changed: every record written is acknowledged, and only those.
+    const written = new Set(await keys(r.bucket));
+    const acknowledged = event.Records.filter((x) => !failedIds(response).includes(x.messageId));
+    expect(written.size).toBeGreaterThan(0);
+    expect(acknowledged.map((x) => event.Records.indexOf(x))).toEqual(
+      ids.flatMap((id, i) => (written.has(keyOf('slowrel', 'orders', id)) ? [i] : [])),
+    );
     expect(warn).toHaveBeenCalledWith(
       'rate report failed: the next report steps the rate; outcomes unchanged',
       expect.objectContaining({ prefix: `prefix:${r.bucket}/t=slowrel/` }),

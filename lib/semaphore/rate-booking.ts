@@ -34,7 +34,7 @@ export class ScheduledBooking implements RateBooking {
     this.endsAt = plan.endsAt;
     this.writes = plan.writes;
     this.bookedAt = from.bookedAt;
-    this.queued = plan.startAt > from.bookedAt;
+    this.queued = plan.queued;
   }
 
   step(round: WriteRound, options: { readonly signal?: AbortSignal } = {}): Promise<ScheduleView> {

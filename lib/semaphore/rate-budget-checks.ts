@@ -37,6 +37,9 @@ export function checkBook(name: string, options: BookOptions): void {
     throw fail(`latestStart must be epoch milliseconds, got ${String(latestStart)}`);
   if (typeof writeBy !== 'number' || !Number.isFinite(writeBy))
     throw fail(`writeBy must be epoch milliseconds, got ${String(writeBy)}`);
+  const { earliestStart } = options;
+  if (earliestStart !== undefined && (typeof earliestStart !== 'number' || !Number.isFinite(earliestStart)))
+    throw fail(`earliestStart must be epoch milliseconds, got ${String(earliestStart)}`);
 }
 
 /** Checks a booking's report (`InvalidPermitRequestError` naming the bad field). */

@@ -41,24 +41,33 @@ export interface PlannedBooking {
   readonly startAt: number;
   readonly endsAt: number;
   readonly writes: number;
+  /** Whether it queued behind others' slots: its first slot is later than it asked (demand exceeded the rate). */
+  readonly queued: boolean;
   /** The schedule after the booking: only `freeAt` moves. */
   readonly change: ScheduleChange;
 }
 
 /**
- * Plans booking `writes` slots at `now` (GCRA): the first slot is the schedule's first free one, or now if
- * that has passed (unused slots are not banked: no burst after a pause); the slots end by `writeBy` (fewer
- * writes when not all fit); the schedule's first free slot moves to where they end. `undefined` when the
- * first slot is after `latestStart` or not one slot fits before `writeBy`.
+ * Plans booking `writes` slots at `now` (GCRA): the first slot is the schedule's first free one, or the
+ * earliest start asked (now by default) if that is later (unused slots are not banked: no burst after a
+ * pause); the slots end by `writeBy` (fewer writes when not all fit); the schedule's first free slot moves
+ * to where they end. `undefined` when the first slot is after `latestStart` or not one slot fits before
+ * `writeBy`.
  */
 export function planBooking(
   schedule: Schedule,
   ceiling: number,
   now: number,
-  { writes, latestStart, writeBy }: { writes: number; latestStart: number; writeBy: number },
+  {
+    writes,
+    latestStart,
+    writeBy,
+    earliestStart = now,
+  }: { writes: number; latestStart: number; writeBy: number; earliestStart?: number | undefined },
 ): PlannedBooking | undefined {
   const rate = Math.min(schedule.rate, ceiling);
-  const startAt = Math.max(now, schedule.freeAt);
+  const asked = Math.max(now, earliestStart);
+  const startAt = Math.max(asked, schedule.freeAt);
   if (startAt > latestStart) return undefined;
   const intervalMs = 1000 / rate;
   const fit = Math.floor((writeBy - startAt) / intervalMs);
@@ -71,6 +80,7 @@ export function planBooking(
     startAt,
     endsAt,
     writes: booked,
+    queued: startAt > asked,
     change: { rate: schedule.rate, freeAt: endsAt, decreasedAt: schedule.decreasedAt },
   };
 }

@@ -38,6 +38,13 @@ export interface BookOptions {
    */
   readonly writeBy: number;
   /**
+   * Epoch ms: the earliest first slot of use, when the answer is expected to take that long (a holder
+   * whose last booking's answer came after its slots had passed). Slots before it are left to others.
+   * @default now
+   * @example Date.now() + lastBookingMs
+   */
+  readonly earliestStart?: number;
+  /**
    * Aborts the call and every request of it.
    * @default a `TimeoutError` at `writeBy`
    */

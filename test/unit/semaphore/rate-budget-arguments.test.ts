@@ -67,6 +67,8 @@ describe('book arguments', () => {
     ['latestStart a date', { latestStart: new Date(now) }, 'latestStart'],
     ['writeBy NaN', { writeBy: Number.NaN }, 'writeBy'],
     ['writeBy infinite', { writeBy: Number.POSITIVE_INFINITY }, 'writeBy'],
+    ['earliestStart NaN', { earliestStart: Number.NaN }, 'earliestStart'],
+    ['earliestStart a string', { earliestStart: '5' as unknown as number }, 'earliestStart'],
   ];
   for (const budget of [dynamo(), new MemoryRateBudget({ ceiling: 100 })]) {
     for (const [what, over, message] of cases) {

@@ -37,7 +37,24 @@ describe('planBooking', () => {
       startAt: NOW,
       endsAt: NOW + 100,
       writes: 10,
+      queued: false,
       change: { rate: 100, freeAt: NOW + 100, decreasedAt: 0 },
+    });
+  });
+
+  it('starts no earlier than the earliest start asked, and is not queued for it', () => {
+    const plan = planBooking(schedule({ freeAt: NOW + 10 }), 100, NOW, { ...FAR, earliestStart: NOW + 30 });
+    expect(plan).toMatchObject({ startAt: NOW + 30, endsAt: NOW + 130, queued: false });
+    expect(plan?.change.freeAt).toBe(NOW + 130);
+  });
+
+  it('is queued when others booked past the earliest start asked', () => {
+    const plan = planBooking(schedule({ freeAt: NOW + 50 }), 100, NOW, { ...FAR, earliestStart: NOW + 30 });
+    expect(plan).toMatchObject({ startAt: NOW + 50, queued: true });
+    // An earliest start already passed is now.
+    expect(planBooking(schedule(), 100, NOW, { ...FAR, earliestStart: NOW - 30 })).toMatchObject({
+      startAt: NOW,
+      queued: false,
     });
   });
 

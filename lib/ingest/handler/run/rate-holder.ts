@@ -97,6 +97,9 @@ export async function runUnderRate(
   const wanted = Math.max(1, Math.ceil(request.writes));
   let booking: RateBooking;
   let slots: Slots;
+  // How long the last booking's answer took: a booking made again asks for slots no earlier than that
+  // from now, so an answer as slow finds them still ahead instead of passed.
+  let bookingMs = 0;
   try {
     booking = await budget.book({
       writes: wanted,
@@ -104,6 +107,7 @@ export async function runUnderRate(
       writeBy: window.deadline,
       signal: window.signal,
     });
+    bookingMs = now() - start;
     slots = await firstSlot(budget, booking, window.signal, now);
   } catch (err) {
     writes?.stop();
@@ -196,12 +200,15 @@ export async function runUnderRate(
       // else's, as many as are waiting or still to come.
       try {
         await pace.settled();
+        const asked = now();
         booking = await budget.book({
           writes: Math.max(request.pool.waiting, wanted - sent()),
           latestStart: window.deadline,
           writeBy: window.deadline,
+          earliestStart: asked + bookingMs,
           signal: window.signal,
         });
+        bookingMs = now() - asked;
         await sleepUntil(booking.startAt, window.signal, now);
       } catch {
         // No slot before the cutoff, aborted, or the store unreachable: the writes left wait for the

@@ -15,7 +15,7 @@ import { MemoryBucket, MemoryObjectStore } from '../../lib/db/memory-object-stor
 import { loadConfig } from '../../lib/ingest/config.js';
 import { createIngestHandler, type IngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
 import { dynamoRateBudgets } from '../../lib/ingest/handler/run/prefix-budgets.js';
-import { ORIGIN_ATTRIBUTE } from '../../lib/ingest/handler/settle/deferral-port.js';
+import { DEFERRAL_ATTRIBUTES } from '../../lib/ingest/handler/settle/deferral-port.js';
 import { createLambdaContext } from '../../lib/local/lambda/sqs-event.js';
 import { systemClock } from '../../lib/local/s3-behaviour/clock.js';
 import { seededRandom } from '../../lib/local/s3-behaviour/seeded-random.js';
@@ -326,7 +326,7 @@ function answer(command: SqsCommand, batch: Map<number, Delivery[]>) {
           for (const entry of entries) {
             const { attributes, bytes: attributeBytes } = lambdaAttributesOf(entry);
             bytes += (entry.MessageBody?.length ?? 0) + attributeBytes;
-            const origin = messageIndex(attributes[ORIGIN_ATTRIBUTE]?.stringValue ?? '');
+            const origin = messageIndex(attributes[DEFERRAL_ATTRIBUTES.origin]?.stringValue ?? '');
             const delivery = batch.get(origin)?.shift();
             if (delivery === undefined)
               throw new Error(`SQS model: a deferral of m-${origin}, not in the batch`);

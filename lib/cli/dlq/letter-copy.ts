@@ -1,6 +1,6 @@
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { SQS_LIMITS } from '../../aws/sqs-limits.js';
-import { ORIGIN_ATTRIBUTE, ORIGIN_SENT_ATTRIBUTE } from '../../ingest/handler/settle/deferral-port.js';
+import { DEFERRAL_ATTRIBUTES } from '../../ingest/handler/settle/deferral-port.js';
 import { producerAttributes, viewOf } from './dead-letter.js';
 import { type LetterOrigin, originOf } from './origin.js';
 import { isContractRejection } from './select.js';
@@ -67,8 +67,8 @@ export function planCopy(letter: Message, policy: CopyPolicy): CopyDecision {
     return skip('past-tombstone-horizon');
   const attributes: Record<string, MessageAttributeValue> = {
     ...producerAttributes(letter),
-    [ORIGIN_ATTRIBUTE]: { DataType: 'String', StringValue: id },
-    [ORIGIN_SENT_ATTRIBUTE]: { DataType: 'Number', StringValue: String(sentAt) },
+    [DEFERRAL_ATTRIBUTES.origin]: { DataType: 'String', StringValue: id },
+    [DEFERRAL_ATTRIBUTES.originSent]: { DataType: 'Number', StringValue: String(sentAt) },
   };
   if (Object.keys(attributes).length > SQS_LIMITS.messageAttributes) return skip('too-many-attributes');
   const groupId = letter.Attributes?.MessageGroupId;

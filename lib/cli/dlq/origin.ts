@@ -1,5 +1,5 @@
 import type { Message } from '@aws-sdk/client-sqs';
-import { ORIGIN_ATTRIBUTE, ORIGIN_SENT_ATTRIBUTE } from '../../ingest/handler/settle/deferral-port.js';
+import { DEFERRAL_ATTRIBUTES } from '../../ingest/handler/settle/deferral-port.js';
 
 /**
  * Message attribute of a letter the function wrote (lib/ingest/handler/settle/dead-letter-queue.ts): the ARN of the
@@ -44,9 +44,13 @@ export function isHandlerLetter(m: Message): boolean {
 export function originOf(m: Message): LetterOrigin {
   const handler = isHandlerLetter(m);
   const id =
-    text(m, ORIGIN_ATTRIBUTE) ?? (handler ? text(m, 'sourceMessageId') : undefined) ?? m.MessageId ?? '';
+    text(m, DEFERRAL_ATTRIBUTES.origin) ??
+    (handler ? text(m, 'sourceMessageId') : undefined) ??
+    m.MessageId ??
+    '';
   const sentAt =
-    epochMs(text(m, ORIGIN_SENT_ATTRIBUTE)) ?? (handler ? undefined : epochMs(m.Attributes?.SentTimestamp));
+    epochMs(text(m, DEFERRAL_ATTRIBUTES.originSent)) ??
+    (handler ? undefined : epochMs(m.Attributes?.SentTimestamp));
   const sourceArn =
     m.Attributes?.DeadLetterQueueSourceArn ?? (handler ? text(m, SOURCE_QUEUE_ATTRIBUTE) : undefined);
   return {

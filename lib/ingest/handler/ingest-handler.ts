@@ -22,7 +22,7 @@ import { TenantDatabases } from './run/tenant-databases.js';
 import { WriteCountingStore } from './run/write-counting-store.js';
 import { DeadLetterQueue } from './settle/dead-letter-queue.js';
 import type { DeadLetterSink } from './settle/dead-letter-sink.js';
-import { deferOutOfTurn, TURN_WAIT_MS } from './settle/defer-out-of-turn.js';
+import { DEFERRAL_POLICY, deferOutOfTurn } from './settle/defer-out-of-turn.js';
 import type { DeferralPort } from './settle/deferral-port.js';
 import { SqsDeferrals } from './settle/deferral-queue.js';
 import {
@@ -69,7 +69,7 @@ export interface IngestHandlerOptions {
   readonly store?: ObjectStore;
   /**
    * Rate-budget port: builds the fleet-wide write budget of a prefix, `(name, ceiling) => RateBudget`
-   * (docs/fleet-cap.md): tenants with `SMALL_TENANT_WRITES` or more book slots in it and pace their writes.
+   * (docs/fleet-cap.md): tenants with `SMALL_TENANTS.writes` or more book slots in it and pace their writes.
    * @default `dynamoRateBudgets(config, dynamodb, SEMAPHORE_TABLE)`: one DynamoDB item per prefix (none when
    * SEMAPHORE_TABLE is unset: pools bounded by the invocation only)
    * @example { budgets: (name, ceiling) => new MemoryRateBudget({ name, ceiling }) }
@@ -90,8 +90,8 @@ export interface IngestHandlerOptions {
    */
   readonly redeliveries?: VisibilityPort | false;
   /**
-   * Deferral port: where records whose tenant's prefix has no slot for it within `TURN_WAIT_MS` go
-   * (a copy in their own queue, delayed 1 s doubling per deferral up to 30 s, at most `MAX_DEFERRALS`
+   * Deferral port: where records whose tenant's prefix has no slot for it within `DEFERRAL_POLICY.turnWaitMs` go
+   * (a copy in their own queue, delayed 1 s doubling per deferral up to 30 s, at most `DEFERRAL_POLICY.maxDeferrals`
    * times; `defer-out-of-turn.ts`), so a hot tenant's waiting records do not hold the queue's concurrent
    * invocations from the other tenants; `false` lets them wait for slots as long as any tenant (half the
    * time left), then redelivers them.
@@ -212,7 +212,7 @@ export function createIngestHandler(config: IngestConfig, options: IngestHandler
         deadline,
         metrics: invocation,
         logger,
-        ...(deferrals === undefined ? {} : { turnWaitMs: TURN_WAIT_MS }),
+        ...(deferrals === undefined ? {} : { turnWaitMs: DEFERRAL_POLICY.turnWaitMs }),
         ...(takes === undefined || byId === undefined
           ? {}
           : {

@@ -17,7 +17,7 @@ import { createS3Client } from '../../db/s3-client.js';
 import { loadConfig } from '../../ingest/config.js';
 import { createIngestHandler, type InvocationSummary } from '../../ingest/handler/ingest-handler.js';
 import { dynamoRateBudgets } from '../../ingest/handler/run/prefix-budgets.js';
-import { SMALL_TENANT_WRITES } from '../../ingest/handler/run/prefix-rates.js';
+import { SMALL_TENANTS } from '../../ingest/handler/run/prefix-rates.js';
 import { EventSourceRunner } from '../lambda/event-source-runner.js';
 import { type ContainerHandler, LambdaContainers } from '../lambda/lambda-containers.js';
 import { SilentMetrics } from '../lambda/silent-metrics.js';
@@ -53,9 +53,9 @@ async function main(): Promise<void> {
     const index = containerCount++;
     const bookings = new ContainerBookings(log, index);
     // A booked prefix within its holder's pool; an unbooked one (a tenant with fewer than
-    // SMALL_TENANT_WRITES writes in the batch) within its writes.
+    // SMALL_TENANTS.writes writes in the batch) within its writes.
     const gauge = new InFlightGauge((name) =>
-      bookings.on(name) === undefined ? SMALL_TENANT_WRITES - 1 : config.poolConcurrency,
+      bookings.on(name) === undefined ? SMALL_TENANTS.writes - 1 : config.poolConcurrency,
     );
     const s3 = createS3Client({
       region,

@@ -86,7 +86,7 @@ export interface ChaosReport extends DemoVerification {
   kills: KillRecord[];
   /**
    * Per container: most S3 requests in flight at once (cap `POOL_CONCURRENCY`), and most on one prefix beyond
-   * its bound (a booked prefix: its holder's pool; an unbooked one: `SMALL_TENANT_WRITES - 1`).
+   * its bound (a booked prefix: its holder's pool; an unbooked one: `SMALL_TENANTS.writes - 1`).
    */
   inFlight: { cap: number; peak: number; peakOverBound: number };
   pool: { retries: number; throttles: number; timeouts: number };

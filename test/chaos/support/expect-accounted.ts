@@ -35,7 +35,7 @@ export function expectAccounted(r: ChaosReport, run: { messages: number; kills: 
   expect(r.rate.nextSlotLateMs).toBeLessThanOrEqual(1_000);
 
   // No in-flight count above its cap: per container the invocation budget, and never beyond the prefix's
-  // bound (booked: the holder's pool; unbooked: fewer than SMALL_TENANT_WRITES).
+  // bound (booked: the holder's pool; unbooked: fewer than SMALL_TENANTS.writes).
   expect(r.inFlight.peak).toBeGreaterThan(0);
   expect(r.inFlight.peak).toBeLessThanOrEqual(r.inFlight.cap);
   expect(r.inFlight.peakOverBound).toBeLessThanOrEqual(0);

@@ -55,7 +55,7 @@ const BAD_MESSAGES: readonly [string, string][] = [
 ];
 
 /**
- * `records` records (at least 5, so the tenant has `SMALL_TENANT_WRITES` (10) writes and books slots in
+ * `records` records (at least 5, so the tenant has `SMALL_TENANTS.writes` (10) writes and books slots in
  * its prefix's schedule rather than writing unbooked in the small tenants' lanes), `bad` bad messages, shuffled by `seed` with each chain in order.
  */
 export function matrixBatch(options: { records: number; bad: number; seed: number }): MatrixBatch {

@@ -5,7 +5,7 @@
 // deferral-count attribute; a cell also asserts its call was faulted at least once, so a change of those
 // requests or attributes fails the matrix loudly instead of emptying it.
 import { isHiddenJson } from '../../../lib/db/sequenced-state.js';
-import { DEFERRALS_ATTRIBUTE } from '../../../lib/ingest/handler/settle/deferral-port.js';
+import { DEFERRAL_ATTRIBUTES } from '../../../lib/ingest/handler/settle/deferral-port.js';
 import type { AwsCall, AwsService } from '../../../lib/local/faults/aws-call.js';
 import { FAULT_KINDS, type FaultKind } from '../../../lib/local/faults/fault-proxy.js';
 
@@ -50,7 +50,7 @@ function sendsDeferredCopies(call: AwsCall): boolean {
   try {
     const input = JSON.parse(call.body) as { Entries?: { MessageAttributes?: Record<string, unknown> }[] };
     return (input.Entries ?? []).some(
-      (entry) => entry.MessageAttributes?.[DEFERRALS_ATTRIBUTE] !== undefined,
+      (entry) => entry.MessageAttributes?.[DEFERRAL_ATTRIBUTES.deferrals] !== undefined,
     );
   } catch {
     return false;

@@ -8,7 +8,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
-import { MAX_DEFERRAL_DELAY_SECONDS } from '../../../lib/ingest/handler/settle/defer-out-of-turn.js';
+import { DEFERRAL_POLICY } from '../../../lib/ingest/handler/settle/defer-out-of-turn.js';
 import { toSqsRecord } from '../../../lib/local/lambda/sqs-event.js';
 
 /** Messages in the queue, visible or still delayed. */
@@ -37,10 +37,10 @@ export async function collectCopies(
   queueArn: string,
 ): Promise<SQSRecord[]> {
   const copies: SQSRecord[] = [];
-  const giveUpAt = Date.now() + (MAX_DEFERRAL_DELAY_SECONDS + 5) * 1000;
+  const giveUpAt = Date.now() + (DEFERRAL_POLICY.maxDelaySeconds + 5) * 1000;
   while ((await queued(sqs, queueUrl)) > 0) {
     if (Date.now() > giveUpAt)
-      throw new Error(`${queueUrl}: copies still delayed after ${MAX_DEFERRAL_DELAY_SECONDS + 5} s`);
+      throw new Error(`${queueUrl}: copies still delayed after ${DEFERRAL_POLICY.maxDelaySeconds + 5} s`);
     const out = await sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: queueUrl,

@@ -568,7 +568,7 @@ function logBookings(config: IngestConfig, clients: AwsClients, tableName: strin
  * The rate invariant of a run (`rateViolations`): the writes the S3 proxy let through
  * to the tenant's prefix against the bookings the handler logged (each of them one the schedule holds: a
  * write DynamoDB applied, at the DynamoDB proxy). The tenant is large (its batch has more than
- * `SMALL_TENANT_WRITES` writes): none of its writes starts outside a booking.
+ * `SMALL_TENANTS.writes` writes): none of its writes starts outside a booking.
  */
 function checkRate(
   stack: MatrixStack,

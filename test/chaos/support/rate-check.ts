@@ -38,7 +38,7 @@ export interface RateCheckOptions {
   readonly skewMs: number | ((t: number) => number);
   /**
    * Writes started outside any booking that are allowed anyway (epoch ms each): a tenant with few writes in
-   * its batch writes without one (`SMALL_TENANT_WRITES`), bounded only by its writes in flight.
+   * its batch writes without one (`SMALL_TENANTS.writes`), bounded only by its writes in flight.
    * @default []
    */
   readonly unbooked?: readonly number[];

@@ -11,7 +11,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFERRALS_ATTRIBUTE, ORIGIN_ATTRIBUTE } from '../../../lib/ingest/handler/settle/deferral-port.js';
+import { DEFERRAL_ATTRIBUTES } from '../../../lib/ingest/handler/settle/deferral-port.js';
 import { SqsDeferrals } from '../../../lib/ingest/handler/settle/deferral-queue.js';
 import { toSqsRecord } from '../../../lib/local/lambda/sqs-event.js';
 import { localClientConfig } from '../../support/local-aws.js';
@@ -93,11 +93,11 @@ describe('SqsDeferrals on the local emulator', () => {
     expect(attributes.weight).toMatchObject({ DataType: 'Number.int', StringValue: '7' });
     expect(attributes.blob?.DataType).toBe('Binary');
     expect(Buffer.from(attributes.blob!.BinaryValue!)).toEqual(blob);
-    expect(attributes[ORIGIN_ATTRIBUTE]).toMatchObject({
+    expect(attributes[DEFERRAL_ATTRIBUTES.origin]).toMatchObject({
       DataType: 'String',
       StringValue: original.MessageId,
     });
-    expect(attributes[DEFERRALS_ATTRIBUTE]).toMatchObject({ DataType: 'Number', StringValue: '1' });
+    expect(attributes[DEFERRAL_ATTRIBUTES.deferrals]).toMatchObject({ DataType: 'Number', StringValue: '1' });
 
     // The copy deferred again (no delay): still keyed by the first message, counted twice.
     const again = await deferrals.defer([{ record: toSqsRecord(copy, source), delaySeconds: 0 }], {
@@ -106,8 +106,8 @@ describe('SqsDeferrals on the local emulator', () => {
     expect([...again]).toEqual([]);
     const second = await awaitMessage(queue.url, 5_000);
     expect(second.Body).toBe(body);
-    expect(second.MessageAttributes?.[ORIGIN_ATTRIBUTE]?.StringValue).toBe(original.MessageId);
-    expect(second.MessageAttributes?.[DEFERRALS_ATTRIBUTE]?.StringValue).toBe('2');
+    expect(second.MessageAttributes?.[DEFERRAL_ATTRIBUTES.origin]?.StringValue).toBe(original.MessageId);
+    expect(second.MessageAttributes?.[DEFERRAL_ATTRIBUTES.deferrals]?.StringValue).toBe('2');
     expect(second.MessageAttributes?.trace?.StringValue).toBe('trace-1');
   });
 });

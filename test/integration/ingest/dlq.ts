@@ -2,7 +2,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { CreateQueueCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { expect } from 'vitest';
-import { MAX_DEAD_LETTER_BODY_BYTES } from '../../../lib/ingest/handler/settle/dead-letter-queue.js';
+import { DEAD_LETTER_FORMAT } from '../../../lib/ingest/handler/settle/dead-letter-queue.js';
 import { drain } from '../../support/queues.js';
 
 export async function createDlq(sqs: SQSClient): Promise<string> {
@@ -47,12 +47,12 @@ export function expectDeadLetteredBody(
 ): void {
   expect(letter, name).toBeDefined();
   const bytes = Buffer.byteLength(original);
-  if (bytes <= MAX_DEAD_LETTER_BODY_BYTES) {
+  if (bytes <= DEAD_LETTER_FORMAT.maxBodyBytes) {
     expect(letter!.body, name).toBe(original === '' ? '(empty body)' : original);
     return;
   }
   expect(original.startsWith(letter!.body.replace(/\uFFFD$/, '')), name).toBe(true);
-  expect(Buffer.byteLength(letter!.body), name).toBeLessThanOrEqual(MAX_DEAD_LETTER_BODY_BYTES + 3);
+  expect(Buffer.byteLength(letter!.body), name).toBeLessThanOrEqual(DEAD_LETTER_FORMAT.maxBodyBytes + 3);
   expect(letter!.attributes.originalBodyBytes, name).toBe(String(bytes));
   expect(letter!.attributes.originalBodySha256, name).toBe(
     createHash('sha256').update(original).digest('hex'),

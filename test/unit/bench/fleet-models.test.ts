@@ -416,7 +416,7 @@ describe('QueueWithEventSource', () => {
           batches.push([...indices]);
           const [index] = indices;
           const origin = queue.originOf(index!);
-          // The origin is deferred; the copy's two deliveries are handed back (past MAX_DEFERRALS); its
+          // The origin is deferred; the copy's two deliveries are handed back (past DEFERRAL_POLICY.maxDeferrals); its
           // redelivery is deferred once, as the handler does (one ledger entry per message id); the
           // second copy is written.
           if (index === 0 || (index === 1 && batches.length > 2)) return defer(queue, index, records[0]!);

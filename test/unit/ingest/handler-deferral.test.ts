@@ -1,17 +1,13 @@
 // Deferred records (issue 16): a tenant whose prefix's schedule is booked by other invocations past
-// TURN_WAIT_MS is re-sent to its queue as a copy delayed until its first free slot and acknowledged, so its
+// DEFERRAL_POLICY.turnWaitMs is re-sent to its queue as a copy delayed until its first free slot and acknowledged, so its
 // invocation frees its slot;
 // the copy keeps its origin's data identity (derived insert id, seq) and FIFO records are never deferred.
 // An origin and its copy in one batch or across batches write one record, acknowledged.
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
-import { TURN_WAIT_MS } from '../../../lib/ingest/handler/settle/defer-out-of-turn.js';
-import {
-  DEFERRALS_ATTRIBUTE,
-  ORIGIN_ATTRIBUTE,
-  ORIGIN_SENT_ATTRIBUTE,
-} from '../../../lib/ingest/handler/settle/deferral-port.js';
+import { DEFERRAL_POLICY } from '../../../lib/ingest/handler/settle/defer-out-of-turn.js';
+import { DEFERRAL_ATTRIBUTES } from '../../../lib/ingest/handler/settle/deferral-port.js';
 import { SqsDeferrals } from '../../../lib/ingest/handler/settle/deferral-queue.js';
 import { MemoryDeferrals } from '../../../lib/ingest/handler/settle/memory-deferrals.js';
 import { recordingClient } from './handler/recording-sqs.js';
@@ -52,7 +48,7 @@ const acme = (n: number, from = 0) =>
   Array.from({ length: n }, (_, i) => ({ tenant: 'acme', id: `a-${from + i}` }));
 
 describe('deferred records', () => {
-  it('a tenant whose prefix is booked past TURN_WAIT_MS is deferred at once, acknowledged, its copies due at its first free slot', async () => {
+  it('a tenant whose prefix is booked past DEFERRAL_POLICY.turnWaitMs is deferred at once, acknowledged, its copies due at its first free slot', async () => {
     const { budgets } = await acmeBookedFor(5_500);
     const deferrals = new MemoryDeferrals();
     const { handler, summaries, store } = setup({ budgets: budgets.factory, deferrals });
@@ -60,7 +56,7 @@ describe('deferred records', () => {
     const started = Date.now();
     const response = await handler(event, lambdaContext(30_000));
     // Not the turn wait, nor the cutoff (28 s away): the schedule says at once when its first free slot is.
-    expect(Date.now() - started).toBeLessThan(TURN_WAIT_MS);
+    expect(Date.now() - started).toBeLessThan(DEFERRAL_POLICY.turnWaitMs);
     expect(failedIds(response)).toEqual([]);
     const acmeIds = event.Records.slice(0, 12).map((r) => r.messageId);
     expect([...deferrals.deferred.keys()].sort()).toEqual([...acmeIds].sort());
@@ -87,7 +83,7 @@ describe('deferred records', () => {
   });
 
   it('without a deferral port a tenant waits for a first free slot within half its time left, and writes', async () => {
-    const { budgets, freeAt } = await acmeBookedFor(TURN_WAIT_MS + 500);
+    const { budgets, freeAt } = await acmeBookedFor(DEFERRAL_POLICY.turnWaitMs + 500);
     const { handler, summaries } = setup({ budgets: budgets.factory, deferrals: false });
     const event = sqsEvent(acme(12));
     // The cutoff 4 s away: it may wait 2 s for its first slot.
@@ -106,7 +102,7 @@ describe('deferred records', () => {
     const plain = acme(11).map((m) => sqsRecord(body(m)));
     const refused = sqsRecord(body({ tenant: 'acme', id: 'r' }), refusedId);
     const capped = sqsRecord(body({ tenant: 'acme', id: 'c' }));
-    capped.messageAttributes[DEFERRALS_ATTRIBUTE] = {
+    capped.messageAttributes[DEFERRAL_ATTRIBUTES.deferrals] = {
       dataType: 'Number',
       stringValue: '20',
       stringListValues: [],
@@ -134,8 +130,8 @@ describe('deferred records', () => {
   });
 
   it('a tenant whose records SqsDeferrals could never send waits for its slots like one that cannot be deferred', async () => {
-    // Booked ahead past TURN_WAIT_MS, but not past half the time left: the tenant gets its turn.
-    const { budgets, freeAt } = await acmeBookedFor(TURN_WAIT_MS + 500);
+    // Booked ahead past DEFERRAL_POLICY.turnWaitMs, but not past half the time left: the tenant gets its turn.
+    const { budgets, freeAt } = await acmeBookedFor(DEFERRAL_POLICY.turnWaitMs + 500);
     const { client, calls } = recordingClient();
     const { handler, summaries } = setup({ budgets: budgets.factory, deferrals: new SqsDeferrals(client) });
     // Eight producer attributes: with origin, sent time and count the copy would carry 11 (SQS takes 10).
@@ -202,9 +198,9 @@ describe('deferred records', () => {
     const copies = inserts.map((original) => {
       const copy = sqsRecord(original.body);
       copy.messageAttributes = {
-        [ORIGIN_ATTRIBUTE]: attribute('String', original.messageId),
-        [ORIGIN_SENT_ATTRIBUTE]: attribute('Number', original.attributes.SentTimestamp),
-        [DEFERRALS_ATTRIBUTE]: attribute('Number', '1'),
+        [DEFERRAL_ATTRIBUTES.origin]: attribute('String', original.messageId),
+        [DEFERRAL_ATTRIBUTES.originSent]: attribute('Number', original.attributes.SentTimestamp),
+        [DEFERRAL_ATTRIBUTES.deferrals]: attribute('Number', '1'),
       };
       return copy;
     });
@@ -221,9 +217,9 @@ describe('deferred records', () => {
 function copyOf(original: SQSRecord, deferrals = 1): SQSRecord {
   const copy = sqsRecord(original.body);
   copy.messageAttributes = {
-    [ORIGIN_ATTRIBUTE]: attribute('String', original.messageId),
-    [ORIGIN_SENT_ATTRIBUTE]: attribute('Number', original.attributes.SentTimestamp),
-    [DEFERRALS_ATTRIBUTE]: attribute('Number', String(deferrals)),
+    [DEFERRAL_ATTRIBUTES.origin]: attribute('String', original.messageId),
+    [DEFERRAL_ATTRIBUTES.originSent]: attribute('Number', original.attributes.SentTimestamp),
+    [DEFERRAL_ATTRIBUTES.deferrals]: attribute('Number', String(deferrals)),
   };
   return copy;
 }

@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import {
-  DEFAULT_REDELIVERY_BASE_SECONDS,
-  DEFAULT_REDELIVERY_TURN_SECONDS,
+  DEFAULT_REDELIVERY_BACKOFF,
   type VisibilityPort,
 } from '../../../lib/ingest/handler/settle/redelivery-backoff.js';
 import { S3BehaviourModel } from '../../../lib/local/s3-behaviour/s3-behaviour-model.js';
@@ -134,7 +133,10 @@ describe('redelivery backoff by what stopped a record', () => {
     );
     const event = sqsEvent(records('acme', 2));
     expect(failedIds(await handler(event, lambdaContext(1_200)))).toEqual(ids(event).sort());
-    expect([...seconds.values()]).toEqual([DEFAULT_REDELIVERY_TURN_SECONDS, DEFAULT_REDELIVERY_TURN_SECONDS]);
+    expect([...seconds.values()]).toEqual([
+      DEFAULT_REDELIVERY_BACKOFF.turnSeconds,
+      DEFAULT_REDELIVERY_BACKOFF.turnSeconds,
+    ]);
   });
 
   it('a record S3 kept refusing waits out the SlowDown backoff', async () => {
@@ -146,7 +148,10 @@ describe('redelivery backoff by what stopped a record', () => {
     );
     const event = sqsEvent(records('acme', 2));
     expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual(ids(event).sort());
-    expect([...seconds.values()]).toEqual([DEFAULT_REDELIVERY_BASE_SECONDS, DEFAULT_REDELIVERY_BASE_SECONDS]);
+    expect([...seconds.values()]).toEqual([
+      DEFAULT_REDELIVERY_BACKOFF.baseSeconds,
+      DEFAULT_REDELIVERY_BACKOFF.baseSeconds,
+    ]);
   });
 });
 

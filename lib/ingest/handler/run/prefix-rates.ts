@@ -8,21 +8,23 @@ import { drainBy } from './drain-by.js';
 import type { PrefixWriteCounts } from './prefix-write-counts.js';
 import { type RateBudgetFactory, type RateHolderPool, runUnderRate } from './rate-holder.js';
 
-/**
- * Tenants with fewer writes than this in a batch write without booking slots: a prefix that receives a
- * handful of writes from one invocation is in no danger of SlowDown, and a booking would cost a DynamoDB
- * write for a few S3 writes (docs/decisions/small-tenants-without-lease.md). A tenant that S3 throttles
- * anyway (small in each batch but in every batch of a large fleet) is promoted: its prefix's budget enters
- * the container's cache, and while it stays there the tenant books whatever its batch brings.
- */
-export const SMALL_TENANT_WRITES = 10;
-
-/**
- * Share of `POOL_CONCURRENCY` the small tenants of one invocation may have in flight together (at least 1).
- * They book no slots, so nothing else bounds them but the invocation's budget; unbounded, a batch of a
- * hundred tiny tenants slows the container's booked tenants (docs/decisions/small-tenants-without-lease.md).
- */
-export const SMALL_TENANTS_SHARE_OF_POOL = 1 / 4;
+/** Tenants that write without booking slots (docs/decisions/small-tenants-without-lease.md). */
+export const SMALL_TENANTS = {
+  /**
+   * Tenants with fewer writes than this in a batch write without booking: a prefix that receives a handful
+   * of writes from one invocation is in no danger of SlowDown, and a booking would cost a DynamoDB write
+   * for a few S3 writes. A tenant that S3 throttles anyway (small in each batch but in every batch of a
+   * large fleet) is promoted: its prefix's budget enters the container's cache, and while it stays there
+   * the tenant books whatever its batch brings.
+   */
+  writes: 10,
+  /**
+   * Share of `POOL_CONCURRENCY` the small tenants of one invocation may have in flight together (at least
+   * 1). They book no slots, so nothing else bounds them but the invocation's budget; unbounded, a batch of
+   * a hundred tiny tenants slows the container's booked tenants.
+   */
+  shareOfPool: 1 / 4,
+} as const;
 
 /**
  * How long a report to a prefix's budget may take after the work: a quarter of `DEADLINE_MARGIN_MS`. After
@@ -81,7 +83,7 @@ export interface RateRunReport<T> {
 
 /**
  * Runs each tenant's writes under its prefix's fleet-wide write rate (docs/fleet-cap.md): a tenant with
- * `SMALL_TENANT_WRITES` or more books slots in its prefix's schedule and paces its pool in them
+ * `SMALL_TENANTS.writes` or more books slots in its prefix's schedule and paces its pool in them
  * (`runUnderRate`); smaller tenants write without a booking, a few at a time. Without budgets (no semaphore
  * table), pools run at `POOL_CONCURRENCY` bounded only by the invocation.
  */
@@ -135,7 +137,7 @@ export class PrefixRates {
     // A tenant whose prefix booked recently, or that S3 throttled while it wrote unbooked (its budget is
     // cached either way), books whatever its batch brings: a hot prefix whose records come back spread over
     // many redelivered batches would otherwise escape its prefix's rate.
-    const large = (t: T) => t.writes >= SMALL_TENANT_WRITES || this.#budgets.has(this.#prefixName(t.tenant));
+    const large = (t: T) => t.writes >= SMALL_TENANTS.writes || this.#budgets.has(this.#prefixName(t.tenant));
     await Promise.all([
       ...tenants
         .filter(large)
@@ -152,7 +154,7 @@ export class PrefixRates {
   }
 
   /**
-   * The small tenants, `SMALL_TENANTS_SHARE_OF_POOL` of `POOL_CONCURRENCY` in flight together: at most
+   * The small tenants, `SMALL_TENANTS.shareOfPool` of `POOL_CONCURRENCY` in flight together: at most
    * that many tenants at a time, each pool at an equal share of it (at least 1, at most its writes), the
    * next tenant starting once one has drained.
    */
@@ -163,7 +165,7 @@ export class PrefixRates {
     window: RateRunWindow,
     work: (tenant: T) => Promise<void>,
   ): Promise<void> {
-    const cap = Math.max(1, Math.floor(this.config.poolConcurrency * SMALL_TENANTS_SHARE_OF_POOL));
+    const cap = Math.max(1, Math.floor(this.config.poolConcurrency * SMALL_TENANTS.shareOfPool));
     const lanes = Math.min(cap, small.length);
     const share = Math.max(1, Math.floor(cap / Math.max(1, lanes)));
     let next = 0;

@@ -4,7 +4,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { SQS_LIMITS } from '../../../aws/sqs-limits.js';
 import { escapeForSqs } from '../../sqs-text.js';
 import type { DeadLetterReason } from './dead-letter-reason.js';
-import { ORIGIN_SENT_ATTRIBUTE, originOf, originSentOf } from './deferral-port.js';
+import { DEFERRAL_ATTRIBUTES, originOf, originSentOf } from './deferral-port.js';
 import { type OutgoingMessage, sendMessageBatches } from './send-message-batches.js';
 
 /** One message to move to the DLQ: the original body, verbatim, plus why. */
@@ -19,7 +19,7 @@ export interface DeadLetter {
   readonly tenant?: string;
   /**
    * The source message's `MessageGroupId` (FIFO source queues). A FIFO DLQ files the letter under it;
-   * without one, under `DEAD_LETTER_GROUP_ID`.
+   * without one, under `DEAD_LETTER_FORMAT.groupId`.
    */
   readonly messageGroupId?: string;
   /** Where the refused message came from (`letterSourceOf`), for `s3-ingest dlq redrive`. */
@@ -52,7 +52,7 @@ function sourceAttributes(source: LetterSource | undefined): Record<string, Attr
   return {
     sourceQueueArn: attribute(source.sourceArn),
     ...(Number.isSafeInteger(sent) && sent > 0
-      ? { [ORIGIN_SENT_ATTRIBUTE]: { DataType: 'Number', StringValue: String(sent) } }
+      ? { [DEFERRAL_ATTRIBUTES.originSent]: { DataType: 'Number', StringValue: String(sent) } }
       : {}),
   };
 }
@@ -70,23 +70,26 @@ export interface DeadLetterSendOptions {
   readonly signal?: AbortSignal;
 }
 
-/** FIFO DLQ: the group of letters whose source message had none (a FIFO queue needs one on every send). */
-export const DEAD_LETTER_GROUP_ID = 's3-ingest-dead-letters';
-
-const DETAIL_CHARS = 500;
-/**
- * A body this large could not travel to the DLQ whole once attributes are added (a source queue may take
- * up to 1 MiB, a classic DLQ 256 KiB). Such a body is kept up to this size, with its full size and SHA-256
- * as attributes, rather than bounce between queues until the redrive policy drops the reason.
- */
-export const MAX_DEAD_LETTER_BODY_BYTES = 240 * 1024;
+/** How a dead letter is written to the DLQ. */
+export const DEAD_LETTER_FORMAT = {
+  /** FIFO DLQ: the group of letters whose source message had none (a FIFO queue needs one on every send). */
+  groupId: 's3-ingest-dead-letters',
+  /** The reason's detail is cut to this many characters (an attribute, not the evidence). */
+  detailChars: 500,
+  /**
+   * A body this large could not travel to the DLQ whole once attributes are added (a source queue may take
+   * up to 1 MiB, a classic DLQ 256 KiB). Such a body is kept up to this size, with its full size and
+   * SHA-256 as attributes, rather than bounce between queues until the redrive policy drops the reason.
+   */
+  maxBodyBytes: 240 * 1024,
+} as const;
 
 function bodyOf(letter: DeadLetter): { body: string; truncatedFrom?: number } {
   if (letter.body.length === 0) return { body: '(empty body)' };
   const bytes = Buffer.byteLength(letter.body);
-  if (bytes <= MAX_DEAD_LETTER_BODY_BYTES) return { body: letter.body };
+  if (bytes <= DEAD_LETTER_FORMAT.maxBodyBytes) return { body: letter.body };
   // Cutting inside a multi-byte character yields one U+FFFD at the end, which is fine for evidence.
-  const body = Buffer.from(letter.body).subarray(0, MAX_DEAD_LETTER_BODY_BYTES).toString('utf8');
+  const body = Buffer.from(letter.body).subarray(0, DEAD_LETTER_FORMAT.maxBodyBytes).toString('utf8');
   return { body, truncatedFrom: bytes };
 }
 
@@ -101,15 +104,15 @@ function fifoFieldsOf(
   const group = letter.messageGroupId;
   return {
     MessageGroupId:
-      group !== undefined && SQS_LIMITS.fifoIdPattern.test(group) ? group : DEAD_LETTER_GROUP_ID,
+      group !== undefined && SQS_LIMITS.fifoIdPattern.test(group) ? group : DEAD_LETTER_FORMAT.groupId,
     MessageDeduplicationId: createHash('sha256').update(letter.messageId).digest('hex'),
   };
 }
 
-/** The first `DETAIL_CHARS` UTF-16 units of `detail`, never ending inside a surrogate pair. */
+/** The first `DEAD_LETTER_FORMAT.detailChars` UTF-16 units of `detail`, never ending inside a surrogate pair. */
 function truncatedDetail(detail: string): string {
-  if (detail.length <= DETAIL_CHARS) return detail;
-  const cut = detail.slice(0, DETAIL_CHARS);
+  if (detail.length <= DEAD_LETTER_FORMAT.detailChars) return detail;
+  const cut = detail.slice(0, DEAD_LETTER_FORMAT.detailChars);
   return /[\ud800-\udbff]$/.test(cut) ? cut.slice(0, -1) : cut;
 }
 

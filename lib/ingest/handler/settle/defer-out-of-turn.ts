@@ -6,27 +6,31 @@ import { type DeferralPort, deferralsOf } from './deferral-port.js';
 import type { OutcomeLedger } from './outcome-ledger.js';
 import { rejectOnAbort } from './send-dead-letters.js';
 
-/**
- * Deferrals a record may have; past this it is redelivered instead, so SQS's receive count and redrive
- * policy bound it again (a prefix that never frees cannot keep a record circulating for ever). A copy comes
- * back when its prefix's first free slot was due, or after the delays below (20 deferrals: about 2 minutes).
- */
-export const MAX_DEFERRALS = 20;
-/** Delay of a record's first deferred copy, doubling with each deferral. */
-export const FIRST_DEFERRAL_DELAY_SECONDS = 1;
-/** The longest delay of a deferred copy (SQS allows 900). */
-export const MAX_DEFERRAL_DELAY_SECONDS = 30;
-/**
- * How long a tenant whose records can be deferred may wait for its first slot. A waiting tenant holds its
- * invocation, and with it one of the queue's few concurrent slots, so every other tenant's messages wait
- * behind it (docs/decisions/defer-out-of-turn.md); a schedule booked further ahead than this sends its
- * records back as delayed copies, due when its first free slot is.
- */
-export const TURN_WAIT_MS = 1_000;
+/** When a tenant's records go back to their queue as delayed copies instead of waiting for their slots. */
+export const DEFERRAL_POLICY = {
+  /**
+   * How long a tenant whose records can be deferred may wait for its first slot, ms. A waiting tenant holds
+   * its invocation, and with it one of the queue's few concurrent slots, so every other tenant's messages
+   * wait behind it (docs/decisions/defer-out-of-turn.md); a schedule booked further ahead than this sends
+   * its records back as delayed copies, due when its first free slot is.
+   */
+  turnWaitMs: 1_000,
+  /**
+   * Deferrals a record may have; past this it is redelivered instead, so SQS's receive count and redrive
+   * policy bound it again (a prefix that never frees cannot keep a record circulating for ever). A copy
+   * comes back when its prefix's first free slot was due, or after the delays below (20 deferrals: about
+   * 2 minutes).
+   */
+  maxDeferrals: 20,
+  /** Delay of a record's first deferred copy, doubling every 4 deferrals. */
+  firstDelaySeconds: 1,
+  /** The longest delay of a deferred copy (SQS allows 900). */
+  maxDelaySeconds: 30,
+} as const;
 
 /** Whether a tenant's records could be deferred if its prefix has no slot for them: no FIFO group, not at the cap. */
 export function canDefer(plan: { readonly ordered: boolean; readonly deferrals: number }): boolean {
-  return !plan.ordered && plan.deferrals < MAX_DEFERRALS;
+  return !plan.ordered && plan.deferrals < DEFERRAL_POLICY.maxDeferrals;
 }
 
 /**
@@ -37,17 +41,22 @@ export function canDefer(plan: { readonly ordered: boolean; readonly deferrals: 
 export function deferralDelaySeconds(deferrals: number, freeAtMs?: number, nowMs = Date.now()): number {
   if (freeAtMs !== undefined && Number.isFinite(freeAtMs) && freeAtMs > nowMs) {
     const seconds = Math.floor((freeAtMs - nowMs) / 1000);
-    return Math.min(Math.max(seconds, FIRST_DEFERRAL_DELAY_SECONDS), MAX_DEFERRAL_DELAY_SECONDS);
+    return Math.min(Math.max(seconds, DEFERRAL_POLICY.firstDelaySeconds), DEFERRAL_POLICY.maxDelaySeconds);
   }
   // One doubling per 4 deferrals: wait n+1 of the exponential from FIRST to MAX.
   const doublings = Number.isInteger(deferrals) && deferrals > 0 ? Math.floor(deferrals / 4) : 0;
-  return exponentialDelay(doublings + 1, FIRST_DEFERRAL_DELAY_SECONDS, MAX_DEFERRAL_DELAY_SECONDS, 'none');
+  return exponentialDelay(
+    doublings + 1,
+    DEFERRAL_POLICY.firstDelaySeconds,
+    DEFERRAL_POLICY.maxDelaySeconds,
+    'none',
+  );
 }
 
 /** A record the port may take: from a standard queue (a FIFO one's group order forbids it), under the cap. */
 function deferrable(record: SQSRecord): boolean {
   const fifo = typeof record.eventSourceARN === 'string' && record.eventSourceARN.endsWith('.fifo');
-  return !fifo && deferralsOf(record) < MAX_DEFERRALS;
+  return !fifo && deferralsOf(record) < DEFERRAL_POLICY.maxDeferrals;
 }
 
 /**

@@ -1,18 +1,20 @@
 import type { SQSRecord } from 'aws-lambda';
 
-/**
- * Message attribute of a deferred copy: the SQS `messageId` of the message it stands for. The copy is a
- * new SQS message (new id, receive count 1), but its data identity stays the original's: a message-keyed
- * insert derives its record id from it, and sequenced writes break `seq` ties with it.
- */
-export const ORIGIN_ATTRIBUTE = 's3-ingest-origin';
-/**
- * Message attribute of a deferred copy: its origin's `SentTimestamp` (epoch ms), the stand-in `seq` of a
- * message without one, so a copy orders against other writes as its origin did.
- */
-export const ORIGIN_SENT_ATTRIBUTE = 's3-ingest-origin-sent';
-/** Message attribute of a deferred copy: how many times the message has been deferred so far. */
-export const DEFERRALS_ATTRIBUTE = 's3-ingest-deferrals';
+/** The message attributes a deferred copy carries (the copy is a new SQS message: new id, receive count 1). */
+export const DEFERRAL_ATTRIBUTES = {
+  /**
+   * The SQS `messageId` of the message it stands for: its data identity stays the original's (a
+   * message-keyed insert derives its record id from it, and sequenced writes break `seq` ties with it).
+   */
+  origin: 's3-ingest-origin',
+  /**
+   * Its origin's `SentTimestamp` (epoch ms), the stand-in `seq` of a message without one, so a copy orders
+   * against other writes as its origin did.
+   */
+  originSent: 's3-ingest-origin-sent',
+  /** How many times the message has been deferred so far. */
+  deferrals: 's3-ingest-deferrals',
+} as const;
 
 /** One record to put back in its source queue as a new message, visible after `delaySeconds`. */
 export interface Deferral {
@@ -32,7 +34,7 @@ export interface DeferralPort {
   /**
    * Whether the port could ever take `record` (`SqsDeferrals`: not one from a FIFO queue or whose copy
    * would have more than 10 attributes). A tenant with a record it could not take waits for its permits
-   * until the cutoff, as one that cannot be deferred, rather than giving up its turn after `TURN_WAIT_MS`
+   * until the cutoff, as one that cannot be deferred, rather than giving up its turn after `DEFERRAL_POLICY.turnWaitMs`
    * for a copy that is then refused. Absent: every record.
    */
   takes?(record: SQSRecord): boolean;
@@ -41,7 +43,7 @@ export interface DeferralPort {
 
 /** The message id a record's data is keyed by: its origin's when it is a deferred copy, else its own. */
 export function originOf(record: Pick<SQSRecord, 'messageId' | 'messageAttributes'>): string {
-  const origin = record.messageAttributes?.[ORIGIN_ATTRIBUTE]?.stringValue;
+  const origin = record.messageAttributes?.[DEFERRAL_ATTRIBUTES.origin]?.stringValue;
   return typeof origin === 'string' && origin !== '' ? origin : record.messageId;
 }
 
@@ -49,12 +51,12 @@ export function originOf(record: Pick<SQSRecord, 'messageId' | 'messageAttribute
 export function originSentOf(
   record: Pick<SQSRecord, 'attributes' | 'messageAttributes'>,
 ): string | undefined {
-  const sent = record.messageAttributes?.[ORIGIN_SENT_ATTRIBUTE]?.stringValue;
+  const sent = record.messageAttributes?.[DEFERRAL_ATTRIBUTES.originSent]?.stringValue;
   return typeof sent === 'string' && sent !== '' ? sent : record.attributes?.SentTimestamp;
 }
 
 /** How many times the record was deferred before this delivery (0 for a producer's message). */
 export function deferralsOf(record: Pick<SQSRecord, 'messageAttributes'>): number {
-  const n = Number(record.messageAttributes?.[DEFERRALS_ATTRIBUTE]?.stringValue);
+  const n = Number(record.messageAttributes?.[DEFERRAL_ATTRIBUTES.deferrals]?.stringValue);
   return Number.isInteger(n) && n > 0 ? n : 0;
 }

@@ -2,12 +2,10 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { SQS_LIMITS } from '../../../aws/sqs-limits.js';
 import {
-  DEFERRALS_ATTRIBUTE,
+  DEFERRAL_ATTRIBUTES,
   type Deferral,
   type DeferralPort,
   deferralsOf,
-  ORIGIN_ATTRIBUTE,
-  ORIGIN_SENT_ATTRIBUTE,
   originOf,
   originSentOf,
 } from './deferral-port.js';
@@ -53,14 +51,14 @@ function copyOf(record: SQSRecord, delaySeconds: number): OutgoingMessage['entry
   const attributes: Record<string, OutgoingAttribute> = {
     // Spread first: whatever the producer set under our two names is replaced, never counted twice.
     ...own,
-    [ORIGIN_ATTRIBUTE]: { DataType: 'String', StringValue: originOf(record) },
-    [DEFERRALS_ATTRIBUTE]: { DataType: 'Number', StringValue: String(deferralsOf(record) + 1) },
+    [DEFERRAL_ATTRIBUTES.origin]: { DataType: 'String', StringValue: originOf(record) },
+    [DEFERRAL_ATTRIBUTES.deferrals]: { DataType: 'Number', StringValue: String(deferralsOf(record) + 1) },
   };
   // The origin's SentTimestamp stands in for the `seq` of a message without one: the copy orders as it did.
   const sent = Number(originSentOf(record));
   if (Number.isSafeInteger(sent) && sent > 0)
-    attributes[ORIGIN_SENT_ATTRIBUTE] = { DataType: 'Number', StringValue: String(sent) };
-  else delete attributes[ORIGIN_SENT_ATTRIBUTE];
+    attributes[DEFERRAL_ATTRIBUTES.originSent] = { DataType: 'Number', StringValue: String(sent) };
+  else delete attributes[DEFERRAL_ATTRIBUTES.originSent];
   if (Object.keys(attributes).length > SQS_LIMITS.messageAttributes) return undefined;
   return {
     MessageBody: record.body,
@@ -86,8 +84,8 @@ function outgoingOf({
  * Defers records by re-sending each to its own source queue as a new message (receive count 1), visible
  * after the deferral's `DelaySeconds` (clamped to 0..900): `SendMessageBatch` per queue, at most 10
  * entries and 250 KiB per request, every request carrying the caller's signal. The copy's body is the
- * record's, verbatim; its attributes are the record's own plus `ORIGIN_ATTRIBUTE` (the message id its data
- * is keyed by, `originOf`), `ORIGIN_SENT_ATTRIBUTE` (the origin's `SentTimestamp`, `originSentOf`) and `DEFERRALS_ATTRIBUTE` (`deferralsOf` + 1), replacing any the producer set
+ * record's, verbatim; its attributes are the record's own plus `DEFERRAL_ATTRIBUTES.origin` (the message id its data
+ * is keyed by, `originOf`), `DEFERRAL_ATTRIBUTES.originSent` (the origin's `SentTimestamp`, `originSentOf`) and `DEFERRAL_ATTRIBUTES.deferrals` (`deferralsOf` + 1), replacing any the producer set
  * under those names.
  *
  * Resolves the message ids NOT deferred, which the handler must redeliver: records from a FIFO queue

@@ -56,9 +56,8 @@ export interface VisibilityPort {
   ): Promise<ReadonlySet<string>>;
 }
 
-export const DEFAULT_REDELIVERY_BASE_SECONDS = 5;
-export const DEFAULT_REDELIVERY_MAX_SECONDS = 300;
-export const DEFAULT_REDELIVERY_TURN_SECONDS = 1;
+/** The defaults of `RedeliveryBackoffOptions`. */
+export const DEFAULT_REDELIVERY_BACKOFF = { baseSeconds: 5, maxSeconds: 300, turnSeconds: 1 } as const;
 
 /**
  * `min(base x 2^(n-1), max)` in whole seconds for the `n`th receive (n < 1 counts as 1); `base` is
@@ -70,9 +69,12 @@ export function visibilityTimeoutFor(
   waitedForTurn = false,
 ): number {
   const base = waitedForTurn
-    ? (options.turnSeconds ?? DEFAULT_REDELIVERY_TURN_SECONDS)
-    : (options.baseSeconds ?? DEFAULT_REDELIVERY_BASE_SECONDS);
-  const max = Math.min(options.maxSeconds ?? DEFAULT_REDELIVERY_MAX_SECONDS, SQS_LIMITS.maxVisibilitySeconds);
+    ? (options.turnSeconds ?? DEFAULT_REDELIVERY_BACKOFF.turnSeconds)
+    : (options.baseSeconds ?? DEFAULT_REDELIVERY_BACKOFF.baseSeconds);
+  const max = Math.min(
+    options.maxSeconds ?? DEFAULT_REDELIVERY_BACKOFF.maxSeconds,
+    SQS_LIMITS.maxVisibilitySeconds,
+  );
   const n = Number.isFinite(receiveCount) && receiveCount >= 1 ? Math.floor(receiveCount) : 1;
   return Math.max(0, Math.floor(exponentialDelay(n, base, max, 'none')));
 }

@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseRecord, planBatch } from '../../../../../lib/ingest/handler/plan/plan-batch.js';
-import {
-  DEFERRALS_ATTRIBUTE,
-  ORIGIN_ATTRIBUTE,
-  ORIGIN_SENT_ATTRIBUTE,
-} from '../../../../../lib/ingest/handler/settle/deferral-port.js';
+import { DEFERRAL_ATTRIBUTES } from '../../../../../lib/ingest/handler/settle/deferral-port.js';
 import { body, sqsRecord } from '../support.js';
 
 const resources = { orders: {}, customers: {} };
@@ -134,19 +130,19 @@ describe('planBatch (pure)', () => {
     const copy = sqsRecord(body({ op: 'insert', data: { n: 1 } }), 'copy-1');
     copy.attributes.SentTimestamp = '1700000009999';
     copy.messageAttributes = {
-      [ORIGIN_ATTRIBUTE]: {
+      [DEFERRAL_ATTRIBUTES.origin]: {
         dataType: 'String',
         stringValue: 'origin-1',
         stringListValues: [],
         binaryListValues: [],
       },
-      [ORIGIN_SENT_ATTRIBUTE]: {
+      [DEFERRAL_ATTRIBUTES.originSent]: {
         dataType: 'Number',
         stringValue: '1700000000000',
         stringListValues: [],
         binaryListValues: [],
       },
-      [DEFERRALS_ATTRIBUTE]: {
+      [DEFERRAL_ATTRIBUTES.deferrals]: {
         dataType: 'Number',
         stringValue: '3',
         stringListValues: [],

@@ -1,13 +1,9 @@
-// PrefixRates' small tenants (issue 16): fewer than SMALL_TENANT_WRITES writes book no slots (no DynamoDB
+// PrefixRates' small tenants (issue 16): fewer than SMALL_TENANTS.writes writes book no slots (no DynamoDB
 // call) and write in lanes, a quarter of POOL_CONCURRENCY in flight together; a SlowDown promotes a small
 // tenant (its prefix's budget is cached and it books from its next batch on); the budget cache is bounded
 // by TENANT_CACHE_SIZE.
 import { describe, expect, it } from 'vitest';
-import {
-  PrefixRates,
-  SMALL_TENANT_WRITES,
-  SMALL_TENANTS_SHARE_OF_POOL,
-} from '../../../../../lib/ingest/handler/run/prefix-rates.js';
+import { PrefixRates, SMALL_TENANTS } from '../../../../../lib/ingest/handler/run/prefix-rates.js';
 import { memoryBudgets, prefixOf, testConfig } from '../support.js';
 import { pool, StubPool, tenant, window } from './prefix-rates-support.js';
 
@@ -42,11 +38,11 @@ class CountingPool extends StubPool {
 }
 
 describe('PrefixRates small tenants', () => {
-  it(`a tenant with fewer than ${SMALL_TENANT_WRITES} writes books nothing: no budget built, no DynamoDB call`, async () => {
+  it(`a tenant with fewer than ${SMALL_TENANTS.writes} writes books nothing: no budget built, no DynamoDB call`, async () => {
     const { budgets, made, factory } = recordingFactory();
     const rates = new PrefixRates(testConfig({ POOL_CONCURRENCY: '16' }), factory);
     const tenants = Array.from({ length: 20 }, (_, i) =>
-      tenant(`s${i}`, 1 + (i % (SMALL_TENANT_WRITES - 1)), new StubPool()),
+      tenant(`s${i}`, 1 + (i % (SMALL_TENANTS.writes - 1)), new StubPool()),
     );
     const ran: string[] = [];
     const report = await rates.run(tenants, window(), async (t) => {
@@ -58,14 +54,14 @@ describe('PrefixRates small tenants', () => {
     for (const t of tenants) {
       expect(report.results.get(t)).toEqual({ rate: 0 });
       // A quarter of POOL_CONCURRENCY (4) over 4 lanes: each pool at 1.
-      expect(t.pool.concurrency).toBe((16 * SMALL_TENANTS_SHARE_OF_POOL) / 4);
+      expect(t.pool.concurrency).toBe((16 * SMALL_TENANTS.shareOfPool) / 4);
     }
   });
 
   it('small tenants have at most a quarter of POOL_CONCURRENCY in flight together, each pool at most its writes', async () => {
     const { factory } = recordingFactory();
     const rates = new PrefixRates(testConfig({ POOL_CONCURRENCY: '32' }), factory);
-    const cap = 32 * SMALL_TENANTS_SHARE_OF_POOL;
+    const cap = 32 * SMALL_TENANTS.shareOfPool;
     const gauge = { now: 0, max: 0 };
     // 3 tenants: 3 lanes sharing 8, floor(8 / 3) = 2 each (never more than a tenant's writes).
     const few = [5, 1, 9].map((n, i) => tenant(`f${i}`, n, new CountingPool(n, gauge)));
@@ -145,7 +141,7 @@ describe('PrefixRates budget cache', () => {
   it('keeps at most TENANT_CACHE_SIZE prefix budgets, least recently used out', async () => {
     const { made, factory } = recordingFactory();
     const rates = new PrefixRates(testConfig({ TENANT_CACHE_SIZE: '3' }), factory);
-    const large = (name: string) => tenant(name, SMALL_TENANT_WRITES, new StubPool());
+    const large = (name: string) => tenant(name, SMALL_TENANTS.writes, new StubPool());
     for (let i = 0; i < 50; i++) await rates.run([large(`tenant-${i}`)], window(), async () => undefined);
     expect(made).toHaveLength(50);
     expect(rates.cachedBudgets).toBe(3);

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   PrefixRates,
   releaseTimeoutMs,
-  SMALL_TENANT_WRITES,
+  SMALL_TENANTS,
   settleMs,
 } from '../../../../../lib/ingest/handler/run/prefix-rates.js';
 import { PrefixWriteCounts } from '../../../../../lib/ingest/handler/run/prefix-write-counts.js';
@@ -20,7 +20,7 @@ afterEach(() => {
 });
 
 describe('PrefixRates: the tenants that book', () => {
-  it(`a tenant with ${SMALL_TENANT_WRITES} writes books a slot per write in its prefix's schedule at S3_PREFIX_WRITE_RATE; one with fewer books none`, async () => {
+  it(`a tenant with ${SMALL_TENANTS.writes} writes books a slot per write in its prefix's schedule at S3_PREFIX_WRITE_RATE; one with fewer books none`, async () => {
     const budgets = memoryBudgets();
     const made: [string, number][] = [];
     const rates = new PrefixRates(
@@ -30,8 +30,8 @@ describe('PrefixRates: the tenants that book', () => {
         return budgets.factory(n, c);
       },
     );
-    const big = tenant('big', SMALL_TENANT_WRITES, pool());
-    const small = tenant('small', SMALL_TENANT_WRITES - 1, pool());
+    const big = tenant('big', SMALL_TENANTS.writes, pool());
+    const small = tenant('small', SMALL_TENANTS.writes - 1, pool());
     const ran: string[] = [];
     const report = await rates.run([big, small], window(), async (t) => {
       ran.push(t.tenant);
@@ -41,7 +41,7 @@ describe('PrefixRates: the tenants that book', () => {
     expect(ran.sort()).toEqual(['big', 'small']);
     expect(made).toEqual([[prefixOf('big'), 700]]);
     expect(budgets.books()).toEqual([
-      { name: prefixOf('big'), options: expect.objectContaining({ writes: SMALL_TENANT_WRITES }) },
+      { name: prefixOf('big'), options: expect.objectContaining({ writes: SMALL_TENANTS.writes }) },
     ]);
     // A fresh schedule books at its ceiling; a small tenant paces at nothing (0: unbooked).
     expect(report.results.get(big)).toEqual({ rate: 700 });
@@ -182,7 +182,7 @@ describe('PrefixRates: the tenants that book', () => {
     const rates = new PrefixRates(testConfig(), budgets.factory, counts);
     const p = pool();
     counts.count('t=big/r=items/before.json');
-    await rates.run([tenant('big', SMALL_TENANT_WRITES, p)], window(), async () => {
+    await rates.run([tenant('big', SMALL_TENANTS.writes, p)], window(), async () => {
       // 30 attempts through the pool, one in ten a write to t=big/; every one a write to another prefix.
       for (let i = 0; i < 30; i++) {
         if (i % 10 === 0) counts.count(`t=big/r=items/${i}.json`);
@@ -201,7 +201,7 @@ describe('PrefixRates: the tenants that book', () => {
     const budgets = memoryBudgets();
     const rates = new PrefixRates(testConfig(), budgets.factory);
     const stub = new StubPool();
-    await rates.run([tenant('big', SMALL_TENANT_WRITES, stub)], window(), async () => {
+    await rates.run([tenant('big', SMALL_TENANTS.writes, stub)], window(), async () => {
       stub.succeeded();
       stub.throttled();
       stub.succeeded();
@@ -217,7 +217,7 @@ describe('PrefixRates: the tenants that book', () => {
   it('lets go of every pool listener it added (warm pools are reused)', async () => {
     const budgets = memoryBudgets();
     const rates = new PrefixRates(testConfig(), budgets.factory);
-    const big = tenant('big', SMALL_TENANT_WRITES, pool());
+    const big = tenant('big', SMALL_TENANTS.writes, pool());
     const small = tenant('small', 1, pool());
     const on = vi.spyOn(ExecutorPool.prototype, 'on');
     const off = vi.spyOn(ExecutorPool.prototype, 'off');

@@ -16,8 +16,8 @@ import { PrefixRates } from '../../../../../lib/ingest/handler/run/prefix-rates.
 import type { RateBudgetFactory } from '../../../../../lib/ingest/handler/run/rate-holder.js';
 import { type RunContext, runTenants } from '../../../../../lib/ingest/handler/run/run-tenants.js';
 import { TenantDatabases } from '../../../../../lib/ingest/handler/run/tenant-databases.js';
-import { MAX_DEFERRALS } from '../../../../../lib/ingest/handler/settle/defer-out-of-turn.js';
-import { DEFERRALS_ATTRIBUTE } from '../../../../../lib/ingest/handler/settle/deferral-port.js';
+import { DEFERRAL_POLICY } from '../../../../../lib/ingest/handler/settle/defer-out-of-turn.js';
+import { DEFERRAL_ATTRIBUTES } from '../../../../../lib/ingest/handler/settle/deferral-port.js';
 import { InvocationMetrics } from '../../../../../lib/ingest/handler/settle/invocation-metrics.js';
 import { OutcomeLedger } from '../../../../../lib/ingest/handler/settle/outcome-ledger.js';
 import { ConcurrencyBudget } from '../../../../../lib/pool/concurrency-budget.js';
@@ -344,7 +344,10 @@ describe('runTenants', () => {
       context: { turnWaitMs: 50 },
       record: (record) => {
         record.messageAttributes = {
-          [DEFERRALS_ATTRIBUTE]: { dataType: 'Number', stringValue: String(MAX_DEFERRALS) },
+          [DEFERRAL_ATTRIBUTES.deferrals]: {
+            dataType: 'Number',
+            stringValue: String(DEFERRAL_POLICY.maxDeferrals),
+          },
         };
       },
     });

@@ -6,16 +6,12 @@ import { createHash } from 'node:crypto';
 import type { SendMessageBatchRequestEntry, SendMessageBatchResult } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import {
-  DEAD_LETTER_GROUP_ID,
+  DEAD_LETTER_FORMAT,
   type DeadLetter,
   DeadLetterQueue,
   letterSourceOf,
-  MAX_DEAD_LETTER_BODY_BYTES,
 } from '../../../../../lib/ingest/handler/settle/dead-letter-queue.js';
-import {
-  ORIGIN_ATTRIBUTE,
-  ORIGIN_SENT_ATTRIBUTE,
-} from '../../../../../lib/ingest/handler/settle/deferral-port.js';
+import { DEFERRAL_ATTRIBUTES } from '../../../../../lib/ingest/handler/settle/deferral-port.js';
 import { allSent, batchBytes, recordingClient } from '../recording-sqs.js';
 import { sqsRecord } from '../support.js';
 
@@ -76,7 +72,7 @@ describe('DeadLetterQueue packs letters into batches', () => {
     const { client, calls } = recordingClient();
     const letters = [
       letter({ body: 'a'.repeat(20_000) }),
-      letter({ body: 'x'.repeat(MAX_DEAD_LETTER_BODY_BYTES) }),
+      letter({ body: 'x'.repeat(DEAD_LETTER_FORMAT.maxBodyBytes) }),
       letter(),
     ];
     await new DeadLetterQueue(client, QUEUE).send(letters);
@@ -213,24 +209,24 @@ describe('DeadLetterQueue entries', () => {
   });
 
   it('cuts a body over 240 KiB to 240 KiB, with its full size and SHA-256 as attributes', async () => {
-    const body = 'x'.repeat(MAX_DEAD_LETTER_BODY_BYTES + 10);
+    const body = 'x'.repeat(DEAD_LETTER_FORMAT.maxBodyBytes + 10);
     const entry = await entryOf(letter({ body }));
-    expect(entry.MessageBody).toBe('x'.repeat(MAX_DEAD_LETTER_BODY_BYTES));
+    expect(entry.MessageBody).toBe('x'.repeat(DEAD_LETTER_FORMAT.maxBodyBytes));
     expect(entry.MessageAttributes?.originalBodyBytes).toEqual({
       DataType: 'Number',
-      StringValue: String(MAX_DEAD_LETTER_BODY_BYTES + 10),
+      StringValue: String(DEAD_LETTER_FORMAT.maxBodyBytes + 10),
     });
     expect(attr(entry, 'originalBodySha256')).toBe(createHash('sha256').update(body).digest('hex'));
 
-    const atLimit = await entryOf(letter({ body: 'y'.repeat(MAX_DEAD_LETTER_BODY_BYTES) }));
-    expect(atLimit.MessageBody).toHaveLength(MAX_DEAD_LETTER_BODY_BYTES);
+    const atLimit = await entryOf(letter({ body: 'y'.repeat(DEAD_LETTER_FORMAT.maxBodyBytes) }));
+    expect(atLimit.MessageBody).toHaveLength(DEAD_LETTER_FORMAT.maxBodyBytes);
     expect(atLimit.MessageAttributes).not.toHaveProperty('originalBodyBytes');
   });
 
   it('measures the body in UTF-8 bytes, not characters', async () => {
     // 100,000 three-byte characters: 300,000 bytes, over the limit though only 100,000 UTF-16 units.
     const entry = await entryOf(letter({ body: '€'.repeat(100_000) }));
-    expect(Buffer.byteLength(entry.MessageBody!)).toBeLessThanOrEqual(MAX_DEAD_LETTER_BODY_BYTES);
+    expect(Buffer.byteLength(entry.MessageBody!)).toBeLessThanOrEqual(DEAD_LETTER_FORMAT.maxBodyBytes);
     expect(attr(entry, 'originalBodyBytes')).toBe('300000');
   });
 
@@ -238,14 +234,14 @@ describe('DeadLetterQueue entries', () => {
     // A deferred copy: a new SQS message standing for its origin, sent at 1700000000000.
     const copy = sqsRecord('{}', 'copy-1');
     copy.messageAttributes = {
-      [ORIGIN_ATTRIBUTE]: { dataType: 'String', stringValue: 'origin-1' },
-      [ORIGIN_SENT_ATTRIBUTE]: { dataType: 'Number', stringValue: '1700000000000' },
+      [DEFERRAL_ATTRIBUTES.origin]: { dataType: 'String', stringValue: 'origin-1' },
+      [DEFERRAL_ATTRIBUTES.originSent]: { dataType: 'Number', stringValue: '1700000000000' },
     };
     const entry = await entryOf(letter({ messageId: copy.messageId, source: letterSourceOf(copy) }));
     expect(entry.MessageAttributes).toMatchObject({
       sourceMessageId: { DataType: 'String', StringValue: 'origin-1' },
       sourceQueueArn: { DataType: 'String', StringValue: copy.eventSourceARN },
-      [ORIGIN_SENT_ATTRIBUTE]: { DataType: 'Number', StringValue: '1700000000000' },
+      [DEFERRAL_ATTRIBUTES.originSent]: { DataType: 'Number', StringValue: '1700000000000' },
     });
     // A producer's own message: its id and its SentTimestamp.
     const own = sqsRecord('{}', 'own-1');
@@ -261,7 +257,7 @@ describe('DeadLetterQueue entries', () => {
       const source = { originId: 'origin-1', originSentAt, sourceArn: 'arn:aws:sqs:us-east-1:0:ingest' };
       const entry = await entryOf(letter({ source }));
       expect(attr(entry, 'sourceQueueArn')).toBe(source.sourceArn);
-      expect(entry.MessageAttributes).not.toHaveProperty(ORIGIN_SENT_ATTRIBUTE);
+      expect(entry.MessageAttributes).not.toHaveProperty(DEFERRAL_ATTRIBUTES.originSent);
     }
   });
 
@@ -276,7 +272,7 @@ describe('DeadLetterQueue entries', () => {
     for (const messageGroupId of ['g'.repeat(129), 'has space', '', undefined]) {
       const l = letter(messageGroupId === undefined ? {} : { messageGroupId });
       expect(await entryOf(l, fifo)).toMatchObject({
-        MessageGroupId: DEAD_LETTER_GROUP_ID,
+        MessageGroupId: DEAD_LETTER_FORMAT.groupId,
         MessageDeduplicationId: dedup(l.messageId),
       });
     }

@@ -3,14 +3,12 @@
 import { describe, expect, it, vi } from 'vitest';
 import {
   canDefer,
+  DEFERRAL_POLICY,
   deferOutOfTurn,
   deferralDelaySeconds,
-  FIRST_DEFERRAL_DELAY_SECONDS,
-  MAX_DEFERRAL_DELAY_SECONDS,
-  MAX_DEFERRALS,
 } from '../../../../../lib/ingest/handler/settle/defer-out-of-turn.js';
 import {
-  DEFERRALS_ATTRIBUTE,
+  DEFERRAL_ATTRIBUTES,
   type DeferralPort,
 } from '../../../../../lib/ingest/handler/settle/deferral-port.js';
 import { MemoryDeferrals } from '../../../../../lib/ingest/handler/settle/memory-deferrals.js';
@@ -28,7 +26,7 @@ function outOfTurn(n: number, error: unknown = new SemaphoreTimeoutError('prefix
 }
 
 function withDeferrals(record: ReturnType<typeof sqsRecord>, n: number) {
-  record.messageAttributes[DEFERRALS_ATTRIBUTE] = {
+  record.messageAttributes[DEFERRAL_ATTRIBUTES.deferrals] = {
     dataType: 'Number',
     stringValue: String(n),
     stringListValues: [],
@@ -42,9 +40,9 @@ describe('deferralDelaySeconds', () => {
     const now = 1_000_000;
     expect(deferralDelaySeconds(0, now + 4_900, now)).toBe(4);
     expect(deferralDelaySeconds(7, now + 4_900, now)).toBe(4);
-    expect(deferralDelaySeconds(0, now + 300, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
-    expect(deferralDelaySeconds(0, now - 5_000, now)).toBe(FIRST_DEFERRAL_DELAY_SECONDS);
-    expect(deferralDelaySeconds(0, now + 600_000, now)).toBe(MAX_DEFERRAL_DELAY_SECONDS);
+    expect(deferralDelaySeconds(0, now + 300, now)).toBe(DEFERRAL_POLICY.firstDelaySeconds);
+    expect(deferralDelaySeconds(0, now - 5_000, now)).toBe(DEFERRAL_POLICY.firstDelaySeconds);
+    expect(deferralDelaySeconds(0, now + 600_000, now)).toBe(DEFERRAL_POLICY.maxDelaySeconds);
   });
 
   it('without a first free slot: the first delay, doubling every fourth deferral, up to the longest', () => {
@@ -59,8 +57,8 @@ describe('deferralDelaySeconds', () => {
 
 describe('canDefer', () => {
   it('a tenant with no FIFO group, under the cap', () => {
-    expect(canDefer({ ordered: false, deferrals: MAX_DEFERRALS - 1 })).toBe(true);
-    expect(canDefer({ ordered: false, deferrals: MAX_DEFERRALS })).toBe(false);
+    expect(canDefer({ ordered: false, deferrals: DEFERRAL_POLICY.maxDeferrals - 1 })).toBe(true);
+    expect(canDefer({ ordered: false, deferrals: DEFERRAL_POLICY.maxDeferrals })).toBe(false);
     expect(canDefer({ ordered: true, deferrals: 0 })).toBe(false);
   });
 });
@@ -107,8 +105,8 @@ describe('deferOutOfTurn', () => {
   it('FIFO records, records at the cap and those the port refuses are redelivered; no port: all of them', async () => {
     const { ledger, records } = outOfTurn(4);
     records[0]!.eventSourceARN = 'arn:aws:sqs:us-east-1:000000000000:ingest.fifo';
-    withDeferrals(records[1]!, MAX_DEFERRALS);
-    withDeferrals(records[2]!, MAX_DEFERRALS - 1);
+    withDeferrals(records[1]!, DEFERRAL_POLICY.maxDeferrals);
+    withDeferrals(records[2]!, DEFERRAL_POLICY.maxDeferrals - 1);
     const port = new MemoryDeferrals();
     port.accept = (d) => d.record.messageId !== 'm-3';
     await deferOutOfTurn(ledger, port, silentLogger(), open());

@@ -9,10 +9,8 @@ import type {
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import {
-  DEFERRALS_ATTRIBUTE,
+  DEFERRAL_ATTRIBUTES,
   type Deferral,
-  ORIGIN_ATTRIBUTE,
-  ORIGIN_SENT_ATTRIBUTE,
 } from '../../../../../lib/ingest/handler/settle/deferral-port.js';
 import { clampDelaySeconds, SqsDeferrals } from '../../../../../lib/ingest/handler/settle/deferral-queue.js';
 import { MemoryDeferrals } from '../../../../../lib/ingest/handler/settle/memory-deferrals.js';
@@ -35,7 +33,8 @@ const strings = (values: Record<string, string>): SQSMessageAttributes =>
 
 const signal = () => new AbortController().signal;
 const sorted = (ids: Iterable<string>) => [...ids].sort();
-const origin = (e: SendMessageBatchRequestEntry) => e.MessageAttributes?.[ORIGIN_ATTRIBUTE]?.StringValue;
+const origin = (e: SendMessageBatchRequestEntry) =>
+  e.MessageAttributes?.[DEFERRAL_ATTRIBUTES.origin]?.StringValue;
 
 describe('SqsDeferrals groups and packs copies', () => {
   it("sends at most 10 entries per call to the record's own queue, ids 0..n-1, in order", async () => {
@@ -140,53 +139,71 @@ describe('SqsDeferrals copies a record', () => {
     expect(entry.MessageBody).toBe(body);
     const attributes = entry.MessageAttributes as Record<string, MessageAttributeValue>;
     expect(Object.keys(attributes).sort()).toEqual(
-      ['blob', 'count', DEFERRALS_ATTRIBUTE, ORIGIN_ATTRIBUTE, ORIGIN_SENT_ATTRIBUTE, 'trace'].sort(),
+      [
+        'blob',
+        'count',
+        DEFERRAL_ATTRIBUTES.deferrals,
+        DEFERRAL_ATTRIBUTES.origin,
+        DEFERRAL_ATTRIBUTES.originSent,
+        'trace',
+      ].sort(),
     );
     expect(attributes.trace).toEqual({ DataType: 'String', StringValue: 'abc' });
     expect(attributes.count).toEqual({ DataType: 'Number.int', StringValue: '42' });
     expect(attributes.blob!.DataType).toBe('Binary.gz');
     expect(Buffer.from(attributes.blob!.BinaryValue!)).toEqual(bytes);
     expect(attributes.blob!.StringValue).toBeUndefined();
-    expect(attributes[ORIGIN_ATTRIBUTE]).toEqual({ DataType: 'String', StringValue: r.messageId });
-    expect(attributes[DEFERRALS_ATTRIBUTE]).toEqual({ DataType: 'Number', StringValue: '1' });
-    expect(attributes[ORIGIN_SENT_ATTRIBUTE]).toEqual({
+    expect(attributes[DEFERRAL_ATTRIBUTES.origin]).toEqual({ DataType: 'String', StringValue: r.messageId });
+    expect(attributes[DEFERRAL_ATTRIBUTES.deferrals]).toEqual({ DataType: 'Number', StringValue: '1' });
+    expect(attributes[DEFERRAL_ATTRIBUTES.originSent]).toEqual({
       DataType: 'Number',
       StringValue: r.attributes.SentTimestamp,
     });
   });
 
   it("keeps a copy's origin sent time, and sends none for a record without a usable one", async () => {
-    const copy = record({ messageAttributes: strings({ [ORIGIN_SENT_ATTRIBUTE]: '1700000000000' }) });
-    expect((await entryOf(copy)).MessageAttributes![ORIGIN_SENT_ATTRIBUTE]).toEqual({
+    const copy = record({
+      messageAttributes: strings({ [DEFERRAL_ATTRIBUTES.originSent]: '1700000000000' }),
+    });
+    expect((await entryOf(copy)).MessageAttributes![DEFERRAL_ATTRIBUTES.originSent]).toEqual({
       DataType: 'Number',
       StringValue: '1700000000000',
     });
     const r = record();
     r.attributes.SentTimestamp = '';
-    expect((await entryOf(r)).MessageAttributes![ORIGIN_SENT_ATTRIBUTE]).toBeUndefined();
-    const forged = record({ messageAttributes: strings({ [ORIGIN_SENT_ATTRIBUTE]: 'soon' }) });
+    expect((await entryOf(r)).MessageAttributes![DEFERRAL_ATTRIBUTES.originSent]).toBeUndefined();
+    const forged = record({ messageAttributes: strings({ [DEFERRAL_ATTRIBUTES.originSent]: 'soon' }) });
     forged.attributes.SentTimestamp = '';
-    expect((await entryOf(forged)).MessageAttributes![ORIGIN_SENT_ATTRIBUTE]).toBeUndefined();
+    expect((await entryOf(forged)).MessageAttributes![DEFERRAL_ATTRIBUTES.originSent]).toBeUndefined();
   });
 
   it('keeps the origin of a copy and counts one more deferral, replacing what the record carried', async () => {
     const r = record({
-      messageAttributes: strings({ [ORIGIN_ATTRIBUTE]: 'first-message', [DEFERRALS_ATTRIBUTE]: '3' }),
+      messageAttributes: strings({
+        [DEFERRAL_ATTRIBUTES.origin]: 'first-message',
+        [DEFERRAL_ATTRIBUTES.deferrals]: '3',
+      }),
     });
-    r.messageAttributes[DEFERRALS_ATTRIBUTE]!.dataType = 'Number';
+    r.messageAttributes[DEFERRAL_ATTRIBUTES.deferrals]!.dataType = 'Number';
     const attributes = (await entryOf(r)).MessageAttributes!;
-    expect(attributes[ORIGIN_ATTRIBUTE]).toEqual({ DataType: 'String', StringValue: 'first-message' });
-    expect(attributes[DEFERRALS_ATTRIBUTE]).toEqual({ DataType: 'Number', StringValue: '4' });
+    expect(attributes[DEFERRAL_ATTRIBUTES.origin]).toEqual({
+      DataType: 'String',
+      StringValue: 'first-message',
+    });
+    expect(attributes[DEFERRAL_ATTRIBUTES.deferrals]).toEqual({ DataType: 'Number', StringValue: '4' });
     expect(Object.keys(attributes)).toHaveLength(3);
   });
 
   it("overwrites a producer's malformed values under the two names", async () => {
     const r = record({
-      messageAttributes: strings({ [ORIGIN_ATTRIBUTE]: '', [DEFERRALS_ATTRIBUTE]: 'many' }),
+      messageAttributes: strings({
+        [DEFERRAL_ATTRIBUTES.origin]: '',
+        [DEFERRAL_ATTRIBUTES.deferrals]: 'many',
+      }),
     });
     const attributes = (await entryOf(r)).MessageAttributes!;
-    expect(attributes[ORIGIN_ATTRIBUTE]).toEqual({ DataType: 'String', StringValue: r.messageId });
-    expect(attributes[DEFERRALS_ATTRIBUTE]).toEqual({ DataType: 'Number', StringValue: '1' });
+    expect(attributes[DEFERRAL_ATTRIBUTES.origin]).toEqual({ DataType: 'String', StringValue: r.messageId });
+    expect(attributes[DEFERRAL_ATTRIBUTES.deferrals]).toEqual({ DataType: 'Number', StringValue: '1' });
   });
 
   it.each([
@@ -238,9 +255,9 @@ describe('SqsDeferrals refuses what it cannot copy', () => {
     const replacing = record({
       messageAttributes: strings({
         ...names(7),
-        [ORIGIN_ATTRIBUTE]: 'o',
-        [ORIGIN_SENT_ATTRIBUTE]: '5',
-        [DEFERRALS_ATTRIBUTE]: '1',
+        [DEFERRAL_ATTRIBUTES.origin]: 'o',
+        [DEFERRAL_ATTRIBUTES.originSent]: '5',
+        [DEFERRAL_ATTRIBUTES.deferrals]: '1',
       }),
     });
     const notDeferred = await new SqsDeferrals(client).defer(

@@ -33,7 +33,7 @@ export default defineConfig({
             'test/integration/db/*.test.ts',
             'test/integration/ingest/*.test.ts',
           ],
-    exclude: ['test/integration/semaphore/processes.test.ts', 'test/unit/architecture/**'],
+    exclude: ['test/integration/semaphore/rate-budget-processes.test.ts', 'test/unit/architecture/**'],
     isolate,
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,

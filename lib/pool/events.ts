@@ -9,8 +9,18 @@ export interface PoolEvents {
   'pool:taskStarted': { id: string; attempt: number; activeCount: number; queueWaitMs: number };
   /** The task succeeded on attempt `attempt`. */
   'pool:taskCompleted': { id: string; attempt: number; queueWaitMs: number; durationMs: number };
-  /** An attempt failed (or timed out). `willRetry` tells whether a `pool:taskRetry` follows. */
-  'pool:taskError': { id: string; attempt: number; error: unknown; willRetry: boolean; durationMs: number };
+  /**
+   * An attempt failed (or timed out). `willRetry` tells whether a `pool:taskRetry` follows; `paced` whether
+   * the task is spaced by the start interval (`EnqueueOptions.paced`).
+   */
+  'pool:taskError': {
+    id: string;
+    attempt: number;
+    error: unknown;
+    willRetry: boolean;
+    durationMs: number;
+    paced: boolean;
+  };
   /** Attempt `attempt` failed retryably; the task re-enters the queue after `delayMs`, holding no slot. */
   'pool:taskRetry': { id: string; attempt: number; error: unknown; delayMs: number };
   /** Nothing is queued, backing off or running any more. */

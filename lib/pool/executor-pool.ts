@@ -485,6 +485,7 @@ export class ExecutorPool {
         error,
         willRetry,
         durationMs,
+        paced: task.paced,
       });
     }
     if (willRetry) this.#scheduleRetry(task, error, attempt.attempt);

@@ -87,7 +87,8 @@ export class RatePace {
   }
 
   #refused(e: PoolEvents['pool:taskError']): void {
-    if (!isThrottling(e.error)) return;
+    // A read's SlowDown (an unpaced task) is S3's read limit, not the prefix's write rate.
+    if (!e.paced || !isThrottling(e.error)) return;
     // Sent before the last cut: its round already stepped.
     if (this.now() - e.durationMs < this.#cutAt) return;
     this.#throttledSinceCut++;

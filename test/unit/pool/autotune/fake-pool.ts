@@ -54,7 +54,7 @@ export class FakePool implements TunablePool {
   }
 
   failed(error: unknown, durationMs: number, attempt = 1): void {
-    this.events.emit('pool:taskError', { id: 'x', attempt, error, willRetry: true, durationMs });
+    this.events.emit('pool:taskError', { id: 'x', attempt, error, willRetry: true, durationMs, paced: true });
   }
 }
 

@@ -39,7 +39,14 @@ export class StubPool extends EventEmitter {
   }
   setStartInterval(): void {}
   throttled(): void {
-    this.emit('pool:taskError', { id: 1, attempt: 1, error: slowDown(), willRetry: true, durationMs: 20 });
+    this.emit('pool:taskError', {
+      id: 1,
+      attempt: 1,
+      error: slowDown(),
+      willRetry: true,
+      durationMs: 20,
+      paced: true,
+    });
   }
   succeeded(): void {
     this.emit('pool:taskCompleted', { id: 1, attempt: 1, queueWaitMs: 0, durationMs: 20 });

@@ -49,13 +49,24 @@ function harness(rate: number, answer: (round: WriteRound) => Promise<number> = 
   /** A write refused now, answered `durationMs` after it started (counted in `writes` first, as the pool's count is). */
   const refuse = (durationMs = 0, error: unknown = slowDown) => {
     clock.writes += 1;
-    emitter.emit('pool:taskError', { id: 'w', attempt: 1, error, willRetry: true, durationMs });
+    emitter.emit('pool:taskError', { id: 'w', attempt: 1, error, willRetry: true, durationMs, paced: true });
+  };
+  /** A read (an unpaced task) refused now: S3's read limit is not the prefix's write rate. */
+  const refuseRead = (durationMs = 0) => {
+    emitter.emit('pool:taskError', {
+      id: 'r',
+      attempt: 1,
+      error: slowDown,
+      willRetry: true,
+      durationMs,
+      paced: false,
+    });
   };
   /** `n` writes accepted. */
   const accept = (n: number) => {
     clock.writes += n;
   };
-  return { pace, intervals, clock, refuse, accept, rounds, emitter };
+  return { pace, intervals, clock, refuse, refuseRead, accept, rounds, emitter };
 }
 
 /** Lets the step's promise chain settle. */
@@ -196,6 +207,15 @@ describe('RatePace', () => {
     await turn();
     expect(rounds).toEqual([]);
     expect(pace.sinceCut()).toEqual({ accepted: 40, throttled: 1 });
+  });
+
+  it("counts only writes: a read's SlowDown (an unpaced task) is neither a refusal nor a round", async () => {
+    const { pace, refuseRead, accept, rounds } = harness(40);
+    accept(20);
+    for (let i = 0; i < 20; i++) refuseRead(1);
+    await turn();
+    expect(rounds).toEqual([]);
+    expect(pace.sinceCut()).toEqual({ accepted: 20, throttled: 0 });
   });
 
   it('settled() waits for the step in flight, and is at once when there is none', async () => {

@@ -8,7 +8,7 @@ import { loadConfig } from '../lib/ingest/config.js';
 import { createIngestHandler } from '../lib/ingest/handler/ingest-handler.js';
 
 // Cold start: parse the config once (a bad key fails the init with a ConfigError naming it) and build the
-// clients, the tenant Database cache and the permit planner, shared by every warm invocation.
+// clients, the tenant Database cache and the prefixes' rate budgets, shared by every warm invocation.
 const logger = new Logger();
 const metrics = new Metrics();
 const ingest = createIngestHandler(loadConfig(process.env), { logger, metrics, flushMetrics: false });
@@ -16,7 +16,7 @@ const ingest = createIngestHandler(loadConfig(process.env), { logger, metrics, f
 /**
  * The SQS-triggered ingestion Lambda. Imports lib/ingest directly (not lib/index.ts) so the bundle holds
  * only what the handler runs. Powertools' BatchProcessor is not used: per-record ordering and per-tenant
- * permits need the whole batch planned at once, and the handler builds `batchItemFailures` itself (so a
+ * slot bookings need the whole batch planned at once, and the handler builds `batchItemFailures` itself (so a
  * batch where everything failed is never acknowledged by accident).
  */
 export const handler = middy<SQSEvent, SQSBatchResponse, Error, Context>()

@@ -189,7 +189,7 @@ export class IngestAlarms extends Construct {
         periods: sustained,
       },
       SemaphoreErrors: {
-        description: `The permit semaphore's DynamoDB calls were throttled or failed at least ${alarms.semaphoreErrorsPerMinute} time(s) a minute.`,
+        description: `The fleet cap's DynamoDB calls (bookings and reports on the semaphore table) were throttled or failed at least ${alarms.semaphoreErrorsPerMinute} time(s) a minute.`,
         metric: new MathExpression({
           label: 'Semaphore throttles + errors',
           expression: 'FILL(throttles, 0) + FILL(errors, 0)',

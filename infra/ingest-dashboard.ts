@@ -38,7 +38,7 @@ const WIDTH = 8;
 const HEIGHT = 6;
 const PERCENTILES = ['p95', 'p99'] as const;
 
-/** One CloudWatch dashboard per environment: queues, function, records, pool, permits, alarm states. */
+/** One CloudWatch dashboard per environment: queues, function, records, pool, fleet cap, alarm states. */
 export class IngestDashboard extends Construct {
   readonly dashboard: Dashboard;
   /** Console URL of the dashboard (a token until deploy time). */

@@ -67,8 +67,8 @@ export interface LocalSummary extends DemoVerification {
   poolErrors: number;
   /** Records returned for redelivery, by cause (`RecordsRedelivered`). */
   redeliveredByCause: Record<string, number>;
-  /** Most semaphore permits one invocation held. */
-  permitsPeak: number;
+  /** The highest write rate one invocation's booked tenants paced at, writes/s (`BookedWriteRate`). */
+  bookedRatePeak: number;
   /** Per-attempt S3 call time over every invocation's `ExecutionMs` samples (fleet percentiles). */
   executionMs: { p50: number; p95: number; p99: number };
   /** Lambda containers started (cold starts). */
@@ -223,7 +223,7 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       writes: sum(invocations, 'Writes'),
       poolErrors: sum(invocations, 'PoolErrors'),
       redeliveredByCause: sumSplits(invocations.map((i) => i.splits.RecordsRedelivered)),
-      permitsPeak: Math.max(0, ...invocations.map((i) => i.BookedWriteRate)),
+      bookedRatePeak: Math.max(0, ...invocations.map((i) => i.BookedWriteRate)),
       executionMs: percentiles(invocations.flatMap((i) => i.samples.ExecutionMs)),
       containers,
       invocationMs: {
@@ -346,7 +346,7 @@ function printSummary(io: CliIo, s: LocalSummary): void {
     `lost          ${s.lost}`,
     `duplicated    ${s.duplicated}`,
     `invocations   ${s.invocations} in ${s.containers} containers, ${s.redelivered} records redelivered${causes ? ` (${causes})` : ''}`,
-    `S3            ${s.writes} write calls, retries ${s.retries}, S3SlowDowns ${s.s3SlowDowns}, timeouts ${s.timeouts}, pool errors ${s.poolErrors}, permits peak ${s.permitsPeak}`,
+    `S3            ${s.writes} write calls, retries ${s.retries}, S3SlowDowns ${s.s3SlowDowns}, timeouts ${s.timeouts}, pool errors ${s.poolErrors}, booked rate peak ${s.bookedRatePeak} writes/s`,
     `S3 call       p50 ${s.executionMs.p50} ms, p95 ${s.executionMs.p95} ms, p99 ${s.executionMs.p99} ms (sampled attempts, all invocations)`,
     `invocation    p50 ${s.invocationMs.p50} ms, p95 ${s.invocationMs.p95} ms, p99 ${s.invocationMs.p99} ms`,
     `duration      ${s.durationMs} ms`,

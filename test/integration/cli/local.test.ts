@@ -37,7 +37,7 @@ describe('s3-ingest local (npm start)', () => {
       summary.sent - summary.deadLettered,
     );
     expect(summary.invocations).toBeGreaterThan(0);
-    expect(summary.permitsPeak).toBeGreaterThan(0);
+    expect(summary.bookedRatePeak).toBeGreaterThan(0);
     // Writes counts S3 write calls (every attempt), at least one per record written or deleted.
     expect(summary.writes).toBeGreaterThanOrEqual(summary.written + summary.deletedAsExpected);
     expect(summary.executionMs.p99).toBeGreaterThanOrEqual(summary.executionMs.p50);

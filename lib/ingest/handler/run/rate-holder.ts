@@ -194,7 +194,7 @@ export async function runUnderRate(
       allow(0);
       // Writes may still be on their way (an upsert's write follows its read, which takes no slot): wait
       // for the next one to reach the pool, or for the work to settle.
-      if (request.pool.waiting === 0 && !(await nextQueued(request.pool, settled, window.signal))) break;
+      if (request.pool.waiting === 0 && !(await nextQueued(request.pool, settled))) break;
       // Writes remain (retries of refused writes, writes that fell behind or came late, more writes than
       // fitted): they wait, and take the next free slots at the end of the schedule rather than anyone
       // else's, as many as are waiting or still to come.
@@ -274,20 +274,21 @@ interface Slots {
   endsAt: number;
 }
 
-/** Resolves `true` when a task next enters the pool's queue, `false` when the work settles or the signal aborts first. */
-function nextQueued(pool: RateHolderPool, settled: Promise<void>, signal: AbortSignal): Promise<boolean> {
+/**
+ * Resolves `true` when a task next enters the pool's queue, `false` when the work settles first (the work
+ * is bound by the invocation's signal, so the cutoff ends this wait too).
+ */
+function nextQueued(pool: RateHolderPool, settled: Promise<void>): Promise<boolean> {
   return new Promise((resolve) => {
-    const finish = (queued: boolean) => {
+    const onQueued = () => {
       pool.off('pool:taskQueued', onQueued);
-      signal.removeEventListener('abort', onAbort);
-      resolve(queued);
+      resolve(true);
     };
-    const onQueued = () => finish(true);
-    const onAbort = () => finish(false);
     pool.on('pool:taskQueued', onQueued);
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort();
-    void settled.then(() => finish(false));
+    void settled.then(() => {
+      pool.off('pool:taskQueued', onQueued);
+      resolve(false);
+    });
   });
 }
 

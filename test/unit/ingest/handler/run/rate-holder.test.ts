@@ -514,6 +514,35 @@ describe('runUnderRate: pace and report', () => {
     expect(result).toEqual({ rate: 100 });
   });
 
+  it('without a write watch counts the attempts that completed or were throttled, not those that failed otherwise, and lets go of the pool', async () => {
+    const { budget, reports } = recording(memoryBudget(100));
+    const p = new ExecutorPool({ concurrency: 1, retries: 0, timeout: 0 });
+    const on = vi.spyOn(p, 'on');
+    const off = vi.spyOn(p, 'off');
+    await settle(
+      runUnderRate(budget, { pool: p, writes: 5, inFlight: 1 }, window(T0 + 10_000), undefined, async () => {
+        await Promise.allSettled([
+          p.enqueue(async () => 'ok'),
+          p.enqueue(async () => 'ok'),
+          p.enqueue(async () => {
+            throw slowDown();
+          }),
+          p.enqueue(async () => {
+            throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+          }),
+          p.enqueue(async () => {
+            throw new TypeError('a bug, not a request');
+          }),
+        ]);
+      }),
+    );
+    // Two accepted and one refused: the reset and the bug sent nothing S3 counted as a write here.
+    expect(reports).toEqual([{ accepted: 2, throttled: 1, starved: false }]);
+    expect(off.mock.calls.map(([event]) => event).sort()).toEqual(
+      on.mock.calls.map(([event]) => event).sort(),
+    );
+  });
+
   it('a queued booking reports its round as starved', async () => {
     const table = new MemoryBudgetTable();
     await memoryBudget(10, table).book({ writes: 5, latestStart: T0, writeBy: T0 + 60_000 });

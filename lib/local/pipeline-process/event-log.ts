@@ -70,6 +70,12 @@ export interface UnbookedWriteLine extends LineBase {
   container: number;
   name: string;
   large: boolean;
+  /**
+   * How far outside the open booking's slots (and their catch-up) the write's request was sent, ms: a task
+   * the pool started in its slot sends its request later by as long as the event loop stalls. Absent when
+   * no booking was open.
+   */
+  outsideMs?: number;
 }
 
 /** One invocation as the event-source runner judged it, with what its container's S3 client saw. */

@@ -192,12 +192,15 @@ export function watchBookedWrites(s3: S3Client, bookings: ContainerBookings): vo
         const open = bookings.on(name);
         if (open !== undefined) open.attempts++;
         const now = Date.now();
-        if (
-          open === undefined ||
-          now < open.startAt - SLOT_CATCH_UP_MS ||
-          now > open.endsAt + SLOT_CATCH_UP_MS
-        )
-          log.write({ event: 'unbooked-write', container, name, large: bookings.built(name) });
+        const large = bookings.built(name);
+        if (open === undefined) log.write({ event: 'unbooked-write', container, name, large });
+        else {
+          const outsideMs = Math.max(
+            open.startAt - SLOT_CATCH_UP_MS - now,
+            now - open.endsAt - SLOT_CATCH_UP_MS,
+          );
+          if (outsideMs > 0) log.write({ event: 'unbooked-write', container, name, large, outsideMs });
+        }
       }
       return next(args);
     },

@@ -98,6 +98,8 @@ export interface RateAccount {
   /** Writes started on a prefix outside any booking: small tenants (allowed), and large ones (never). */
   readonly unbookedWrites: number;
   readonly largeUnbookedWrites: number;
+  /** Large tenants' writes sent after their slots by no more than the stalls around them (started in time). */
+  readonly largeLateSends: number;
   /** Per prefix: most writes accepted in any window of the check. */
   readonly windowPeaks: Record<string, number>;
   /** The most skew any window was allowed: both processes' longest event-loop stalls around it, plus transit (ms). */
@@ -137,8 +139,16 @@ export async function accountRates(run: {
   const violations: string[] = [];
   const windowPeaks: Record<string, number> = {};
   const unbookedLines = lines.filter((l): l is UnbookedWriteLine => l.event === 'unbooked-write');
-  for (const l of unbookedLines)
-    if (l.large) violations.push(`${l.name}: a large tenant's write started outside a booking at ${l.t}`);
+  // A large tenant's write with no booking open is a violation; one sent outside its booking's slots by no
+  // more than the processes' stalls around it was started in its slot and sent late (its request leaves
+  // the event loop after the pool started it).
+  const late = (l: UnbookedWriteLine) => l.outsideMs !== undefined && l.outsideMs <= skew(l.t);
+  const largeUnbooked = unbookedLines.filter((l) => l.large && !late(l));
+  for (const l of largeUnbooked)
+    violations.push(
+      `${l.name}: a large tenant's write started outside a booking at ${l.t}` +
+        (l.outsideMs === undefined ? ' (none open)' : ` (by ${l.outsideMs} ms, skew ${skew(l.t)} ms)`),
+    );
   const prefixes = new Set(run.writes.map((w) => w.prefix));
   for (const prefix of prefixes) {
     const name = `prefix:${bucket}/${prefix}`;
@@ -178,7 +188,8 @@ export async function accountRates(run: {
     nextSlotBooked,
     nextSlotLateMs,
     unbookedWrites: unbookedLines.filter((l) => !l.large).length,
-    largeUnbookedWrites: unbookedLines.filter((l) => l.large).length,
+    largeUnbookedWrites: largeUnbooked.length,
+    largeLateSends: unbookedLines.filter((l) => l.large && late(l)).length,
     windowPeaks,
     skewMs,
     violations,

@@ -594,8 +594,14 @@ function checkRate(
     violations.push(
       `${outside.length} writes accepted on ${prefix} outside every booking (first at ${outside[0]})`,
     );
+  // A write sent outside its booking's slots by no more than the loop's stalls was started in its slot and
+  // sent late; one with no booking open, or further out, is a violation.
   for (const l of lines.filter((l): l is UnbookedWriteLine => l.event === 'unbooked-write'))
-    violations.push(`a write on ${l.name} started outside a booking at ${l.t} (large tenant: ${l.large})`);
+    if (l.outsideMs === undefined || l.outsideMs > skewMs)
+      violations.push(
+        `a write on ${l.name} started outside a booking at ${l.t} (large tenant: ${l.large}; ` +
+          `${l.outsideMs === undefined ? 'none open' : `by ${l.outsideMs} ms, skew ${skewMs} ms`})`,
+      );
   violations.push(...rateViolations(prefix, writes, bookings, { skewMs, windowMs: RATE_WINDOW_MS }));
   return {
     bookings: bookings.length,

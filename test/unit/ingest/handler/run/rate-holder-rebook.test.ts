@@ -183,4 +183,55 @@ describe('runUnderRate: writes left when its slots are over', () => {
     const sorted = [...starts].sort((x, y) => x - y);
     for (let i = 1; i < sorted.length; i++) expect(sorted[i]! - sorted[i - 1]!).toBeGreaterThanOrEqual(100);
   });
+
+  it("after a cut stretches its slots, its writes left over book after the holder behind it, never in that holder's stretched slots", async () => {
+    const table = new MemoryBudgetTable();
+    const booksA: BookOptions[] = [];
+    const budget = (books?: BookOptions[]) => {
+      const inner = new MemoryRateBudget({ ceiling: 100, name: NAME, table, random: () => 0 });
+      return {
+        name: inner.name,
+        ceiling: inner.ceiling,
+        book: (options: BookOptions) => {
+          books?.push(options);
+          return inner.book(options);
+        },
+      };
+    };
+    // 100 writes/s: A books 40 slots [0, 400) ms. Its writes 10 to 20 are refused every other one (6 of
+    // 11: the round halves the rate at about 210 ms) and retried once, so 6 more writes than slots.
+    const poolA = new ExecutorPool({ concurrency: 1, retries: 1, retryDelay: 1, jitter: 'none', timeout: 0 });
+    const a = writesThrough(poolA, 40, (i) => i >= 10 && i <= 20 && i % 2 === 0);
+    const holderA = runUnderRate(
+      budget(booksA),
+      { pool: poolA, writes: 40, inFlight: 1 },
+      window(T0 + 10_000),
+      undefined,
+      a.body,
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    // B books 10 slots behind A's, [400, 500); the halving stretches them with the schedule.
+    const poolB = new ExecutorPool({ concurrency: 1, retries: 0, timeout: 0 });
+    const b = writesThrough(poolB, 10, () => false);
+    const holderB = runUnderRate(
+      budget(),
+      { pool: poolB, writes: 10, inFlight: 1 },
+      window(T0 + 10_000),
+      undefined,
+      b.body,
+    );
+    await vi.runAllTimersAsync();
+    await Promise.all([holderA, holderB]);
+
+    expect(table.item(NAME)?.rate).toBe(50);
+    expect(b.starts).toHaveLength(10);
+    const [bFrom, bTo] = [Math.min(...b.starts), Math.max(...b.starts)];
+    // B's slots are at 50 writes/s after the halving: 20 ms apart, starting where A's stretched ones end.
+    expect(bTo - bFrom).toBe(9 * 20);
+    expect(a.starts).toHaveLength(46);
+    // A started nothing in B's slots: its writes left over booked the next free slots, after B's.
+    expect(a.starts.filter((t) => t > bFrom - 20 && t < bTo + 20)).toEqual([]);
+    expect(booksA).toHaveLength(2);
+    expect(Math.max(...a.starts)).toBeGreaterThan(bTo);
+  });
 });

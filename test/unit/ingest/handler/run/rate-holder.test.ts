@@ -339,6 +339,47 @@ describe('runUnderRate: the first slot', () => {
     expect(seen).toEqual({ began: T0 + 3_900, interval: 200 });
   });
 
+  it('writes all its writes in its stretched slots after a decrease, and the holder booked behind it starts where they end', async () => {
+    const { table, ahead } = await bookedAhead(10, 20);
+    const books: BookOptions[] = [];
+    const recorded = recording(memoryBudget(10, table));
+    const budget: RateBudget = {
+      ...recorded.budget,
+      book: (options) => {
+        books.push(options);
+        return recorded.budget.book(options);
+      },
+    };
+    const p = pool();
+    const starts: number[] = [];
+    const running = runUnderRate(
+      budget,
+      { pool: p, writes: 5, inFlight: 1 },
+      window(T0 + 20_000),
+      undefined,
+      () =>
+        Promise.all(
+          Array.from({ length: 5 }, () => p.enqueue(async () => starts.push(Date.now() - T0))),
+        ).then(() => {}),
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    // Behind it: 5 more slots, [2.5 s, 3 s) at 10/s when booked.
+    const behind = await memoryBudget(10, table).book({
+      writes: 5,
+      latestStart: T0 + 60_000,
+      writeBy: T0 + 60_000,
+    });
+    await vi.advanceTimersByTimeAsync(100);
+    await halve(ahead);
+    expect(await settle(running)).toEqual({ rate: 5 });
+    // Its slots [2 s, 2.5 s) at 10/s stretch around the decrease at 100 ms: [3.9 s, 4.9 s) at 5/s.
+    expect(starts).toEqual([3_900, 4_100, 4_300, 4_500, 4_700]);
+    expect(books).toHaveLength(1);
+    // The schedule stretched the same way: the holder behind starts where its slots end.
+    expect(table.item(NAME)!.freeAt).toBe(T0 + 5_900);
+    expect(behind.startAt).toBe(T0 + 2_500);
+  });
+
   it('a decrease made before its booking is already in its slots: nothing more to follow', async () => {
     const { table, ahead } = await bookedAhead(10, 20);
     await vi.advanceTimersByTimeAsync(100);

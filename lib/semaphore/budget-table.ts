@@ -1,13 +1,19 @@
 import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { sleep } from './backoff.js';
+import { sleep, throwIfAborted } from './backoff.js';
 import { InvalidSemaphoreOptionsError } from './errors.js';
 
 /**
  * Creates the budgets' table (string `pk` and `sk`, on-demand) unless it exists, and waits until it is
- * active; an existing table with another key schema is refused. For local use and tests; in the cloud the
+ * active; an existing table with another key schema is refused. `signal` bounds the whole wait (a table
+ * that never becomes active): every request and poll carries it. For local use and tests; in the cloud the
  * CDK stack creates it.
  */
-export async function createBudgetTable(client: DynamoDBClient, tableName: string): Promise<void> {
+export async function createBudgetTable(
+  client: DynamoDBClient,
+  tableName: string,
+  signal?: AbortSignal,
+): Promise<void> {
+  const bounded = signal === undefined ? {} : { abortSignal: signal };
   try {
     await client.send(
       new CreateTableCommand({
@@ -22,12 +28,15 @@ export async function createBudgetTable(client: DynamoDBClient, tableName: strin
         ],
         BillingMode: 'PAY_PER_REQUEST',
       }),
+      bounded,
     );
   } catch (err) {
+    throwIfAborted(signal);
     if ((err as { name?: unknown }).name !== 'ResourceInUseException') throw err;
   }
   for (;;) {
-    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    throwIfAborted(signal);
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }), bounded);
     // Stryker disable next-line OptionalChaining,ArrayDeclaration: DescribeTable of an existing table always answers its Table and KeySchema.
     const keys = (Table?.KeySchema ?? []).map((k) => `${k.AttributeName}:${k.KeyType}`).join(',');
     if (keys !== 'pk:HASH,sk:RANGE') {
@@ -38,6 +47,6 @@ export async function createBudgetTable(client: DynamoDBClient, tableName: strin
     // Stryker disable next-line OptionalChaining: DescribeTable of an existing table always answers its Table.
     if (Table?.TableStatus === 'ACTIVE') return;
     // Not active yet: a new on-demand table is active within seconds.
-    await sleep(250);
+    await sleep(250, signal);
   }
 }

@@ -80,10 +80,16 @@ export class DynamoRateBudget implements RateBudget {
 
   /**
    * Creates the budgets' table (string `pk` and `sk`, on-demand) unless it exists, and waits until it is
-   * active. For local use and tests; in the cloud the CDK stack creates it.
+   * active. For local use and tests; in the cloud the CDK stack creates it. `options.signal` bounds the
+   * requests and the wait (@default unbounded).
+   * @example await DynamoRateBudget.createTable(client, 'budgets', { signal: AbortSignal.timeout(30_000) })
    */
-  static createTable(client: DynamoDBClient, tableName: string): Promise<void> {
-    return createBudgetTable(client, tableName);
+  static createTable(
+    client: DynamoDBClient,
+    tableName: string,
+    options: { readonly signal?: AbortSignal } = {},
+  ): Promise<void> {
+    return createBudgetTable(client, tableName, options.signal);
   }
 
   constructor(options: DynamoRateBudgetOptions) {

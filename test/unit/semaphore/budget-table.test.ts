@@ -84,4 +84,20 @@ describe('DynamoRateBudget.createTable', () => {
     );
     expect(throttled.sent).toEqual(['CreateTableCommand']);
   });
+
+  it('a table that never becomes ACTIVE is waited for only until the signal aborts, with its reason', async () => {
+    vi.useFakeTimers();
+    const { client, sent } = tableClient(['CREATING']);
+    const reason = new Error('provisioning gave up');
+    const controller = new AbortController();
+    const created = DynamoRateBudget.createTable(client, 'budgets', { signal: controller.signal });
+    const rejected = expect(created).rejects.toBe(reason);
+    await vi.advanceTimersByTimeAsync(1_000);
+    controller.abort(reason);
+    await rejected;
+    const polls = sent.length;
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(sent).toHaveLength(polls);
+    expect(vi.getTimerCount()).toBe(0);
+  });
 });

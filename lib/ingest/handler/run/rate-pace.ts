@@ -22,9 +22,13 @@ export interface RefusalEvents {
  * limit dropped do not dilute it) and is overloaded once it has more refusals than noise; then `onOverload`
  * steps the schedule with it and resolves the rate to pace at, and the next round starts (a refusal of a
  * write started before that cut belongs to the round that cut). The pace never rises within a booking.
+ * A round never outlives a decrease: a new booking at a lower rate than the round's writes were paced at
+ * starts a new round, because the schedule was decreased after them (docs/fleet-cap.md, "Pace").
  */
 export class RatePace {
   #rate: number;
+  /** The highest rate the round's writes were paced at. */
+  #roundRate: number;
   #cutAt = Number.NEGATIVE_INFINITY;
   #sentAtCut = 0;
   #throttledSinceCut = 0;
@@ -47,6 +51,7 @@ export class RatePace {
     private readonly now: () => number = () => performance.now(),
   ) {
     this.#rate = rate;
+    this.#roundRate = rate;
     this.#listener = (e) => this.#refused(e);
     target.setStartInterval(1000 / rate, { catchUpMs: SLOT_CATCH_UP_MS });
     events.on('pool:taskError', this.#listener);
@@ -67,12 +72,19 @@ export class RatePace {
   }
 
   /**
-   * Paces at `rate` from now (a new booking's, higher or lower). The round goes on: the refusals that sent
-   * writes to the new booking belong to it, and its report must not read as a round with none.
+   * Paces at `rate` from now (a new booking's, higher or lower). At a rate as high as the round's, the round
+   * goes on: the refusals that sent writes to the new booking belong to it, and its report must not read as
+   * a round with none. At a lower one the schedule was decreased after the round's writes, by a step that
+   * saw the same overload: their refusals belong to that decrease, and stepping the schedule with them
+   * again would cut it twice for one overload. A new round starts, and the refusals of writes sent before
+   * now no longer count (an increase is held after the decrease anyway).
    */
   restart(rate: number): void {
     if (!(rate > 0)) return;
+    const decreased = rate < this.#roundRate;
     this.#rate = rate;
+    if (decreased) this.#newRound();
+    else this.#roundRate = rate;
     this.target.setStartInterval(1000 / rate, { catchUpMs: SLOT_CATCH_UP_MS });
   }
 
@@ -109,10 +121,16 @@ export class RatePace {
       this.#rate = rate;
       this.target.setStartInterval(1000 / rate, { catchUpMs: SLOT_CATCH_UP_MS });
     }
+    this.#newRound();
+    this.#stepping = undefined;
+  }
+
+  /** The next round starts now, at the pace's rate: refusals of writes sent before now belong to the last. */
+  #newRound(): void {
     this.#cutAt = this.now();
     this.#sentAtCut = this.writes();
     this.#throttledSinceCut = 0;
     this.#roundFrom = undefined;
-    this.#stepping = undefined;
+    this.#roundRate = this.#rate;
   }
 }

@@ -248,15 +248,51 @@ describe('RatePace', () => {
 });
 
 describe('RatePace.restart (a new booking)', () => {
-  it('paces at the new rate, higher or lower, and keeps the round: its refusals are still reported', () => {
+  it("paces at the new rate and, at a rate as high as the round's, keeps the round: its refusals are still reported", () => {
     const { pace, intervals, refuse, accept } = harness(50);
     accept(5);
     refuse();
     pace.restart(100);
-    pace.restart(25);
+    pace.restart(100);
     accept(2);
-    expect(pace.rate).toBe(25);
-    expect(intervals.slice(-2).map((i) => i.ms)).toEqual([10, 40]);
+    expect(pace.rate).toBe(100);
+    expect(intervals.slice(-2).map((i) => i.ms)).toEqual([10, 10]);
     expect(pace.sinceCut()).toEqual({ accepted: 7, throttled: 1 });
+  });
+
+  it('at a lower rate starts a new round: refusals seen before a decrease never step the schedule again', async () => {
+    const { pace, intervals, clock, refuse, accept, rounds } = harness(50);
+    // Refusals under the first booking, too few writes to step: then the slots end, and another holder's
+    // decrease (from the same overload) left the schedule at 30 when this holder books again.
+    refuse();
+    refuse();
+    refuse();
+    accept(2);
+    clock.now += 100;
+    pace.restart(30);
+    expect(pace.rate).toBe(30);
+    expect(intervals.at(-1)).toEqual({ ms: 1000 / 30, catchUpMs: SLOT_CATCH_UP_MS });
+    expect(pace.sinceCut()).toEqual({ accepted: 0, throttled: 0 });
+    // A refusal of a write sent before the new booking belongs to the old round.
+    refuse(150);
+    accept(10);
+    refuse();
+    await turn();
+    expect(rounds).toEqual([]);
+    expect(pace.sinceCut()).toEqual({ accepted: 11, throttled: 1 });
+  });
+
+  it('judges a lower rate against the highest rate the round paced at', () => {
+    const { pace, refuse, accept } = harness(50);
+    refuse();
+    accept(3);
+    pace.restart(100);
+    refuse();
+    pace.restart(80);
+    expect(pace.sinceCut()).toEqual({ accepted: 0, throttled: 0 });
+    pace.restart(80);
+    refuse();
+    pace.restart(90);
+    expect(pace.sinceCut()).toEqual({ accepted: 0, throttled: 1 });
   });
 });

@@ -46,6 +46,21 @@ function packageOf(input: string): string | undefined {
   return parts[0]?.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
 }
 
+/** The directories a package is installed in, as the bundle's inputs or the lockfile's entries name them. */
+function installDirs(paths: readonly string[], name: string): string[] {
+  const marker = `node_modules/${name}`;
+  const dirs = paths
+    .map((path) =>
+      path.indexOf(`${marker}/`) >= 0 || path.endsWith(marker)
+        ? path.slice(0, path.lastIndexOf(marker) + marker.length)
+        : undefined,
+    )
+    .filter((dir): dir is string => dir !== undefined);
+  return [...new Set(dirs)].sort();
+}
+
+const COMMONS = '@aws-lambda-powertools/commons';
+
 describe('the Lambda bundle (functions/ingest.ts)', () => {
   let inputs: string[];
   beforeAll(async () => {
@@ -80,6 +95,15 @@ describe('the Lambda bundle (functions/ingest.ts)', () => {
         ['lib/pool/circuit-breaker.ts', 'lib/pool/dedup.ts', 'lib/pool/process.ts'].includes(file),
     );
     expect(unused).toEqual([]);
+  });
+
+  it('holds one copy of Powertools commons, shared by the logger and the metrics', () => {
+    // Two copies double commons' module evaluation at cold start and split its state (cold-start flag).
+    expect(installDirs(inputs, COMMONS)).toEqual([`node_modules/${COMMONS}`]);
+    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, unknown>;
+    };
+    expect(installDirs(Object.keys(lock.packages), COMMONS)).toEqual([`node_modules/${COMMONS}`]);
   });
 
   it('contains no emulator and no package outside the runtime dependencies', () => {

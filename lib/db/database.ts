@@ -4,6 +4,7 @@ import { assertResource, assertTenant, DEFAULT_TENANT, normalizePrefix } from '.
 import type { ObjectStore } from './object-store.js';
 import { type Document, Resource } from './resource.js';
 import { type JsonSchema, SchemaRegistry } from './schema.js';
+import { assertShardCount } from './shard-hash.js';
 import { StorageCalls } from './storage-calls.js';
 
 export interface DatabaseOptions {
@@ -47,6 +48,20 @@ export interface CreateResourceOptions {
    * @example { schema: { type: 'object', properties: { total: { type: 'number' } }, required: ['total'] } }
    */
   schema?: JsonSchema;
+  /**
+   * How many S3 prefixes the records are spread over, an integer in 1..4096 (`MAX_SHARDS`). With N > 1 a
+   * record lives at `<prefix>t=<tenant>/r=<name>/s=<shard>/id=<id>.json`, its shard being the first 4 bytes
+   * of SHA-256 of the UTF-8 id, big-endian, mod N (`shard-hash.ts`; zero-padded to 4 digits); 1 keeps the
+   * unsharded layout `.../r=<name>/id=<id>.json`. S3 gives each partitioned prefix ~3,500 writes/s, so
+   * choose N = ceil(peak writes/s / 3,000) (headroom for an uneven hash and retries): a resource expecting
+   * 10,000 writes/s takes 4. A new prefix starts inside one partition and S3 answers 503 SlowDown while it
+   * splits (minutes), so shard ahead of the peak. N is part of the resource's layout: every reader and
+   * writer of the resource must use the same N (changing it is a move, see docs/decisions/sharded-keys.md).
+   * A `list` page then costs one LIST per shard.
+   * @default 1
+   * @example { name: 'events', shards: 4 }
+   */
+  shards?: number;
 }
 
 /**
@@ -92,9 +107,13 @@ export class Database {
     await this.pool?.drain();
   }
 
-  /** Declares a resource (compiling its schema once). Declaring an existing name replaces its schema. */
+  /**
+   * Declares a resource (compiling its schema once). Declaring an existing name replaces its schema and
+   * shard count. A bad `shards` is an `InvalidShardCountError`, before anything is declared.
+   */
   async createResource<T extends Document = Document>(options: CreateResourceOptions): Promise<Resource<T>> {
     assertResource(options.name);
+    assertShardCount(options.shards ?? 1);
     const { schema } = options;
     const validate = schema !== undefined ? this.#schemas.compile(options.name, schema) : undefined;
     const validateFields =
@@ -107,6 +126,7 @@ export class Database {
       calls: this.#calls,
       validate,
       validateFields,
+      ...(options.shards !== undefined ? { shards: options.shards } : {}),
     });
     this.#resources.set(options.name, resource as unknown as Resource<Document>);
     return resource;

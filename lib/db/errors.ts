@@ -145,3 +145,33 @@ export class CorruptRecordError extends S3IngestError {
     super(`object ${key} is not a JSON record`, options);
   }
 }
+
+/** A resource's `shards` option is not an integer in 1..`MAX_SHARDS`; the resource was not created. */
+export class InvalidShardCountError extends S3IngestError {
+  override readonly name = 'InvalidShardCountError';
+
+  constructor(
+    /** The rejected value, as given. */
+    readonly value: unknown,
+    max: number,
+  ) {
+    super(
+      `invalid shards ${preview(typeof value === 'number' ? String(value) : value)}: must be an integer in 1..${max}`,
+    );
+  }
+}
+
+/**
+ * A `list` cursor that this resource did not hand out: not decodable, of another version, or made for a
+ * different shard count. Nothing was read.
+ */
+export class InvalidCursorError extends S3IngestError {
+  override readonly name = 'InvalidCursorError';
+
+  constructor(
+    readonly resource: string,
+    reason: string,
+  ) {
+    super(`invalid list cursor for ${resource}: ${reason}`);
+  }
+}

@@ -44,3 +44,4 @@ export { createS3Client } from './s3-client.js';
 export { S3ObjectStore } from './s3-object-store.js';
 export { S3_PREFIX_WRITES_PER_SECOND, s3Autotune } from './s3-rate-prior.js';
 export type { JsonSchema } from './schema.js';
+export { isValidShardCount, MAX_SHARDS, shardOf } from './shard-hash.js';

@@ -1,6 +1,8 @@
 import { InvalidKeyError } from './errors.js';
+import { shardLabel } from './shard-hash.js';
 
-// The S3 key layout (design.md, "S3 key layout"): `<prefix>t=<tenant>/r=<resource>/id=<id>.json`.
+// The S3 key layout (design.md, "S3 key layout"): `<prefix>t=<tenant>/r=<resource>/id=<id>.json`, or for a
+// resource of N > 1 shards `<prefix>t=<tenant>/r=<resource>/s=<shard>/id=<id>.json` (shard-hash.ts).
 // This module is the only place keys are made. Every builder validates every part, so a key outside
 // `<prefix>t=<tenant>/` cannot be produced: no part may contain `/`, and ids may not contain `..`.
 
@@ -92,15 +94,30 @@ export function resourcePrefix(tenant: string, resource: string, prefix = ''): s
   return `${tenantPrefix(tenant, prefix)}r=${resource}/`;
 }
 
-/** `<prefix>t=<tenant>/r=<resource>/id=<id>.json`: the object holding one record. */
+/**
+ * `<prefix>t=<tenant>/r=<resource>/s=<shard>/`: the listing prefix of one shard of a sharded resource
+ * (`shard` is an index from `shardOf`, zero-padded by `shardLabel`).
+ */
+export function shardPrefix(tenant: string, resource: string, shard: number, prefix = ''): string {
+  return `${resourcePrefix(tenant, resource, prefix)}s=${shardLabel(shard)}/`;
+}
+
+/** `<prefix>t=<tenant>/r=<resource>/id=<id>.json`: the object holding one record of an unsharded resource. */
 export function recordKey(tenant: string, resource: string, id: string, prefix = ''): string {
   assertId(id);
-  return `${resourcePrefix(tenant, resource, prefix)}id=${id}${RECORD_SUFFIX}`;
+  return recordKeyUnder(resourcePrefix(tenant, resource, prefix), id);
+}
+
+/** `<listing prefix>id=<id>.json`: the object holding record `id` under a resource or shard prefix. */
+export function recordKeyUnder(listingPrefix: string, id: string): string {
+  assertId(id);
+  return `${listingPrefix}id=${id}${RECORD_SUFFIX}`;
 }
 
 /**
- * The id of a listed key under `resourcePrefixValue`, or `undefined` for objects that are not records of
- * this layout (foreign objects in the bucket are skipped, never parsed into records).
+ * The id of a listed key under `resourcePrefixValue` (a resource's or a shard's listing prefix), or
+ * `undefined` for objects that are not records of this layout (foreign objects in the bucket are skipped,
+ * never parsed into records).
  */
 export function idFromKey(resourcePrefixValue: string, key: string): string | undefined {
   if (!key.startsWith(`${resourcePrefixValue}id=`) || !key.endsWith(RECORD_SUFFIX)) return undefined;

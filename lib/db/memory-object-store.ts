@@ -170,18 +170,20 @@ export class MemoryObjectStore implements ObjectStore {
   async list(input: ListObjectsInput, options: StoreCallOptions = {}): Promise<ListObjectsPage> {
     await this.#behave('read', input.prefix, options.signal);
     const sorted = this.objects.sortedKeys();
+    // A continuation token is the last key listed, base64url; it takes precedence over `startAfter`, as in S3.
     const after =
       input.continuationToken !== undefined
         ? Buffer.from(input.continuationToken, 'base64url').toString('utf8')
-        : undefined;
-    // First key > `after` (or >= prefix), by binary search.
-    const bound = after ?? input.prefix;
+        : input.startAfter;
+    // First key > `after` and >= prefix, by binary search (an `after` before the prefix bounds nothing).
+    const strict = after !== undefined && after >= input.prefix;
+    const bound = strict ? after : input.prefix;
     let lo = 0;
     let hi = sorted.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const key = sorted[mid]!;
-      if (after !== undefined ? key <= bound : key < bound) lo = mid + 1;
+      if (strict ? key <= bound : key < bound) lo = mid + 1;
       else hi = mid;
     }
     const maxKeys = clampMaxKeys(input.maxKeys);

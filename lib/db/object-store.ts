@@ -44,6 +44,8 @@ export interface ListObjectsInput {
   prefix: string;
   /** Opaque token from the previous page's `continuationToken`. */
   continuationToken?: string;
+  /** List only keys after this one (ListObjectsV2 `StartAfter`); a `continuationToken` takes precedence. */
+  startAfter?: string;
   /** Page size, 1..1000. Default 1000. */
   maxKeys?: number;
 }

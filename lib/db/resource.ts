@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { isRecordSize, withParity } from './body-parity.js';
 import { ConflictError, RecordExistsError, RecordNotFoundError, ValidationError } from './errors.js';
-import { idFromKey, recordKey, resourcePrefix } from './keys.js';
-import { PreconditionFailedError } from './object-store.js';
+import { decodeShardCursor, encodeShardCursor } from './list-cursor.js';
+import { type ListObjectsInput, type ListObjectsPage, PreconditionFailedError } from './object-store.js';
 import {
   type Document,
   isPlainObject,
@@ -11,8 +11,10 @@ import {
   type StoredRecord,
   userFields,
 } from './record-fields.js';
+import { ResourceLayout } from './resource-layout.js';
 import { HIDDEN_METADATA, isHiddenJson, SEQ_FIELD, type SequencedWrite } from './sequenced-state.js';
 import { type SequencedOutcome, SequencedWriter, type SequencedWriterContext } from './sequenced-writer.js';
+import { mergeShardListings } from './sharded-list.js';
 import type { CallOptions } from './storage-calls.js';
 
 export type { Document, RecordFields, StoredRecord } from './record-fields.js';
@@ -26,7 +28,7 @@ export interface InsertOptions extends CallOptions {
 export interface ListOptions extends CallOptions {
   /** Records per page, 1..1000. Default 100. */
   limit?: number;
-  /** `cursor` of the previous page. */
+  /** `cursor` of the previous page; a sharded resource refuses one it did not hand out (`InvalidCursorError`). */
   cursor?: string;
 }
 
@@ -45,29 +47,35 @@ export type InsertManyResult<T extends Document = Document> =
 export interface ResourceContext extends SequencedWriterContext {
   tenant: string;
   prefix: string;
+  /** How many prefixes the records are spread over (`CreateResourceOptions.shards`); default 1. */
+  shards?: number;
 }
 
 /**
- * One collection of records under `<prefix>t=<tenant>/r=<name>/`. Every storage call goes through the
- * Database's `StorageCalls` (its ExecutorPool, if it has one), one pool task per S3 request.
+ * One collection of records under `<prefix>t=<tenant>/r=<name>/`, or spread over its `shards` prefixes
+ * `.../r=<name>/s=<shard>/` (`ResourceLayout`). Every storage call goes through the Database's
+ * `StorageCalls` (its ExecutorPool, if it has one), one pool task per S3 request.
  */
 export class Resource<T extends Document = Document> {
   readonly name: string;
+  /** How many prefixes the records are spread over (1: unsharded). */
+  readonly shards: number;
   readonly #ctx: ResourceContext;
-  readonly #prefix: string;
+  readonly #layout: ResourceLayout;
   /** The engine of `applySequenced`; it caches the records it wrote, which the other writes make it forget. */
   readonly #sequenced: SequencedWriter;
 
   constructor(ctx: ResourceContext) {
     this.#ctx = ctx;
     this.name = ctx.name;
-    this.#prefix = resourcePrefix(ctx.tenant, ctx.name, ctx.prefix);
+    this.#layout = new ResourceLayout(ctx.tenant, ctx.name, ctx.prefix, ctx.shards);
+    this.shards = this.#layout.shards;
     this.#sequenced = new SequencedWriter(ctx);
   }
 
-  /** The S3 key of record `id` (validated). */
+  /** The S3 key of record `id` (validated), in its shard when the resource is sharded. */
   keyOf(id: string): string {
-    return recordKey(this.#ctx.tenant, this.name, id, this.#ctx.prefix);
+    return this.#layout.keyOf(id);
   }
 
   /**
@@ -199,59 +207,87 @@ export class Resource<T extends Document = Document> {
   }
 
   /**
-   * One page of records in id (key) order: a ListObjectsV2 of the resource prefix, then the page's GETs
-   * through the pool. Records deleted between the listing and the read are left out, so a page may hold
-   * fewer than `limit` items; `cursor` is absent on the last page.
+   * One page of records in key order (`id=<id>.json`, byte-wise: id order, but for ids that are a prefix of
+   * another's): a ListObjectsV2 of the resource prefix, or a k-way merge of the shards' listings
+   * (`mergeShardListings`: one LIST per shard a page), then the page's GETs through the pool. Records
+   * deleted between the listing and the read are left out, so a page may hold fewer than `limit` items;
+   * `cursor` is absent on the last page.
    */
   async list(options: ListOptions = {}): Promise<ListPage<T>> {
     const limit = Math.min(1000, Math.max(1, Math.floor(options.limit ?? 100)));
-    const page = await this.#ctx.calls.run(
-      (signal) =>
-        this.#ctx.store.list(
-          {
-            prefix: this.#prefix,
-            maxKeys: limit,
-            ...(options.cursor !== undefined ? { continuationToken: options.cursor } : {}),
-          },
-          { signal },
-        ),
+    const listPage = (input: ListObjectsInput) =>
+      this.#ctx.calls.run((signal) => this.#ctx.store.list(input, { signal }), options, 'read');
+    if (this.shards === 1) {
+      const page = await listPage({
+        prefix: this.#layout.prefixes[0]!,
+        maxKeys: limit,
+        ...(options.cursor !== undefined ? { continuationToken: options.cursor } : {}),
+      });
+      const items = await this.#readListed(
+        page.keys.map((key) => this.#layout.idAt(0, key)),
+        options,
+      );
+      return page.continuationToken !== undefined ? { items, cursor: page.continuationToken } : { items };
+    }
+    const position =
+      options.cursor !== undefined ? decodeShardCursor(this.name, this.shards, options.cursor) : undefined;
+    const merged = await mergeShardListings(this.#layout.prefixes, limit, position, listPage);
+    const items = await this.#readListed(
+      merged.keys.map(({ shard, key }) => this.#layout.idAt(shard, key)),
       options,
-      'read',
     );
-    const ids = page.keys.flatMap((key) => {
-      const id = idFromKey(this.#prefix, key);
-      return id === undefined ? [] : [id];
-    });
+    const last = merged.keys.at(-1);
+    if (!merged.more || last === undefined) return { items };
+    const lastPosition = last.key.slice(this.#layout.prefixes[last.shard]!.length);
+    return { items, cursor: encodeShardCursor(this.shards, lastPosition) };
+  }
+
+  /** The records of listed ids (`undefined`: not a record key), in order; ones gone since are left out. */
+  async #readListed(
+    ids: ReadonlyArray<string | undefined>,
+    options: CallOptions,
+  ): Promise<StoredRecord<T>[]> {
     const read = await Promise.all(
       ids.map((id) =>
-        this.#read(id, options).then(
-          (r) => r.record,
-          (err: unknown) => {
-            if (err instanceof RecordNotFoundError) return undefined;
-            throw err;
-          },
-        ),
+        id === undefined
+          ? undefined
+          : this.#read(id, options).then(
+              (r) => r.record,
+              (err: unknown) => {
+                if (err instanceof RecordNotFoundError) return undefined;
+                throw err;
+              },
+            ),
       ),
     );
     const items: StoredRecord<T>[] = [];
     for (const record of read) if (record !== undefined) items.push(record as StoredRecord<T>);
-    return page.continuationToken !== undefined ? { items, cursor: page.continuationToken } : { items };
+    return items;
   }
 
   /**
-   * Number of records: pages through the keys (1,000 per request), reading no bodies. Tombstones and
+   * Number of records: pages through the keys (1,000 per request; every shard at once), reading no bodies. Tombstones and
    * pending partials are left out by their size (odd, see body-parity.ts); an odd-sized object of another
    * origin costs one HEAD to tell.
    */
   async count(options: CallOptions = {}): Promise<number> {
+    const counts = await Promise.all(
+      this.#layout.prefixes.map((_, shard) => this.#countShard(shard, options)),
+    );
+    return counts.reduce((sum, n) => sum + n, 0);
+  }
+
+  /** The records under shard `shard`'s prefix (the resource prefix when unsharded), as `count` counts them. */
+  async #countShard(shard: number, options: CallOptions): Promise<number> {
+    const prefix = this.#layout.prefixes[shard]!;
     let total = 0;
     let token: string | undefined;
     do {
       const continuationToken = token;
-      const page = await this.#ctx.calls.run(
+      const page: ListObjectsPage = await this.#ctx.calls.run(
         (signal) =>
           this.#ctx.store.list(
-            { prefix: this.#prefix, maxKeys: 1000, ...(continuationToken ? { continuationToken } : {}) },
+            { prefix, maxKeys: 1000, ...(continuationToken ? { continuationToken } : {}) },
             { signal },
           ),
         options,
@@ -259,7 +295,7 @@ export class Resource<T extends Document = Document> {
       );
       const unsure: string[] = [];
       page.keys.forEach((key, index) => {
-        if (idFromKey(this.#prefix, key) === undefined) return;
+        if (this.#layout.idAt(shard, key) === undefined) return;
         const size = page.sizes?.[index];
         if (size !== undefined && isRecordSize(size)) total += 1;
         else if (size !== 0) unsure.push(key);

@@ -154,6 +154,7 @@ export class S3ObjectStore implements ObjectStore {
       Prefix: input.prefix,
       MaxKeys: clampMaxKeys(input.maxKeys),
       ...(input.continuationToken !== undefined ? { ContinuationToken: input.continuationToken } : {}),
+      ...(input.startAfter !== undefined ? { StartAfter: input.startAfter } : {}),
     });
     const out = await this.#send(options.signal, (o) => this.client.send(command, o));
     const contents = (out.Contents ?? []).filter((o) => o.Key !== undefined);

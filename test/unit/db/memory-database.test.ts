@@ -16,12 +16,14 @@ import {
   ValidationError,
 } from '../../../lib/db/index.js';
 import { ExecutorPool } from '../../../lib/pool/index.js';
+import { CONTRACT_SHARD_COUNTS, withShards } from '../../support/with-shards.js';
 
 const open: Database[] = [];
 
-async function connect(tenant = 'acme') {
+/** A Database on a fresh bucket whose resources have `shards` shards. */
+async function connect(shards = 1, tenant = 'acme') {
   const bucket = `b-${randomUUID().slice(0, 8)}`;
-  const db = openDatabase(`memory://${bucket}/data`, { tenant });
+  const db = withShards(openDatabase(`memory://${bucket}/data`, { tenant }), shards);
   open.push(db);
   return db;
 }
@@ -30,15 +32,18 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((db) => db.disconnect()));
 });
 
-describe('Database on memory:// (every method)', () => {
+describe.each(CONTRACT_SHARD_COUNTS)('Database on memory:// (every method), %i shard(s)', (shards) => {
   it('insert -> get round-trips with system fields, key layout and metadata', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const orders = await db.createResource({ name: 'orders' });
     const record = await orders.insert({ total: 42, sku: 'a' }, { id: 'o-1' });
     expect(record).toMatchObject({ id: 'o-1', total: 42, sku: 'a', version: 1 });
     expect(record.createdAt).toBe(record.updatedAt);
     expect(await orders.get('o-1')).toEqual(record);
-    const stored = await db.store.get('data/t=acme/r=orders/id=o-1.json');
+    // `o-1` is in shard 0 of 4: SHA-256("o-1") starts 5c bd cb 74, 1555942260 mod 4 = 0.
+    const key = shards === 1 ? 'data/t=acme/r=orders/id=o-1.json' : 'data/t=acme/r=orders/s=0000/id=o-1.json';
+    expect(orders.keyOf('o-1')).toBe(key);
+    const stored = await db.store.get(key);
     expect(stored?.metadata).toEqual({ version: '1', 'updated-at': record.updatedAt });
     expect(JSON.parse(stored!.body)).toEqual(record);
     expect(db.resource('orders')).toBe(orders);
@@ -46,7 +51,7 @@ describe('Database on memory:// (every method)', () => {
   });
 
   it('insert takes the id from options, then data.id, else generates one', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const r = await db.createResource({ name: 'things' });
     expect((await r.insert({ id: 'from-data', a: 1 })).id).toBe('from-data');
     expect((await r.insert({ id: 'ignored', a: 1 }, { id: 'from-opts' })).id).toBe('from-opts');
@@ -55,7 +60,7 @@ describe('Database on memory:// (every method)', () => {
   });
 
   it('insert is create-only: a second insert of an id rejects with RecordExistsError and changes nothing', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const r = await db.createResource({ name: 'orders' });
     const first = await r.insert({ n: 1 }, { id: 'x' });
     const err = await r.insert({ n: 2 }, { id: 'x' }).catch((e: unknown) => e);
@@ -65,7 +70,7 @@ describe('Database on memory:// (every method)', () => {
   });
 
   it('update merges shallowly, bumps version and updatedAt, keeps createdAt', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const r = await db.createResource({ name: 'orders' });
     const first = await r.insert({ a: 1, b: { c: 1 } }, { id: 'u' });
     const updated = await r.update('u', { b: { d: 2 }, e: 3, version: 99, createdAt: 'x' } as never);
@@ -83,13 +88,13 @@ describe('Database on memory:// (every method)', () => {
   });
 
   it('update of a missing id rejects with RecordNotFoundError', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const r = await db.createResource({ name: 'orders' });
     await expect(r.update('missing', { a: 1 })).rejects.toBeInstanceOf(RecordNotFoundError);
   });
 
   it('concurrent updates from the same read: one wins, the other gets ConflictError (If-Match, 412)', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const r = await db.createResource({ name: 'orders' });
     await r.insert({ n: 0 }, { id: 'c' });
     const results = await Promise.allSettled([r.update('c', { n: 1 }), r.update('c', { n: 2 })]);
@@ -103,7 +108,7 @@ describe('Database on memory:// (every method)', () => {
   });
 
   it('upsert overwrites blindly (one PUT): version and createdAt start over', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const r = await db.createResource({ name: 'orders' });
     const created = await r.upsert('u1', { a: 1 });
     expect(created).toMatchObject({ id: 'u1', a: 1, version: 1 });
@@ -115,7 +120,7 @@ describe('Database on memory:// (every method)', () => {
   });
 
   it('get of a missing id rejects with RecordNotFoundError; delete is idempotent', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const r = await db.createResource({ name: 'orders' });
     await r.insert({ a: 1 }, { id: 'd' });
     await r.delete('d');
@@ -125,7 +130,7 @@ describe('Database on memory:// (every method)', () => {
   });
 
   it('list pages in id order with a cursor absent on the last page; count matches', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const r = await db.createResource({ name: 'items' });
     const ids = Array.from({ length: 25 }, (_, i) => `i-${String(i).padStart(3, '0')}`);
     const results = await r.insertMany(ids.map((id) => ({ id, v: id })));
@@ -150,14 +155,14 @@ describe('Database on memory:// (every method)', () => {
   });
 
   it('count pages past 1,000 keys', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const r = await db.createResource({ name: 'many' });
     await r.insertMany(Array.from({ length: 2345 }, (_, i) => ({ id: `k${i}` })));
     expect(await r.count()).toBe(2345);
   });
 
   it('list skips foreign objects and resources do not see each other', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const a = await db.createResource({ name: 'a' });
     const ab = await db.createResource({ name: 'ab' });
     await a.insert({}, { id: '1' });
@@ -170,14 +175,14 @@ describe('Database on memory:// (every method)', () => {
   });
 
   it('a non-JSON object under a record key is a CorruptRecordError, not a crash', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const r = await db.createResource({ name: 'orders' });
     await db.store.put({ key: r.keyOf('bad'), body: 'not json' });
     await expect(r.get('bad')).rejects.toBeInstanceOf(CorruptRecordError);
   });
 
   it('insertMany reports per-item outcomes without failing the batch', async () => {
-    const db = await connect();
+    const db = await connect(shards);
     const r = await db.createResource({
       name: 'orders',
       schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] },
@@ -200,7 +205,7 @@ describe('Database on memory:// (every method)', () => {
   });
 
   it('is usable once built; calls after disconnect reject with DatabaseNotConnectedError', async () => {
-    const db = openDatabase('memory://nc-bucket');
+    const db = withShards(openDatabase('memory://nc-bucket'), shards);
     const r = await db.createResource({ name: 'x' });
     await r.upsert('a', {});
     expect(db.isConnected).toBe(true);
@@ -214,7 +219,7 @@ describe('Database on memory:// (every method)', () => {
   it('a Database given its pool and store leaves both to their owner on disconnect', async () => {
     const store = new MemoryObjectStore({ bucket: `given-${randomUUID().slice(0, 8)}` });
     const pool = new ExecutorPool({ concurrency: 2 });
-    const db = new Database({ tenant: 'acme', store, pool, prefix: '/app/' });
+    const db = withShards(new Database({ tenant: 'acme', store, pool, prefix: '/app/' }), shards);
     expect(db.bucket).toBe(store.bucket);
     expect(db.prefix).toBe('app/');
     const r = await db.createResource({ name: 'x' });
@@ -223,14 +228,15 @@ describe('Database on memory:// (every method)', () => {
     await expect(write).resolves.toMatchObject({ id: 'a', n: 1 });
     expect(pool.isStopped).toBe(false);
     await expect(r.get('a')).rejects.toBeInstanceOf(DatabaseNotConnectedError);
-    expect(await store.get('app/t=acme/r=x/id=a.json')).toBeDefined();
+    expect(r.keyOf('a')).toMatch(/^app\/t=acme\/r=x\/(s=\d{4}\/)?id=a\.json$/);
+    expect(await store.get(r.keyOf('a'))).toBeDefined();
     pool.stop();
   });
 
   it('Databases on the same memory:// bucket share it, like an S3 bucket', async () => {
     const name = `shared-${randomUUID().slice(0, 8)}`;
-    const one = openDatabase(`memory://${name}`, { tenant: 'acme' });
-    const two = openDatabase(`memory://${name}`, { tenant: 'acme' });
+    const one = withShards(openDatabase(`memory://${name}`, { tenant: 'acme' }), shards);
+    const two = withShards(openDatabase(`memory://${name}`, { tenant: 'acme' }), shards);
     open.push(one, two);
     await (await one.createResource({ name: 'r' })).insert({ a: 1 }, { id: 'x' });
     expect(await (await two.createResource({ name: 'r' })).get('x')).toMatchObject({ a: 1 });

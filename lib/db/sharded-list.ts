@@ -1,0 +1,77 @@
+import type { ListObjectsInput, ListObjectsPage } from './object-store.js';
+
+/** One listed key and the shard whose prefix it was listed under. */
+export interface ShardKey {
+  readonly shard: number;
+  readonly key: string;
+}
+
+export interface MergedKeys {
+  /** Up to `limit` keys of every shard, in the order of their text past the shard prefix. */
+  readonly keys: ShardKey[];
+  /** Whether any shard has keys past the last one here. */
+  readonly more: boolean;
+}
+
+/** One shard's listing: the page in hand, the next key to hand out, and the token of the page after. */
+interface ShardFeed {
+  readonly shard: number;
+  readonly prefix: string;
+  keys: string[];
+  next: number;
+  token: string | undefined;
+}
+
+/**
+ * A k-way merge of the listings of `prefixes` (all of one length, so the text past the prefix orders keys
+ * alike in every shard): the first `limit` keys past `position` (the text past the prefix of the last key
+ * already handed out; none for the first page). Each shard is listed from `StartAfter` its prefix plus
+ * `position`, in pages of about twice its share of `limit`, and listed again whenever its page runs out
+ * before the merge is done. A page costs one LIST per shard, and one more per shard whose share ran over.
+ */
+export async function mergeShardListings(
+  prefixes: readonly string[],
+  limit: number,
+  position: string | undefined,
+  listPage: (input: ListObjectsInput) => Promise<ListObjectsPage>,
+): Promise<MergedKeys> {
+  const maxKeys = Math.min(1000, 2 * Math.ceil(limit / prefixes.length) + 1);
+  const feeds = await Promise.all(
+    prefixes.map(async (prefix, shard): Promise<ShardFeed> => {
+      const page = await listPage({
+        prefix,
+        maxKeys,
+        ...(position !== undefined ? { startAfter: `${prefix}${position}` } : {}),
+      });
+      return { shard, prefix, keys: page.keys, next: 0, token: page.continuationToken };
+    }),
+  );
+  const keys: ShardKey[] = [];
+  while (keys.length < limit) {
+    await Promise.all(
+      feeds
+        .filter((feed) => feed.next >= feed.keys.length && feed.token !== undefined)
+        .map(async (feed) => {
+          const page = await listPage({ prefix: feed.prefix, maxKeys, continuationToken: feed.token });
+          feed.keys = page.keys;
+          feed.next = 0;
+          feed.token = page.continuationToken;
+        }),
+    );
+    let best: ShardFeed | undefined;
+    let bestRest = '';
+    for (const feed of feeds) {
+      if (feed.next >= feed.keys.length) continue;
+      const rest = feed.keys[feed.next]!.slice(feed.prefix.length);
+      if (best === undefined || rest < bestRest) {
+        best = feed;
+        bestRest = rest;
+      }
+    }
+    if (best === undefined) break;
+    keys.push({ shard: best.shard, key: best.keys[best.next]! });
+    best.next += 1;
+  }
+  const more = feeds.some((feed) => feed.next < feed.keys.length || feed.token !== undefined);
+  return { keys, more };
+}

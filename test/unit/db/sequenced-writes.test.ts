@@ -22,14 +22,15 @@ import {
   type SequencedWrite,
   stateToJson,
 } from '../../../lib/db/sequenced-state.js';
+import { CONTRACT_SHARD_COUNTS } from '../../support/with-shards.js';
 import { wrap } from './support/wrapped-store.js';
 
 let buckets = 0;
 const freshBucket = () => `seq-writes-${Date.now()}-${buckets++}`;
 
-async function ordersOn(store: ObjectStore, schema?: Record<string, unknown>) {
+async function ordersOn(store: ObjectStore, schema?: Record<string, unknown>, shards = 1) {
   const db = new Database({ tenant: 'acme', store });
-  return db.createResource({ name: 'orders', ...(schema ? { schema } : {}) });
+  return db.createResource({ name: 'orders', shards, ...(schema ? { schema } : {}) });
 }
 
 const stamp = (seq: number, tie = `m-${seq}`) => ({ seq, tie });
@@ -106,10 +107,12 @@ describe('the last-writer-wins state (pure)', () => {
   });
 });
 
-describe('Resource.applySequenced', () => {
+describe.each(CONTRACT_SHARD_COUNTS)('Resource.applySequenced, %i shard(s)', (shards) => {
+  const shardedOn = (store: ObjectStore, schema?: Record<string, unknown>) => ordersOn(store, schema, shards);
+
   it('tombstones: invisible to get, list and count, and an older upsert cannot resurrect the record', async () => {
     const store = new MemoryObjectStore({ bucket: freshBucket() });
-    const orders = await ordersOn(store);
+    const orders = await shardedOn(store);
     await orders.applySequenced('o-1', [upsert(1, { a: 1 })]);
     await orders.applySequenced('o-2', [upsert(1, { a: 2 })]);
     expect(await orders.applySequenced('o-1', [del(5)])).toEqual([{ kind: 'applied' }]);
@@ -131,7 +134,7 @@ describe('Resource.applySequenced', () => {
 
   it('count: even-sized objects are records, odd ones are told apart with one HEAD each', async () => {
     const store = new MemoryObjectStore({ bucket: freshBucket() });
-    const orders = await ordersOn(store);
+    const orders = await shardedOn(store);
     await orders.applySequenced('live', [upsert(1, { a: 1 })]);
     await orders.applySequenced('gone', [del(1)]);
     await orders.applySequenced('waiting', [update(1, { a: 1 })]);
@@ -148,7 +151,7 @@ describe('Resource.applySequenced', () => {
         return store.head(key);
       },
     });
-    expect(await (await ordersOn(counting)).count()).toBe(2);
+    expect(await (await shardedOn(counting)).count()).toBe(2);
     expect(heads).toBe(3);
   });
 
@@ -161,7 +164,7 @@ describe('Resource.applySequenced', () => {
         return store.put(input);
       },
     });
-    const orders = await ordersOn(counting, {
+    const orders = await shardedOn(counting, {
       type: 'object',
       properties: { a: { type: 'integer' }, b: { type: 'integer' } },
     });
@@ -183,8 +186,8 @@ describe('Resource.applySequenced', () => {
 
   it('two writers racing on one record lose nothing: the loser re-reads and decides again', async () => {
     const bucket = freshBucket();
-    const a = await ordersOn(new MemoryObjectStore({ bucket }));
-    const b = await ordersOn(new MemoryObjectStore({ bucket }));
+    const a = await shardedOn(new MemoryObjectStore({ bucket }));
+    const b = await shardedOn(new MemoryObjectStore({ bucket }));
     await a.applySequenced('o-1', [upsert(1, { base: true })]);
     await b.applySequenced('o-1', [update(2, { fromB: 1 })]);
     // Two writers (two containers), each applying its writes one after the other, at the same time.
@@ -199,7 +202,7 @@ describe('Resource.applySequenced', () => {
   });
 
   it("drops the store's fields from user data and stores `__proto__` as a plain field", async () => {
-    const orders = await ordersOn(new MemoryObjectStore({ bucket: freshBucket() }));
+    const orders = await shardedOn(new MemoryObjectStore({ bucket: freshBucket() }));
     const data = JSON.parse(
       '{"a":1,"id":"forged","version":99,"$seq":{"h":1},"__proto__":{"polluted":true}}',
     );
@@ -222,7 +225,7 @@ describe('Resource.applySequenced', () => {
         throw new PreconditionFailedError(input.key, 'if-match');
       },
     });
-    const orders = await ordersOn(always412);
+    const orders = await shardedOn(always412);
     await expect(orders.applySequenced('o-1', [upsert(1, { a: 1 })])).rejects.toBeInstanceOf(ConflictError);
   });
 });

@@ -248,4 +248,27 @@ describe('runUnderRate: the allowance of paced starts', () => {
     expect(state.result).toEqual({ rate: 10 });
     expect(pool.listening()).toBe(0);
   });
+
+  it('a queued booking whose slots a decrease stretched allows its writes until the stretched slots end', async () => {
+    const pool = new DrivenPool();
+    const table = new MemoryBudgetTable();
+    // 10 writes/s: another holder has [0, 2000) ms; this one's 5 slots are [2000, 2500).
+    const ahead = await budgetOn(table, 10).budget.book({
+      writes: 20,
+      latestStart: T0,
+      writeBy: T0 + 60_000,
+    });
+    const { budget } = budgetOn(table, 10);
+    const { finish, state } = holder(budget, pool, 5);
+    // At 100 ms the holder ahead halves the rate: the 1.9 s to its first slot take 3.8 s, its slots 1 s.
+    await vi.advanceTimersByTimeAsync(100);
+    await ahead.step({ accepted: 10, throttled: 10, starved: false });
+    await vi.advanceTimersByTimeAsync(3_800);
+    expect(pool.allowances()).toEqual([
+      { at: 3_900, ms: 200, catchUpMs: CATCH_UP, starts: 5, withinMs: 1_000 + CATCH_UP },
+    ]);
+    finish();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(state.result).toEqual({ rate: 5 });
+  });
 });

@@ -36,6 +36,8 @@ interface Faults {
   reportError?: unknown;
   /** Every step with writes in its round takes this long (fake ms) before it steps. */
   stepDelayMs?: number;
+  /** Every step with writes in its round answers only when its signal aborts (a store that stalls). */
+  stepStalls?: true;
 }
 
 /** `inner` as a holder sees it, keeping what it was asked (with the fake time of each call) and failing as told. */
@@ -51,6 +53,11 @@ function recording(inner: RateBudget, faults: Faults = {}) {
         if (faults.readError !== undefined) throw faults.readError;
         if (!empty && faults.stepError !== undefined) throw faults.stepError;
         if (!empty && faults.stepView !== undefined) return faults.stepView;
+        if (!empty && faults.stepStalls)
+          return new Promise((_resolve, reject) => {
+            const signal = options?.signal;
+            signal?.addEventListener('abort', () => reject(signal.reason), { once: true });
+          });
         if (!empty && faults.stepDelayMs !== undefined)
           await new Promise((resolve) => setTimeout(resolve, faults.stepDelayMs));
         return booking.step(round, options);
@@ -140,6 +147,7 @@ beforeEach(() => {
   vi.useFakeTimers({ now: T0 });
 });
 afterEach(() => {
+  vi.restoreAllMocks();
   vi.useRealTimers();
 });
 
@@ -417,6 +425,57 @@ describe('runUnderRate: the first slot', () => {
     expect(seen).toEqual({ began: T0 + 2_000, interval: 100 });
   });
 
+  it('follows no increase made after its booking: it starts in its slots as booked, at the rate it booked', async () => {
+    const { table } = await bookedAhead(10, 20);
+    // Its budget's ceiling is 20: the stored rate (10) may rise after its booking.
+    const { running, seen } = holder(memoryBudget(20, table));
+    await vi.advanceTimersByTimeAsync(100);
+    const other = await memoryBudget(20, table).book({
+      writes: 1,
+      latestStart: T0 + 60_000,
+      writeBy: T0 + 60_000,
+    });
+    await other.report({ accepted: 1, throttled: 0, starved: true });
+    expect(table.item(NAME)!.rate).toBeGreaterThan(10);
+    expect(await settle(running)).toEqual({ rate: 10 });
+    expect(seen).toEqual({ began: T0 + 2_000, interval: 100 });
+  });
+
+  it('the cutoff while it reads the schedule at its first slot ends the read and it: unavailable, nothing run', async () => {
+    const { table } = await bookedAhead(10, 20);
+    const inner = memoryBudget(10, table);
+    const reads: number[] = [];
+    // A read that answers only when its signal aborts (a store that stalls).
+    const budget: RateBudget = {
+      name: inner.name,
+      ceiling: inner.ceiling,
+      book: async (options) => {
+        const booking = await inner.book(options);
+        return withBookingCalls(booking, {
+          step: (_round, stepOptions) =>
+            new Promise((_resolve, reject) => {
+              reads.push(Date.now() - T0);
+              const signal = stepOptions?.signal;
+              signal?.addEventListener('abort', () => reject(signal.reason), { once: true });
+            }),
+          report: (report, reportOptions) => booking.report(report, reportOptions),
+        });
+      },
+    };
+    const cutoff = new AbortController();
+    const { running, seen } = holder(budget, cutoff.signal);
+    let result: unknown;
+    void running.then((r) => {
+      result = r;
+    });
+    await vi.advanceTimersByTimeAsync(2_500);
+    expect(reads).toEqual([2_000]);
+    cutoff.abort(new Error('cutoff'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(result).toEqual({ unavailable: expect.any(SemaphoreTimeoutError) });
+    expect(seen).toEqual({});
+  });
+
   it('the cutoff while it sleeps to its first slot ends it at once: unavailable, nothing run, nothing reported', async () => {
     const { table } = await bookedAhead(10, 20);
     const { budget, steps, reports } = recording(memoryBudget(10, table));
@@ -503,6 +562,33 @@ describe('runUnderRate: pace and report', () => {
     expect(p.startInterval).toBe(1000 / nextRate(100, halfRound, 100));
     expect(p.startInterval).toBe(20);
     expect(memory.table.item(NAME)!.rate).toBe(100);
+    expect(result).toEqual({ rate: 100 });
+  });
+
+  it('a step that stalls is given up after releaseTimeoutMs: the pace falls back to the law applied to the round', async () => {
+    // AbortSignal.timeout on the fake clock.
+    vi.spyOn(AbortSignal, 'timeout').mockImplementation((ms) => {
+      const timeout = new AbortController();
+      setTimeout(() => timeout.abort(new DOMException('timed out', 'TimeoutError')), ms);
+      return timeout.signal;
+    });
+    const { budget, overloadSteps } = recording(memoryBudget(100), { stepStalls: true });
+    const p = pool();
+    const { body } = fortyWrites(p, halfRefused);
+    let result: unknown;
+    void runUnderRate(
+      budget,
+      { pool: p, writes: 40, inFlight: 1 },
+      window(T0 + 10_000),
+      undefined,
+      body,
+    ).then((r) => {
+      result = r;
+    });
+    await vi.advanceTimersByTimeAsync(5_000);
+    // The round stepped at its last refusal (the 21st write, at 200 ms); 500 ms later the pace cut.
+    expect(overloadSteps()).toEqual([{ round: halfRound, at: T0 + 200 }]);
+    expect(p.startInterval).toBe(1000 / nextRate(100, halfRound, 100));
     expect(result).toEqual({ rate: 100 });
   });
 

@@ -146,7 +146,10 @@ export class CorruptRecordError extends S3IngestError {
   }
 }
 
-/** A resource's `shards` option is not an integer in 1..`MAX_SHARDS`; the resource was not created. */
+/**
+ * A shard count is not an integer in 1..`max`: a resource's `shards` option (the resource was not created),
+ * or a number of shard `groups` (at most the resource's shards).
+ */
 export class InvalidShardCountError extends S3IngestError {
   override readonly name = 'InvalidShardCountError';
 
@@ -154,9 +157,11 @@ export class InvalidShardCountError extends S3IngestError {
     /** The rejected value, as given. */
     readonly value: unknown,
     max: number,
+    /** Which count was rejected. */
+    readonly option: 'shards' | 'groups' = 'shards',
   ) {
     super(
-      `invalid shards ${preview(typeof value === 'number' ? String(value) : value)}: must be an integer in 1..${max}`,
+      `invalid ${option} ${preview(typeof value === 'number' ? String(value) : value)}: must be an integer in 1..${max}`,
     );
   }
 }

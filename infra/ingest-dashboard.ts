@@ -13,6 +13,12 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
+  DASHBOARD_ROWS,
+  type DashboardMetric,
+  type DashboardQueue,
+  type DashboardWidget,
+} from '../lib/ingest/dashboard-widgets.js';
+import {
   INGEST_METRIC_CATALOGUE,
   INGEST_METRIC_DIMENSION,
   type IngestCatalogueMetricName,
@@ -36,9 +42,11 @@ export interface IngestDashboardProps {
 
 const WIDTH = 8;
 const HEIGHT = 6;
-const PERCENTILES = ['p95', 'p99'] as const;
 
-/** One CloudWatch dashboard per environment: queues, function, records, pool, fleet cap, alarm states. */
+/**
+ * One CloudWatch dashboard per environment: the graphs of `DASHBOARD_ROWS` (queues, function, records, pool,
+ * fleet cap; the local stack's live page draws the same ones) and the alarms' states.
+ */
 export class IngestDashboard extends Construct {
   readonly dashboard: Dashboard;
   /** Console URL of the dashboard (a token until deploy time). */
@@ -51,10 +59,6 @@ export class IngestDashboard extends Construct {
     const minute = Duration.minutes(1);
     const own = (name: IngestCatalogueMetricName, statistic?: string): Metric =>
       ingestMetric(metrics, name, statistic, minute);
-    // Samples metrics carry every observation, so p95/p99 here are fleet percentiles computed by
-    // CloudWatch, not the maximum of per-invocation percentiles.
-    const fleetPercentiles = (name: IngestCatalogueMetricName): Metric[] =>
-      PERCENTILES.map((p) => own(name, p).with({ label: `${name} ${p}` }));
     // One line per value of the metric's second dimension (cause, reason), whatever values appear.
     const byDimension = (name: IngestCatalogueMetricName): MathExpression => {
       const definition: IngestMetricDefinition = INGEST_METRIC_CATALOGUE[name];
@@ -66,12 +70,45 @@ export class IngestDashboard extends Construct {
         period: minute,
       });
     };
-    const graph = (title: string, left: IMetric[], right: IMetric[] = []): GraphWidget =>
-      new GraphWidget({ title, left, right, width: WIDTH, height: HEIGHT });
-    const depth = (q: IQueue, label: string) =>
-      q.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: 'Maximum', label });
-    const age = (q: IQueue, label: string) =>
-      q.metricApproximateAgeOfOldestMessage({ period: minute, statistic: 'Maximum', label });
+    const queuesOf = (queue: DashboardQueue): { queue: IQueue; label: string }[] =>
+      queue === 'ingest' ? [...queues] : [{ queue: queue === 'dead-letter' ? dlq : rejected, label: '' }];
+    // One definition can be several lines: one per ingest queue, or one per value of a second dimension.
+    const linesOf = (m: DashboardMetric): IMetric[] => {
+      const line = {
+        period: minute,
+        statistic: m.statistic,
+        ...(m.label === undefined ? {} : { label: m.label }),
+      };
+      switch (m.source) {
+        case 'function':
+          if ('dimension' in INGEST_METRIC_CATALOGUE[m.name]) return [byDimension(m.name)];
+          return [
+            m.label === undefined
+              ? own(m.name, m.statistic)
+              : own(m.name, m.statistic).with({ label: m.label }),
+          ];
+        case 'lambda':
+          return [fn.metric(m.name, line)];
+        case 'sqs':
+          return queuesOf(m.queue).map(({ queue, label }) =>
+            queue.metric(m.name, { ...line, label: named(label, m.label ?? m.name) }),
+          );
+      }
+    };
+    const graph = (widget: DashboardWidget): GraphWidget => {
+      const on = (axis: 'left' | 'right') =>
+        widget.metrics.filter((m) => (m.axis ?? 'left') === axis).flatMap(linesOf);
+      return new GraphWidget({
+        title: widget.title,
+        left: on('left'),
+        right: on('right'),
+        ...(widget.annotation === 'function-timeout'
+          ? { leftAnnotations: [{ value: config.timeoutSeconds * 1000, label: 'timeout' }] }
+          : {}),
+        width: WIDTH,
+        height: HEIGHT,
+      });
+    };
 
     this.dashboard = new Dashboard(this, 'Dashboard', {
       dashboardName: props.dashboardName,
@@ -84,83 +121,14 @@ export class IngestDashboard extends Construct {
         height: 2,
       }),
     );
-    this.dashboard.addWidgets(
-      graph(
-        'Ingest queue depth',
-        queues.flatMap(({ queue, label }) => [
-          depth(queue, named(label, 'Visible')),
-          queue.metricApproximateNumberOfMessagesNotVisible({
-            period: minute,
-            statistic: 'Maximum',
-            label: named(label, 'In flight'),
-          }),
-        ]),
-      ),
-      graph('Oldest message age (s)', [
-        ...queues.map(({ queue, label }) =>
-          age(queue, label === '' ? 'Ingest queue' : `Ingest queue ${label}`),
-        ),
-        age(dlq, 'Dead letters'),
-        age(rejected, 'Rejected'),
-      ]),
-      graph(
-        'Dead letters and rejected messages',
-        [depth(dlq, 'Dead letters (failed after retries)'), depth(rejected, 'Rejected (by the function)')],
-        [rejected.metricNumberOfMessagesSent({ period: minute, statistic: 'Sum', label: 'Rejected / min' })],
-      ),
-    );
-    this.dashboard.addWidgets(
-      graph(
-        'Function invocations',
-        [fn.metricInvocations({ period: minute, statistic: 'Sum' })],
-        [
-          fn.metricErrors({ period: minute, statistic: 'Sum' }),
-          fn.metricThrottles({ period: minute, statistic: 'Sum' }),
-          own('DeadlineReached'),
-        ],
-      ),
-      new GraphWidget({
-        title: 'Function duration (ms)',
-        left: ['p50', 'p95', 'p99', 'Maximum'].map((statistic) =>
-          fn.metricDuration({ period: minute, statistic, label: statistic }),
-        ),
-        leftAnnotations: [{ value: config.timeoutSeconds * 1000, label: 'timeout' }],
-        width: WIDTH,
-        height: HEIGHT,
-      }),
-      graph('Records', [
-        own('RecordsProcessed'),
-        own('RecordsFailed'),
-        own('RecordsDeadLettered'),
-        own('RecordsDeferred'),
-        own('StaleWrites'),
-      ]),
-    );
-    this.dashboard.addWidgets(
-      graph('Records redelivered by cause', [byDimension('RecordsRedelivered')]),
-      graph('Records rejected by reason', [byDimension('RecordsRejected')]),
-      graph(
-        'Pool: S3 writes, retries, SlowDowns, timeouts, errors',
-        [own('Writes')],
-        [own('Retries'), own('S3SlowDowns'), own('Timeouts'), own('PoolErrors')],
-      ),
-    );
-    this.dashboard.addWidgets(
-      graph('Pool: queue wait, fleet p95/p99 (ms)', fleetPercentiles('QueueWaitMs')),
-      graph('Pool: S3 attempt time, fleet p95/p99 (ms)', fleetPercentiles('ExecutionMs')),
-      graph('Fleet cap: booking wait, fleet p95/p99 (ms)', fleetPercentiles('BookingWaitMs')),
-    );
-    this.dashboard.addWidgets(
-      graph(
-        'Fleet cap: booked write rate, DynamoDB throttles and errors',
-        [
-          own('BookedWriteRate', 'Maximum').with({ label: 'BookedWriteRate (max)' }),
-          own('BookedWriteRate', 'Average').with({ label: 'BookedWriteRate (avg)' }),
-        ],
-        [own('SemaphoreThrottles'), own('SemaphoreErrors')],
-      ),
-      new AlarmStatusWidget({ title: 'Alarms', alarms: [...props.alarms], width: 16, height: HEIGHT }),
-    );
+    // The shared graphs, row by row; the alarms' states (CloudWatch only) close the last row.
+    DASHBOARD_ROWS.forEach((row, i) => {
+      const alarms =
+        i === DASHBOARD_ROWS.length - 1
+          ? [new AlarmStatusWidget({ title: 'Alarms', alarms: [...props.alarms], width: 16, height: HEIGHT })]
+          : [];
+      this.dashboard.addWidgets(...row.map(graph), ...alarms);
+    });
 
     const region = Stack.of(this).region;
     this.url = `https://${region}.console.aws.amazon.com/cloudwatch/home?region=${region}#dashboards:name=${props.dashboardName}`;

@@ -3,6 +3,7 @@ import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../local/emulators/local-aws.js
 import type { InvocationResult } from '../local/lambda/event-source-runner.js';
 import { type LocalPipelineOptions, startLocalPipeline } from '../local/lambda/local-pipeline.js';
 import { type CliIo, EXIT } from './io.js';
+import { DASHBOARD_READY, type DashboardWiring } from './local-dashboard.js';
 
 /** The line `s3-ingest local --serve` prints once everything is up (what scripts and tests wait for). */
 export const SERVE_READY = 'ready: sending to';
@@ -49,16 +50,38 @@ export function invocationLine(n: number, result: InvocationResult, summary?: In
 export async function serveLocal(
   io: CliIo,
   options: Omit<LocalPipelineOptions, 'onInvocation'>,
+  dashboard?: DashboardWiring,
 ): Promise<number> {
   let invocations = 0;
   const pipeline = await startLocalPipeline({
     ...options,
+    ...(dashboard === undefined ? {} : { metricLines: dashboard.metricLines }),
     onInvocation: (result, summary) => {
       invocations++;
+      dashboard?.recordInvocation(result);
       io.stdout.write(`${invocationLine(invocations, result, summary)}\n`);
     },
   });
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+  const page = await dashboard?.start(pipeline).catch(async (error: unknown) => {
+    await pipeline.stop();
+    throw error;
+  });
+  const signal = await untilStopSignal(() => {
+    if (page !== undefined) io.stdout.write(`${DASHBOARD_READY} ${page.url}\n`);
+    printReady(io, pipeline.aws.endpoints, pipeline.resources, options.resources);
+  });
+  io.stdout.write(`stopping (${signal})...\n`);
+  await page?.stop();
+  const stats = await pipeline.stop();
+  io.stdout.write(
+    `stopped: ${stats.invocations} invocations, ${stats.received} records received, ${stats.deleted} acknowledged\n`,
+  );
+  return EXIT.ok;
+}
+
+/** Resolves with the first SIGINT or SIGTERM; `listening` runs once both are caught. */
+export function untilStopSignal(listening: () => void = () => {}): Promise<NodeJS.Signals> {
+  return new Promise<NodeJS.Signals>((resolve) => {
     const stopOn = (name: NodeJS.Signals) => {
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
@@ -68,14 +91,8 @@ export async function serveLocal(
     const onTerm = () => stopOn('SIGTERM');
     process.once('SIGINT', onInt);
     process.once('SIGTERM', onTerm);
-    printReady(io, pipeline.aws.endpoints, pipeline.resources, options.resources);
+    listening();
   });
-  io.stdout.write(`stopping (${signal})...\n`);
-  const stats = await pipeline.stop();
-  io.stdout.write(
-    `stopped: ${stats.invocations} invocations, ${stats.received} records received, ${stats.deleted} acknowledged\n`,
-  );
-  return EXIT.ok;
 }
 
 function printReady(

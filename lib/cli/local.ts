@@ -12,7 +12,8 @@ import type { EventSourceRunner, EventSourceRunnerStats } from '../local/lambda/
 import { startLocalPipeline } from '../local/lambda/local-pipeline.js';
 import type { LocalProducer, ProducerQueue } from '../local/lambda/producer-queues.js';
 import { type CliIo, EXIT } from './io.js';
-import { serveLocal } from './local-serve.js';
+import { COUNTING_ONLY_S3, DASHBOARD_READY, DashboardWiring } from './local-dashboard.js';
+import { serveLocal, untilStopSignal } from './local-serve.js';
 
 export const LOCAL_HELP = `Usage: s3-ingest local [options]   (npm start)
 
@@ -41,6 +42,11 @@ Options:
   --serve              no demo: keep the stack and the handler running for your own messages, print
                        the queue URL and ready-to-paste send/inspect/dlq command lines, one line per
                        invocation; Ctrl-C (or SIGTERM) stops it cleanly
+  --dashboard          serve a live page on 127.0.0.1 (URL printed at start): the CloudWatch dashboard's
+                       graphs from the handler's EMF lines, queue depths, each prefix's fleet rate against
+                       its accepted writes and the S3 limit; with the demo, it stays up after the summary
+                       until Ctrl-C
+  --dashboard-port N   its port (default: any free port)
   -h, --help           this help`;
 
 /** The read-back verification (written, dead-lettered, lost, duplicated, problems) plus how the run went. */
@@ -106,6 +112,8 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
       json: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
       serve: { type: 'boolean', default: false },
+      dashboard: { type: 'boolean', default: false },
+      'dashboard-port': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -117,6 +125,7 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
   let batchSize: number;
   let concurrency: number;
   let slowdownRate: number;
+  let dashboard: DashboardWiring | undefined;
   try {
     load = generateDemoLoad({
       tenants: positiveInt('tenants', values.tenants, 5),
@@ -127,6 +136,12 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     batchSize = positiveInt('batch-size', values['batch-size'], 10);
     concurrency = positiveInt('concurrency', values.concurrency, 4);
     slowdownRate = positiveInt('slowdown-rate', values['slowdown-rate'], 3500);
+    const dashboardPort = positiveInt('dashboard-port', values['dashboard-port'], 0);
+    if (dashboardPort > 65_535)
+      throw new Error(`--dashboard-port must be at most 65535, got ${dashboardPort}`);
+    if (values['dashboard-port'] !== undefined && !values.dashboard)
+      throw new Error('--dashboard-port needs --dashboard');
+    if (values.dashboard) dashboard = new DashboardWiring(dashboardPort);
     if (values.fifo && batchSize > 10)
       throw new Error('--batch-size must be at most 10 with --fifo (as in Lambda)');
   } catch (error) {
@@ -142,9 +157,9 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     verbose: values.verbose === true,
     fifo: values.fifo === true,
     producers: values.producers ? splitTenants(load.tenants) : [],
-    ...(values.chaos ? { slowdownRate } : {}),
+    ...(values.chaos ? { slowdownRate } : dashboard === undefined ? {} : { chaos: COUNTING_ONLY_S3 }),
   };
-  if (values.serve) return serveLocal(io, pipelineOptions);
+  if (values.serve) return serveLocal(io, pipelineOptions, dashboard);
 
   const started = performance.now();
   const invocations: InvocationSummary[] = [];
@@ -152,7 +167,9 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
   const progress = new Progress(io, load.messages);
   const pipeline = await startLocalPipeline({
     ...pipelineOptions,
+    ...(dashboard === undefined ? {} : { metricLines: dashboard.metricLines }),
     onInvocation: (result, invocation) => {
+      dashboard?.recordInvocation(result);
       durations.push(result.durationMs);
       if (invocation !== undefined) invocations.push(invocation);
       progress.update(totalStats(pipeline.runners));
@@ -162,7 +179,10 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
   const fifo = values.fifo === true;
   const admin = clientConfigFor(aws.emulatorEndpoints);
   const s3Direct = new S3Client(admin.s3);
+  let page: Awaited<ReturnType<DashboardWiring['start']>> | undefined;
   try {
+    page = await dashboard?.start(pipeline);
+    if (page !== undefined) io.stdout.write(`${DASHBOARD_READY} ${page.url}\n`);
     // Each tenant's writes go through its producer's queue (or the one queue).
     const queueOf = (tenant: string) =>
       producerQueues.find((q) => q.producer.tenants.includes(tenant))?.queueUrl ?? resources.queueUrl;
@@ -235,9 +255,14 @@ export async function localCommand(argv: string[], io: CliIo): Promise<number> {
     };
     printSummary(io, summary);
     if (values.json) io.stdout.write(`${JSON.stringify(summary)}\n`);
+    if (page !== undefined) {
+      io.stdout.write(`${DASHBOARD_READY} ${page.url} shows the run until Ctrl-C\n`);
+      await untilStopSignal();
+    }
     return summary.lost === 0 && summary.duplicated === 0 ? EXIT.ok : EXIT.failure;
   } finally {
     s3Direct.destroy();
+    await page?.stop();
     await pipeline.stop();
   }
 }

@@ -6,6 +6,7 @@ import { createIngestHandler, type InvocationSummary } from '../../ingest/handle
 import { LOCAL_CREDENTIALS, LOCAL_REGION, type LocalAws, startLocalAws } from '../emulators/local-aws.js';
 import { type LocalResources, provisionLocal } from '../emulators/provision.js';
 import type { S3BehaviourOptions } from '../s3-behaviour/s3-behaviour-model.js';
+import { EmfLineMetrics } from './emf-line-metrics.js';
 import {
   EventSourceRunner,
   type EventSourceRunnerStats,
@@ -24,6 +25,8 @@ import { SilentMetrics } from './silent-metrics.js';
 export const LOCAL_FUNCTION_TIMEOUT_MS = 8_000;
 export const LOCAL_VISIBILITY_TIMEOUT_S = 8;
 export const LOCAL_MAX_RECEIVE_COUNT = 5;
+/** The namespace and `service` dimension of the local handler's EMF lines. */
+export const LOCAL_METRICS = { namespace: 's3-ingest-local', serviceName: 's3-ingest-local' } as const;
 
 export interface LocalPipelineOptions {
   /** The handler's `RESOURCES`: resource name -> JSON Schema (`{}` for schemaless). */
@@ -72,6 +75,13 @@ export interface LocalPipelineOptions {
    * @example { onInvocation: (result, summary) => console.log(result.outcome, summary?.Writes) }
    */
   readonly onInvocation?: (result: InvocationResult, summary: InvocationSummary | undefined) => void;
+  /**
+   * Called with every EMF line the handler publishes (the JSON text CloudWatch would ingest), printed or
+   * not (`verbose`).
+   * @default undefined
+   * @example { metricLines: (line) => dashboard.addEmfLine(line) }
+   */
+  readonly metricLines?: (line: string) => void;
   /**
    * FIFO ingest queue(s) and DLQ; batches of at most 10, no batching window (Lambda's FIFO rules).
    * @default false
@@ -166,10 +176,10 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
       const handler = createIngestHandler(config, {
         logger: new Logger({ serviceName: 's3-ingest-local', logLevel: verbose ? 'INFO' : 'ERROR' }),
         // Published after every invocation: printed with --verbose, dropped otherwise.
-        metrics: new (verbose ? Metrics : SilentMetrics)({
-          namespace: 's3-ingest-local',
-          serviceName: 's3-ingest-local',
-        }),
+        metrics:
+          options.metricLines === undefined
+            ? new (verbose ? Metrics : SilentMetrics)(LOCAL_METRICS)
+            : new EmfLineMetrics(LOCAL_METRICS, options.metricLines, verbose),
         onInvocation: (summary) => summaries.set(requestId, summary),
       });
       const invoke: ContainerHandler = (event, context) => {

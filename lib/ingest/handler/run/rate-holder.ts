@@ -56,7 +56,7 @@ export type HolderResult =
   | { readonly unavailable: unknown; readonly outOfTurn?: true };
 
 /** Attempts the pool settled while a booking was being written: a count of writes when the store counts none. */
-class AttemptCount {
+class AttemptCount implements WriteWatch {
   count = 0;
   readonly #completed = () => {
     this.count++;
@@ -118,8 +118,8 @@ export async function runUnderRate(
       ? { unavailable: err, outOfTurn: true }
       : { unavailable: err };
   }
-  const attempts = writes === undefined ? new AttemptCount(request.pool) : undefined;
-  const sent = () => writes?.count ?? attempts?.count ?? 0;
+  const counted: WriteWatch = writes ?? new AttemptCount(request.pool);
+  const sent = () => counted.count;
   // Writes start at most `rate` per second (reads are not paced: the store enqueues them unpaced). An
   // overloaded round steps the schedule at once, and the pace follows where the schedule then stands (or,
   // when the store cannot say, the law applied to that round); the slots left stretch with it, as the
@@ -178,8 +178,9 @@ export async function runUnderRate(
         done = true;
       },
     );
-    while (!done && !window.signal.aborted) {
-      // Until the slots are over, or the writes have settled (then the timer goes too).
+    // Each pass ends when the slots are over, the writes have settled (then the timer goes too), or the
+    // cutoff comes; only the slots' end goes on.
+    for (;;) {
       const woken = new AbortController();
       const wake = AbortSignal.any([window.signal, woken.signal]);
       await Promise.race([
@@ -224,8 +225,7 @@ export async function runUnderRate(
     // The pool outlives the holder (the tenant's next batch): its writes are not held by a spent allowance.
     allow(Number.POSITIVE_INFINITY);
     pace.stop();
-    attempts?.stop();
-    writes?.stop();
+    counted.stop();
     // A step in flight settles first: the report's round starts where it cut.
     await pace.settled();
   }
@@ -259,9 +259,10 @@ async function firstSlot(
     .step({ accepted: 0, throttled: 0, starved: false }, { signal })
     .catch(() => undefined);
   if (signal.aborted) throw signal.reason;
-  const rate = Math.min(view?.rate ?? booking.rate, budget.ceiling);
+  if (view === undefined) return asBooked;
+  const rate = Math.min(view.rate, budget.ceiling);
   // Lower than it booked at: decreased since (its booking read the rate it booked at).
-  if (view === undefined || !(rate < booking.rate)) return asBooked;
+  if (!(rate < booking.rate)) return asBooked;
   const stretch = booking.rate / rate;
   const startAt = view.decreasedAt + Math.max(0, booking.startAt - view.decreasedAt) * stretch;
   await sleepUntil(startAt, signal, now);

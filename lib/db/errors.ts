@@ -1,7 +1,7 @@
 import { S3IngestError } from '../errors/index.js';
 
 /** Which part of an S3 key a value was meant for. */
-export type KeyPart = 'prefix' | 'tenant' | 'resource' | 'id';
+export type KeyPart = 'prefix' | 'tenant' | 'resource' | 'shard' | 'id';
 
 /** Shows a rejected value in a message without letting a huge or binary input flood logs. */
 function preview(value: unknown): string {

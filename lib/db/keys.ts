@@ -1,5 +1,5 @@
 import { InvalidKeyError } from './errors.js';
-import { shardLabel } from './shard-hash.js';
+import { MAX_SHARDS, shardLabel } from './shard-hash.js';
 
 // The S3 key layout (design.md, "S3 key layout"): `<prefix>t=<tenant>/r=<resource>/id=<id>.json`, or for a
 // resource of N > 1 shards `<prefix>t=<tenant>/r=<resource>/s=<shard>/id=<id>.json` (shard-hash.ts).
@@ -99,6 +99,8 @@ export function resourcePrefix(tenant: string, resource: string, prefix = ''): s
  * (`shard` is an index from `shardOf`, zero-padded by `shardLabel`).
  */
 export function shardPrefix(tenant: string, resource: string, shard: number, prefix = ''): string {
+  if (!Number.isInteger(shard) || shard < 0 || shard >= MAX_SHARDS)
+    throw new InvalidKeyError('shard', shard, `must be an integer in 0..${MAX_SHARDS - 1}`);
   return `${resourcePrefix(tenant, resource, prefix)}s=${shardLabel(shard)}/`;
 }
 

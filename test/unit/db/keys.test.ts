@@ -8,7 +8,9 @@ import {
   idFromKey,
   normalizePrefix,
   recordKey,
+  recordKeyUnder,
   resourcePrefix,
+  shardPrefix,
   tenantPrefix,
 } from '../../../lib/db/keys.js';
 
@@ -30,6 +32,20 @@ describe('key layout', () => {
     );
     expect(resourcePrefix('acme', 'orders', 'p')).toBe('p/t=acme/r=orders/');
     expect(tenantPrefix('acme')).toBe('t=acme/');
+  });
+
+  it('builds shard prefixes as <prefix>t=<tenant>/r=<resource>/s=<4 digits>/ and refuses shards out of range', () => {
+    expect(shardPrefix('acme', 'orders', 7, 'p')).toBe('p/t=acme/r=orders/s=0007/');
+    expect(recordKeyUnder(shardPrefix('acme', 'orders', 4095), 'o-1')).toBe(
+      't=acme/r=orders/s=4095/id=o-1.json',
+    );
+    for (const shard of [-1, 4096, 1.5, Number.NaN]) {
+      expect(keyError(() => shardPrefix('acme', 'orders', shard))).toMatchObject({
+        part: 'shard',
+        value: shard,
+      });
+    }
+    expect(keyError(() => recordKeyUnder('t=acme/r=orders/s=0001/', '../x')).part).toBe('id');
   });
 
   it.each([

@@ -51,13 +51,12 @@ export interface CreateResourceOptions {
   /**
    * How many S3 prefixes the records are spread over, an integer in 1..4096 (`MAX_SHARDS`). With N > 1 a
    * record lives at `<prefix>t=<tenant>/r=<name>/s=<shard>/id=<id>.json`, its shard being the first 4 bytes
-   * of SHA-256 of the UTF-8 id, big-endian, mod N (`shard-hash.ts`; zero-padded to 4 digits); 1 keeps the
-   * unsharded layout `.../r=<name>/id=<id>.json`. S3 gives each partitioned prefix ~3,500 writes/s, so
-   * choose N = ceil(peak writes/s / 3,000) (headroom for an uneven hash and retries): a resource expecting
-   * 10,000 writes/s takes 4. A new prefix starts inside one partition and S3 answers 503 SlowDown while it
-   * splits (minutes), so shard ahead of the peak. N is part of the resource's layout: every reader and
-   * writer of the resource must use the same N (changing it is a move, see docs/decisions/sharded-keys.md).
-   * A `list` page then costs one LIST per shard.
+   * of SHA-256 of the UTF-8 id, big-endian, mod N (`shardOf`; the label zero-padded to 4 digits); 1 keeps
+   * the unsharded layout `.../r=<name>/id=<id>.json`. S3 gives each partitioned prefix ~3,500 writes/s, so
+   * choose N = ceil(peak writes/s / 3,000) (room for an uneven hash and retries), rounded up to a power of
+   * two: 10,000 writes/s -> 4. N is fixed for the resource's life (every reader and writer declares the
+   * same N; records never move), and a new prefix answers 503 SlowDown while S3 splits it, so shard ahead
+   * of the peak (docs/decisions/sharded-keys.md). A `list` page costs one LIST per shard.
    * @default 1
    * @example { name: 'events', shards: 4 }
    */

@@ -57,7 +57,7 @@ const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b'
 const SVG = 'http://www.w3.org/2000/svg';
 const W = 400;
 const H = 150;
-const PAD = { top: 14, right: 40, bottom: 4, left: 40 };
+const PAD = { top: 14, right: 40, bottom: 14, left: 40 };
 
 function node(tag, attrs, text) {
   const el = tag === 'svg' || tag === 'path' || tag === 'line' || tag === 'text' || tag === 'rect'
@@ -81,6 +81,9 @@ function niceMax(max) {
   return 10 * step;
 }
 
+let snapshotNow = 0;
+let snapshotStart = 0;
+
 function drawChart(widget) {
   const svg = node('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', role: 'img' });
   const plotW = W - PAD.left - PAD.right;
@@ -97,6 +100,9 @@ function drawChart(widget) {
   if (widget.series.some((s) => s.axis === 'right'))
     svg.appendChild(node('text', { x: W - PAD.right + 4, y: PAD.top + 4, 'font-size': 10, fill: '#687078' }, format(scale.right)));
   const y = (v, axis) => PAD.top + plotH - (v / scale[axis]) * plotH;
+  const span = Math.round((snapshotNow - snapshotStart) / 1000);
+  svg.appendChild(node('text', { x: PAD.left, y: H - 2, 'font-size': 10, fill: '#687078' }, '-' + span + ' s'));
+  svg.appendChild(node('text', { x: W - PAD.right, y: H - 2, 'text-anchor': 'end', 'font-size': 10, fill: '#687078' }, 'now'));
   if (widget.annotation) {
     const ay = y(widget.annotation.value, 'left');
     svg.appendChild(node('line', { x1: PAD.left, x2: W - PAD.right, y1: ay, y2: ay, stroke: '#d62728', 'stroke-dasharray': '4 3' }));
@@ -147,6 +153,8 @@ function drawLegend(widget) {
 }
 
 function render(snapshot) {
+  snapshotNow = snapshot.now;
+  snapshotStart = snapshot.start;
   for (const widget of snapshot.widgets) {
     let section = document.getElementById('w-' + widget.id);
     if (section === null) {

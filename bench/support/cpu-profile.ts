@@ -5,6 +5,7 @@ interface CpuProfile {
   nodes: Array<{
     id: number;
     callFrame: { functionName: string; url: string; lineNumber: number };
+    children?: number[];
   }>;
   samples: number[];
   timeDeltas: number[];
@@ -21,6 +22,12 @@ export interface ProfileSummary {
   totalMs: number;
   byPackage: SelfTime[];
   byFunction: SelfTime[];
+  /**
+   * Self time by the innermost frame of this repository on the sample's stack (its folder under lib/, e.g.
+   * `lib/db`): what our code asked for, the SDK and Node work it called included. `(no repo frame)`: work
+   * started by the event loop (socket reads, timers) or by the runtime (GC).
+   */
+  byCaller: SelfTime[];
 }
 
 /**
@@ -52,6 +59,30 @@ export function summarizeCpuProfile(path: string, n = 15): ProfileSummary {
   const nodes = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
   const byPackage = new Map<string, number>();
   const byFunction = new Map<string, number>();
+  const parents = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id);
+  const callerOf = new Map<number, string>();
+  const caller = (id: number): string => {
+    const known = callerOf.get(id);
+    if (known !== undefined) return known;
+    const url = nodes.get(id)?.url ?? '';
+    const at = url.indexOf('/lib/');
+    const parent = parents.get(id);
+    const owner =
+      at >= 0 && !url.includes('node_modules/')
+        ? url
+            .slice(at + 1)
+            .split('/')
+            .slice(0, 3)
+            .join('/')
+            .replace(/\.ts$/, '')
+        : parent === undefined
+          ? '(no repo frame)'
+          : caller(parent);
+    callerOf.set(id, owner);
+    return owner;
+  };
+  const byCaller = new Map<string, number>();
   let totalMs = 0;
   for (let i = 0; i < profile.samples.length; i++) {
     const frame = nodes.get(profile.samples[i]!);
@@ -63,6 +94,13 @@ export function summarizeCpuProfile(path: string, n = 15): ProfileSummary {
     const file = frame.url.slice(frame.url.lastIndexOf('/') + 1);
     const name = `${frame.functionName || '(anonymous)'} ${pkg}${file === '' ? '' : ` ${file}:${frame.lineNumber + 1}`}`;
     byFunction.set(name, (byFunction.get(name) ?? 0) + ms);
+    const owner = caller(profile.samples[i]!);
+    byCaller.set(owner, (byCaller.get(owner) ?? 0) + ms);
   }
-  return { totalMs, byPackage: top(byPackage, totalMs, n), byFunction: top(byFunction, totalMs, n) };
+  return {
+    totalMs,
+    byPackage: top(byPackage, totalMs, n),
+    byFunction: top(byFunction, totalMs, n),
+    byCaller: top(byCaller, totalMs, n),
+  };
 }

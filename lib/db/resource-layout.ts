@@ -1,5 +1,5 @@
 import { idFromKey, recordKeyUnder, resourcePrefix, shardPrefix } from './keys.js';
-import { assertShardCount, shardOf } from './shard-hash.js';
+import { assertShardCount, shardLabel, shardOf } from './shard-hash.js';
 
 /**
  * Where one resource's records live: one listing prefix (`.../r=<resource>/`) when unsharded, else one per
@@ -7,21 +7,35 @@ import { assertShardCount, shardOf } from './shard-hash.js';
  */
 export class ResourceLayout {
   readonly shards: number;
-  /** The listing prefix of each shard, in shard order (one entry, the resource prefix, when unsharded). */
-  readonly prefixes: readonly string[];
+  /** `.../r=<resource>/`: the listing prefix when unsharded, the shards' common prefix otherwise. */
+  readonly #base: string;
+  #prefixes: readonly string[] | undefined;
 
   constructor(tenant: string, resource: string, prefix: string, shards = 1) {
     assertShardCount(shards);
     this.shards = shards;
-    this.prefixes =
-      shards === 1
-        ? [resourcePrefix(tenant, resource, prefix)]
-        : Array.from({ length: shards }, (_, shard) => shardPrefix(tenant, resource, shard, prefix));
+    this.#base = resourcePrefix(tenant, resource, prefix);
+    // Validates every part once, so the per-record prefixes below can be built by concatenation.
+    if (shards > 1) shardPrefix(tenant, resource, shards - 1, prefix);
+  }
+
+  /**
+   * The listing prefix of each shard, in shard order (one entry, the resource prefix, when unsharded). Built
+   * on first use: a resource that is only written never holds its shards' prefixes.
+   */
+  get prefixes(): readonly string[] {
+    this.#prefixes ??= Array.from({ length: this.shards }, (_, shard) => this.prefixOf(shard));
+    return this.#prefixes;
+  }
+
+  /** The listing prefix of shard `shard` (the resource prefix when unsharded). */
+  prefixOf(shard: number): string {
+    return this.shards === 1 ? this.#base : `${this.#base}s=${shardLabel(shard)}/`;
   }
 
   /** The S3 key of record `id` (validated): under its shard's prefix. */
   keyOf(id: string): string {
-    return recordKeyUnder(this.prefixes[this.shards === 1 ? 0 : shardOf(id, this.shards)]!, id);
+    return recordKeyUnder(this.shards === 1 ? this.#base : this.prefixOf(shardOf(id, this.shards)), id);
   }
 
   /**
@@ -29,7 +43,7 @@ export class ResourceLayout {
    * objects, and record keys in a shard their id does not hash to (`get` would never find them there).
    */
   idAt(shard: number, key: string): string | undefined {
-    const id = idFromKey(this.prefixes[shard]!, key);
+    const id = idFromKey(this.prefixOf(shard), key);
     if (id === undefined || this.shards === 1) return id;
     return shardOf(id, this.shards) === shard ? id : undefined;
   }

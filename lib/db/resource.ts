@@ -219,7 +219,7 @@ export class Resource<T extends Document = Document> {
       this.#ctx.calls.run((signal) => this.#ctx.store.list(input, { signal }), options, 'read');
     if (this.shards === 1) {
       const page = await listPage({
-        prefix: this.#layout.prefixes[0]!,
+        prefix: this.#layout.prefixOf(0),
         maxKeys: limit,
         ...(options.cursor !== undefined ? { continuationToken: options.cursor } : {}),
       });
@@ -238,7 +238,7 @@ export class Resource<T extends Document = Document> {
     );
     const last = merged.keys.at(-1);
     if (!merged.more || last === undefined) return { items };
-    const lastPosition = last.key.slice(this.#layout.prefixes[last.shard]!.length);
+    const lastPosition = last.key.slice(this.#layout.prefixOf(last.shard).length);
     return { items, cursor: encodeShardCursor(this.shards, lastPosition) };
   }
 
@@ -279,7 +279,7 @@ export class Resource<T extends Document = Document> {
 
   /** The records under shard `shard`'s prefix (the resource prefix when unsharded), as `count` counts them. */
   async #countShard(shard: number, options: CallOptions): Promise<number> {
-    const prefix = this.#layout.prefixes[shard]!;
+    const prefix = this.#layout.prefixOf(shard);
     let total = 0;
     let token: string | undefined;
     do {

@@ -11,6 +11,7 @@ import {
   type PutObjectInput,
   type StoreCallOptions,
 } from '../../../lib/db/index.js';
+import { CONTRACT_SHARD_COUNTS, withShards } from '../../support/with-shards.js';
 
 /** Wraps a store and records every key or prefix any request names. */
 class RecordingStore implements ObjectStore {
@@ -57,12 +58,15 @@ const adversarialIds = [
   '',
 ];
 
-describe('tenant isolation', () => {
+describe.each(CONTRACT_SHARD_COUNTS)('tenant isolation, %i shard(s)', (shards) => {
   async function setup() {
     const bucket = new MemoryBucket('iso');
     const store = new RecordingStore(new MemoryObjectStore({ bucket }));
-    const acme = new Database({ prefix: 'p', tenant: 'acme', store });
-    const evil = new Database({ prefix: 'p', tenant: 'evil', store: new MemoryObjectStore({ bucket }) });
+    const acme = withShards(new Database({ prefix: 'p', tenant: 'acme', store }), shards);
+    const evil = withShards(
+      new Database({ prefix: 'p', tenant: 'evil', store: new MemoryObjectStore({ bucket }) }),
+      shards,
+    );
     return { bucket, store, acme, evil };
   }
 
@@ -121,11 +125,13 @@ describe('tenant isolation', () => {
       ),
       { numRuns: 400 },
     );
-    for (const key of store.touched) expect(key.startsWith('p/t=acme/r=orders/id=')).toBe(true);
+    for (const key of store.touched) expect(key).toMatch(/^p\/t=acme\/r=orders\/(s=\d{4}\/)?id=/);
     await acme.disconnect();
     await evil.disconnect();
   });
+});
 
+describe('tenant and resource names', () => {
   it('bad tenant and resource names are refused before any request', async () => {
     for (const tenant of ['Acme', '../evil', 't=evil', 'acme/x', '']) {
       const store = new MemoryObjectStore({ bucket: 'iso' });

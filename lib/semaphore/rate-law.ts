@@ -18,8 +18,10 @@ export function overloaded(round: WriteRound): boolean {
  * The fleet cap's control law (docs/fleet-cap.md#the-control-law): the rate after one round of writes.
  * Overloaded: cut in proportion to the share refused (a prefix sending `x` where `a` is accepted sees
  * `1 - a/x` refused, so `x (1 - share)` is `a`), at most by half. Starved and nothing refused: add
- * `INCREASE_SHARE` of the ceiling (a round with a stray refusal is at the limit already: it holds), once
- * `PROBE_HOLD_MS` have passed since the last decrease (`sinceDecreaseMs`). Otherwise hold. Always within `[ceiling x MIN_BUDGET_SHARE, ceiling]`.
+ * `INCREASE_SHARE` of the ceiling per second of the schedule the round's writes covered (`accepted / rate`,
+ * at most one step), once `PROBE_HOLD_MS` have passed since the last decrease (`sinceDecreaseMs`); a round
+ * with a stray refusal is at the limit already: it holds. Otherwise hold. Always within
+ * `[ceiling x MIN_BUDGET_SHARE, ceiling]`.
  */
 export function nextRate(
   rate: number,
@@ -32,7 +34,9 @@ export function nextRate(
     const share = round.throttled / (round.accepted + round.throttled);
     next = rate * Math.max(MAX_DECREASE, 1 - share);
   } else if (round.starved && round.throttled === 0 && sinceDecreaseMs >= PROBE_HOLD_MS) {
-    next = rate + ceiling * INCREASE_SHARE;
+    // Bookings tile the schedule's time, so the fleet's reports together climb one step per second of it
+    // however many they are: a probe is seen (S3's burst drained) before the next adds much to it.
+    next = rate + ceiling * INCREASE_SHARE * Math.min(1, round.accepted / rate);
   }
   return clampRate(next, ceiling);
 }

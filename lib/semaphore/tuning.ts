@@ -10,8 +10,8 @@ export const TOLERATED_THROTTLE_SHARE = 0.01;
 export const TOLERATED_THROTTLES = 1;
 
 /**
- * An increase adds this share of the ceiling per second of writes its round covered, so the rate climbs
- * this share per second of the schedule: from half the ceiling back to it in 16 s (docs/decisions/throttle-response.md).
+ * An increase adds this share of the ceiling per second its round ran at the rate, so the rate climbs at
+ * most this share per second: from half the ceiling back to it in 16 s (docs/decisions/throttle-response.md).
  */
 export const INCREASE_SHARE = 1 / 32;
 

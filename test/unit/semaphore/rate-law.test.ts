@@ -31,9 +31,9 @@ describe('nextRate: the fleet cap control law', () => {
     expect(nextRate(2000, round(989, 11), CEILING)).toBeCloseTo(2000 * (1 - 11 / 1000), 9);
   });
 
-  it('increases by a share of the ceiling per second of writes, only when starved and nothing was refused', () => {
-    // 2,000 writes at 2,000/s covered a second of the schedule: one step.
-    expect(nextRate(2000, round(2000, 0, true), CEILING)).toBe(2000 + STEP);
+  it('increases by a share of the ceiling, only when starved and nothing was refused', () => {
+    // A round that ran a second (the default): one step.
+    expect(nextRate(2000, round(100, 0, true), CEILING)).toBe(2000 + STEP);
     // One stray refusal: at the limit already, neither cut nor raised.
     expect(nextRate(2000, round(100, 1, true), CEILING)).toBe(2000);
     // Not starved: a satisfied holder keeps the rate.
@@ -44,30 +44,27 @@ describe('nextRate: the fleet cap control law', () => {
     expect(nextRate(2000, round(50, 50, true), CEILING)).toBe(1000);
   });
 
-  it('adds in proportion to the schedule time a round covered, at most one step', () => {
-    // 100 writes at 2,000/s covered 50 ms: a twentieth of a step.
-    expect(nextRate(2000, round(100, 0, true), CEILING)).toBeCloseTo(2000 + STEP / 20, 9);
-    expect(nextRate(2000, round(500, 0, true), CEILING)).toBeCloseTo(2000 + STEP / 4, 9);
-    expect(nextRate(2000, round(10_000, 0, true), CEILING)).toBe(2000 + STEP);
-    // A round with no accepted write covered no time: it holds.
-    expect(nextRate(2000, round(0, 0, true), CEILING)).toBe(2000);
-    // Twenty short rounds climb about as far as one round over the same second.
-    let rate = 2000;
-    for (let i = 0; i < 20; i++) rate = nextRate(rate, round(100, 0, true), CEILING);
-    expect(rate).toBeGreaterThan(2000 + 0.95 * STEP);
-    expect(rate).toBeLessThan(2000 + STEP);
+  it('adds a step per second the round ran at the rate, at most one step', () => {
+    expect(nextRate(2000, round(100, 0, true), CEILING, { roundMs: 50 })).toBeCloseTo(2000 + STEP / 20, 9);
+    expect(nextRate(2000, round(100, 0, true), CEILING, { roundMs: 250 })).toBeCloseTo(2000 + STEP / 4, 9);
+    expect(nextRate(2000, round(100, 0, true), CEILING, { roundMs: 60_000 })).toBe(2000 + STEP);
+    // A round booked now (or on a clock behind) ran no time at the rate: it holds.
+    expect(nextRate(2000, round(100, 0, true), CEILING, { roundMs: 0 })).toBe(2000);
+    expect(nextRate(2000, round(100, 0, true), CEILING, { roundMs: -5 })).toBe(2000);
+    // A decrease does not depend on how long the round ran.
+    expect(nextRate(2000, round(50, 50, true), CEILING, { roundMs: 0 })).toBe(1000);
   });
 
   it('holds for PROBE_HOLD_MS after a decrease before it increases again', () => {
-    expect(nextRate(2000, round(2000, 0, true), CEILING, 9_999)).toBe(2000);
-    expect(nextRate(2000, round(2000, 0, true), CEILING, 10_000)).toBe(2000 + STEP);
+    expect(nextRate(2000, round(100, 0, true), CEILING, { sinceDecreaseMs: 9_999 })).toBe(2000);
+    expect(nextRate(2000, round(100, 0, true), CEILING, { sinceDecreaseMs: 10_000 })).toBe(2000 + STEP);
     // A decrease is never held back.
-    expect(nextRate(2000, round(50, 50, true), CEILING, 0)).toBe(1000);
+    expect(nextRate(2000, round(50, 50, true), CEILING, { sinceDecreaseMs: 0 })).toBe(1000);
   });
 
   it('keeps every rate within [ceiling / 64, ceiling]', () => {
     expect(nextRate(CEILING, round(100, 0, true), CEILING)).toBe(CEILING);
-    expect(nextRate(CEILING - 1, round(CEILING, 0, true), CEILING)).toBe(CEILING);
+    expect(nextRate(CEILING - 1, round(100, 0, true), CEILING)).toBe(CEILING);
     expect(nextRate(FLOOR, round(0, 100), CEILING)).toBe(FLOOR);
     expect(nextRate(FLOOR * 1.5, round(0, 100), CEILING)).toBe(FLOOR);
     expect(nextRate(2 * CEILING, round(100, 0), CEILING)).toBe(CEILING);

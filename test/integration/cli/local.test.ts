@@ -25,7 +25,8 @@ describe('s3-ingest local (npm start)', () => {
       ['local', '--messages', '200', '--tenants', '3', '--batch-size', '50', '--json'],
       capture.io,
     );
-    expect(code, capture.stderr()).toBe(0);
+    // On failure, the summary's problems say what was lost or duplicated.
+    expect(code, `${capture.stderr()}\n${capture.stdout().trim().split('\n').at(-1)}`).toBe(0);
     const lines = capture.stdout().trim().split('\n');
     const summary = JSON.parse(lines[lines.length - 1]!) as LocalSummary;
     expect(summary).toMatchObject({ sent: 200, lost: 0, duplicated: 0, problems: [] });

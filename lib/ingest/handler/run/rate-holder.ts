@@ -194,16 +194,19 @@ export async function runUnderRate(
       // stalled writes filling the in-flight cap, a stalled event loop) is withdrawn with them.
       allow(0);
       // Writes may still be on their way (an upsert's write follows its read, which takes no slot): wait
-      // for the next one to reach the pool, or for the work to settle.
-      if (request.pool.waiting === 0 && !(await nextQueued(request.pool, settled))) break;
+      // for the next one to reach the pool and wait there, or for the work to settle. A read reaches it
+      // too, and starts at once: nothing waits for a slot then, and the wait goes on.
+      let queued = true;
+      while (queued && request.pool.waiting === 0) queued = await nextQueued(request.pool, settled);
+      if (!queued) break;
       // Writes remain (retries of refused writes, writes that fell behind or came late, more writes than
       // fitted): they wait, and take the next free slots at the end of the schedule rather than anyone
-      // else's, as many as are waiting or still to come.
+      // else's, as many as are waiting or still to come (one at least: a write is waiting).
       try {
         await pace.settled();
         const asked = now();
         booking = await budget.book({
-          writes: Math.max(request.pool.waiting, wanted - sent()),
+          writes: Math.max(1, request.pool.waiting, wanted - sent()),
           latestStart: window.deadline,
           writeBy: window.deadline,
           earliestStart: asked + bookingMs,

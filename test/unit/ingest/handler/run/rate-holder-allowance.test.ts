@@ -271,4 +271,30 @@ describe('runUnderRate: the allowance of paced starts', () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(state.result).toEqual({ rate: 5 });
   });
+
+  it('books a write that reaches the pool behind a read that started at once, never zero slots, and lets it start', async () => {
+    const pool = new DrivenPool();
+    // 100 writes/s: 2 slots [0, 20) ms, both writes sent in them.
+    const { budget, books } = budgetOn(new MemoryBudgetTable(), 100);
+    const { watch, finish, state } = holder(budget, pool, 2);
+    await vi.advanceTimersByTimeAsync(5);
+    watch.count = 2;
+    await vi.advanceTimersByTimeAsync(95);
+    // At 100 ms another record's read reaches the pool and starts at once (unpaced): nothing waits.
+    pool.emit('pool:taskQueued', { id: 'read', waiting: 1 });
+    await vi.advanceTimersByTimeAsync(50);
+    // At 150 ms its write follows, and waits for a slot.
+    pool.waiting = 1;
+    pool.emit('pool:taskQueued', { id: 'write', waiting: 1 });
+    await vi.advanceTimersByTimeAsync(5);
+    expect(books.map((b) => b.writes)).toEqual([2, 1]);
+    expect(books[1]?.at).toBe(150);
+    // The write is allowed a start in its new slot, and takes it.
+    expect(pool.allowances(150).at(-1)).toMatchObject({ starts: 1 });
+    pool.waiting = 0;
+    watch.count = 3;
+    finish();
+    await vi.runAllTimersAsync();
+    expect(state.result).toEqual({ rate: 100 });
+  });
 });

@@ -184,6 +184,51 @@ describe('runUnderRate: writes left when its slots are over', () => {
     for (let i = 1; i < sorted.length; i++) expect(sorted[i]! - sorted[i - 1]!).toBeGreaterThanOrEqual(100);
   });
 
+  it('a read that reaches the pool after its slots, with every write it booked sent, books the write behind it (never zero slots)', async () => {
+    const table = new MemoryBudgetTable();
+    const booksA: BookOptions[] = [];
+    const cutoff = new AbortController();
+    // 10 writes/s, 2 writes: slots [0, 200) ms. The first write is refused once and its retry takes the
+    // second slot, so both booked writes are sent. The second record's read (unpaced: it starts at once)
+    // reaches the pool at 700 ms, and its write follows it.
+    const poolA = new ExecutorPool({ concurrency: 2, retries: 1, retryDelay: 1, jitter: 'none', timeout: 0 });
+    const starts: number[] = [];
+    const holderA = runUnderRate(
+      budgetOn(table, booksA),
+      { pool: poolA, writes: 2, inFlight: 2 },
+      { deadline: T0 + 10_000, signal: cutoff.signal, releaseTimeoutMs: 500 },
+      undefined,
+      async () => {
+        // The invocation's cutoff, so a holder that stalls is stopped rather than hanging the test.
+        const timer = setTimeout(() => {
+          cutoff.abort(new Error('cutoff'));
+          poolA.stop();
+        }, 10_000);
+        let attempt = 0;
+        const first = poolA.enqueue(async () => {
+          starts.push(Date.now() - T0);
+          if (attempt++ === 0) throw slowDown();
+        });
+        const second = (async () => {
+          await new Promise((resolve) => setTimeout(resolve, 700));
+          await poolA.enqueue(() => new Promise((resolve) => setTimeout(resolve, 10)), { paced: false });
+          await poolA.enqueue(async () => {
+            starts.push(Date.now() - T0);
+          });
+        })();
+        await Promise.allSettled([first, second]);
+        clearTimeout(timer);
+      },
+    );
+    await vi.runAllTimersAsync();
+    await expect(holderA).resolves.toMatchObject({ rate: 10 });
+    expect(cutoff.signal.aborted).toBe(false);
+    expect(booksA.every((o) => o.writes >= 1)).toBe(true);
+    expect(starts).toHaveLength(3);
+    expect(starts[2]).toBeGreaterThanOrEqual(710);
+    expect(starts[2]).toBeLessThan(2_000);
+  });
+
   it("after a cut stretches its slots, its writes left over book after the holder behind it, never in that holder's stretched slots", async () => {
     const table = new MemoryBudgetTable();
     const booksA: BookOptions[] = [];

@@ -225,12 +225,14 @@ export async function runUnderRate(
     }
     await work;
   } finally {
-    // The pool outlives the holder (the tenant's next batch): its writes are not held by a spent allowance.
-    allow(Number.POSITIVE_INFINITY);
     pace.stop();
     counted.stop();
-    // A step in flight settles first: the report's round starts where it cut.
+    // A step in flight settles first: the report's round starts where it cut, and its cut (which bounds the
+    // allowance by the stretched slots) lands before the pool is let go, never after.
     await pace.settled();
+    // The pool outlives the holder (the tenant's next batch, booked or not): its writes are not held by a
+    // spent or lapsed allowance.
+    allow(Number.POSITIVE_INFINITY);
   }
   // The last round: the writes since the pace last followed a decrease (the whole booking when none).
   const report = { ...pace.sinceCut(), starved: booking.queued };

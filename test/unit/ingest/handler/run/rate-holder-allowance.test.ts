@@ -6,6 +6,7 @@ import {
 } from '../../../../../lib/ingest/handler/run/rate-holder.js';
 import type { PoolEvents } from '../../../../../lib/pool/events.js';
 import type { StartIntervalOptions } from '../../../../../lib/pool/start-pacer.js';
+import { withBookingCalls } from '../../../../../lib/semaphore/booking-calls.js';
 import { MemoryBudgetTable, MemoryRateBudget } from '../../../../../lib/semaphore/memory-rate-budget.js';
 import type { BookOptions, RateBudget } from '../../../../../lib/semaphore/rate-types.js';
 import { MIN_ROUND_WRITES, SLOT_CATCH_UP_MS } from '../../../../../lib/semaphore/tuning.js';
@@ -296,5 +297,47 @@ describe('runUnderRate: the allowance of paced starts', () => {
     finish();
     await vi.runAllTimersAsync();
     expect(state.result).toEqual({ rate: 100 });
+  });
+
+  it('lets its pool go only once a step in flight has cut: a cut that lands after its work never lapses the allowance', async () => {
+    const pool = new DrivenPool();
+    // 100 writes/s: 40 slots [0, 400) ms. Its steps take 100 ms to answer.
+    const inner = new MemoryRateBudget({
+      ceiling: 100,
+      name: NAME,
+      table: new MemoryBudgetTable(),
+      random: () => 0,
+    });
+    const budget: RateBudget = {
+      name: inner.name,
+      ceiling: inner.ceiling,
+      book: async (options) => {
+        const booking = await inner.book(options);
+        return withBookingCalls(booking, {
+          step: async (round, stepOptions) => {
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            return booking.step(round, stepOptions);
+          },
+          report: (report, reportOptions) => booking.report(report, reportOptions),
+        });
+      },
+    };
+    const { watch, finish, state } = holder(budget, pool, 40);
+    await vi.advanceTimersByTimeAsync(50);
+    overloadedRound(pool, watch);
+    // Its work ends while the step is on its way (answered at 150 ms, a decrease: a cut).
+    await vi.advanceTimersByTimeAsync(10);
+    finish();
+    await vi.runAllTimersAsync();
+    expect(state.result).toMatchObject({ rate: expect.any(Number) });
+    // The pool outlives the holder (the tenant's next batch, perhaps unbooked): the last allowance it was
+    // given is unbounded, with no end.
+    expect(pool.allowances().at(-1)).toMatchObject({
+      starts: Number.POSITIVE_INFINITY,
+      withinMs: Number.POSITIVE_INFINITY,
+    });
+    expect(pool.told.filter((t) => t.withinMs !== undefined).at(-1)).toMatchObject({
+      withinMs: Number.POSITIVE_INFINITY,
+    });
   });
 });

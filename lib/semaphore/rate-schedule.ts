@@ -108,12 +108,7 @@ export function planStep(
   now: number,
 ): ScheduleChange | undefined {
   if (schedule.rate !== booking.rate) return undefined;
-  const after = onRateGrid(
-    nextRate(schedule.rate, round, ceiling, {
-      sinceDecreaseMs: now - schedule.decreasedAt,
-      roundMs: now - booking.bookedAt,
-    }),
-  );
+  const after = onRateGrid(nextRate(schedule.rate, round, ceiling, now - schedule.decreasedAt));
   if (after === schedule.rate) return undefined;
   const decrease = after < schedule.rate;
   if (decrease && !(schedule.decreasedAt < booking.bookedAt)) return undefined;

@@ -10,5 +10,5 @@ export {
   MemoryRateBudget,
   type MemoryRateBudgetOptions,
 } from './memory-rate-budget.js';
-export { clampRate, nextRate, overloaded } from './rate-law.js';
+export { clampRate, nextRate, overloaded, type RoundTiming } from './rate-law.js';
 export type { BookingReport, BookOptions, RateBooking, RateBudget, WriteRound } from './rate-types.js';

@@ -14,25 +14,36 @@ export function overloaded(round: WriteRound): boolean {
   return round.throttled > TOLERATED_THROTTLES && round.throttled > total * TOLERATED_THROTTLE_SHARE;
 }
 
+/** How long the rate has stood and the round ran, for the control law (`nextRate`). */
+export interface RoundTiming {
+  /** Ms since the schedule's last decrease. @default Infinity (never decreased) */
+  readonly sinceDecreaseMs?: number;
+  /**
+   * Ms the round ran at the rate it steps from: from its booking to its step. No step is taken from a rate
+   * that moved since its booking, so this is at most the time since the rate last moved.
+   * @default 1000 (a whole step)
+   */
+  readonly roundMs?: number;
+}
+
 /**
  * The fleet cap's control law (docs/fleet-cap.md#the-control-law): the rate after one round of writes.
  * Overloaded: cut in proportion to the share refused (a prefix sending `x` where `a` is accepted sees
  * `1 - a/x` refused, so `x (1 - share)` is `a`), at most by half. Starved and nothing refused: add
- * `INCREASE_SHARE` of the ceiling (a round with a stray refusal is at the limit already: it holds), once
- * `PROBE_HOLD_MS` have passed since the last decrease (`sinceDecreaseMs`). Otherwise hold. Always within `[ceiling x MIN_BUDGET_SHARE, ceiling]`.
+ * `INCREASE_SHARE` of the ceiling per second the round ran (at most one step), once `PROBE_HOLD_MS` have
+ * passed since the last decrease; a round with a stray refusal is at the limit already: it holds.
+ * Otherwise hold. Always within `[ceiling x MIN_BUDGET_SHARE, ceiling]`.
  */
-export function nextRate(
-  rate: number,
-  round: WriteRound,
-  ceiling: number,
-  sinceDecreaseMs = Number.POSITIVE_INFINITY,
-): number {
+export function nextRate(rate: number, round: WriteRound, ceiling: number, timing: RoundTiming = {}): number {
+  const { sinceDecreaseMs = Number.POSITIVE_INFINITY, roundMs = 1000 } = timing;
   let next = rate;
   if (overloaded(round)) {
     const share = round.throttled / (round.accepted + round.throttled);
     next = rate * Math.max(MAX_DECREASE, 1 - share);
   } else if (round.starved && round.throttled === 0 && sinceDecreaseMs >= PROBE_HOLD_MS) {
-    next = rate + ceiling * INCREASE_SHARE;
+    // A step per second the rate has stood, however many holders report: a probe shows in S3's answers
+    // (its burst drained) before the next adds much to it.
+    next = rate + ceiling * INCREASE_SHARE * Math.min(1, Math.max(0, roundMs) / 1000);
   }
   return clampRate(next, ceiling);
 }

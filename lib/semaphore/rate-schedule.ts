@@ -108,7 +108,12 @@ export function planStep(
   now: number,
 ): ScheduleChange | undefined {
   if (schedule.rate !== booking.rate) return undefined;
-  const after = onRateGrid(nextRate(schedule.rate, round, ceiling, now - schedule.decreasedAt));
+  const after = onRateGrid(
+    nextRate(schedule.rate, round, ceiling, {
+      sinceDecreaseMs: now - schedule.decreasedAt,
+      roundMs: now - booking.bookedAt,
+    }),
+  );
   if (after === schedule.rate) return undefined;
   const decrease = after < schedule.rate;
   if (decrease && !(schedule.decreasedAt < booking.bookedAt)) return undefined;

@@ -9,7 +9,10 @@ export const TOLERATED_THROTTLE_SHARE = 0.01;
 /** Refusals a round may see and still count as noise, whatever its share (one stray 503 never cuts a rate). */
 export const TOLERATED_THROTTLES = 1;
 
-/** One increase adds this share of the ceiling: from half the ceiling back to it in 16 releases. */
+/**
+ * An increase adds this share of the ceiling per second its round ran at the rate, so the rate climbs at
+ * most this share per second: from half the ceiling back to it in 16 s (docs/decisions/throttle-response.md).
+ */
 export const INCREASE_SHARE = 1 / 32;
 
 /**

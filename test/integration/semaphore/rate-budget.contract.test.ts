@@ -196,6 +196,8 @@ describe.each([memoryBackend(), dynamoBackend()])('RateBudget contract: $kind', 
     const prober = await book(b, 1);
     // 64 writes at 32/s: booked 2 s ahead of the next one.
     const ahead = await book(b, 64);
+    // An increase adds a step per second its booking ran at the rate.
+    b.clock.advance(1_000);
     await prober.report(STARVED);
     expect(await stored(b.name)).toMatchObject({ rate: 34 });
     const after = await book(b, 34);
@@ -231,8 +233,9 @@ describe.each([memoryBackend(), dynamoBackend()])('RateBudget contract: $kind', 
     // Once the probe hold has passed, sixteen starved reports bring it back to the 64 the second booking read.
     b.clock.advance(PROBE_HOLD_MS);
     for (let i = 0; i < 16; i++) {
-      b.clock.advance(1);
-      await (await book(b, 1)).report(STARVED);
+      const prober = await book(b, 1);
+      b.clock.advance(1_000);
+      await prober.report(STARVED);
     }
     expect(await stored(b.name)).toMatchObject({ rate: 64, decreasedAt: afterDecrease.decreasedAt });
     const version = (await stored(b.name)).version;
@@ -249,11 +252,15 @@ describe.each([memoryBackend(), dynamoBackend()])('RateBudget contract: $kind', 
     b.clock.advance(1);
     await (await book(b, 1)).report(HALF_REFUSED);
     expect(await stored(b.name)).toMatchObject({ rate: 50 });
-    b.clock.advance(PROBE_HOLD_MS - 1);
-    await (await book(b, 1)).report(STARVED);
+    // Booked a second before its report (a whole step's worth), reported 1 ms before the hold ends.
+    b.clock.advance(PROBE_HOLD_MS - 1_001);
+    const early = await book(b, 1);
+    b.clock.advance(1_000);
+    await early.report(STARVED);
     expect(await stored(b.name)).toMatchObject({ rate: 50 });
-    b.clock.advance(1);
-    await (await book(b, 1)).report(STARVED);
+    const prober = await book(b, 1);
+    b.clock.advance(1_000);
+    await prober.report(STARVED);
     expect(await stored(b.name)).toMatchObject({ rate: 50 + 100 / 32 });
   });
 
@@ -263,6 +270,7 @@ describe.each([memoryBackend(), dynamoBackend()])('RateBudget contract: $kind', 
     await (await book(b, 1)).report(HALF_REFUSED);
     b.clock.advance(PROBE_HOLD_MS);
     const bookings = [await book(b, 1), await book(b, 1)];
+    b.clock.advance(1_000);
     await Promise.all(bookings.map((booking) => booking.report(STARVED)));
     expect(await stored(b.name)).toMatchObject({ rate: 53.125 });
   });

@@ -31,7 +31,8 @@ describe('nextRate: the fleet cap control law', () => {
     expect(nextRate(2000, round(989, 11), CEILING)).toBeCloseTo(2000 * (1 - 11 / 1000), 9);
   });
 
-  it('increases by a fixed share of the ceiling only when starved and nothing was refused', () => {
+  it('increases by a share of the ceiling, only when starved and nothing was refused', () => {
+    // A round that ran a second (the default): one step.
     expect(nextRate(2000, round(100, 0, true), CEILING)).toBe(2000 + STEP);
     // One stray refusal: at the limit already, neither cut nor raised.
     expect(nextRate(2000, round(100, 1, true), CEILING)).toBe(2000);
@@ -43,11 +44,22 @@ describe('nextRate: the fleet cap control law', () => {
     expect(nextRate(2000, round(50, 50, true), CEILING)).toBe(1000);
   });
 
+  it('adds a step per second the round ran at the rate, at most one step', () => {
+    expect(nextRate(2000, round(100, 0, true), CEILING, { roundMs: 50 })).toBeCloseTo(2000 + STEP / 20, 9);
+    expect(nextRate(2000, round(100, 0, true), CEILING, { roundMs: 250 })).toBeCloseTo(2000 + STEP / 4, 9);
+    expect(nextRate(2000, round(100, 0, true), CEILING, { roundMs: 60_000 })).toBe(2000 + STEP);
+    // A round booked now (or on a clock behind) ran no time at the rate: it holds.
+    expect(nextRate(2000, round(100, 0, true), CEILING, { roundMs: 0 })).toBe(2000);
+    expect(nextRate(2000, round(100, 0, true), CEILING, { roundMs: -5 })).toBe(2000);
+    // A decrease does not depend on how long the round ran.
+    expect(nextRate(2000, round(50, 50, true), CEILING, { roundMs: 0 })).toBe(1000);
+  });
+
   it('holds for PROBE_HOLD_MS after a decrease before it increases again', () => {
-    expect(nextRate(2000, round(100, 0, true), CEILING, 9_999)).toBe(2000);
-    expect(nextRate(2000, round(100, 0, true), CEILING, 10_000)).toBe(2000 + STEP);
+    expect(nextRate(2000, round(100, 0, true), CEILING, { sinceDecreaseMs: 9_999 })).toBe(2000);
+    expect(nextRate(2000, round(100, 0, true), CEILING, { sinceDecreaseMs: 10_000 })).toBe(2000 + STEP);
     // A decrease is never held back.
-    expect(nextRate(2000, round(50, 50, true), CEILING, 0)).toBe(1000);
+    expect(nextRate(2000, round(50, 50, true), CEILING, { sinceDecreaseMs: 0 })).toBe(1000);
   });
 
   it('keeps every rate within [ceiling / 64, ceiling]', () => {

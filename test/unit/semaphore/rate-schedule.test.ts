@@ -118,8 +118,20 @@ describe('planStep', () => {
 
   it('an increase leaves the slots booked ahead where they are: their holders use them at the old rate', () => {
     const at50 = schedule({ rate: 50, freeAt: NOW + 2_000, decreasedAt: NOW - PROBE_HOLD_MS });
-    const change = planStep(at50, { rate: 50, bookedAt: NOW - 1 }, STARVED, 100, NOW);
+    const change = planStep(at50, { rate: 50, bookedAt: NOW - 1_000 }, STARVED, 100, NOW);
     expect(change).toEqual({ rate: 53.125, freeAt: NOW + 2_000, decreasedAt: NOW - PROBE_HOLD_MS });
+  });
+
+  it('an increase adds a step per second from the booking to the step: short bookings climb no faster', () => {
+    const at50 = schedule({ rate: 50, decreasedAt: NOW - PROBE_HOLD_MS });
+    expect(planStep(at50, { rate: 50, bookedAt: NOW - 250 }, STARVED, 100, NOW)).toMatchObject({
+      rate: 50.78125,
+    });
+    expect(planStep(at50, { rate: 50, bookedAt: NOW - 5_000 }, STARVED, 100, NOW)).toMatchObject({
+      rate: 53.125,
+    });
+    // Booked now: it ran no time at the rate.
+    expect(planStep(at50, { rate: 50, bookedAt: NOW }, STARVED, 100, NOW)).toBeUndefined();
   });
 
   it('moves nothing when the law holds the rate', () => {
@@ -145,7 +157,7 @@ describe('planStep', () => {
 
   it('probes upward only once PROBE_HOLD_MS have passed since the last decrease', () => {
     const at50 = (decreasedAt: number) => schedule({ rate: 50, decreasedAt });
-    const booked = { rate: 50, bookedAt: NOW - 1 };
+    const booked = { rate: 50, bookedAt: NOW - 1_000 };
     expect(planStep(at50(NOW - PROBE_HOLD_MS + 1), booked, STARVED, 100, NOW)).toBeUndefined();
     expect(planStep(at50(NOW - PROBE_HOLD_MS), booked, STARVED, 100, NOW)).toMatchObject({ rate: 53.125 });
   });

@@ -435,6 +435,8 @@ describe('runUnderRate: the first slot', () => {
       latestStart: T0 + 60_000,
       writeBy: T0 + 60_000,
     });
+    // An increase adds by the time its booking ran at the rate (still before the holder's first slot).
+    await vi.advanceTimersByTimeAsync(1_000);
     await other.report({ accepted: 1, throttled: 0, starved: true });
     expect(table.item(NAME)!.rate).toBeGreaterThan(10);
     expect(await settle(running)).toEqual({ rate: 10 });

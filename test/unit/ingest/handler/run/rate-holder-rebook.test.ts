@@ -60,6 +60,17 @@ function fiveWritesBehind(table: MemoryBudgetTable, deadline: number) {
   return { b, holderB };
 }
 
+/**
+ * The invocation's cutoff at 10 s, so a holder that stalls is stopped rather than hanging the test: aborts
+ * `cutoff` and stops `pool`. Cleared by the caller once its work is done.
+ */
+function armCutoff(cutoff: AbortController, pool: ExecutorPool): ReturnType<typeof setTimeout> {
+  return setTimeout(() => {
+    cutoff.abort(new Error('cutoff'));
+    pool.stop();
+  }, 10_000);
+}
+
 beforeEach(() => {
   vi.useFakeTimers({ now: T0 });
 });
@@ -155,11 +166,7 @@ describe('runUnderRate: writes left when its slots are over', () => {
       { deadline: T0 + 10_000, signal: cutoff.signal, releaseTimeoutMs: 500 },
       undefined,
       async () => {
-        // The invocation's cutoff, so a holder that stalls is stopped rather than hanging the test.
-        const timer = setTimeout(() => {
-          cutoff.abort(new Error('cutoff'));
-          poolA.stop();
-        }, 10_000);
+        const timer = armCutoff(cutoff, poolA);
         await Promise.allSettled(
           Array.from({ length: 3 }, async () => {
             await poolA.enqueue(() => new Promise((resolve) => setTimeout(resolve, 700)), { paced: false });
@@ -199,11 +206,7 @@ describe('runUnderRate: writes left when its slots are over', () => {
       { deadline: T0 + 10_000, signal: cutoff.signal, releaseTimeoutMs: 500 },
       undefined,
       async () => {
-        // The invocation's cutoff, so a holder that stalls is stopped rather than hanging the test.
-        const timer = setTimeout(() => {
-          cutoff.abort(new Error('cutoff'));
-          poolA.stop();
-        }, 10_000);
+        const timer = armCutoff(cutoff, poolA);
         let attempt = 0;
         const first = poolA.enqueue(async () => {
           starts.push(Date.now() - T0);

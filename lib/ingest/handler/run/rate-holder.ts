@@ -21,9 +21,11 @@ export interface RateHolderPool extends PacedTarget, RefusalEvents {
   on(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
   on(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
   on(event: 'pool:taskQueued', listener: (e: PoolEvents['pool:taskQueued']) => void): void;
+  on(event: 'pool:taskRetry', listener: (e: PoolEvents['pool:taskRetry']) => void): void;
   off(event: 'pool:taskCompleted', listener: (e: PoolEvents['pool:taskCompleted']) => void): void;
   off(event: 'pool:taskError', listener: (e: PoolEvents['pool:taskError']) => void): void;
   off(event: 'pool:taskQueued', listener: (e: PoolEvents['pool:taskQueued']) => void): void;
+  off(event: 'pool:taskRetry', listener: (e: PoolEvents['pool:taskRetry']) => void): void;
 }
 
 /** One tenant's writes in this invocation, as its holder sees them. */
@@ -281,20 +283,22 @@ interface Slots {
 }
 
 /**
- * Resolves `true` when a task next enters the pool's queue, `false` when the work settles first (the work
- * is bound by the invocation's signal, so the cutoff ends this wait too).
+ * Resolves `true` when a write next waits in the pool: a task enters its queue, or a write in flight is
+ * refused and waits to retry (a retry goes back to the queue without entering it anew, so it is no
+ * `pool:taskQueued`); `false` when the work settles first (the work is bound by the invocation's signal,
+ * so the cutoff ends this wait too).
  */
 function nextQueued(pool: RateHolderPool, settled: Promise<void>): Promise<boolean> {
   return new Promise((resolve) => {
-    const onQueued = () => {
-      pool.off('pool:taskQueued', onQueued);
-      resolve(true);
+    const stop = (waits: boolean) => {
+      pool.off('pool:taskQueued', onWaiting);
+      pool.off('pool:taskRetry', onWaiting);
+      resolve(waits);
     };
-    pool.on('pool:taskQueued', onQueued);
-    void settled.then(() => {
-      pool.off('pool:taskQueued', onQueued);
-      resolve(false);
-    });
+    const onWaiting = () => stop(true);
+    pool.on('pool:taskQueued', onWaiting);
+    pool.on('pool:taskRetry', onWaiting);
+    void settled.then(() => stop(false));
   });
 }
 

@@ -19,7 +19,7 @@ const NAME = 'prefix:b/t=acme/';
 const T0 = 1_000_000;
 const CATCH_UP = SLOT_CATCH_UP_MS;
 
-type EventName = 'pool:taskCompleted' | 'pool:taskError' | 'pool:taskQueued';
+type EventName = 'pool:taskCompleted' | 'pool:taskError' | 'pool:taskQueued' | 'pool:taskRetry';
 
 /** A pool the test drives: what it was told (ms since T0), the writes waiting, the listeners it has. */
 class DrivenPool implements RateHolderPool {
@@ -230,6 +230,7 @@ describe('runUnderRate: the allowance of paced starts', () => {
     watch.count = 2;
     await vi.advanceTimersByTimeAsync(300 + CATCH_UP);
     expect(pool.listening('pool:taskQueued')).toBe(1);
+    expect(pool.listening('pool:taskRetry')).toBe(1);
     await vi.advanceTimersByTimeAsync(400 - 300 - CATCH_UP);
     pool.waiting = 1;
     pool.emit('pool:taskQueued', { id: 'w3', waiting: 1 });
@@ -239,6 +240,7 @@ describe('runUnderRate: the allowance of paced starts', () => {
       [400, 1],
     ]);
     expect(pool.listening('pool:taskQueued')).toBe(0);
+    expect(pool.listening('pool:taskRetry')).toBe(0);
     expect(pool.allowances(400)).toEqual([
       { at: 400, ms: 100, catchUpMs: CATCH_UP, starts: 1, withinMs: 100 + CATCH_UP },
     ]);

@@ -71,6 +71,36 @@ function armCutoff(cutoff: AbortController, pool: ExecutorPool): ReturnType<type
   }, 10_000);
 }
 
+/**
+ * Holder A at 10 writes/s with `writes` writes, whose refused writes are retried once, and a cutoff at
+ * 10 s (`armCutoff`) that `body` arms and clears around its writes through `pool`.
+ */
+function holderWithCutoff(writes: number) {
+  const table = new MemoryBudgetTable();
+  const books: BookOptions[] = [];
+  const cutoff = new AbortController();
+  const pool = new ExecutorPool({
+    concurrency: writes,
+    retries: 1,
+    retryDelay: 1,
+    jitter: 'none',
+    timeout: 0,
+  });
+  const run = (body: () => Promise<unknown>) =>
+    runUnderRate(
+      budgetOn(table, books),
+      { pool, writes, inFlight: writes },
+      { deadline: T0 + 10_000, signal: cutoff.signal, releaseTimeoutMs: 500 },
+      undefined,
+      async () => {
+        const timer = armCutoff(cutoff, pool);
+        await body();
+        clearTimeout(timer);
+      },
+    );
+  return { cutoff, pool, run, books };
+}
+
 beforeEach(() => {
   vi.useFakeTimers({ now: T0 });
 });
@@ -192,37 +222,26 @@ describe('runUnderRate: writes left when its slots are over', () => {
   });
 
   it('a read that reaches the pool after its slots, with every write it booked sent, books the write behind it (never zero slots)', async () => {
-    const table = new MemoryBudgetTable();
-    const booksA: BookOptions[] = [];
-    const cutoff = new AbortController();
     // 10 writes/s, 2 writes: slots [0, 200) ms. The first write is refused once and its retry takes the
     // second slot, so both booked writes are sent. The second record's read (unpaced: it starts at once)
     // reaches the pool at 700 ms, and its write follows it.
-    const poolA = new ExecutorPool({ concurrency: 2, retries: 1, retryDelay: 1, jitter: 'none', timeout: 0 });
+    const { cutoff, pool: poolA, run, books: booksA } = holderWithCutoff(2);
     const starts: number[] = [];
-    const holderA = runUnderRate(
-      budgetOn(table, booksA),
-      { pool: poolA, writes: 2, inFlight: 2 },
-      { deadline: T0 + 10_000, signal: cutoff.signal, releaseTimeoutMs: 500 },
-      undefined,
-      async () => {
-        const timer = armCutoff(cutoff, poolA);
-        let attempt = 0;
-        const first = poolA.enqueue(async () => {
+    let attempt = 0;
+    const holderA = run(() => {
+      const first = poolA.enqueue(async () => {
+        starts.push(Date.now() - T0);
+        if (attempt++ === 0) throw slowDown();
+      });
+      const second = (async () => {
+        await new Promise((resolve) => setTimeout(resolve, 700));
+        await poolA.enqueue(() => new Promise((resolve) => setTimeout(resolve, 10)), { paced: false });
+        await poolA.enqueue(async () => {
           starts.push(Date.now() - T0);
-          if (attempt++ === 0) throw slowDown();
         });
-        const second = (async () => {
-          await new Promise((resolve) => setTimeout(resolve, 700));
-          await poolA.enqueue(() => new Promise((resolve) => setTimeout(resolve, 10)), { paced: false });
-          await poolA.enqueue(async () => {
-            starts.push(Date.now() - T0);
-          });
-        })();
-        await Promise.allSettled([first, second]);
-        clearTimeout(timer);
-      },
-    );
+      })();
+      return Promise.allSettled([first, second]);
+    });
     await vi.runAllTimersAsync();
     await expect(holderA).resolves.toMatchObject({ rate: 10 });
     expect(cutoff.signal.aborted).toBe(false);
@@ -230,6 +249,34 @@ describe('runUnderRate: writes left when its slots are over', () => {
     expect(starts).toHaveLength(3);
     expect(starts[2]).toBeGreaterThanOrEqual(710);
     expect(starts[2]).toBeLessThan(2_000);
+  });
+
+  it('a write still in flight when its slots end, refused and retried, books a slot for its retry and starts it before the cutoff', async () => {
+    // 10 writes/s, 2 writes: slots [0, 200) ms. The first write is answered at 500 ms, after the slots are
+    // over and nothing is waiting; its answer is a SlowDown, so its retry waits out its backoff and goes
+    // back to the queue (no new task: the pool emits a retry, not a `pool:taskQueued`).
+    const { cutoff, pool: poolA, run, books: booksA } = holderWithCutoff(2);
+    const starts: number[] = [];
+    let attempt = 0;
+    const holderA = run(() => {
+      const slow = poolA.enqueue(async () => {
+        starts.push(Date.now() - T0);
+        if (attempt++ > 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        throw slowDown();
+      });
+      const quick = poolA.enqueue(async () => {
+        starts.push(Date.now() - T0);
+      });
+      return Promise.allSettled([slow, quick]);
+    });
+    await vi.runAllTimersAsync();
+    await expect(holderA).resolves.toMatchObject({ rate: 10 });
+    expect(cutoff.signal.aborted).toBe(false);
+    expect(booksA.map((o) => o.writes)).toEqual([2, 1]);
+    expect(starts).toHaveLength(3);
+    expect(starts[2]).toBeGreaterThanOrEqual(501);
+    expect(starts[2]).toBeLessThan(1_000);
   });
 
   it("after a cut stretches its slots, its writes left over book after the holder behind it, never in that holder's stretched slots", async () => {

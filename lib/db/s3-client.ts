@@ -1,5 +1,6 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { SignalScopedHttpHandler } from './request-signal.js';
+import { keepConfigCompact } from './s3-client-config-shape.js';
 import { dropUnusedPerCallMiddlewares, reuseRequestSigner } from './s3-client-trims.js';
 import { KeyCachingSha256 } from './sha256-key-cache.js';
 
@@ -56,7 +57,8 @@ export interface CreateS3ClientOptions {
  * the pool, path-style when an endpoint is overridden, and a cached middleware stack with abort signals
  * taken from the call's async context (`SignalScopedHttpHandler`), checksums only where S3 requires them,
  * without the per-call middlewares it does not use, with one request signer (and its last signing key)
- * reused (`s3-client-trims.ts`) and HMAC keys kept as key objects (`sha256-key-cache.ts`): well under 0.6x
+ * reused (`s3-client-trims.ts`), HMAC keys kept as key objects (`sha256-key-cache.ts`) and its config laid out
+ * for the SDK's per-call copies of it (`s3-client-config-shape.ts`): well under 0.6x
  * the CPU per write of per-call `{ abortSignal }` on the SDK's default stack (bench:db, lib/db/README.md),
  * with the same cancellation and error shapes. Create one per process/container and share it.
  */
@@ -89,5 +91,6 @@ export function createS3Client(options: CreateS3ClientOptions = {}): S3Client {
   });
   dropUnusedPerCallMiddlewares(client);
   reuseRequestSigner(client);
+  keepConfigCompact(client.config);
   return client;
 }

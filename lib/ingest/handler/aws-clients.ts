@@ -3,6 +3,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { createS3Client } from '../../db/s3-client.js';
+import { keepConfigCompact } from '../../db/s3-client-config-shape.js';
 import type { IngestConfig } from '../config.js';
 
 /** The clients one container shares across invocations and tenants (created once, at cold start). */
@@ -51,7 +52,8 @@ export const DEFAULT_AWS_TIMEOUTS = {
  * Builds the container's clients from the config, keeping any that were injected. The S3 client is the
  * pool-backed one (`maxAttempts: 1`, the pools own retries and per-attempt timeouts) with one keep-alive
  * socket per slot of the invocation's budget, so requests never queue invisibly inside the SDK. SQS and
- * DynamoDB get a request and a connection timeout (`timeouts`).
+ * DynamoDB get a request and a connection timeout (`timeouts`). Every client built here has its config laid
+ * out for the SDK's per-call copies of it (`keepConfigCompact`).
  */
 export function createAwsClients(
   config: IngestConfig,
@@ -70,6 +72,10 @@ export function createAwsClients(
     }),
     ...(timeouts.maxAttempts === undefined ? {} : { maxAttempts: timeouts.maxAttempts }),
   });
+  const compact = <C extends { readonly config: object }>(client: C): C => {
+    keepConfigCompact(client.config);
+    return client;
+  };
   return {
     s3:
       provided.s3 ??
@@ -81,17 +87,21 @@ export function createAwsClients(
       }),
     sqs:
       provided.sqs ??
-      new SQSClient({
-        ...common,
-        ...(config.endpoints.sqs === undefined ? {} : { endpoint: config.endpoints.sqs }),
-        ...bounded(),
-      }),
+      compact(
+        new SQSClient({
+          ...common,
+          ...(config.endpoints.sqs === undefined ? {} : { endpoint: config.endpoints.sqs }),
+          ...bounded(),
+        }),
+      ),
     dynamodb:
       provided.dynamodb ??
-      new DynamoDBClient({
-        ...common,
-        ...(config.endpoints.dynamodb === undefined ? {} : { endpoint: config.endpoints.dynamodb }),
-        ...bounded(),
-      }),
+      compact(
+        new DynamoDBClient({
+          ...common,
+          ...(config.endpoints.dynamodb === undefined ? {} : { endpoint: config.endpoints.dynamodb }),
+          ...bounded(),
+        }),
+      ),
   };
 }

@@ -1,6 +1,8 @@
 // npm run bench:pool-closure — the pool's lead in the closure-plus-payload-per-task pattern, steady: ExecutorPool
 // (priorities, retries, timeouts on) against fastq (push(payload)) and p-queue with priority, 100k tasks,
 // concurrency 100, each engine in its own process (bench/pool/engine.ts, mode `closure`), interleaved per round.
+// `pool-one-priority` is the same pool with every task at one priority: the gap between it and `pool` is what
+// starting queued tasks in priority order (not in the order they were allocated) costs.
 // The ratios are taken per round (same load on both) and reported as median (min-max) over the rounds.
 // BENCH_POOL_ROUNDS (default 5) sets the rounds.
 import { loadavg } from 'node:os';
@@ -13,7 +15,7 @@ import { formatSpread, spreadOf } from './support/stats.js';
 const ROUNDS = Number(process.env.BENCH_POOL_ROUNDS ?? 5);
 const TASKS = 100_000;
 const script = fileURLToPath(new URL('./pool/engine.ts', import.meta.url));
-const engines = ['pool', 'fastq', 'p-queue-priority'] as const;
+const engines = ['pool', 'fastq', 'p-queue-priority', 'pool-one-priority'] as const;
 type Engine = (typeof engines)[number];
 
 const loadAtStart = loadavg();
@@ -32,7 +34,7 @@ for (let round = 0; round < ROUNDS; round++) {
   }
   rounds.push(results);
   process.stderr.write(
-    `  round ${round + 1}/${ROUNDS}: pool/fastq ${(results.pool.opsPerSec / results.fastq.opsPerSec).toFixed(2)}x, pool/p-queue(priority) ${(results.pool.opsPerSec / results['p-queue-priority'].opsPerSec).toFixed(2)}x (load ${loadavg()[0]})\n`,
+    `  round ${round + 1}/${ROUNDS}: pool/fastq ${(results.pool.opsPerSec / results.fastq.opsPerSec).toFixed(2)}x, pool/p-queue(priority) ${(results.pool.opsPerSec / results['p-queue-priority'].opsPerSec).toFixed(2)}x, pool with one priority/fastq ${(results['pool-one-priority'].opsPerSec / results.fastq.opsPerSec).toFixed(2)}x (load ${loadavg()[0]})\n`,
   );
 }
 
@@ -43,6 +45,10 @@ const rows: Row[] = engines.map((engine) => ({
   'ops/s': formatSpread(spreadOf(rounds.map((r) => r[engine].opsPerSec)), 0),
   'CPU µs/task': formatSpread(spreadOf(rounds.map((r) => r[engine].cpuMicrosPerTask)), 2),
   'pool / this (ops/s, per round)': engine === 'pool' ? undefined : formatSpread(ratio(engine), 2),
+  'this / fastq (ops/s, per round)':
+    engine === 'fastq'
+      ? undefined
+      : formatSpread(spreadOf(rounds.map((r) => r[engine].opsPerSec / r.fastq.opsPerSec)), 2),
 }));
 writeResults('pool-closure', rows, {
   description: `${TASKS} tasks, concurrency 100, a fresh payload per task (a fresh closure where the API takes functions), one setImmediate hop of work; ${ROUNDS} rounds, engines interleaved; figures: median (min-max) over rounds`,
@@ -52,6 +58,9 @@ writeResults('pool-closure', rows, {
     'pool / fastq ops/s (>= 1.2)': ratio('fastq'),
     'pool / p-queue with priority ops/s (>= 3)': ratio('p-queue-priority'),
     'pool / fastq CPU per task': cpuRatio,
+    'pool with one priority / fastq ops/s': spreadOf(
+      rounds.map((r) => r['pool-one-priority'].opsPerSec / r.fastq.opsPerSec),
+    ),
   },
   rounds,
 });

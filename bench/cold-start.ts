@@ -2,8 +2,8 @@
 // its size and largest inputs (esbuild metafile), then starts it cold in fresh Node processes
 // (bench/cold-start/probe.mjs) against the local stack: Node's boot, the bundle's module evaluation (config,
 // clients, Powertools) and the first invocation against a warm one of the same shape. Variants interleave
-// per round: with NODE_OPTIONS=--enable-source-maps and without it (how the function runs:
-// docs/decisions/no-runtime-source-maps.md).
+// per round: with NODE_OPTIONS=--enable-source-maps (how the function runs:
+// docs/decisions/source-maps-at-runtime.md) and without it.
 // BENCH_COLD_STARTS (default 15) sets the processes per variant.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -128,8 +128,8 @@ try {
     POWERTOOLS_LOG_LEVEL: 'INFO',
   };
   const variants = [
-    { name: 'with --enable-source-maps', env: { ...baseEnv, NODE_OPTIONS: '--enable-source-maps' } },
-    { name: 'without source maps (deployed)', env: baseEnv },
+    { name: 'deployed (--enable-source-maps)', env: { ...baseEnv, NODE_OPTIONS: '--enable-source-maps' } },
+    { name: 'without source maps', env: baseEnv },
   ];
   const results = new Map<string, ProbeResult[]>(variants.map((v) => [v.name, []]));
   for (let round = 0; round < STARTS; round++) {

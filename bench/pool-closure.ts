@@ -4,7 +4,8 @@
 // `pool-one-priority` is the same pool with every task at one priority: the gap between it and `pool` is what
 // starting queued tasks in priority order (not in the order they were allocated) costs.
 // The ratios are taken per round (same load on both) and reported as median (min-max) over the rounds.
-// BENCH_POOL_ROUNDS (default 5) sets the rounds.
+// BENCH_POOL_ROUNDS (default 5) sets the rounds; BENCH_POOL_WARM_RUNS (default 0) unmeasured runs of the same
+// pattern in each engine's process before the measured one (0: the first 100k tasks, JIT warm-up included).
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { EngineResult } from './pool/engine.js';
@@ -51,7 +52,7 @@ const rows: Row[] = engines.map((engine) => ({
       : formatSpread(spreadOf(rounds.map((r) => r[engine].opsPerSec / r.fastq.opsPerSec)), 2),
 }));
 writeResults('pool-closure', rows, {
-  description: `${TASKS} tasks, concurrency 100, a fresh payload per task (a fresh closure where the API takes functions), one setImmediate hop of work; ${ROUNDS} rounds, engines interleaved; figures: median (min-max) over rounds`,
+  description: `${TASKS} tasks, concurrency 100, a fresh payload per task (a fresh closure where the API takes functions), one setImmediate hop of work; ${ROUNDS} rounds, engines interleaved; ${process.env.BENCH_POOL_WARM_RUNS ?? 0} unmeasured runs before the measured one in each process; figures: median (min-max) over rounds`,
   loadAverageAtStart: loadAtStart,
   loadAverageAtEnd: loadavg(),
   targets: {

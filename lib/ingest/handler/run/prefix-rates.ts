@@ -105,6 +105,12 @@ export class PrefixRates {
   readonly #releaseTimeoutMs: number;
   /** Stripes of a sharded tenant's budget (0: no resource is sharded). */
   readonly #stripes: number;
+  /**
+   * Sharded tenants that booked a stripe or were promoted recently (`#promotionName`), least recently used
+   * out: they book whatever their batch brings, as a tenant whose prefix budget is cached does. A booking's
+   * stripe is picked at random, so the stripe budgets cached cannot tell.
+   */
+  readonly #stripedBookers: LRUCache<string, true>;
 
   /**
    * `factory`: the prefixes' rate budgets; without one, pools run bounded only by the invocation.
@@ -123,6 +129,7 @@ export class PrefixRates {
     this.#budgets = new LRUCache<string, RateBudget>({
       max: config.tenantCacheSize * Math.max(1, this.#stripes),
     });
+    this.#stripedBookers = new LRUCache<string, true>({ max: config.tenantCacheSize });
     this.#releaseTimeoutMs = releaseTimeoutMs(config);
   }
 
@@ -153,7 +160,10 @@ export class PrefixRates {
     // A tenant whose prefix booked recently, or that S3 throttled while it wrote unbooked (its budget is
     // cached either way), books whatever its batch brings: a hot prefix whose records come back spread over
     // many redelivered batches would otherwise escape its prefix's rate.
-    const large = (t: T) => t.writes >= SMALL_TENANTS.writes || this.#budgets.has(this.#promotionName(t));
+    const large = (t: T) =>
+      t.writes >= SMALL_TENANTS.writes ||
+      this.#budgets.has(this.#promotionName(t)) ||
+      this.#stripedBookers.has(this.#promotionName(t));
     await Promise.all([
       ...tenants
         .filter(large)
@@ -278,6 +288,7 @@ export class PrefixRates {
   /** The budget a holder books: its tenant prefix's, or a stripe of its sharded budget picked at random. */
   #bookingName(tenant: TenantRateRequest): string {
     if (!this.#striped(tenant)) return this.#prefixName(tenant.tenant);
+    this.#stripedBookers.set(this.#promotionName(tenant), true);
     const stripe = Math.min(this.#stripes - 1, Math.floor(this.random() * this.#stripes));
     return stripeBudgetName(this.config.bucketName, tenant.tenant, stripe, this.#stripes);
   }

@@ -120,6 +120,21 @@ describe('PrefixRates: sharded tenants book stripes', () => {
     expect(budgets.books()).toHaveLength(1);
   });
 
+  it('a sharded tenant that booked keeps booking when a later batch brings it few writes, whatever stripe it booked', async () => {
+    const budgets = memoryBudgets();
+    const rates = new PrefixRates(testConfig(SHARDED), budgets.factory, undefined, cycling(0.9, 0.6));
+    await rates.run([writing('whale', 40, ['orders'])], window(), async () => undefined);
+    await rates.run(
+      [writing('whale', 3, ['orders']), writing('cold', 3, ['orders'])],
+      window(),
+      async () => undefined,
+    );
+    expect(budgets.books().map((b) => [b.name, b.options.writes])).toEqual([
+      [stripeOf('whale', 3, 4), 40],
+      [stripeOf('whale', 2, 4), 3],
+    ]);
+  });
+
   it('caches up to TENANT_CACHE_SIZE x stripes budgets', async () => {
     const budgets = memoryBudgets();
     let i = 0;

@@ -117,7 +117,7 @@ function grid(): FleetCellConfig[] {
     { ...burst, name: `${burst.name}-burst` },
     { ...halving, name: `${halving.name}-halving` },
   ];
-  if (mode === 'full') cells.push(...events);
+  if (mode === 'full') cells.push(...events, ...shardedCells());
   else {
     // In the order they run: by CPU at 1 M, longest first; the same axis values as c1000-t100-uniform and
     // c10-t100000-zipf would carry, for less CPU.
@@ -142,6 +142,25 @@ function grid(): FleetCellConfig[] {
       );
     return found;
   });
+}
+
+/**
+ * The whale cells (issue 35): c1000-t10000-zipf with the resource sharded. Zipf(1.1) over 10,000 tenants
+ * at 200,000 messages/s offered sends tenant 0 ~30,000 writes/s: N = 30,000 / 3,000 rounded up to a power
+ * of two = 16 (docs/decisions/sharded-keys.md). `-shard`: S3 has partitioned every shard prefix already
+ * (a resource sharded ahead of its peak); `-shard-scaleup`: each tenant's shards start in one partition,
+ * which splits after 5 s of being hot (the model's assumption: AWS gives no figure), down to one per shard.
+ */
+function shardedCells(): FleetCellConfig[] {
+  const shards = 16;
+  const sharded = (suffix: string, prePartitioned: boolean): FleetCellConfig => {
+    const c = cell(1000, 10_000, 'zipf', {
+      env: { RESOURCE_SHARDS: JSON.stringify({ items: shards }) },
+      s3: { ...base.s3, partitions: { shards, prePartitioned, splitAfterSeconds: 5 } },
+    });
+    return { ...c, name: `${c.name}-${suffix}` };
+  };
+  return [sharded('shard', true), sharded('shard-scaleup', false)];
 }
 
 const round = (n: number, digits = 0) => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -180,6 +199,13 @@ function rowOf(c: FleetCellConfig, r: FleetCellResult, peakRssBytes: number): Ro
         : round(r.messagesPerSecond95),
     'msg/s': round(r.messagesPerSecond),
     'hot prefix % of limit': round((100 * r.hotPrefix.beforeHalving) / r.hotPrefix.limit),
+    // Tenant 0's accepted writes, its best 10 s (over all its shard prefixes when sharded).
+    'hot tenant writes/s': round(r.hotPrefix.beforeHalving),
+    ...(r.partitions === undefined
+      ? {}
+      : {
+          'hot tenant S3 partitions (splits)': `${r.partitions.hotTenantPartitions} (${r.partitions.splits.length})`,
+        }),
     ...(r.hotPrefix.afterHalving === undefined
       ? {}
       : {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_SHARDS } from '../lib/db/shard-hash.js';
 import { CONFIG_DEFAULTS, minimumTimeoutSeconds } from '../lib/ingest/config.js';
 import { ConfigError } from '../lib/ingest/errors.js';
 import { parseTenantPatterns } from '../lib/ingest/source-tenants.js';
@@ -142,6 +143,12 @@ const environmentSchema = z
     resources: z
       .record(resourceName, z.record(z.string(), z.unknown()))
       .refine((r) => Object.keys(r).length > 0, 'declare at least one resource'),
+    /**
+     * `RESOURCE_SHARDS`: resource name -> shard count (1..4096) for the resources whose records spread over
+     * several S3 prefixes (docs/decisions/sharded-keys.md). Fixed for a resource's life: a deployed
+     * resource changes it only offline (`copyLayout`). Unset: every resource unsharded.
+     */
+    resourceShards: z.record(resourceName, z.int().min(1).max(MAX_SHARDS)).optional(),
     versioning: z.boolean(),
     removalPolicy: z.enum(['retain', 'destroy']),
     retention: retentionSchema,
@@ -178,12 +185,22 @@ const environmentSchema = z
         message: 'must be >= 1 when batchSize > 10 (SQS event source rule)',
       });
     }
-    const resourcesBytes = Buffer.byteLength(JSON.stringify(c.resources));
+    for (const name of Object.keys(c.resourceShards ?? {})) {
+      if (!Object.hasOwn(c.resources, name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['resourceShards', name],
+          message: 'names no resource declared in resources',
+        });
+    }
+    const resourcesBytes =
+      Buffer.byteLength(JSON.stringify(c.resources)) +
+      Buffer.byteLength(JSON.stringify(c.resourceShards ?? {}));
     if (resourcesBytes > MAX_RESOURCES_ENV_BYTES) {
       ctx.addIssue({
         code: 'custom',
         path: ['resources'],
-        message: `serializes to ${resourcesBytes} bytes; the RESOURCES variable must stay under ${MAX_RESOURCES_ENV_BYTES} (Lambda allows 4 KB of environment in total)`,
+        message: `serializes to ${resourcesBytes} bytes (with resourceShards); RESOURCES and RESOURCE_SHARDS must stay under ${MAX_RESOURCES_ENV_BYTES} (Lambda allows 4 KB of environment in total)`,
       });
     }
     if (c.fifo && c.batchSize > FIFO_MAX_BATCH_SIZE) {
@@ -264,7 +281,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 // Nested blocks (retention, alarms) merge key by key so an environment overrides one threshold without
-// restating the rest; `resources` is replaced whole, since merging two schema maps would be a surprise.
+// restating the rest; `resources` and `resourceShards` are replaced whole, since merging two resource maps
+// would be a surprise (a default's shard count for a resource the environment does not declare).
 function mergeDefaults(
   defaults: Record<string, unknown>,
   env: Record<string, unknown>,
@@ -273,7 +291,9 @@ function mergeDefaults(
   for (const [key, value] of Object.entries(env)) {
     const base = merged[key];
     merged[key] =
-      key !== 'resources' && isPlainObject(base) && isPlainObject(value) ? { ...base, ...value } : value;
+      key !== 'resources' && key !== 'resourceShards' && isPlainObject(base) && isPlainObject(value)
+        ? { ...base, ...value }
+        : value;
   }
   return merged;
 }

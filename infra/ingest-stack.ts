@@ -218,6 +218,9 @@ export class IngestStack extends Stack {
         DLQ_URL: this.rejectedQueue.queueUrl,
         SEMAPHORE_TABLE: this.table.tableName,
         RESOURCES: JSON.stringify(config.resources),
+        ...(config.resourceShards === undefined || Object.keys(config.resourceShards).length === 0
+          ? {}
+          : { RESOURCE_SHARDS: JSON.stringify(config.resourceShards) }),
         POOL_CONCURRENCY: String(config.poolConcurrency),
         S3_PREFIX_WRITE_RATE: String(config.s3PrefixWriteRate),
         // loadConfig checks its deadline margin against the timeout at cold start.

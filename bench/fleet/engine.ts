@@ -15,6 +15,7 @@ import { MemoryBucket, MemoryObjectStore } from '../../lib/db/memory-object-stor
 import { loadConfig } from '../../lib/ingest/config.js';
 import { createIngestHandler, type IngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
 import { dynamoRateBudgets } from '../../lib/ingest/handler/run/prefix-budgets.js';
+import { stripeBudgetName, stripeCount } from '../../lib/ingest/handler/run/shard-stripes.js';
 import { DEFERRAL_ATTRIBUTES } from '../../lib/ingest/handler/settle/deferral-port.js';
 import { createLambdaContext } from '../../lib/local/lambda/sqs-event.js';
 import { systemClock } from '../../lib/local/s3-behaviour/clock.js';
@@ -30,6 +31,7 @@ import {
   peakMean,
   type S3RequestCounts,
 } from './s3-model.js';
+import { type PartitionSplit, type ShardPartitionOptions, ShardPartitions } from './s3-partitions.js';
 import {
   ACKED,
   chunks,
@@ -81,6 +83,12 @@ export interface FleetCellConfig {
     clientCpuMsPerCall?: number;
     /** That CPU is one for all containers (the local stack's single process), not one per container. @default false */
     clientCpuShared?: boolean;
+    /**
+     * S3's partitions of the sharded resource's shard prefixes (`RESOURCE_SHARDS` in `env`): how many shards,
+     * whether S3 has partitioned them already, how long a partition stays hot before it splits
+     * (bench/fleet/s3-partitions.ts). @default none: one token bucket per tenant prefix
+     */
+    partitions?: { shards: number } & ShardPartitionOptions;
   };
   dynamo: {
     writeUnitsPerSecond: number;
@@ -136,6 +144,8 @@ export interface FleetCellResult {
   /** 95% of the messages over the time until 95% were final: the rate without the redelivery tail. */
   messagesPerSecond95: number;
   hotPrefix: { beforeHalving: number; afterHalving?: number; limit: number };
+  /** With S3 partitions modelled: the splits S3 made (the model's scale-up), and the hot tenant's partitions at the end. */
+  partitions?: { splits: PartitionSplit[]; hotTenantPartitions: number };
   s3: { requests: number; throttled: number; counts: S3RequestCounts };
   dynamo: DynamoStats & { calls: number; attempts: number; retries: number };
   /** The handler's `BookingWaitMs` samples: from a booking to its first slot. */
@@ -207,8 +217,13 @@ const bodyOf = (i: number) =>
   messageBody(i, workload.tenantOf[i]!, workload.poison[i] === 1, config.allUpserts === true);
 const bodyBytes = (i: number) => bodyOf(i).length;
 
-// S3: the shared behaviour model, tenant 0's prefix with its own (its limit may step).
+// S3: the shared behaviour model, tenant 0's prefix with its own (its limit may step); with a sharded
+// resource, each model's token buckets are per partition of a tenant's shard prefixes.
 const hotPrefix = 't=t-0/';
+const partitions =
+  config.s3.partitions === undefined
+    ? undefined
+    : new ShardPartitions(config.s3.partitions.shards, config.s3.partitions);
 const s3Model = new PrefixRoutedModel(
   {
     writesPerSecond: config.s3.writesPerSecond,
@@ -216,6 +231,7 @@ const s3Model = new PrefixRoutedModel(
     faults: { internalErrorRate: config.s3.internalErrorRate },
     clock: systemClock,
     seed: config.seed + 2,
+    ...(partitions === undefined ? {} : { prefixOf: partitions.partitionOf }),
   },
   [hotPrefix],
 );
@@ -377,9 +393,16 @@ const traceLine = (line: object) => {
   if (traceFile !== undefined)
     appendFileSync(traceFile, `${JSON.stringify({ at: Date.now() - EPOCH, ...line })}\n`);
 };
+// The hot tenant's budgets: its prefix's, and its stripes when its resource is sharded.
+const hotBudgetNames = [
+  `prefix:fleet-bucket/${hotPrefix}`,
+  ...Array.from({ length: stripeCount(ingestConfig) }, (_, k) =>
+    stripeBudgetName('fleet-bucket', 't-0', k, stripeCount(ingestConfig)),
+  ),
+];
 const budgets = traceBudgets(
   dynamoRateBudgets(ingestConfig, dynamodb as never, ingestConfig.semaphoreTable!),
-  `prefix:fleet-bucket/${hotPrefix}`,
+  (name) => hotBudgetNames.includes(name),
   traceLine,
 );
 
@@ -570,14 +593,22 @@ produce();
 // Once a simulated second: the hot prefix's schedule item (its rate, how far ahead its slots are booked),
 // for the cell's timeline.
 const timeline: TimelinePoint[] = [];
-const hotBudget = `rate#prefix:fleet-bucket/${hotPrefix}`;
 let lastFinal = 0;
 function sample(): void {
   let rate = 0;
   let bookedAheadMs = 0;
-  for (const item of table.itemsOf(hotBudget)) {
-    rate += Number(item.rate?.N ?? 0);
-    bookedAheadMs += Math.max(0, Number(item.freeAt?.N ?? 0) - Date.now());
+  // Summed over the hot tenant's budgets (its stripes' rates add up; how far ahead, the sum over them).
+  for (const name of hotBudgetNames) {
+    for (const item of table.itemsOf(`rate#${name}`)) {
+      rate += Number(item.rate?.N ?? 0);
+      bookedAheadMs += Math.max(0, Number(item.freeAt?.N ?? 0) - Date.now());
+    }
+  }
+  if (partitions !== undefined) {
+    const writeLimit = config.s3.writesPerSecond;
+    partitions.tick(s3Model.shared.stats().byPrefix, writeLimit, Date.now() - EPOCH);
+    for (const { model } of s3Model.hot.values())
+      partitions.tick(model.stats().byPrefix, writeLimit, Date.now() - EPOCH);
   }
   const second = timeline.length;
   const hotModel = s3Model.hot.get(hotPrefix)!;
@@ -650,7 +681,8 @@ for (let i = 0; i < config.messages; i++) {
   if (fate === ACKED) {
     acked += 1;
     e2e[e2eCount++] = queue.ackedAt[i]! - queue.sentAt[i]!;
-    if (!bucket.objects.has(objectKey(i, workload.tenantOf[i]!))) lost += 1;
+    if (!bucket.objects.has(objectKey(i, workload.tenantOf[i]!, ingestConfig.resourceShards?.items ?? 1)))
+      lost += 1;
   } else if (fate === DEAD_LETTERED) deadLettered += 1;
   else if (fate === REDRIVEN) redriven += 1;
   else if (!stoppedEarly) lost += 1;
@@ -697,6 +729,9 @@ const result: FleetCellResult = {
     ...(after === undefined ? {} : { afterHalving: peak(after) }),
     limit: config.s3.writesPerSecond,
   },
+  ...(partitions === undefined
+    ? {}
+    : { partitions: { splits: partitions.splits, hotTenantPartitions: partitions.partitions(hotPrefix) } }),
   s3: { requests: s3Totals.requests, throttled: s3Totals.throttled, counts: store.counts },
   dynamo: { ...table.report(), ...dynamodb.counters },
   bookingWaitMs: { p50: bookingWait.quantile(0.5), p99: bookingWait.quantile(0.99) },

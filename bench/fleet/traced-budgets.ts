@@ -65,18 +65,19 @@ const zero = (): BudgetCounts => ({
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
 /**
- * Wraps a rate-budget factory so every booking, step and report is counted (`trace`), and those of budget
- * `hotName` are also written one per line through `line` (the cell's trace file).
+ * Wraps a rate-budget factory so every booking, step and report is counted (`trace`), and those of the hot
+ * budgets (`isHot`: the hot tenant's prefix, or its stripes when sharded) are also written one per line
+ * through `line` (the cell's trace file).
  */
 export function traceBudgets(
   inner: RateBudgetFactory,
-  hotName: string,
+  isHot: (name: string) => boolean,
   line: (entry: object) => void,
 ): { factory: RateBudgetFactory; trace: BudgetTrace } {
   const trace: BudgetTrace = { all: zero(), hot: zero() };
   const factory: RateBudgetFactory = (name, ceiling) => {
     const budget = inner(name, ceiling);
-    const hot = name === hotName;
+    const hot = isHot(name);
     const counts = hot ? [trace.all, trace.hot] : [trace.all];
     const add = (f: (c: BudgetCounts) => void) => {
       for (const c of counts) f(c);

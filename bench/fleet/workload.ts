@@ -1,3 +1,5 @@
+import { shardLabel, shardOf } from '../../lib/db/shard-hash.js';
+
 // The messages of one cell, fixed by a seed: which tenant each message writes to (uniform or Zipf over the
 // tenants, plus an optional hot-tenant burst), which operation, and which ones are poison.
 
@@ -87,7 +89,12 @@ export function messageBody(index: number, tenant: number, poison: boolean, allU
   return `{"v":1,"tenant":"t-${tenant}","resource":"${resource}","op":"${op}","id":"m-${index}","data":{"n":${index},"payload":"${PAYLOAD}"}}`;
 }
 
-/** The object key message `index` writes (the layout's `t=<tenant>/r=<resource>/id=<id>.json`). */
-export function objectKey(index: number, tenant: number): string {
-  return `t=t-${tenant}/r=items/id=m-${index}.json`;
+/**
+ * The object key message `index` writes: the layout's `t=<tenant>/r=<resource>/id=<id>.json`, or with
+ * `shards` > 1 `.../r=<resource>/s=<shard>/id=<id>.json` (lib/db/shard-hash.ts).
+ */
+export function objectKey(index: number, tenant: number, shards = 1): string {
+  const id = `m-${index}`;
+  const shard = shards === 1 ? '' : `s=${shardLabel(shardOf(id, shards))}/`;
+  return `t=t-${tenant}/r=items/${shard}id=${id}.json`;
 }

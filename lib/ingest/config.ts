@@ -2,7 +2,9 @@ import { bucketNameProblem } from '../db/connection-string.js';
 import { InvalidSchemaError } from '../db/errors.js';
 import { isValidResource } from '../db/keys.js';
 import { type JsonSchema, SchemaRegistry } from '../db/schema.js';
+import { isValidShardCount, MAX_SHARDS } from '../db/shard-hash.js';
 import { ConfigError } from './errors.js';
+import { parseJsonObjectSetting } from './json-object-setting.js';
 import { parseSourceTenants, type TenantAllowList } from './source-tenants.js';
 
 /** A resource's JSON Schema (`{}` accepts any object). */
@@ -25,6 +27,16 @@ export interface IngestConfig {
    * throws `ConfigError` with key `RESOURCES.<resource>`). A null-prototype map.
    */
   readonly resources: Readonly<Record<string, ResourceSchema>>;
+  /**
+   * `RESOURCE_SHARDS` (optional): JSON object, resource name -> shard count (an integer in 1..4096), for the
+   * resources whose records spread over several S3 prefixes (`t=<tenant>/r=<resource>/s=<shard>/`,
+   * docs/decisions/sharded-keys.md). A resource it does not name has 1 shard (the unsharded layout). Every
+   * name must be declared in `RESOURCES`; a bad entry throws `ConfigError` with key `RESOURCE_SHARDS.<resource>`.
+   * Every container of the fleet must declare the same counts: a resource read with another count reads as empty.
+   * @default {} (every resource unsharded)
+   * @example '{"events":16}'
+   */
+  readonly resourceShards?: Readonly<Record<string, number>>;
   /** `POOL_CONCURRENCY`: in-flight S3 writes per invocation, split over tenants. Default 64, int >= 1. */
   readonly poolConcurrency: number;
   /** `S3_PREFIX_WRITE_RATE`: S3 PUT/DELETE per second one prefix sustains. Default 3500, int >= 1. */
@@ -188,16 +200,11 @@ function compileSchema(registry: SchemaRegistry, resource: string, schema: Resou
 }
 
 function resources(env: Env): Record<string, ResourceSchema> {
-  const text = required(env, 'RESOURCES');
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (cause) {
-    throw new ConfigError('RESOURCES', `not JSON (${(cause as Error).message})`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new ConfigError('RESOURCES', 'expected a JSON object: resource name -> JSON Schema');
-  }
+  const parsed = parseJsonObjectSetting(
+    'RESOURCES',
+    required(env, 'RESOURCES'),
+    'resource name -> JSON Schema',
+  );
   const names = Object.keys(parsed);
   if (names.length === 0)
     throw new ConfigError('RESOURCES', 'declares no resource: every message would fail');
@@ -210,12 +217,35 @@ function resources(env: Env): Record<string, ResourceSchema> {
         `resource name ${JSON.stringify(name)} must match ^[a-z0-9][a-z0-9_-]{0,62}$`,
       );
     }
-    const schema = (parsed as Record<string, unknown>)[name];
+    const schema = parsed[name];
     if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
       throw new ConfigError('RESOURCES', `${name}: expected a JSON Schema object ({} for schemaless)`);
     }
     out[name] = schema as ResourceSchema;
     compileSchema(registry, name, out[name]);
+  }
+  return out;
+}
+
+/**
+ * `RESOURCE_SHARDS`: the shard counts other than 1, a null-prototype map (empty when unset). A count of 1 is
+ * accepted and dropped: it is the default.
+ */
+function resourceShards(
+  env: Env,
+  declared: Readonly<Record<string, ResourceSchema>>,
+): Record<string, number> {
+  const out: Record<string, number> = Object.create(null);
+  const text = optional(env, 'RESOURCE_SHARDS');
+  if (text === undefined) return out;
+  const parsed = parseJsonObjectSetting('RESOURCE_SHARDS', text, 'resource name -> shard count');
+  for (const [name, shards] of Object.entries(parsed)) {
+    const key = `RESOURCE_SHARDS.${name}`;
+    if (!Object.hasOwn(declared, name)) throw new ConfigError(key, 'names no resource declared in RESOURCES');
+    if (!isValidShardCount(shards)) {
+      throw new ConfigError(key, `expected an integer in 1..${MAX_SHARDS}, got ${JSON.stringify(shards)}`);
+    }
+    if (shards > 1) out[name] = shards;
   }
   return out;
 }
@@ -230,6 +260,7 @@ export function loadConfig(env: Env): IngestConfig {
   endpoint(env, 'DLQ_URL');
   const semaphoreTable = optional(env, 'SEMAPHORE_TABLE');
   const resourceMap = resources(env);
+  const shardMap = resourceShards(env, resourceMap);
   const region = optional(env, 'AWS_REGION');
   const sourceTenantsText = optional(env, 'SOURCE_TENANTS');
 
@@ -273,6 +304,7 @@ export function loadConfig(env: Env): IngestConfig {
     dlqUrl,
     ...(semaphoreTable === undefined ? {} : { semaphoreTable }),
     resources: resourceMap,
+    ...(Object.keys(shardMap).length === 0 ? {} : { resourceShards: shardMap }),
     poolConcurrency: integer(env, 'POOL_CONCURRENCY', 1),
     s3PrefixWriteRate: integer(env, 'S3_PREFIX_WRITE_RATE', 1),
     ...(region === undefined ? {} : { region }),

@@ -70,6 +70,14 @@ describe('loadEnvironmentConfig', () => {
     expect(Object.keys(config.resources)).toEqual(['only']);
   });
 
+  it('replaces resourceShards whole, like resources', () => {
+    // The default shards `orders`, which qa does not declare: merged key by key, qa would fail validation.
+    const defaults = { ...(repoContext[DEFAULTS_CONTEXT_KEY] as object), resourceShards: { orders: 8 } };
+    const block = { resources: { only: {} }, resourceShards: { only: 4 }, alarms: PAGE };
+    const lookup = contextWith('qa', block, { [DEFAULTS_CONTEXT_KEY]: defaults });
+    expect(loadEnvironmentConfig(lookup, 'qa').config.resourceShards).toEqual({ only: 4 });
+  });
+
   it('names an unknown environment and lists the known ones', () => {
     const err = configError(() => loadEnvironmentConfig(fromRepo, 'qa'));
     expect(err.name).toBe('EnvironmentConfigError');
@@ -91,6 +99,12 @@ describe('loadEnvironmentConfig', () => {
     [{ alarms: { poolErrorRatePercent: 0 } }, 'environments.qa.alarms.poolErrorRatePercent:'],
     [{ resources: { 'Bad/Name': {} } }, 'environments.qa.resources.Bad/Name:'],
     [{ resources: {} }, 'environments.qa.resources: declare at least one resource'],
+    [{ resourceShards: { orders: 0 } }, 'environments.qa.resourceShards.orders:'],
+    [{ resourceShards: { orders: 4097 } }, 'environments.qa.resourceShards.orders:'],
+    [
+      { resourceShards: { invoices: 4 } },
+      'environments.qa.resourceShards.invoices: names no resource declared',
+    ],
     [{ memory: 512 }, "environments.qa: unknown key(s) 'memory'"],
     [{ alarms: { emial: 'x' } }, "environments.qa.alarms: unknown key(s) 'emial'"],
   ])('rejects %j naming the key', (block, expected) => {

@@ -231,6 +231,9 @@ describe.each(ENVIRONMENTS)('IngestStack (%s)', (envName) => {
       expect(vars.DLQ_URL).toEqual({ Ref: logicalId(b(), stack.rejectedQueue) });
       expect(vars.SEMAPHORE_TABLE).toEqual({ Ref: logicalId(b(), stack.table) });
       expect(JSON.parse(vars.RESOURCES as string)).toEqual(cfg().resources);
+      // Only an environment that shards a resource sets RESOURCE_SHARDS (cdk.json: prod's events).
+      if (cfg().resourceShards === undefined) expect(vars.RESOURCE_SHARDS).toBeUndefined();
+      else expect(JSON.parse(vars.RESOURCE_SHARDS as string)).toEqual(cfg().resourceShards);
       expect(vars.POOL_CONCURRENCY).toBe(String(cfg().poolConcurrency));
       expect(vars.S3_PREFIX_WRITE_RATE).toBe(String(cfg().s3PrefixWriteRate));
       expect(vars.POWERTOOLS_SERVICE_NAME).toBe(cfg().serviceName);

@@ -1,7 +1,7 @@
 // SEMAPHORE_TABLE alone caps a tenant prefix fleet-wide with the rate schedule (docs/fleet-cap.md): the
 // handler with no ports given books a large tenant's slots in the prefix's `rate#<name>` item, and a small
 // tenant's writes book none.
-import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, GetItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createIngestHandler, type IngestHandler } from '../../../lib/ingest/handler/ingest-handler.js';
 import { localClientConfig } from '../../support/local-aws.js';
@@ -59,5 +59,33 @@ describe('SEMAPHORE_TABLE with no ports given', () => {
     expect(Number(hot?.freeAt?.N)).toBeGreaterThanOrEqual(before + 50);
     expect(Number(hot?.version?.N)).toBeGreaterThanOrEqual(1);
     expect(await item('cold')).toBeUndefined();
+  });
+
+  it("a tenant writing only a sharded resource books one stripe's rate# item per invocation, the stripes spread", async () => {
+    const r = await provisionFresh('rate-stripes');
+    const handler = createIngestHandler(
+      stackConfig(r, {
+        S3_PREFIX_WRITE_RATE: '200',
+        WRITE_TIMEOUT_MS: '1000',
+        RESOURCE_SHARDS: '{"orders":4}',
+      }),
+      { logger: silentLogger(), metrics: quietMetrics() },
+    );
+    handlers.push(handler);
+    for (let batch = 0; batch < 8; batch++) {
+      const records = Array.from({ length: 10 }, (_, i) => body({ tenant: 'whale', id: `w-${batch}-${i}` }));
+      expect(failedIds(await handler(sqsEvent(records), lambdaContext(10_000)))).toEqual([]);
+    }
+    const { Items = [] } = await dynamodb.send(
+      new ScanCommand({ TableName: r.tableName, ConsistentRead: true }),
+    );
+    const keys = Items.map((item) => item.pk?.S ?? '');
+    const stripe = new RegExp(`^rate#prefix:${r.bucket}/t=whale/s=\\*/stripe=([0-3])of4$`);
+    // Only stripe items: no booking in the tenant prefix's item.
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) expect(key).toMatch(stripe);
+    // Eight bookings at random over four stripes: more than one stripe (all in one: 4 x 0.25^8 = 6e-5).
+    expect(new Set(keys).size).toBeGreaterThan(1);
+    for (const item of Items) expect(item.rate?.N).toBe('200');
   });
 });

@@ -18,6 +18,30 @@ function configError(env: Record<string, string | undefined>): ConfigError {
 }
 
 describe('loadConfig', () => {
+  it('reads RESOURCE_SHARDS as shard counts of declared resources; unset or 1 is unsharded', () => {
+    expect(loadConfig(minimal).resourceShards).toBeUndefined();
+    const config = loadConfig({ ...minimal, RESOURCE_SHARDS: '{"orders":16,"notes":1}' });
+    expect({ ...config.resourceShards }).toEqual({ orders: 16 });
+    expect(loadConfig({ ...minimal, RESOURCE_SHARDS: ' ' }).resourceShards).toBeUndefined();
+    expect(loadConfig({ ...minimal, RESOURCE_SHARDS: '{"notes":1}' }).resourceShards).toBeUndefined();
+    expect(loadConfig({ ...minimal, RESOURCE_SHARDS: '{"orders":4096}' }).resourceShards?.orders).toBe(4096);
+  });
+
+  it.each([
+    ['{"orders":0}', 'RESOURCE_SHARDS.orders', /integer in 1\.\.4096, got 0/],
+    ['{"orders":4097}', 'RESOURCE_SHARDS.orders', /got 4097/],
+    ['{"orders":2.5}', 'RESOURCE_SHARDS.orders', /got 2\.5/],
+    ['{"orders":"4"}', 'RESOURCE_SHARDS.orders', /got "4"/],
+    ['{"invoices":4}', 'RESOURCE_SHARDS.invoices', /no resource declared in RESOURCES/],
+    ['{"__proto__":4}', 'RESOURCE_SHARDS.__proto__', /no resource declared/],
+    ['[4]', 'RESOURCE_SHARDS', /JSON object/],
+    ['{orders:4}', 'RESOURCE_SHARDS', /not JSON/],
+  ])('refuses RESOURCE_SHARDS=%s at cold start, naming %s', (text, key, message) => {
+    const err = configError({ ...minimal, RESOURCE_SHARDS: text });
+    expect(err.key).toBe(key);
+    expect(err.message).toMatch(message);
+  });
+
   it('applies the documented defaults', () => {
     const config = loadConfig(minimal);
     expect(config).toEqual({

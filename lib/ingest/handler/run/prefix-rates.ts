@@ -7,6 +7,7 @@ import type { IngestConfig } from '../../config.js';
 import { drainBy } from './drain-by.js';
 import type { PrefixWriteCounts } from './prefix-write-counts.js';
 import { type RateBudgetFactory, type RateHolderPool, runUnderRate } from './rate-holder.js';
+import { allSharded, stripeBudgetName, stripeCount } from './shard-stripes.js';
 
 /** Tenants that write without booking slots (docs/decisions/small-tenants-without-lease.md). */
 export const SMALL_TENANTS = {
@@ -51,6 +52,12 @@ export interface TenantRateRequest {
    * is worth more than its turn). @default half the time left
    */
   readonly maxWaitMs?: number | undefined;
+  /**
+   * The resources its writes go to: when every one is sharded (`RESOURCE_SHARDS`), it books one stripe of
+   * its tenant's sharded budget instead of its tenant prefix's (docs/fleet-cap.md, "Sharded resources").
+   * @default undefined (its tenant prefix)
+   */
+  readonly resources?: readonly string[] | undefined;
 }
 
 /** The invocation's bounds on its tenants' writes. */
@@ -89,28 +96,44 @@ export interface RateRunReport<T> {
  */
 export class PrefixRates {
   /**
-   * The budgets of recently seen prefixes (booked, or promoted by a SlowDown), least recently used out,
-   * sized like the tenant Database cache: a container seeing ever new tenants keeps a bounded set. An
-   * evicted budget still in use keeps working for its holder (the schedule lives in the table).
+   * The budgets of recently seen prefixes and stripes (booked, or promoted by a SlowDown), least recently
+   * used out, sized like the tenant Database cache (times the stripes): a container seeing ever new tenants
+   * keeps a bounded set. An evicted budget still in use keeps working for its holder (the schedule lives in
+   * the table).
    */
   readonly #budgets: LRUCache<string, RateBudget>;
   readonly #releaseTimeoutMs: number;
+  /** Stripes of a sharded tenant's budget (0: no resource is sharded). */
+  readonly #stripes: number;
+  /**
+   * Sharded tenants that booked a stripe or were promoted recently (`#promotionName`), least recently used
+   * out: they book whatever their batch brings, as a tenant whose prefix budget is cached does. A booking's
+   * stripe is picked at random, so the stripe budgets cached cannot tell.
+   */
+  readonly #stripedBookers: LRUCache<string, true>;
 
   /**
    * `factory`: the prefixes' rate budgets; without one, pools run bounded only by the invocation.
    * `writeCounts`: the container store's writes per tenant prefix; with it a holder's rounds tell its writes
    * apart from its reads (the limit is a write rate), else every attempt counts as a write.
+   * `random`: uniform [0, 1), picks the stripe a sharded tenant's holder books.
    */
   constructor(
     private readonly config: IngestConfig,
     private readonly factory: RateBudgetFactory | undefined,
     private readonly writeCounts?: PrefixWriteCounts,
+    private readonly random: () => number = Math.random,
   ) {
-    this.#budgets = new LRUCache<string, RateBudget>({ max: config.tenantCacheSize });
+    this.#stripes = stripeCount(config);
+    // A sharded tenant's holders use up to one budget per stripe.
+    this.#budgets = new LRUCache<string, RateBudget>({
+      max: config.tenantCacheSize * Math.max(1, this.#stripes),
+    });
+    this.#stripedBookers = new LRUCache<string, true>({ max: config.tenantCacheSize });
     this.#releaseTimeoutMs = releaseTimeoutMs(config);
   }
 
-  /** Budgets cached now: at most `TENANT_CACHE_SIZE`. */
+  /** Budgets cached now: at most `TENANT_CACHE_SIZE` (times the stripes of a sharded tenant's budget, when any). */
   get cachedBudgets(): number {
     return this.#budgets.size;
   }
@@ -137,7 +160,10 @@ export class PrefixRates {
     // A tenant whose prefix booked recently, or that S3 throttled while it wrote unbooked (its budget is
     // cached either way), books whatever its batch brings: a hot prefix whose records come back spread over
     // many redelivered batches would otherwise escape its prefix's rate.
-    const large = (t: T) => t.writes >= SMALL_TENANTS.writes || this.#budgets.has(this.#prefixName(t.tenant));
+    const large = (t: T) =>
+      t.writes >= SMALL_TENANTS.writes ||
+      this.#budgets.has(this.#promotionName(t)) ||
+      this.#stripedBookers.has(this.#promotionName(t));
     await Promise.all([
       ...tenants
         .filter(large)
@@ -208,7 +234,7 @@ export class PrefixRates {
       tenant.pool.off('pool:taskError', onError);
       if (throttled) {
         try {
-          this.#budget(factory, tenant.tenant);
+          this.#budget(factory, this.#promotionName(tenant));
         } catch {
           // Promotion is an optimisation: without it the tenant stays small until a factory works.
         }
@@ -227,7 +253,7 @@ export class PrefixRates {
   ): Promise<RateResult> {
     let budget: RateBudget;
     try {
-      budget = this.#budget(factory, tenant.tenant);
+      budget = this.#budget(factory, this.#bookingName(tenant));
     } catch (unavailable) {
       // A budget that cannot even be built is one more way of "no slots", for this tenant only (its writes
       // are redelivered; the other tenants go on).
@@ -254,8 +280,27 @@ export class PrefixRates {
     return `prefix:${this.config.bucketName}/t=${tenant}/`;
   }
 
-  #budget(factory: RateBudgetFactory, tenant: string): RateBudget {
-    const name = this.#prefixName(tenant);
+  /** Whether the tenant's writes book a stripe of its sharded budget: all go to sharded resources. */
+  #striped(tenant: TenantRateRequest): boolean {
+    return this.#stripes > 0 && allSharded(this.config, tenant.resources);
+  }
+
+  /** The budget a holder books: its tenant prefix's, or a stripe of its sharded budget picked at random. */
+  #bookingName(tenant: TenantRateRequest): string {
+    if (!this.#striped(tenant)) return this.#prefixName(tenant.tenant);
+    this.#stripedBookers.set(this.#promotionName(tenant), true);
+    const stripe = Math.min(this.#stripes - 1, Math.floor(this.random() * this.#stripes));
+    return stripeBudgetName(this.config.bucketName, tenant.tenant, stripe, this.#stripes);
+  }
+
+  /** The budget whose presence in the cache promotes a small tenant: its prefix's, or its first stripe. */
+  #promotionName(tenant: TenantRateRequest): string {
+    return this.#striped(tenant)
+      ? stripeBudgetName(this.config.bucketName, tenant.tenant, 0, this.#stripes)
+      : this.#prefixName(tenant.tenant);
+  }
+
+  #budget(factory: RateBudgetFactory, name: string): RateBudget {
     let budget = this.#budgets.get(name);
     if (budget === undefined) {
       budget = factory(name, this.config.s3PrefixWriteRate);

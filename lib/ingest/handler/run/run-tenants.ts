@@ -35,6 +35,13 @@ interface TenantRun extends TenantDatabase {
   readonly plan: TenantPlan;
   readonly writes: number;
   readonly maxWaitMs: number | undefined;
+  /** The resources its writes go to (a tenant writing only sharded ones books a stripe). */
+  readonly resources: readonly string[];
+}
+
+/** The resources a tenant's writes go to, each once. */
+function resourcesOf(plan: TenantPlan): string[] {
+  return [...new Set(plan.chains.flatMap((chain) => chain.map((w) => w.resource)))];
 }
 
 /** Marks every write of a tenant that could not run: redelivered, with why. */
@@ -84,6 +91,7 @@ export async function runTenants(
             plan,
             writes: plan.writes,
             maxWaitMs: context.turnWaitMs !== undefined && deferrable(plan) ? context.turnWaitMs : undefined,
+            resources: resourcesOf(plan),
           });
           metrics.watch(entry.pool);
         } catch (error) {

@@ -104,9 +104,12 @@ export class TenantDatabases {
     try {
       const db = new Database({ tenant, store, pool });
       for (const [name, schema] of Object.entries(config.resources)) {
-        await db.createResource(
-          Object.keys(schema).length === 0 ? { name } : { name, schema: schema as JsonSchema },
-        );
+        const shards = config.resourceShards?.[name];
+        await db.createResource({
+          name,
+          ...(Object.keys(schema).length === 0 ? {} : { schema: schema as JsonSchema }),
+          ...(shards === undefined ? {} : { shards }),
+        });
       }
       return { tenant, db, pool };
     } catch (error) {

@@ -104,6 +104,18 @@ const latestStarts = (budgets: ReturnType<typeof memoryBudgets>, before: number)
   budgets.books().map((b) => b.options.latestStart - before);
 
 describe('runTenants', () => {
+  it("a tenant writing only a sharded resource books a stripe of its sharded budget, not its prefix's", async () => {
+    const budgets = memoryBudgets();
+    const { ledger } = await runStage(largeTenant('whale'), {
+      budgets: budgets.factory,
+      env: { RESOURCE_SHARDS: '{"orders":4}' },
+    });
+    expect(ledger.response().batchItemFailures).toEqual([]);
+    const names = budgets.books().map((b) => b.name);
+    expect(names).toHaveLength(1);
+    expect(names[0]).toMatch(/^prefix:ignored-by-memory-store\/t=whale\/s=\*\/stripe=[0-3]of4$/);
+  });
+
   it('unpins its tenants when it ends: one the cache evicted meanwhile is then disconnected', async () => {
     const disconnect = vi.spyOn(Database.prototype, 'disconnect');
     const { ledger, databases } = await runStage(

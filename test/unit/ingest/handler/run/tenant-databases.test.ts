@@ -14,11 +14,14 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((d) => d.close()));
 });
 
-function databases(env: Record<string, string> = {}): TenantDatabases {
+function databases(
+  env: Record<string, string> = {},
+  store = new MemoryObjectStore({ bucket: new MemoryBucket('tenant-databases') }),
+): TenantDatabases {
   const config = testConfig(env);
   const d = new TenantDatabases({
     config,
-    store: new MemoryObjectStore({ bucket: new MemoryBucket('tenant-databases') }),
+    store,
     budget: new ConcurrencyBudget(config.poolConcurrency),
   });
   opened.push(d);
@@ -48,6 +51,24 @@ describe('TenantDatabases', () => {
       name: 'ValidationError',
     });
     await first.db.resource('customers').upsert('c-2', { name: 'Ada' });
+  });
+
+  it('creates each resource with its RESOURCE_SHARDS count: a sharded one writes under its shard prefixes', async () => {
+    const store = new MemoryObjectStore({ bucket: new MemoryBucket('tenant-databases-shards') });
+    const d = databases({ RESOURCE_SHARDS: '{"orders":4}' }, store);
+    const acme = await d.get('acme');
+    const ids = Array.from({ length: 40 }, (_, i) => `o-${i}`);
+    for (const id of ids) await acme.db.resource('orders').upsert(id, { total: 1 });
+    await acme.db.resource('customers').upsert('c-1', { name: 'Ada' });
+    d.release(acme);
+    const keys = (await store.list({ prefix: 't=acme/', maxKeys: 1000 })).keys;
+    const orderShards = new Set(
+      keys.filter((k) => k.startsWith('t=acme/r=orders/')).map((k) => /\/s=(\d{4})\/id=/.exec(k)?.[1]),
+    );
+    expect(orderShards).toEqual(new Set(['0000', '0001', '0002', '0003']));
+    // The resource it does not name keeps the unsharded layout.
+    expect(keys).toContain('t=acme/r=customers/id=c-1.json');
+    expect(await acme.db.resource('orders').count()).toBe(40);
   });
 
   it('disconnects a tenant the LRU evicts when it is not in use', async () => {

@@ -139,21 +139,21 @@ export class PrefixRates {
   }
 
   /**
-   * Runs `work(tenant)` for every tenant under its prefix's rate, handing `work` the tenant object it was
-   * given. A tenant that could not have slots does not run. A report that fails is listed, never turned into
+   * Runs `work(tenant, signal)` for every tenant under its prefix's rate, handing `work` the tenant object it
+   * was given and the signal its writes go under (the window's, or sooner its holder's giving up). A tenant that could not have slots does not run. A report that fails is listed, never turned into
    * "could not have slots": the work already ran and its outcomes stand.
    */
   async run<T extends TenantRateRequest>(
     tenants: readonly T[],
     window: RateRunWindow,
-    work: (tenant: T) => Promise<void>,
+    work: (tenant: T, signal: AbortSignal) => Promise<void>,
   ): Promise<RateRunReport<T>> {
     const results = new Map<T, RateResult>();
     const reportFailures: ReportFailure[] = [];
     const { factory } = this;
     if (factory === undefined) {
       await Promise.all(
-        tenants.map(async (t) => results.set(t, await this.#runUnbooked(undefined, t, work))),
+        tenants.map(async (t) => results.set(t, await this.#runUnbooked(undefined, t, window.signal, work))),
       );
       return { results, reportFailures };
     }
@@ -189,7 +189,7 @@ export class PrefixRates {
     small: readonly T[],
     results: Map<T, RateResult>,
     window: RateRunWindow,
-    work: (tenant: T) => Promise<void>,
+    work: (tenant: T, signal: AbortSignal) => Promise<void>,
   ): Promise<void> {
     const cap = Math.max(1, Math.floor(this.config.poolConcurrency * SMALL_TENANTS.shareOfPool));
     const lanes = Math.min(cap, small.length);
@@ -198,7 +198,7 @@ export class PrefixRates {
     const lane = async () => {
       while (next < small.length) {
         const tenant = small[next++]!;
-        results.set(tenant, await this.#runUnbooked(factory, tenant, work, share));
+        results.set(tenant, await this.#runUnbooked(factory, tenant, window.signal, work, share));
         // Its lane is free only once its writes (timed-out ones included) have settled.
         await drainBy(tenant.pool, window.signal, this.#releaseTimeoutMs);
       }
@@ -215,12 +215,13 @@ export class PrefixRates {
   async #runUnbooked<T extends TenantRateRequest>(
     factory: RateBudgetFactory | undefined,
     tenant: T,
-    work: (tenant: T) => Promise<void>,
+    signal: AbortSignal,
+    work: (tenant: T, signal: AbortSignal) => Promise<void>,
     share = this.config.poolConcurrency,
   ): Promise<RateResult> {
     tenant.pool.setConcurrency(Math.max(1, Math.min(share, tenant.writes)));
     if (factory === undefined) {
-      await work(tenant);
+      await work(tenant, signal);
       return { rate: 0 };
     }
     let throttled = false;
@@ -229,7 +230,7 @@ export class PrefixRates {
     };
     tenant.pool.on('pool:taskError', onError);
     try {
-      await work(tenant);
+      await work(tenant, signal);
     } finally {
       tenant.pool.off('pool:taskError', onError);
       if (throttled) {
@@ -249,7 +250,7 @@ export class PrefixRates {
     tenant: T,
     window: RateRunWindow,
     reportFailures: ReportFailure[],
-    work: (tenant: T) => Promise<void>,
+    work: (tenant: T, signal: AbortSignal) => Promise<void>,
   ): Promise<RateResult> {
     let budget: RateBudget;
     try {
@@ -269,7 +270,7 @@ export class PrefixRates {
       },
       { ...window, releaseTimeoutMs: this.#releaseTimeoutMs },
       this.writeCounts?.watch(tenantPrefix(tenant.tenant)),
-      () => work(tenant),
+      (signal) => work(tenant, signal),
     );
     if ('unavailable' in result) return result;
     if ('releaseError' in result) reportFailures.push({ prefix: budget.name, error: result.releaseError });

@@ -83,14 +83,15 @@ class AttemptCount implements WriteWatch {
  * write, starting no later than its wait allows (at most half the time left) and ending by the cutoff; sleep
  * until the first slot; pace the pool at the booking's rate (cut per round on refusals, `RatePace`), drain,
  * and report what the writes saw. `writes` counts the prefix's write requests (from the container's store)
- * when given, else every settled attempt counts as a write.
+ * when given, else every settled attempt counts as a write. `body` writes under the signal it is handed: the
+ * cutoff, or sooner a rebooking that failed (its writes left are given up, not held until the cutoff).
  */
 export async function runUnderRate(
   budget: RateBudget,
   request: RateHolderRequest,
   window: RateWindow,
   writes: WriteWatch | undefined,
-  body: () => Promise<void>,
+  body: (signal: AbortSignal) => Promise<void>,
   now: () => number = Date.now,
 ): Promise<HolderResult> {
   const start = now();
@@ -168,9 +169,13 @@ export async function runUnderRate(
       Math.max(0, Math.floor(((slots.endsAt + SLOT_CATCH_UP_MS - now()) * slots.rate) / 1000)),
     );
   allow(slotsAhead(booking.writes));
+  // The writes' signal: the cutoff, or sooner a rebooking that failed (the writes left have no slot, and
+  // holding them until the cutoff would hold the invocation with them).
+  const giveUp = new AbortController();
+  const writesSignal = AbortSignal.any([window.signal, giveUp.signal]);
   try {
     request.pool.setConcurrency(Math.max(1, request.inFlight));
-    const work = body().then(() => drainBy(request.pool, window.signal, window.releaseTimeoutMs));
+    const work = body(writesSignal).then(() => drainBy(request.pool, window.signal, window.releaseTimeoutMs));
     let done = false;
     const settled = work.then(
       () => {
@@ -216,9 +221,11 @@ export async function runUnderRate(
         });
         bookingMs = now() - asked;
         await sleepUntil(booking.startAt, window.signal, now);
-      } catch {
-        // No slot before the cutoff, aborted, or the store unreachable: the writes left wait for the
-        // cutoff (held by the spent allowance), and are redelivered.
+      } catch (error) {
+        // No slot before the cutoff, aborted, or the store unreachable or throttled: the writes left are
+        // given up now, each settling as aborted (redelivered), rather than held by the spent allowance
+        // until the cutoff.
+        giveUp.abort(error);
         break;
       }
       slots = { rate: Math.min(booking.rate, budget.ceiling), endsAt: booking.endsAt };

@@ -103,11 +103,12 @@ export async function runTenants(
     const report = await rates.run(
       runs,
       { deadline: deadline.cutoff, signal: deadline.signal },
-      async (run) => {
+      // `signal`: the cutoff, or sooner the tenant's holder giving up its writes left (no slot for them).
+      async (run, signal) => {
         try {
           await runTenantWrites(run.db, run.plan.chains, {
             ledger,
-            deadline: deadline.signal,
+            deadline: signal,
             logger,
             onStale: () => metrics.countStale(),
           });

@@ -6,7 +6,10 @@ import { type AppliedWrite, applyChain } from './apply-write.js';
 
 export interface TenantWritesContext {
   readonly ledger: OutcomeLedger;
-  /** The invocation's deadline: after it aborts no write starts, and queued and in-flight ones abort. */
+  /**
+   * The writes' deadline (the invocation's cutoff, or sooner its holder giving up the writes left): after
+   * it aborts no write starts, and queued and in-flight ones abort (each redelivered, cause `deadline`).
+   */
   readonly deadline: AbortSignal;
   readonly logger: Logger;
   /** Told of each write acknowledged as stale (covered by newer writes): the `StaleWrites` metric. */

@@ -29,21 +29,30 @@ function window(deadline: number): RateWindow {
   return { deadline, signal: new AbortController().signal, releaseTimeoutMs: 500 };
 }
 
-/** `count` writes through `pool`, the first attempt of each refused by `refuseFirst`; start times (ms since T0). */
+/**
+ * `count` writes through `pool` under the holder's signal, the first attempt of each refused by
+ * `refuseFirst`; start times (ms since T0), and when each write that settled unwritten did, with its error.
+ */
 function writesThrough(pool: ExecutorPool, count: number, refuseFirst: (i: number) => boolean) {
   const starts: number[] = [];
-  const body = async () => {
-    await Promise.allSettled(
+  const unwritten: Array<{ at: number; error: string }> = [];
+  const body = async (signal?: AbortSignal) => {
+    const settled = await Promise.allSettled(
       Array.from({ length: count }, (_, i) => {
         let attempt = 0;
-        return pool.enqueue(async () => {
-          starts.push(Date.now() - T0);
-          if (attempt++ === 0 && refuseFirst(i)) throw slowDown();
-        });
+        return pool.enqueue(
+          async () => {
+            starts.push(Date.now() - T0);
+            if (attempt++ === 0 && refuseFirst(i)) throw slowDown();
+          },
+          { signal },
+        );
       }),
     );
+    for (const s of settled)
+      if (s.status === 'rejected') unwritten.push({ at: Date.now() - T0, error: (s.reason as Error).name });
   };
-  return { starts, body };
+  return { starts, unwritten, body };
 }
 
 /** Holder B: 5 writes, none refused, booked after whoever booked first in `table`. */
@@ -140,7 +149,7 @@ describe('runUnderRate: writes left when its slots are over', () => {
     await expect(next).resolves.toBeGreaterThanOrEqual(1100);
   });
 
-  it('holds a retry until the cutoff when no slot is left before it', async () => {
+  it('gives up a retry at once when no slot is left before the cutoff, rather than holding it until then', async () => {
     const table = new MemoryBudgetTable();
     const booksA: BookOptions[] = [];
     const deadline = T0 + 1_500;
@@ -160,8 +169,8 @@ describe('runUnderRate: writes left when its slots are over', () => {
       { pool: poolA, writes: 10, inFlight: 10 },
       until,
       undefined,
-      async () => {
-        const work = a.body();
+      async (signal) => {
+        const work = a.body(signal);
         // The invocation's cutoff: what has not started is abandoned (the handler's deadline signal).
         setTimeout(() => {
           cutoff.abort(new Error('cutoff'));
@@ -176,10 +185,14 @@ describe('runUnderRate: writes left when its slots are over', () => {
     await vi.runAllTimersAsync();
     await Promise.all([holderA, holderB]);
     expect(b.starts).toEqual([1000, 1100, 1200, 1300, 1400]);
-    // A asked for one more slot for its retry, found none before the cutoff, and never started it.
+    // A asked for one more slot for its retry, found none before the cutoff, and never started it: it
+    // settled aborted when the slots were over, not at the cutoff (1,500 ms).
     expect(booksA.map((o) => o.writes)).toEqual([10, 1]);
     expect(a.starts).toHaveLength(10);
     expect(a.starts.every((t) => t < 1_000)).toBe(true);
+    expect(a.unwritten).toHaveLength(1);
+    expect(a.unwritten[0]!.error).toBe('TaskAbortedError');
+    expect(a.unwritten[0]!.at).toBeLessThan(1_100);
   });
 
   it('books slots for writes that reach the pool after its slots are over (each behind a read that took longer), and starts them there', async () => {
@@ -277,6 +290,55 @@ describe('runUnderRate: writes left when its slots are over', () => {
     expect(starts).toHaveLength(3);
     expect(starts[2]).toBeGreaterThanOrEqual(501);
     expect(starts[2]).toBeLessThan(1_000);
+  });
+
+  it('a rebooking that fails gives up the writes left at once (they settle aborted, for redelivery) instead of holding them until the cutoff', async () => {
+    const table = new MemoryBudgetTable();
+    const throttled = Object.assign(
+      new Error('The level of configured provisioned throughput was exceeded'),
+      {
+        name: 'ProvisionedThroughputExceededException',
+      },
+    );
+    const inner = budgetOn(table);
+    let books = 0;
+    // The first booking works; the rebooking for the refused write's retry finds the store throttled.
+    const budget: RateBudget = {
+      ...inner,
+      book: (options) => (++books === 1 ? inner.book(options) : Promise.reject(throttled)),
+    };
+    const cutoff = new AbortController();
+    const pool = new ExecutorPool({ concurrency: 2, retries: 1, retryDelay: 1, jitter: 'none', timeout: 0 });
+    const outcomes: string[] = [];
+    const holder = runUnderRate(
+      budget,
+      { pool, writes: 2, inFlight: 2 },
+      { deadline: T0 + 10_000, signal: cutoff.signal, releaseTimeoutMs: 500 },
+      undefined,
+      async (signal) => {
+        const timer = armCutoff(cutoff, pool);
+        let attempt = 0;
+        // 10 writes/s, slots [0, 200) ms; the first write is refused once and its retry waits for a slot.
+        const writes = [
+          pool.enqueue(
+            async () => {
+              if (attempt++ === 0) throw slowDown();
+            },
+            { signal },
+          ),
+          pool.enqueue(async () => {}, { signal }),
+        ];
+        const settled = await Promise.allSettled(writes);
+        for (const s of settled)
+          outcomes.push(s.status === 'fulfilled' ? 'written' : (s.reason as Error).name);
+        clearTimeout(timer);
+      },
+    );
+    await vi.runAllTimersAsync();
+    await expect(holder).resolves.toMatchObject({ rate: 10 });
+    expect(cutoff.signal.aborted).toBe(false);
+    expect(books).toBe(2);
+    expect(outcomes).toEqual(['TaskAbortedError', 'written']);
   });
 
   it("after a cut stretches its slots, its writes left over book after the holder behind it, never in that holder's stretched slots", async () => {

@@ -11,6 +11,9 @@
 //
 // Scenario `skewed` (BENCH_LOAD_SCENARIO=skewed): two hot tenants at 25% each, no halving, the handler
 // against the naive one. Results: bench/results/load.{json,svg}.
+// Scenario `sharded` (BENCH_LOAD_SCENARIO=sharded): one hot tenant at 50% with its resource sharded over 4
+// prefixes, each limited to 25 writes/s apart at the proxy, against the same tenant on one prefix and the
+// sharded pipeline with no limit (bench/load/sharded.ts). Results: bench/results/load-sharded.json.
 // BENCH_LOAD_MESSAGES overrides the message count (e.g. 2000 for a quick look).
 import { writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -19,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 // Types only: engine.ts is a script, run in a child process per row.
 import type { LoadEngine, LoadRunConfig, LoadRunResult, LoadSample } from './load/engine.js';
 import { hotPrefixFigures } from './load/limit-bound.js';
+import { SHARDS, shardedFigures, shardedNote, shardedPlan } from './load/sharded.js';
 import { runInChild } from './support/child.js';
 import { type Row, writeResults } from './support/report.js';
 import { renderLineChart, type Series } from './support/svg-chart.js';
@@ -85,7 +89,8 @@ function median(values: readonly number[]): number {
 
 if (scenario === 'limit-bound') await limitBound();
 else if (scenario === 'skewed') await skewed();
-else throw new Error(`BENCH_LOAD_SCENARIO: unknown scenario ${scenario} (limit-bound | skewed)`);
+else if (scenario === 'sharded') await sharded();
+else throw new Error(`BENCH_LOAD_SCENARIO: unknown scenario ${scenario} (limit-bound | skewed | sharded)`);
 
 async function limitBound(): Promise<void> {
   const base: Omit<LoadRunConfig, 'engine'> = {
@@ -110,32 +115,12 @@ async function limitBound(): Promise<void> {
       config: { ...base, engine: 'rate', unlimited: true, halveAt: undefined } as LoadRunConfig,
     },
   ];
-  // BENCH_LOAD_ENGINES=rate,ceiling (say) runs a subset while iterating: printed, not written to
-  // bench/results (the committed figures always come from one run of every row).
   const keyOf = (c: LoadRunConfig) => (c.unlimited === true ? CEILING : c.engine);
-  const keys: readonly string[] = plan.map(({ config }) => keyOf(config));
-  const only = (process.env.BENCH_LOAD_ENGINES ?? '')
-    .split(',')
-    .map((name) => name.trim())
-    .filter(Boolean);
-  const unknown = only.filter((name) => !keys.includes(name));
-  if (unknown.length > 0)
-    throw new Error(`BENCH_LOAD_ENGINES: no row named ${unknown.join(', ')} (rows: ${keys.join(', ')})`);
+  const { all, only, repeat } = await runPlan(
+    'limit-bound',
+    plan.map(({ label, config }) => ({ key: keyOf(config), label, config })),
+  );
   const selected = only.length === 0 ? plan : plan.filter(({ config }) => only.includes(keyOf(config)));
-  // BENCH_LOAD_REPEAT=3 runs every row three times, interleaved (a, b, c, d, a, b, ...), and reports each
-  // figure's median with the range of the headline ones: on this machine one run of a row varies by +-10
-  // points of "% of bound" (the local stack shares two cores with the pipeline), so one run decides nothing.
-  const repeat = Math.max(1, Math.floor(Number(process.env.BENCH_LOAD_REPEAT ?? 1)));
-  const all: Array<{ label: string; result: LoadRunResult; peakRssBytes: number }> = [];
-  for (let round = 0; round < repeat; round++) {
-    for (const { label, config } of selected) {
-      console.error(
-        `bench:load limit-bound: ${label}, ${config.messages} messages (run ${round + 1} of ${repeat}) ...`,
-      );
-      const { result, peakRssBytes } = await runInChild<LoadRunResult>(script, [JSON.stringify(config)]);
-      all.push({ label, result, peakRssBytes });
-    }
-  }
   const ceilingRuns = all.filter((r) => r.result.unlimited).map((r) => r.result);
   // Without a ceiling run in this subset, the bound is the limit itself.
   const ceilingHot =
@@ -267,12 +252,102 @@ async function limitBound(): Promise<void> {
   });
 }
 
+/** A run of one row, as bench:load keeps it. */
+interface PlannedRun {
+  label: string;
+  result: LoadRunResult;
+  peakRssBytes: number;
+}
+
+/**
+ * Runs a scenario's rows, each in its own child process. BENCH_LOAD_ENGINES=a,b (row keys) runs a subset
+ * while iterating: printed, not written to bench/results unless BENCH_LOAD_RESULTS names a file (the
+ * committed figures always come from one run of every row). BENCH_LOAD_REPEAT=3 runs every row three times,
+ * interleaved (a, b, c, a, b, ...): on this machine one run of a row varies by +-10 points of "% of bound"
+ * (the local stack shares two cores with the pipeline), so one run decides nothing.
+ */
+async function runPlan(
+  scenarioName: string,
+  plan: ReadonlyArray<{ key: string; label: string; config: LoadRunConfig }>,
+): Promise<{ all: PlannedRun[]; only: string[]; repeat: number }> {
+  const keys = plan.map(({ key }) => key);
+  const only = (process.env.BENCH_LOAD_ENGINES ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  const unknown = only.filter((name) => !keys.includes(name));
+  if (unknown.length > 0)
+    throw new Error(`BENCH_LOAD_ENGINES: no row named ${unknown.join(', ')} (rows: ${keys.join(', ')})`);
+  const selected = only.length === 0 ? plan : plan.filter(({ key }) => only.includes(key));
+  const repeat = Math.max(1, Math.floor(Number(process.env.BENCH_LOAD_REPEAT ?? 1)));
+  const all: PlannedRun[] = [];
+  for (let round = 0; round < repeat; round++) {
+    for (const { label, config } of selected) {
+      console.error(
+        `bench:load ${scenarioName}: ${label}, ${config.messages} messages (run ${round + 1} of ${repeat}) ...`,
+      );
+      const { result, peakRssBytes } = await runInChild<LoadRunResult>(script, [JSON.stringify(config)]);
+      all.push({ label, result, peakRssBytes });
+    }
+  }
+  return { all, only, repeat };
+}
+
 /** The run whose hot prefix rate before the halving is the median of its row's (the lower middle one). */
 function medianRun<T extends { result: LoadRunResult }>(runs: readonly T[]): T {
   const sorted = [...runs].sort(
     (a, b) => hotPrefixFigures(a.result).acceptedBefore - hotPrefixFigures(b.result).acceptedBefore,
   );
   return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+async function sharded(): Promise<void> {
+  const messages = Number(process.env.BENCH_LOAD_MESSAGES ?? 8_000);
+  const plan = shardedPlan(messages);
+  const { all, only, repeat } = await runPlan('sharded', plan);
+  const ceilingRuns = all.filter((r) => r.result.unlimited).map((r) => r.result);
+  const ceilingHot =
+    ceilingRuns.length === 0 ? undefined : median(ceilingRuns.map((r) => hotPrefixFigures(r).acceptedBefore));
+  const writesPerSecond = plan[0]!.config.writesPerSecond;
+  const unshardedRuns = all.filter((r) => !r.result.unlimited && r.result.shards === 1);
+  const unshardedHot =
+    unshardedRuns.length === 0
+      ? undefined
+      : median(unshardedRuns.map((r) => hotPrefixFigures(r.result).acceptedBefore));
+  const rows: Row[] = plan
+    .filter(({ key }) => only.length === 0 || only.includes(key))
+    .map(({ label }) => {
+      const runs = all.filter((r) => r.label === label);
+      const each = runs.map((r) => shardedFigures(r.result, writesPerSecond, ceilingHot));
+      const row: Row = { engine: label, runs: each.length };
+      for (const key of Object.keys(each[0]!) as Array<keyof (typeof each)[number]>) {
+        const values = each.map((f) => f[key]);
+        const numbers = values.filter((v): v is number => typeof v === 'number');
+        row[key] = numbers.length === values.length && numbers.length > 0 ? median(numbers) : values[0];
+        if (each.length > 1 && numbers.length === values.length && (key === '% of bound' || key === 'lost'))
+          row[`${key} range`] = `${Math.min(...numbers)}-${Math.max(...numbers)}`;
+      }
+      const hot = median(runs.map((r) => hotPrefixFigures(r.result).acceptedBefore));
+      row['hot writes/s vs unsharded'] =
+        unshardedHot === undefined ? undefined : round(hot / unshardedHot, 2);
+      return row;
+    });
+  const name = process.env.BENCH_LOAD_RESULTS || (only.length === 0 ? 'load-sharded' : undefined);
+  if (name === undefined) {
+    console.log(JSON.stringify(rows, null, 1));
+    return;
+  }
+  writeResults(name, rows, {
+    messages,
+    shards: SHARDS,
+    ...shardedNote(),
+    settings: plan.map(({ key, config }) => ({ key, ...config })),
+    repeat,
+    runs: all.map(({ label, result, peakRssBytes }) => {
+      const { samples: _samples, ...figures } = result;
+      return { label, ...figures, peakRssBytes };
+    }),
+  });
 }
 
 async function skewed(): Promise<void> {

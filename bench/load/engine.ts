@@ -12,6 +12,7 @@ import { createS3Client } from '../../lib/db/s3-client.js';
 import { loadConfig } from '../../lib/ingest/config.js';
 import { createAwsClients } from '../../lib/ingest/handler/aws-clients.js';
 import { createIngestHandler } from '../../lib/ingest/handler/ingest-handler.js';
+import { stripeBudgetName } from '../../lib/ingest/handler/run/shard-stripes.js';
 import { type DeferralPort, originSentOf } from '../../lib/ingest/handler/settle/deferral-port.js';
 import { SqsDeferrals } from '../../lib/ingest/handler/settle/deferral-queue.js';
 import type { ProducerWrite } from '../../lib/ingest/message/types.js';
@@ -29,6 +30,7 @@ import { SilentMetrics } from '../../lib/local/lambda/silent-metrics.js';
 import type { S3ModelCounters } from '../../lib/local/s3-behaviour/s3-behaviour-model.js';
 import { Histogram } from '../../lib/pool/histogram.js';
 import { budgetKey, parseBudgetItem } from '../../lib/semaphore/budget-item.js';
+import { ShardPartitions } from '../fleet/s3-partitions.js';
 import { reportToParent } from '../support/child.js';
 import { InFlightCounter } from './in-flight.js';
 import { createNaiveHandler } from './naive-handler.js';
@@ -69,6 +71,13 @@ export interface LoadRunConfig {
   poolConcurrency: number;
   functionTimeoutMs: number;
   maxReceiveCount: number;
+  /**
+   * Shards of the `items` resource (RESOURCE_SHARDS), every tenant's: > 1 spreads each tenant's records
+   * over that many shard prefixes, each limited apart at the proxy (S3 after it partitioned them). Default 1.
+   */
+  shards?: number;
+  /** The proxy's token bucket in seconds of its rate (`S3BehaviourOptions.burstSeconds`). Default 0.1. */
+  burstSeconds?: number;
 }
 
 /** One 1 s sample of the run. */
@@ -92,7 +101,10 @@ export interface LoadSample {
   hot: { requests: number; ok: number; throttled: number; reads: number };
   /** The proxy's per-prefix write limit at the sample instant (writes/s). */
   limit: number;
-  /** The hot prefix's schedule item as last read (once a second; absent before the first read). */
+  /**
+   * The hot tenant's schedule as last read (once a second; absent before the first read): its prefix's
+   * item, or the sum of its stripes' rates when sharded.
+   */
   hotSchedule?: HotSchedule;
   /** DynamoDB writes (PutItem/UpdateItem/DeleteItem, failed conditional ones included) so far. */
   dynamoWrites: number;
@@ -111,6 +123,10 @@ export interface LoadRunResult {
   s3Writes: number;
   /** The hot prefix's schedule item at the end, when it has one (the handler booked its slots). */
   hotSchedule?: HotSchedule;
+  /** Shards of every tenant's resource (1: unsharded). */
+  shards: number;
+  /** The hot tenant's write counters per limited prefix at the end (one entry, or one per shard). */
+  hotPrefixes: Record<string, { ok: number; throttled: number }>;
   e2e: { p50: number; p99: number; max: number; count: number };
   /** Records the handler deferred (re-sent to the queue as delayed copies, then acknowledged). */
   deferred?: number;
@@ -169,13 +185,18 @@ function countDynamoWrites(client: DynamoDBClient, onWrite: () => void): DynamoD
   return client;
 }
 
-/** The hot prefix's counters at the proxy (its key may carry the bucket in front). */
+/** Whether a limited prefix at the proxy is the hot tenant's (`t=tenant-00/`, or one of its shards `t=tenant-00/s=0003`). */
+function isHotPrefix(prefix: string): boolean {
+  return prefix.includes(HOT_PREFIX);
+}
+
+/** The hot tenant's counters at the proxy, summed over its prefixes (its key may carry the bucket in front). */
 function hotCounters(byPrefix: Record<string, S3ModelCounters>): LoadSample['hot'] {
   // Writes only: the proxy limits writes per prefix, and counting the prefix's reads (the GET of every
   // conditional write that has no cached state) made "accepted writes/s" up to a quarter too high.
   const sum = { requests: 0, ok: 0, throttled: 0, reads: 0 };
   for (const [prefix, c] of Object.entries(byPrefix)) {
-    if (!prefix.endsWith(HOT_PREFIX)) continue;
+    if (!isHotPrefix(prefix)) continue;
     sum.requests += c.writes.requests;
     sum.ok += c.writes.ok;
     sum.throttled += c.writes.throttled;
@@ -207,21 +228,28 @@ export interface HotSchedule {
   bookedAheadMs: number;
 }
 
-/** The schedule item of budget `name` (`undefined`: none yet, no tenant of the prefix booked slots). */
+/**
+ * The schedule of budgets `names` (one prefix, or a sharded tenant's stripes): their rates summed, the
+ * furthest booked ahead; `undefined` while none exists (no holder booked slots yet).
+ */
 async function scheduleState(
   client: DynamoDBClient,
   tableName: string,
-  name: string,
+  names: readonly string[],
 ): Promise<HotSchedule | undefined> {
-  const { Item } = await client.send(
-    new GetItemCommand({ TableName: tableName, Key: budgetKey(name), ConsistentRead: true }),
-  );
-  const schedule = parseBudgetItem(Item);
-  if (schedule === undefined) return undefined;
-  return {
-    rate: Math.round(schedule.rate * 100) / 100,
-    bookedAheadMs: Math.max(0, Math.round(schedule.freeAt - Date.now())),
-  };
+  let found: HotSchedule | undefined;
+  for (const name of names) {
+    const { Item } = await client.send(
+      new GetItemCommand({ TableName: tableName, Key: budgetKey(name), ConsistentRead: true }),
+    );
+    const schedule = parseBudgetItem(Item);
+    if (schedule === undefined) continue;
+    found = {
+      rate: Math.round(((found?.rate ?? 0) + schedule.rate) * 100) / 100,
+      bookedAheadMs: Math.max(found?.bookedAheadMs ?? 0, Math.round(schedule.freeAt - Date.now())),
+    };
+  }
+  return found;
 }
 
 async function countObjects(s3: S3Client, bucket: string): Promise<number> {
@@ -240,11 +268,18 @@ async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
 }
 
 async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
+  const shards = config.shards ?? 1;
+  // Sharded: each shard prefix is limited apart, the steady state after S3 partitioned them (the fleet
+  // simulator models the scale-up before it, bench/fleet/s3-partitions.ts).
+  const partitions =
+    shards > 1 ? new ShardPartitions(shards, { prePartitioned: true, splitAfterSeconds: 0 }) : undefined;
   const aws = await startLocalAws({
     chaos: {
       writesPerSecond: config.unlimited === true ? Number.POSITIVE_INFINITY : config.writesPerSecond,
       latency: config.latency,
       seed: 1,
+      ...(config.burstSeconds === undefined ? {} : { burstSeconds: config.burstSeconds }),
+      ...(partitions === undefined ? {} : { prefixOf: partitions.partitionOf }),
     },
   });
   let dynamoWrites = 0;
@@ -294,6 +329,7 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
       DLQ_URL: resources.dlqUrl,
       SEMAPHORE_TABLE: resources.tableName,
       RESOURCES: JSON.stringify(RESOURCES),
+      ...(shards > 1 ? { RESOURCE_SHARDS: JSON.stringify({ items: shards }) } : {}),
       AWS_REGION: LOCAL_REGION,
       AWS_ENDPOINT_URL_S3: aws.endpoints.s3,
       AWS_ENDPOINT_URL_SQS: aws.endpoints.sqs,
@@ -384,12 +420,15 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
     let halvedAt: number | undefined;
     // The hot prefix's schedule item, read once a second (a read of the table, not counted as a write).
     const stateClient = new DynamoDBClient(admin.dynamodb);
-    const hotBudget = `prefix:${resources.bucket}/${HOT_PREFIX}`;
+    const hotBudgets =
+      shards > 1
+        ? Array.from({ length: shards }, (_, k) => stripeBudgetName(resources.bucket, HOT_TENANT, k, shards))
+        : [`prefix:${resources.bucket}/${HOT_PREFIX}`];
     let hotSchedule: HotSchedule | undefined;
     let reads = 0;
     const readHotSchedule = () => {
       if (config.engine === 'naive' || reads++ % 4 !== 0) return;
-      void scheduleState(stateClient, resources.tableName, hotBudget)
+      void scheduleState(stateClient, resources.tableName, hotBudgets)
         .then((state) => {
           if (state !== undefined) hotSchedule = state;
         })
@@ -453,15 +492,20 @@ async function runLoad(config: LoadRunConfig): Promise<LoadRunResult> {
     const endSchedule =
       config.engine === 'naive'
         ? undefined
-        : await scheduleState(stateClient, resources.tableName, hotBudget);
+        : await scheduleState(stateClient, resources.tableName, hotBudgets);
     stateClient.destroy();
     const deadLettered = await queueDepth(sqs, resources.dlqUrl);
-    const { total } = model.stats();
+    const { total, byPrefix } = model.stats();
+    const hotPrefixes: LoadRunResult['hotPrefixes'] = {};
+    for (const [prefix, c] of Object.entries(byPrefix))
+      if (isHotPrefix(prefix)) hotPrefixes[prefix] = { ok: c.writes.ok, throttled: c.writes.throttled };
     return {
       engine: config.engine,
       messages: config.messages,
       durationMs,
       unlimited: config.unlimited === true,
+      shards,
+      hotPrefixes,
       ...(halvedAt === undefined ? {} : { halvedAt }),
       dynamoWrites,
       s3Writes: inFlight.writeAttempts,

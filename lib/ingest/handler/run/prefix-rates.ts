@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import { tenantPrefix } from '../../../db/keys.js';
 import { isThrottling } from '../../../errors/classify.js';
 import type { PoolEvents } from '../../../pool/events.js';
+import { FirstFreeRateBudget } from '../../../semaphore/first-free-budget.js';
 import type { RateBudget } from '../../../semaphore/rate-types.js';
 import type { IngestConfig } from '../../config.js';
 import { drainBy } from './drain-by.js';
@@ -107,8 +108,8 @@ export class PrefixRates {
   readonly #stripes: number;
   /**
    * Sharded tenants that booked a stripe or were promoted recently (`#promotionName`), least recently used
-   * out: they book whatever their batch brings, as a tenant whose prefix budget is cached does. A booking's
-   * stripe is picked at random, so the stripe budgets cached cannot tell.
+   * out: they book whatever their batch brings, as a tenant whose prefix budget is cached does. A booking
+   * may land in any stripe, so the stripe budgets cached cannot tell.
    */
   readonly #stripedBookers: LRUCache<string, true>;
 
@@ -116,7 +117,7 @@ export class PrefixRates {
    * `factory`: the prefixes' rate budgets; without one, pools run bounded only by the invocation.
    * `writeCounts`: the container store's writes per tenant prefix; with it a holder's rounds tell its writes
    * apart from its reads (the limit is a write rate), else every attempt counts as a write.
-   * `random`: uniform [0, 1), picks the stripe a sharded tenant's holder books.
+   * `random`: uniform [0, 1), picks the stripe a sharded tenant's holder tries first.
    */
   constructor(
     private readonly config: IngestConfig,
@@ -254,7 +255,7 @@ export class PrefixRates {
   ): Promise<RateResult> {
     let budget: RateBudget;
     try {
-      budget = this.#budget(factory, this.#bookingName(tenant));
+      budget = this.#bookingBudget(factory, tenant);
     } catch (unavailable) {
       // A budget that cannot even be built is one more way of "no slots", for this tenant only (its writes
       // are redelivered; the other tenants go on).
@@ -286,12 +287,17 @@ export class PrefixRates {
     return this.#stripes > 0 && allSharded(this.config, tenant.resources);
   }
 
-  /** The budget a holder books: its tenant prefix's, or a stripe of its sharded budget picked at random. */
-  #bookingName(tenant: TenantRateRequest): string {
-    if (!this.#striped(tenant)) return this.#prefixName(tenant.tenant);
+  /**
+   * The budget a holder books: its tenant prefix's, or its sharded budget's stripes as one, the first free
+   * from a random stripe on (`FirstFreeRateBudget`).
+   */
+  #bookingBudget(factory: RateBudgetFactory, tenant: TenantRateRequest): RateBudget {
+    if (!this.#striped(tenant)) return this.#budget(factory, this.#prefixName(tenant.tenant));
     this.#stripedBookers.set(this.#promotionName(tenant), true);
-    const stripe = Math.min(this.#stripes - 1, Math.floor(this.random() * this.#stripes));
-    return stripeBudgetName(this.config.bucketName, tenant.tenant, stripe, this.#stripes);
+    const stripes = Array.from({ length: this.#stripes }, (_, stripe) =>
+      this.#budget(factory, stripeBudgetName(this.config.bucketName, tenant.tenant, stripe, this.#stripes)),
+    );
+    return new FirstFreeRateBudget(`${this.#prefixName(tenant.tenant)}s=*`, stripes, this.random);
   }
 
   /** The budget whose presence in the cache promotes a small tenant: its prefix's, or its first stripe. */

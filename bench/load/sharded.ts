@@ -30,10 +30,11 @@ export function shardedPlan(messages: number): Array<{ key: string; label: strin
     poolConcurrency: 64,
     functionTimeoutMs: 8_000,
     maxReceiveCount: 5,
-    // A second of the limit: at 25 writes/s a 0.1 s bucket holds 2.5 writes, and a hash spreads a holder's
-    // writes over the shards at random, so a shard is sent 3 or more in a tenth of a second often enough
-    // to be refused well under its rate; at S3's 3,500 writes/s a tenth of a second holds 350 and the same
-    // spread stays within a few percent. The `sharded-burst-0.1` row keeps the model's default.
+    // A second of the limit. Several holders' paced streams meet at each shard prefix (a hash spreads every
+    // holder's writes over all shards), and at 25 writes/s a 0.1 s bucket holds 2.5 writes: their phases
+    // line up past that often enough for the law to cut a third of the rate, where one holder's stream
+    // alone (unsharded) fits it at 99.9%. At S3's 3,500 writes/s a tenth of a second holds 350 writes and
+    // the same streams stay within a few percent. The `sharded-burst-0.1` row keeps the model's default.
     burstSeconds: 1,
   };
   return [

@@ -40,9 +40,6 @@ export function checkBook(name: string, options: BookOptions): void {
   const { earliestStart } = options;
   if (earliestStart !== undefined && (typeof earliestStart !== 'number' || !Number.isFinite(earliestStart)))
     throw fail(`earliestStart must be epoch milliseconds, got ${String(earliestStart)}`);
-  const { onlyIfFree } = options;
-  if (onlyIfFree !== undefined && typeof onlyIfFree !== 'boolean')
-    throw fail(`onlyIfFree must be a boolean, got ${String(onlyIfFree)}`);
 }
 
 /** Checks a booking's report (`InvalidPermitRequestError` naming the bad field). */

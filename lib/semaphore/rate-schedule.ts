@@ -51,8 +51,8 @@ export interface PlannedBooking {
  * Plans booking `writes` slots at `now` (GCRA): the first slot is the schedule's first free one, or the
  * earliest start asked (now by default) if that is later (unused slots are not banked: no burst after a
  * pause); the slots end by `writeBy` (fewer writes when not all fit); the schedule's first free slot moves
- * to where they end. `undefined` when the first slot is after `latestStart` (or, `onlyIfFree`, after the
- * asked start) or not one slot fits before `writeBy`.
+ * to where they end. `undefined` when the first slot is after `latestStart` or not one slot fits before
+ * `writeBy`.
  */
 export function planBooking(
   schedule: Schedule,
@@ -63,19 +63,12 @@ export function planBooking(
     latestStart,
     writeBy,
     earliestStart = now,
-    onlyIfFree = false,
-  }: {
-    writes: number;
-    latestStart: number;
-    writeBy: number;
-    earliestStart?: number | undefined;
-    onlyIfFree?: boolean | undefined;
-  },
+  }: { writes: number; latestStart: number; writeBy: number; earliestStart?: number | undefined },
 ): PlannedBooking | undefined {
   const rate = Math.min(schedule.rate, ceiling);
   const asked = Math.max(now, earliestStart);
   const startAt = Math.max(asked, schedule.freeAt);
-  if (startAt > latestStart || (onlyIfFree && startAt > asked)) return undefined;
+  if (startAt > latestStart) return undefined;
   const intervalMs = 1000 / rate;
   const fit = Math.floor((writeBy - startAt) / intervalMs);
   const booked = Math.min(writes, fit);

@@ -45,14 +45,6 @@ export interface BookOptions {
    */
   readonly earliestStart?: number;
   /**
-   * Book only a free schedule: reject with `SemaphoreTimeoutError` (`freeAt`: the first free slot) when the
-   * first slot would be later than the earliest start, i.e. others booked ahead, however far `latestStart`
-   * is. One read, no write: how a holder asks several budgets which one is free.
-   * @default false
-   * @example { writes: 40, latestStart, writeBy, onlyIfFree: true }
-   */
-  readonly onlyIfFree?: boolean;
-  /**
    * Aborts the call and every request of it.
    * @default a `TimeoutError` at `writeBy`
    */

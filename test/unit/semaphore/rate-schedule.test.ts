@@ -30,18 +30,6 @@ const schedule = (over: Partial<Schedule> = {}): Schedule => ({
 const FAR = { writes: 10, latestStart: NOW + 60_000, writeBy: NOW + 600_000 };
 
 describe('planBooking', () => {
-  it('onlyIfFree books a free schedule as usual and refuses one booked past the asked start, however far its latest start', () => {
-    const free = planBooking(schedule({ freeAt: NOW - 1 }), 100, NOW, { ...FAR, onlyIfFree: true });
-    expect(free).toMatchObject({ startAt: NOW, writes: 10, queued: false });
-    expect(
-      planBooking(schedule({ freeAt: NOW + 10 }), 100, NOW, { ...FAR, onlyIfFree: true }),
-    ).toBeUndefined();
-    expect(planBooking(schedule({ freeAt: NOW + 10 }), 100, NOW, FAR)).toMatchObject({ startAt: NOW + 10 });
-    // Free at the earliest start asked, though booked past now.
-    const later = { ...FAR, earliestStart: NOW + 50, onlyIfFree: true };
-    expect(planBooking(schedule({ freeAt: NOW + 10 }), 100, NOW, later)).toMatchObject({ startAt: NOW + 50 });
-  });
-
   it('starts at now when the first free slot has passed, and banks none of the slots before it', () => {
     const plan = planBooking(schedule({ freeAt: NOW - 10_000 }), 100, NOW, FAR);
     expect(plan).toEqual({

@@ -2,8 +2,8 @@ import { LRUCache } from 'lru-cache';
 import { tenantPrefix } from '../../../db/keys.js';
 import { isThrottling } from '../../../errors/classify.js';
 import type { PoolEvents } from '../../../pool/events.js';
-import { FirstFreeRateBudget } from '../../../semaphore/first-free-budget.js';
 import type { RateBudget } from '../../../semaphore/rate-types.js';
+import { TwoChoiceRateBudget } from '../../../semaphore/two-choice-budget.js';
 import type { IngestConfig } from '../../config.js';
 import { drainBy } from './drain-by.js';
 import type { PrefixWriteCounts } from './prefix-write-counts.js';
@@ -288,8 +288,8 @@ export class PrefixRates {
   }
 
   /**
-   * The budget a holder books: its tenant prefix's, or its sharded budget's stripes as one, the first free
-   * from a random stripe on (`FirstFreeRateBudget`).
+   * The budget a holder books: its tenant prefix's, or its sharded budget's stripes as one: a stripe at
+   * random, and a second when that one is booked past the holder's wait (`TwoChoiceRateBudget`).
    */
   #bookingBudget(factory: RateBudgetFactory, tenant: TenantRateRequest): RateBudget {
     if (!this.#striped(tenant)) return this.#budget(factory, this.#prefixName(tenant.tenant));
@@ -297,7 +297,7 @@ export class PrefixRates {
     const stripes = Array.from({ length: this.#stripes }, (_, stripe) =>
       this.#budget(factory, stripeBudgetName(this.config.bucketName, tenant.tenant, stripe, this.#stripes)),
     );
-    return new FirstFreeRateBudget(`${this.#prefixName(tenant.tenant)}s=*`, stripes, this.random);
+    return new TwoChoiceRateBudget(`${this.#prefixName(tenant.tenant)}s=*`, stripes, this.random);
   }
 
   /** The budget whose presence in the cache promotes a small tenant: its prefix's, or its first stripe. */

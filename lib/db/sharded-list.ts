@@ -48,14 +48,19 @@ export async function mergeShardListings(
   );
   const keys: ShardKey[] = [];
   while (keys.length < limit) {
+    // A shard whose page ran out is listed again until it has a key in hand or no more: a truncated page
+    // may hold no key at all (the token, not the keys, says more), and a shard merged without its next key
+    // would let a later key out ahead of it.
     await Promise.all(
       feeds
         .filter((feed) => feed.next >= feed.keys.length && feed.token !== undefined)
         .map(async (feed) => {
-          const page = await listPage({ prefix: feed.prefix, maxKeys, continuationToken: feed.token });
-          feed.keys = page.keys;
-          feed.next = 0;
-          feed.token = page.continuationToken;
+          while (feed.next >= feed.keys.length && feed.token !== undefined) {
+            const page = await listPage({ prefix: feed.prefix, maxKeys, continuationToken: feed.token });
+            feed.keys = page.keys;
+            feed.next = 0;
+            feed.token = page.continuationToken;
+          }
         }),
     );
     let best: ShardFeed | undefined;

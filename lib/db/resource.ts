@@ -235,7 +235,13 @@ export class Resource<T extends Document = Document> {
     }
     const position =
       options.cursor !== undefined ? decodeShardCursor(this.name, this.shards, options.cursor) : undefined;
-    const merged = await mergeShardListings(this.#layout.prefixes, limit, position, listPage);
+    const merged = await mergeShardListings(
+      this.#layout.prefixes,
+      limit,
+      position,
+      listPage,
+      (shard, key) => this.#layout.idAt(shard, key) !== undefined,
+    );
     const items = await this.#readListed(
       merged.keys.map(({ shard, key }) => this.#layout.idAt(shard, key)),
       options,

@@ -5,6 +5,7 @@ import { MemoryObjectStore } from '../../../lib/db/memory-object-store.js';
 import type { ListObjectsInput } from '../../../lib/db/object-store.js';
 import type { Resource } from '../../../lib/db/resource.js';
 import { shardOf } from '../../../lib/db/shard-hash.js';
+import { allListedIds } from './support/all-listed-ids.js';
 import { wrap } from './support/wrapped-store.js';
 
 // ListObjectsV2 promises no keys per page: a truncated page (a continuation token) may hold fewer than
@@ -41,18 +42,6 @@ async function resourceWithEmptyPages(emptyPages: number): Promise<Resource> {
   return new Database({ tenant: 'acme', store: listing }).createResource({ name: 'orders', shards: SHARDS });
 }
 
-async function allIds(resource: Resource, limit: number): Promise<string[]> {
-  const ids: string[] = [];
-  let cursor: string | undefined;
-  for (let pages = 0; pages < 1000; pages++) {
-    const page = await resource.list({ limit, ...(cursor !== undefined ? { cursor } : {}) });
-    ids.push(...page.items.map((r) => r.id));
-    cursor = page.cursor;
-    if (cursor === undefined) return ids;
-  }
-  throw new Error('list never ended');
-}
-
 describe('list over N shards when a shard answers empty truncated pages', () => {
   it('lists every record once, in key order, through two empty pages in a row', async () => {
     const orders = await resourceWithEmptyPages(2);
@@ -60,7 +49,7 @@ describe('list over N shards when a shard answers empty truncated pages', () => 
     // Every shard holds some of them, so a merge that gives up on a shard too early orders them wrongly.
     expect(new Set(ids.map((id) => shardOf(id, SHARDS))).size).toBeGreaterThan(1);
     for (const id of ids) await orders.upsert(id, {});
-    expect(await allIds(orders, 5)).toEqual(ids);
+    expect(await allListedIds(orders, 5)).toEqual(ids);
   });
 
   it('a first page that comes back empty from every shard still hands out a cursor: the records are there', async () => {

@@ -214,9 +214,10 @@ export class Resource<T extends Document = Document> {
    * `cursor` is absent on the last page.
    */
   async list(options: ListOptions = {}): Promise<ListPage<T>> {
-    // NaN (`Number()` of a missing parameter) takes the default: clamped, it would compare false with every count.
-    const asked = options.limit === undefined || Number.isNaN(options.limit) ? 100 : options.limit;
-    const limit = Math.min(1000, Math.max(1, Math.floor(asked)));
+    // What is not a number (NaN: `Number()` of a missing parameter) takes the default: clamped, NaN would
+    // compare false with every count.
+    const asked = Math.floor(Number(options.limit ?? 100));
+    const limit = Number.isNaN(asked) ? 100 : Math.min(1000, Math.max(1, asked));
     const listPage = (input: ListObjectsInput) =>
       this.#ctx.calls.run((signal) => this.#ctx.store.list(input, { signal }), options, 'read');
     if (this.shards === 1) {

@@ -8,10 +8,10 @@ import { shardOf } from '../../../lib/db/shard-hash.js';
 import { allListedIds } from './support/all-listed-ids.js';
 import { wrap } from './support/wrapped-store.js';
 
-// ListObjectsV2 promises no keys per page: a truncated page (a continuation token) may hold fewer than
-// MaxKeys keys, none at all (S3 and S3-compatible stores answer so when a page's range holds only deleted
-// objects). The token, not the keys, says whether a prefix has more. Here every shard answers its first
-// `emptyPages` requests with an empty page and a token that resumes where that request started.
+// ListObjectsV2 promises at most MaxKeys keys a page, not at least one: whether more remain is said by
+// IsTruncated and the continuation token, not by the keys (empty truncated pages were seen from AWS S3, GCS
+// and MinIO: TileDB-Inc/TileDB#1218). Here every shard answers its first `emptyPages` requests with an empty page and a
+// token that resumes where that request started.
 
 const SHARDS = 4;
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { copyLayout } from '../../../lib/db/copy-layout.js';
 import { Database } from '../../../lib/db/database.js';
@@ -33,4 +34,36 @@ describe('list over N shards with stray twins of records (old layout keys after 
       expect(await allListedIds(orders, limit)).toEqual(ids);
     },
   );
+
+  it('lists every record once after any resharding N -> M with the old keys in place, for any page size', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(1, 2, 3, 4, 8),
+        fc.constantFrom(2, 3, 4, 8, 16),
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 1, max: 40 }),
+        async (from, to, limit, count) => {
+          fc.pre(from !== to);
+          const store = new MemoryObjectStore({ bucket: `strays-${randomUUID().slice(0, 8)}` });
+          const old = await new Database({ tenant: 'acme', store }).createResource({
+            name: 'orders',
+            shards: from,
+          });
+          const ids = Array.from({ length: count }, (_, i) => `r-${String(i).padStart(3, '0')}`);
+          await Promise.all(ids.map((id) => old.insert({}, { id })));
+          const layouts = [
+            new ResourceLayout('acme', 'orders', '', from),
+            new ResourceLayout('acme', 'orders', '', to),
+          ] as const;
+          await copyLayout(store, ...layouts);
+          const orders = await new Database({ tenant: 'acme', store }).createResource({
+            name: 'orders',
+            shards: to,
+          });
+          expect(await allListedIds(orders, limit)).toEqual(ids);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
 });

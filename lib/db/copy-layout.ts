@@ -29,7 +29,9 @@ export async function copyLayout(
   options: StoreCallOptions & { concurrency?: number } = {},
 ): Promise<CopyLayoutResult> {
   const call = { ...(options.signal !== undefined ? { signal: options.signal } : {}) };
-  const concurrency = Math.max(1, options.concurrency ?? 16);
+  // NaN (a flag that did not parse) takes the default: as a step it ended every page's loop at once.
+  const asked = Math.floor(Number(options.concurrency ?? 16));
+  const concurrency = Number.isNaN(asked) ? 16 : Math.max(1, asked);
   let copied = 0;
   let unchanged = 0;
   const conflicts: string[] = [];

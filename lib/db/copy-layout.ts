@@ -4,7 +4,8 @@ import { HIDDEN_METADATA, HIDDEN_TAGS } from './sequenced-state.js';
 
 // Resharding offline: copies every object of a resource's layout (records, tombstones, pending partials,
 // byte for byte with their metadata and lifecycle tag) to the keys another layout gives their ids. It is
-// NOT safe while anything writes the resource: run it with ingestion stopped (messages wait in the queue),
+// NOT safe while anything writes the resource: run it with ingestion stopped (messages wait in the queue)
+// and the invocations already running ended (one function timeout after the pause),
 // then declare the resource with the new shard count (docs/decisions/sharded-keys.md).
 
 export interface CopyLayoutResult {
@@ -28,7 +29,9 @@ export async function copyLayout(
   options: StoreCallOptions & { concurrency?: number } = {},
 ): Promise<CopyLayoutResult> {
   const call = { ...(options.signal !== undefined ? { signal: options.signal } : {}) };
-  const concurrency = Math.max(1, options.concurrency ?? 16);
+  // NaN (a flag that did not parse) takes the default: as a step it ended every page's loop at once.
+  const asked = Math.floor(Number(options.concurrency ?? 16));
+  const concurrency = Number.isNaN(asked) ? 16 : Math.max(1, asked);
   let copied = 0;
   let unchanged = 0;
   const conflicts: string[] = [];

@@ -10,6 +10,8 @@ export type {
 } from './behaviour-model.js';
 export type { ConnectionTarget } from './connection-string.js';
 export { parseConnectionString } from './connection-string.js';
+export type { CopyLayoutResult } from './copy-layout.js';
+export { copyLayout } from './copy-layout.js';
 export type { CreateResourceOptions, DatabaseOptions } from './database.js';
 export { Database } from './database.js';
 export * from './errors.js';
@@ -39,6 +41,7 @@ export type {
   StoredRecord,
 } from './resource.js';
 export { Resource } from './resource.js';
+export { ResourceLayout } from './resource-layout.js';
 export type { CreateS3ClientOptions } from './s3-client.js';
 export { createS3Client } from './s3-client.js';
 export { S3ObjectStore } from './s3-object-store.js';

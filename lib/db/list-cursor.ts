@@ -43,3 +43,23 @@ export function decodeShardCursor(resource: string, shards: number, cursor: unkn
     throw new InvalidCursorError(resource, 'holds no valid position');
   return a;
 }
+
+/**
+ * Throws `InvalidCursorError` when `cursor`, given to an unsharded resource, is a sharded listing's cursor
+ * (one this resource handed out under another shard count). S3 continuation tokens are opaque and never
+ * decode to one; anything else goes to S3 as it is.
+ */
+export function refuseShardCursor(resource: string, cursor: string): void {
+  if (cursor.length > MAX_CURSOR_LENGTH || !BASE64URL.test(cursor)) return;
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return;
+  }
+  if (typeof value === 'object' && value !== null && (value as { v?: unknown }).v === CURSOR_VERSION)
+    throw new InvalidCursorError(
+      resource,
+      `was made for ${String((value as { n?: unknown }).n)} shards, not 1`,
+    );
+}

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isRecordSize, withParity } from './body-parity.js';
 import { ConflictError, RecordExistsError, RecordNotFoundError, ValidationError } from './errors.js';
-import { decodeShardCursor, encodeShardCursor } from './list-cursor.js';
+import { decodeShardCursor, encodeShardCursor, refuseShardCursor } from './list-cursor.js';
 import { type ListObjectsInput, type ListObjectsPage, PreconditionFailedError } from './object-store.js';
 import {
   type Document,
@@ -214,10 +214,15 @@ export class Resource<T extends Document = Document> {
    * `cursor` is absent on the last page.
    */
   async list(options: ListOptions = {}): Promise<ListPage<T>> {
-    const limit = Math.min(1000, Math.max(1, Math.floor(options.limit ?? 100)));
+    // What is not a number (NaN: `Number()` of a missing parameter) takes the default: clamped, NaN would
+    // compare false with every count.
+    const asked = Math.floor(Number(options.limit ?? 100));
+    const limit = Number.isNaN(asked) ? 100 : Math.min(1000, Math.max(1, asked));
     const listPage = (input: ListObjectsInput) =>
       this.#ctx.calls.run((signal) => this.#ctx.store.list(input, { signal }), options, 'read');
     if (this.shards === 1) {
+      // A cursor of a sharded layout (this resource before resharding) is no S3 token: refused as such.
+      if (options.cursor !== undefined) refuseShardCursor(this.name, options.cursor);
       const page = await listPage({
         prefix: this.#layout.prefixOf(0),
         maxKeys: limit,
@@ -231,7 +236,13 @@ export class Resource<T extends Document = Document> {
     }
     const position =
       options.cursor !== undefined ? decodeShardCursor(this.name, this.shards, options.cursor) : undefined;
-    const merged = await mergeShardListings(this.#layout.prefixes, limit, position, listPage);
+    const merged = await mergeShardListings(
+      this.#layout.prefixes,
+      limit,
+      position,
+      listPage,
+      (shard, key) => this.#layout.idAt(shard, key) !== undefined,
+    );
     const items = await this.#readListed(
       merged.keys.map(({ shard, key }) => this.#layout.idAt(shard, key)),
       options,

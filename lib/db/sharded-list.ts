@@ -28,12 +28,15 @@ interface ShardFeed {
  * already handed out; none for the first page). Each shard is listed from `StartAfter` its prefix plus
  * `position`, in pages of about twice its share of `limit`, and listed again whenever its page runs out
  * before the merge is done. A page costs one LIST per shard, and one more per shard whose share ran over.
+ * `owns(shard, key)`: whether `key` is a record of its shard (its id hashes there); of keys with one text in
+ * several shards, the one it owns is handed out first.
  */
 export async function mergeShardListings(
   prefixes: readonly string[],
   limit: number,
   position: string | undefined,
   listPage: (input: ListObjectsInput) => Promise<ListObjectsPage>,
+  owns: (shard: number, key: string) => boolean = () => true,
 ): Promise<MergedKeys> {
   const maxKeys = Math.min(1000, 2 * Math.ceil(limit / prefixes.length) + 1);
   const feeds = await Promise.all(
@@ -48,14 +51,19 @@ export async function mergeShardListings(
   );
   const keys: ShardKey[] = [];
   while (keys.length < limit) {
+    // A shard whose page ran out is listed again until it has a key in hand or no more: a truncated page
+    // may hold no key at all (the token, not the keys, says more), and a shard merged without its next key
+    // would let a later key out ahead of it.
     await Promise.all(
       feeds
         .filter((feed) => feed.next >= feed.keys.length && feed.token !== undefined)
         .map(async (feed) => {
-          const page = await listPage({ prefix: feed.prefix, maxKeys, continuationToken: feed.token });
-          feed.keys = page.keys;
-          feed.next = 0;
-          feed.token = page.continuationToken;
+          while (feed.next >= feed.keys.length && feed.token !== undefined) {
+            const page = await listPage({ prefix: feed.prefix, maxKeys, continuationToken: feed.token });
+            feed.keys = page.keys;
+            feed.next = 0;
+            feed.token = page.continuationToken;
+          }
         }),
     );
     let best: ShardFeed | undefined;
@@ -63,7 +71,16 @@ export async function mergeShardListings(
     for (const feed of feeds) {
       if (feed.next >= feed.keys.length) continue;
       const rest = feed.keys[feed.next]!.slice(feed.prefix.length);
-      if (best === undefined || rest < bestRest) {
+      // Keys with one text in two shards are one id's: its record and a stray twin (its key in another
+      // layout, left by a resharding). The record goes first: a page ending between them resumes past
+      // both, which loses only the stray.
+      if (
+        best === undefined ||
+        rest < bestRest ||
+        (rest === bestRest &&
+          owns(feed.shard, feed.keys[feed.next]!) &&
+          !owns(best.shard, best.keys[best.next]!))
+      ) {
         best = feed;
         bestRest = rest;
       }

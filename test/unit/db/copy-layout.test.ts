@@ -71,4 +71,17 @@ describe('copyLayout: resharding a resource offline', () => {
     const again = await copyLayout(store, from, to);
     expect(again).toEqual({ copied: 0, unchanged: 31, conflicts: [taken] });
   });
+
+  it('a concurrency that is not a number (NaN from a parsed flag) copies everything, never nothing', async () => {
+    const { store } = await seeded(1);
+    const result = await copyLayout(
+      store,
+      new ResourceLayout('acme', 'orders', '', 1),
+      new ResourceLayout('acme', 'orders', '', 4),
+      { concurrency: Number.NaN },
+    );
+    // 30 records, a tombstone and a pending partial: with NaN the page loop stepped by NaN and copied none,
+    // reporting { copied: 0, unchanged: 0, conflicts: [] }, a copy that looks done.
+    expect(result).toEqual({ copied: 32, unchanged: 0, conflicts: [] });
+  });
 });

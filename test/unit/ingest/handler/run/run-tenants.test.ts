@@ -112,8 +112,11 @@ describe('runTenants', () => {
     });
     expect(ledger.response().batchItemFailures).toEqual([]);
     const names = budgets.books().map((b) => b.name);
-    expect(names).toHaveLength(1);
-    expect(names[0]).toMatch(/^prefix:ignored-by-memory-store\/t=whale\/s=\*\/stripe=[0-3]of4$/);
+    // One booking, or more when its slots end before its writes have run (a loaded machine): it rebooks,
+    // in a stripe again.
+    expect(names.length).toBeGreaterThanOrEqual(1);
+    for (const name of names)
+      expect(name).toMatch(/^prefix:ignored-by-memory-store\/t=whale\/s=\*\/stripe=[0-3]of4$/);
   });
 
   it('unpins its tenants when it ends: one the cache evicted meanwhile is then disconnected', async () => {

@@ -75,39 +75,61 @@ export function stampDeadLetterSources(app: FastifyInstance): void {
     sentTo.delete(id);
   };
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  // Synchronous (callback) hook, async only to look up a source queue's ARN: see
+  // docs/decisions/synchronous-on-send-hooks.md.
+  app.addHook('onSend', (request, reply, payload, done) => {
     const target = request.headers['x-amz-target'];
-    if (typeof target !== 'string' || !target.startsWith('AmazonSQS.')) return payload;
-    if (reply.statusCode !== 200 || typeof payload !== 'string') return payload;
-    const action = target.slice('AmazonSQS.'.length);
     const path = queuePathOf(request.body);
-    if (path === undefined) return payload;
+    if (typeof target !== 'string' || !target.startsWith('AmazonSQS.') || path === undefined) {
+      done(null, payload);
+      return;
+    }
+    if (reply.statusCode !== 200 || typeof payload !== 'string') {
+      done(null, payload);
+      return;
+    }
+    const action = target.slice('AmazonSQS.'.length);
     if (action === 'SendMessage' || action === 'SendMessageBatch') {
       const answer = JSON.parse(payload) as { MessageId?: string; Successful?: { MessageId?: string }[] };
       const ids =
         action === 'SendMessage' ? [answer.MessageId] : (answer.Successful ?? []).map((s) => s.MessageId);
       for (const id of ids) if (id !== undefined) sentTo.set(id, path);
-      return payload;
-    }
-    if (action === 'DeleteMessage' || action === 'DeleteMessageBatch') {
+    } else if (action === 'DeleteMessage' || action === 'DeleteMessageBatch') {
       for (const handle of receiptHandlesOf(action, request.body)) forget(handle);
-      return payload;
+    } else if (action === 'ReceiveMessage') {
+      const answer = JSON.parse(payload) as { Messages?: Received[] };
+      const stamp = asksForSource(request.body);
+      const moved: Array<{ message: Received; source: string }> = [];
+      for (const m of answer.Messages ?? []) {
+        if (m.MessageId === undefined || m.ReceiptHandle === undefined) continue;
+        messageOf.set(m.ReceiptHandle, m.MessageId);
+        handlesOf.set(m.MessageId, (handlesOf.get(m.MessageId) ?? new Set()).add(m.ReceiptHandle));
+        const source = sentTo.get(m.MessageId);
+        if (stamp && source !== undefined && source !== path) moved.push({ message: m, source });
+      }
+      if (moved.length > 0) {
+        stampMoved(request, moved).then(
+          (stamped) => done(null, stamped ? JSON.stringify(answer) : payload),
+          (error: Error) => done(error),
+        );
+        return;
+      }
     }
-    if (action !== 'ReceiveMessage') return payload;
-    const answer = JSON.parse(payload) as { Messages?: Received[] };
-    const stamp = asksForSource(request.body);
+    done(null, payload);
+  });
+
+  /** Stamps each moved message with its source queue's ARN; true if any was stamped. */
+  const stampMoved = async (
+    request: FastifyRequest,
+    moved: Array<{ message: Received; source: string }>,
+  ): Promise<boolean> => {
     let stamped = false;
-    for (const m of answer.Messages ?? []) {
-      if (m.MessageId === undefined || m.ReceiptHandle === undefined) continue;
-      messageOf.set(m.ReceiptHandle, m.MessageId);
-      handlesOf.set(m.MessageId, (handlesOf.get(m.MessageId) ?? new Set()).add(m.ReceiptHandle));
-      const source = sentTo.get(m.MessageId);
-      if (!stamp || source === undefined || source === path) continue;
+    for (const { message, source } of moved) {
       const arn = await queueArn(request, source);
       if (arn === undefined) continue;
-      m.Attributes = { ...m.Attributes, [DEAD_LETTER_SOURCE_ATTRIBUTE]: arn };
+      message.Attributes = { ...message.Attributes, [DEAD_LETTER_SOURCE_ATTRIBUTE]: arn };
       stamped = true;
     }
-    return stamped ? JSON.stringify(answer) : payload;
-  });
+    return stamped;
+  };
 }

@@ -47,9 +47,11 @@ export function enforceConditionalWrites(app: FastifyInstance, store: S3StoreVie
     return sendS3Error(reply, refusal(write.keys[0] ?? ''));
   });
   // The emulator applies a write synchronously in its route handler, before it sends the answer: the keys
-  // can go as soon as the answer is on its way.
-  app.addHook('onSend', async (request) => {
+  // can go as soon as the answer is on its way. Synchronous (callback) hook: see
+  // docs/decisions/synchronous-on-send-hooks.md.
+  app.addHook('onSend', (request, _reply, payload, done) => {
     release(request);
+    done(null, payload);
   });
 
   return {

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { S3StoreView, StoredS3Object } from './fauxqs-stores.js';
 import {
   bucketAndKey,
@@ -89,13 +89,16 @@ export function keepS3ObjectTags(app: FastifyInstance, store: S3StoreView): void
     if (refusal !== undefined) return sendS3Error(reply, refusal);
   });
 
-  // After the emulator applied a write: the new object's tags are the ones it was written with. fauxqs's S3
-  // handlers send and then resolve `undefined`, so while async onSend hooks run Fastify sends once more
-  // (payload `undefined`): every step here is idempotent.
-  app.addHook('onSend', async (request, reply, payload) => {
+  // After the emulator applied a write: the new object's tags are the ones it was written with. Synchronous
+  // (callback) hook: see docs/decisions/synchronous-on-send-hooks.md.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    afterAnswer(request, reply, payload);
+    done(null, payload);
+  });
+  const afterAnswer = (request: FastifyRequest, reply: FastifyReply, payload: unknown): void => {
     const { bucket, key, query } = bucketAndKey(request.url);
     const ok = reply.statusCode >= 200 && reply.statusCode < 300;
-    if (key === '' || !ok || query.has('tagging') || query.has('partNumber')) return payload;
+    if (key === '' || !ok || query.has('tagging') || query.has('partNumber')) return;
     const uploadId = query.get('uploadId');
     switch (request.method) {
       case 'PUT':
@@ -123,8 +126,7 @@ export function keepS3ObjectTags(app: FastifyInstance, store: S3StoreView): void
         break;
       }
     }
-    return payload;
-  });
+  };
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {

@@ -19,10 +19,13 @@ const UNRESOLVABLE_QUEUE_HOST = /http:\/\/sqs\.[a-z0-9-]+\.localhost:(\d+)\//g;
  * Only the answers that carry queue URLs are rewritten, never message bodies.
  */
 export function serveResolvableQueueUrls(app: FastifyInstance): void {
-  app.addHook('onSend', async (request, _reply, payload) => {
+  // Synchronous (callback) hook: see docs/decisions/synchronous-on-send-hooks.md.
+  app.addHook('onSend', (request, _reply, payload, done) => {
     const target = request.headers['x-amz-target'];
-    if (typeof target !== 'string' || !ACTIONS_WITH_QUEUE_URLS.has(target)) return payload;
-    if (typeof payload !== 'string') return payload;
-    return payload.replace(UNRESOLVABLE_QUEUE_HOST, 'http://127.0.0.1:$1/');
+    if (typeof target !== 'string' || !ACTIONS_WITH_QUEUE_URLS.has(target) || typeof payload !== 'string') {
+      done(null, payload);
+      return;
+    }
+    done(null, payload.replace(UNRESOLVABLE_QUEUE_HOST, 'http://127.0.0.1:$1/'));
   });
 }

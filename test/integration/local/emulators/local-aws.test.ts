@@ -1,8 +1,25 @@
+import { ServerResponse } from 'node:http';
 import { createServer } from 'node:net';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { describe, expect, it } from 'vitest';
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  ListQueuesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { describe, expect, it, vi } from 'vitest';
 import { startLocalAws } from '../../../../lib/local/emulators/local-aws.js';
 
 /** True when a TCP port on 127.0.0.1 can be bound again (nobody holds it). */
@@ -95,5 +112,46 @@ describe('startLocalAws', () => {
       name: 'InvalidLocalOptionError',
       option: 'port',
     });
+  });
+
+  it('answers each request once: no second send of a reply already on its way', async () => {
+    // A second send of the same reply writes its headers again (ERR_HTTP_HEADERS_SENT) and runs Fastify's
+    // error handler: two error objects per answer, a share of the emulator's CPU on every S3 request.
+    let lateHeaderWrites = 0;
+    const writeHead = ServerResponse.prototype.writeHead;
+    const spy = vi.spyOn(ServerResponse.prototype, 'writeHead').mockImplementation(function (
+      this: ServerResponse,
+      ...args: Parameters<ServerResponse['writeHead']>
+    ) {
+      if (this.headersSent) lateHeaderWrites++;
+      return writeHead.apply(this, args);
+    });
+    const aws = await startLocalAws();
+    const s3 = new S3Client(aws.clientConfig.s3);
+    const sqs = new SQSClient(aws.clientConfig.sqs);
+    try {
+      await s3.send(new CreateBucketCommand({ Bucket: 'once' }));
+      await s3.send(new PutObjectCommand({ Bucket: 'once', Key: 't/a.json', Body: '{}', Tagging: 'k=v' }));
+      await s3
+        .send(new PutObjectCommand({ Bucket: 'once', Key: 't/a.json', Body: '{}', IfMatch: '"nope"' }))
+        .catch(() => undefined);
+      await (
+        await s3.send(new GetObjectCommand({ Bucket: 'once', Key: 't/a.json' }))
+      ).Body?.transformToString();
+      await s3.send(new HeadObjectCommand({ Bucket: 'once', Key: 't/a.json' }));
+      await s3.send(new ListObjectsV2Command({ Bucket: 'once', Prefix: 't/' }));
+      await s3.send(new DeleteObjectCommand({ Bucket: 'once', Key: 't/a.json' }));
+      const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'once' }));
+      await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x' }));
+      const { Messages } = await sqs.send(new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 0 }));
+      await sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: Messages?.[0]?.ReceiptHandle }));
+      expect(spy).toHaveBeenCalled();
+      expect(lateHeaderWrites).toBe(0);
+    } finally {
+      spy.mockRestore();
+      s3.destroy();
+      sqs.destroy();
+      await aws.stop();
+    }
   });
 });

@@ -8,7 +8,7 @@ import type { IngestConfig } from '../../config.js';
 import { drainBy } from './drain-by.js';
 import type { PrefixWriteCounts } from './prefix-write-counts.js';
 import { type RateBudgetFactory, type RateHolderPool, runUnderRate } from './rate-holder.js';
-import { allSharded, stripeBudgetName, stripeCount } from './shard-stripes.js';
+import { allSharded, stripeBudgetName, stripeCount, stripeStartRate } from './shard-stripes.js';
 
 /** Tenants that write without booking slots (docs/decisions/small-tenants-without-lease.md). */
 export const SMALL_TENANTS = {
@@ -294,8 +294,13 @@ export class PrefixRates {
   #bookingBudget(factory: RateBudgetFactory, tenant: TenantRateRequest): RateBudget {
     if (!this.#striped(tenant)) return this.#budget(factory, this.#prefixName(tenant.tenant));
     this.#stripedBookers.set(this.#promotionName(tenant), true);
+    const start = stripeStartRate(this.config, this.#stripes);
     const stripes = Array.from({ length: this.#stripes }, (_, stripe) =>
-      this.#budget(factory, stripeBudgetName(this.config.bucketName, tenant.tenant, stripe, this.#stripes)),
+      this.#budget(
+        factory,
+        stripeBudgetName(this.config.bucketName, tenant.tenant, stripe, this.#stripes),
+        start,
+      ),
     );
     return new TwoChoiceRateBudget(`${this.#prefixName(tenant.tenant)}s=*`, stripes, this.random);
   }
@@ -307,10 +312,11 @@ export class PrefixRates {
       : this.#prefixName(tenant.tenant);
   }
 
-  #budget(factory: RateBudgetFactory, name: string): RateBudget {
+  /** `startRate`: where its item starts when missing (a stripe's); undefined: the ceiling (a prefix's). */
+  #budget(factory: RateBudgetFactory, name: string, startRate?: number): RateBudget {
     let budget = this.#budgets.get(name);
     if (budget === undefined) {
-      budget = factory(name, this.config.s3PrefixWriteRate);
+      budget = factory(name, this.config.s3PrefixWriteRate, startRate);
       this.#budgets.set(name, budget);
     }
     return budget;

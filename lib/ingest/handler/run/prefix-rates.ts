@@ -236,7 +236,7 @@ export class PrefixRates {
       tenant.pool.off('pool:taskError', onError);
       if (throttled) {
         try {
-          this.#budget(factory, this.#promotionName(tenant));
+          this.#budget(factory, this.#promotionName(tenant), this.#startRate(tenant));
         } catch {
           // Promotion is an optimisation: without it the tenant stays small until a factory works.
         }
@@ -294,7 +294,7 @@ export class PrefixRates {
   #bookingBudget(factory: RateBudgetFactory, tenant: TenantRateRequest): RateBudget {
     if (!this.#striped(tenant)) return this.#budget(factory, this.#prefixName(tenant.tenant));
     this.#stripedBookers.set(this.#promotionName(tenant), true);
-    const start = stripeStartRate(this.config, this.#stripes);
+    const start = this.#startRate(tenant);
     const stripes = Array.from({ length: this.#stripes }, (_, stripe) =>
       this.#budget(
         factory,
@@ -303,6 +303,11 @@ export class PrefixRates {
       ),
     );
     return new TwoChoiceRateBudget(`${this.#prefixName(tenant.tenant)}s=*`, stripes, this.random);
+  }
+
+  /** Where a missing item of the tenant's budget starts: a stripe's share of the rate; undefined: the ceiling. */
+  #startRate(tenant: TenantRateRequest): number | undefined {
+    return this.#striped(tenant) ? stripeStartRate(this.config, this.#stripes) : undefined;
   }
 
   /** The budget whose presence in the cache promotes a small tenant: its prefix's, or its first stripe. */

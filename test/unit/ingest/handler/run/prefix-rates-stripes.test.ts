@@ -120,11 +120,11 @@ describe('PrefixRates: sharded tenants book stripes', () => {
 
   it('a small sharded tenant S3 throttled is promoted: it books a stripe from its next batch on', async () => {
     const budgets = memoryBudgets();
-    const made: string[] = [];
+    const made: [string, number | undefined][] = [];
     const rates = new PrefixRates(
       testConfig({ RESOURCE_SHARDS: '{"orders":4}' }),
       (n, c, start) => {
-        made.push(n);
+        made.push([n, start]);
         return budgets.factory(n, c, start);
       },
       undefined,
@@ -135,7 +135,8 @@ describe('PrefixRates: sharded tenants book stripes', () => {
       stub.throttled();
     });
     expect(budgets.books()).toEqual([]);
-    expect(made).toEqual([stripeOf('spread', 0, 4)]);
+    // The stripe its promotion builds starts where every new stripe does: at its share of the rate.
+    expect(made).toEqual([[stripeOf('spread', 0, 4), testConfig().s3PrefixWriteRate / 4]]);
     await rates.run([writing('spread', 1, ['orders'])], window(), async () => undefined);
     expect(budgets.books().map((b) => [b.name, b.options.writes])).toEqual([[stripeOf('spread', 2, 4), 1]]);
     // Its prefix (unsharded `customers`) was never throttled: a batch writing there stays small.

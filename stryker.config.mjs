@@ -22,6 +22,8 @@ export const MODULES = {
     'lib/semaphore/rate-schedule.ts',
     'lib/semaphore/book-slots.ts',
     'lib/semaphore/rate-booking.ts',
+    // A sharded tenant's stripes booked as one budget (docs/decisions/striped-shard-budgets.md).
+    'lib/semaphore/two-choice-budget.ts',
   ],
   pool: [
     'lib/pool/executor-pool.ts',
@@ -44,6 +46,12 @@ export const MODULES = {
     'lib/db/sequenced-writer.ts',
     'lib/db/record-fields.ts',
     'lib/db/canonical-json.ts',
+    // Sharded resources (docs/decisions/sharded-keys.md): the hash, the keys, the merged listing, the groups.
+    'lib/db/shard-hash.ts',
+    'lib/db/resource-layout.ts',
+    'lib/db/sharded-list.ts',
+    'lib/db/shard-groups.ts',
+    'lib/db/copy-layout.ts',
   ],
   handler: [
     'lib/ingest/handler/settle/invocation-metrics.ts',
@@ -57,6 +65,8 @@ export const MODULES = {
     'lib/ingest/handler/run/prefix-rates.ts',
     'lib/ingest/handler/run/rate-holder.ts',
     'lib/ingest/handler/run/rate-pace.ts',
+    // A sharded tenant's stripes: how many, who books them, where a new one starts.
+    'lib/ingest/handler/run/shard-stripes.ts',
     'lib/ingest/handler/ingest-handler.ts',
     'lib/ingest/handler/plan/plan-batch.ts',
     'lib/ingest/handler/run/run-tenants.ts',

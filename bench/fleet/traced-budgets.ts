@@ -75,8 +75,8 @@ export function traceBudgets(
   line: (entry: object) => void,
 ): { factory: RateBudgetFactory; trace: BudgetTrace } {
   const trace: BudgetTrace = { all: zero(), hot: zero() };
-  const factory: RateBudgetFactory = (name, ceiling) => {
-    const budget = inner(name, ceiling);
+  const factory: RateBudgetFactory = (name, ceiling, startRate) => {
+    const budget = inner(name, ceiling, startRate);
     const hot = isHot(name);
     const counts = hot ? [trace.all, trace.hot] : [trace.all];
     const add = (f: (c: BudgetCounts) => void) => {

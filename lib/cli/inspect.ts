@@ -6,7 +6,8 @@ import { type CliIo, EXIT } from './io.js';
 
 export const INSPECT_HELP = `Usage: s3-ingest inspect [--bucket B] [--queue-url Q] [--dlq-url D] [--json]
 
-Counts records per tenant and resource in the bucket (keys t=<tenant>/r=<resource>/id=<id>.json) and
+Counts records per tenant and resource in the bucket (keys t=<tenant>/r=<resource>/id=<id>.json, or
+t=<tenant>/r=<resource>/s=<shard>/id=<id>.json for a sharded resource, all shards counted together) and
 messages in the queue and the DLQ (visible, in flight, delayed). At least one of the three is required.
 
 Options:
@@ -37,7 +38,9 @@ export interface BucketCounts {
   other: number;
 }
 
-const RECORD_KEY = /(?:^|\/)t=([^/]+)\/r=([^/]+)\/id=[^/]+\.json$/;
+// A record key, unsharded (`t=<tenant>/r=<resource>/id=<id>.json`) or sharded (`.../r=<resource>/s=<shard>/id=...`,
+// docs/decisions/sharded-keys.md): a sharded resource's records count as its own, whatever their shard.
+const RECORD_KEY = /(?:^|\/)t=([^/]+)\/r=([^/]+)\/(?:s=[0-9]+\/)?id=[^/]+\.json$/;
 
 export async function countBucket(s3: S3Client, bucket: string): Promise<BucketCounts> {
   const counts: BucketCounts = { total: 0, byTenant: {}, other: 0 };

@@ -14,7 +14,7 @@ const maxTimerMs = 2 ** 31 - 1;
 
 /**
  * `RateBudget.book` over a store (docs/fleet-cap.md#what-a-holder-does): read the schedule (creating it at
- * the ceiling when missing), plan the booking, and write it on the condition that the schedule is still the
+ * its starting rate when missing), plan the booking, and write it on the condition that the schedule is still the
  * one read. A lost race reads again after a full-jitter backoff; a schedule booked past `latestStart`
  * rejects at once (`SemaphoreTimeoutError.freeAt`: its first free slot), so a caller never waits here for
  * its turn: it waits for its first slot, or comes back then.
@@ -62,8 +62,8 @@ export async function bookSlots(budget: BudgetContext, options: BookOptions): Pr
 async function readOrCreate(budget: BudgetContext, signal: AbortSignal | undefined): Promise<Schedule> {
   const schedule = await budget.store.read(signal);
   if (schedule !== undefined) return schedule;
-  await budget.store.create(budget.ceiling, signal);
-  // Read what is stored: a racing creator may have written another ceiling.
+  await budget.store.create(budget.startRate, signal);
+  // Read what is stored: a racing creator may have written another rate.
   const created = await budget.store.read(signal);
   if (created === undefined)
     throw new Error(`rate budget "${budget.name}": its item vanished after creation`);

@@ -30,14 +30,14 @@ export function readBudgetRequest(tableName: string, name: string): GetItemComma
   return { TableName: tableName, Key: budgetKey(name), ConsistentRead: true };
 }
 
-/** A new budget's schedule: at its ceiling, every slot free. */
-export function newSchedule(ceiling: number): Schedule {
-  return { rate: ceiling, freeAt: 0, decreasedAt: 0, version: 0, by: '' };
+/** A new budget's schedule: at its starting rate (the ceiling unless told), every slot free, never decreased. */
+export function newSchedule(rate: number): Schedule {
+  return { rate, freeAt: 0, decreasedAt: 0, version: 0, by: '' };
 }
 
-/** Creates the item at `ceiling` unless it exists (a lost race is harmless: the winner's item is read). */
-export function createBudgetRequest(tableName: string, name: string, ceiling: number): PutItemCommandInput {
-  const schedule = newSchedule(ceiling);
+/** Creates the item at `rate` unless it exists (a lost race is harmless: the winner's item is read). */
+export function createBudgetRequest(tableName: string, name: string, rate: number): PutItemCommandInput {
+  const schedule = newSchedule(rate);
   return {
     TableName: tableName,
     Item: {

@@ -8,8 +8,8 @@ import type { Schedule, ScheduleChange } from './rate-schedule.js';
 export interface BudgetStore {
   /** The schedule now (strongly consistent); `undefined` when the item does not exist yet. */
   read(signal?: AbortSignal): Promise<Schedule | undefined>;
-  /** Creates the item at `ceiling` unless it exists. */
-  create(ceiling: number, signal?: AbortSignal): Promise<void>;
+  /** Creates the item at `rate` unless it exists. */
+  create(rate: number, signal?: AbortSignal): Promise<void>;
   /**
    * Writes `change` as writer `by` if the item is still version `read.version`: `true` when it applied,
    * `false` when its condition failed; rejects on anything else (the write may then have applied or not).
@@ -21,6 +21,8 @@ export interface BudgetStore {
 export interface BudgetContext {
   readonly name: string;
   readonly ceiling: number;
+  /** Where a budget whose item is missing starts (at most `ceiling`). */
+  readonly startRate: number;
   readonly store: BudgetStore;
   readonly now: () => number;
   readonly random: () => number;

@@ -14,7 +14,7 @@ import {
 import type { BudgetContext, BudgetStore } from './budget-store.js';
 import { createBudgetTable } from './budget-table.js';
 import { SemaphoreTableNotFoundError } from './errors.js';
-import { checkBudgetOptions } from './rate-budget-checks.js';
+import { checkBudgetOptions, startRateOf } from './rate-budget-checks.js';
 import { floorToRateGrid, type Schedule, type ScheduleChange } from './rate-schedule.js';
 import type { BookOptions, RateBooking, RateBudget } from './rate-types.js';
 
@@ -41,12 +41,21 @@ export interface DynamoRateBudgetOptions {
    */
   name: string;
   /**
-   * The most writes per second the budget may reach, and where a new budget starts (`S3_PREFIX_WRITE_RATE`);
-   * kept to a millionth. A process configured lower than a stored rate books at its own ceiling, and its
+   * The most writes per second the budget may reach, and where a new budget starts unless `startRate` says
+   * otherwise (`S3_PREFIX_WRITE_RATE`); kept to a millionth. A process configured lower than a stored rate books at its own ceiling, and its
    * reports bring the budget down to it.
    * @example 3500
    */
   ceiling: number;
+  /**
+   * Where a budget whose item does not exist yet starts, writes per second (at most `ceiling`; kept to a
+   * millionth, and at least `ceiling x MIN_BUDGET_SHARE`): a prefix S3 has not scaled for starts inside
+   * what S3 gives it, and the control law raises it as its holders are starved and nothing is refused
+   * (docs/fleet-cap.md#the-control-law). Only creates: an existing item keeps its rate.
+   * @default ceiling
+   * @example 3500 / 16 // one of 16 stripes that start together inside one S3 partition's limit
+   */
+  startRate?: number | undefined;
   /**
    * Clock in epoch ms: slots and the last decrease are stored as such.
    * @default Date.now
@@ -100,6 +109,7 @@ export class DynamoRateBudget implements RateBudget {
     this.#context = {
       name: this.name,
       ceiling: this.ceiling,
+      startRate: startRateOf(options.startRate, this.ceiling),
       store: new DynamoBudgetStore(options.client, options.tableName, options.name),
       now: options.now ?? (() => Date.now()),
       random: options.random ?? Math.random,
@@ -128,8 +138,8 @@ class DynamoBudgetStore implements BudgetStore {
     return parseBudgetItem(answer.Item);
   }
 
-  async create(ceiling: number, signal?: AbortSignal): Promise<void> {
-    const command = new PutItemCommand(createBudgetRequest(this.tableName, this.name, ceiling));
+  async create(rate: number, signal?: AbortSignal): Promise<void> {
+    const command = new PutItemCommand(createBudgetRequest(this.tableName, this.name, rate));
     await this.#conditional(this.client.send(command, { abortSignal: signal }));
   }
 

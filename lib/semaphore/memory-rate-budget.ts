@@ -2,7 +2,7 @@ import { throwIfAborted } from './backoff.js';
 import { bookSlots } from './book-slots.js';
 import { newSchedule } from './budget-item.js';
 import type { BudgetContext, BudgetStore } from './budget-store.js';
-import { checkBudgetOptions } from './rate-budget-checks.js';
+import { checkBudgetOptions, startRateOf } from './rate-budget-checks.js';
 import { floorToRateGrid, type Schedule, type ScheduleChange } from './rate-schedule.js';
 import type { BookOptions, RateBooking, RateBudget } from './rate-types.js';
 
@@ -31,10 +31,20 @@ export class MemoryBudgetTable {
  */
 export interface MemoryRateBudgetOptions {
   /**
-   * The most writes per second the budget may reach, and where a new budget starts; kept to a millionth.
+   * The most writes per second the budget may reach, and where a new budget starts unless `startRate` says
+   * otherwise; kept to a millionth.
    * @example 3500
    */
   ceiling: number;
+  /**
+   * Where a budget whose item does not exist yet starts, writes per second (at most `ceiling`; kept to a
+   * millionth, and at least `ceiling x MIN_BUDGET_SHARE`): a prefix S3 has not scaled for starts inside
+   * what S3 gives it, and the control law raises it as its holders are starved and nothing is refused
+   * (docs/fleet-cap.md#the-control-law). Only creates: an existing item keeps its rate.
+   * @default ceiling
+   * @example 3500 / 16 // one of 16 stripes that start together inside one S3 partition's limit
+   */
+  startRate?: number | undefined;
   /**
    * What the budget is for (shown in errors; budgets of one `table` share by name).
    * @default 'memory'
@@ -80,6 +90,7 @@ export class MemoryRateBudget implements RateBudget {
     this.#context = {
       name,
       ceiling: this.ceiling,
+      startRate: startRateOf(options.startRate, this.ceiling),
       store: new MemoryBudgetStore(this.table, name),
       now: options.now ?? (() => Date.now()),
       random: options.random ?? Math.random,
@@ -105,10 +116,10 @@ class MemoryBudgetStore implements BudgetStore {
     return this.table.item(this.name);
   }
 
-  async create(ceiling: number, signal?: AbortSignal): Promise<void> {
+  async create(rate: number, signal?: AbortSignal): Promise<void> {
     throwIfAborted(signal);
     const items = itemsOf.get(this.table);
-    if (items !== undefined && !items.has(this.name)) items.set(this.name, newSchedule(ceiling));
+    if (items !== undefined && !items.has(this.name)) items.set(this.name, newSchedule(rate));
   }
 
   async write(read: Schedule, change: ScheduleChange, by: string, signal?: AbortSignal): Promise<boolean> {

@@ -1,4 +1,5 @@
 import { InvalidPermitRequestError, InvalidSemaphoreOptionsError } from './errors.js';
+import { clampRate } from './rate-law.js';
 import { floorToRateGrid } from './rate-schedule.js';
 import type { BookingReport, BookOptions } from './rate-types.js';
 
@@ -12,6 +13,7 @@ const isCount = (value: unknown): value is number =>
 export function checkBudgetOptions(options: {
   name: unknown;
   ceiling: unknown;
+  startRate?: unknown;
   reportTimeoutMs?: unknown;
 }): void {
   if (typeof options.name !== 'string' || options.name.length === 0)
@@ -21,6 +23,12 @@ export function checkBudgetOptions(options: {
   const fail = (why: string) => new InvalidSemaphoreOptionsError(`rate budget "${options.name}": ${why}`);
   if (!isPositive(options.ceiling) || floorToRateGrid(options.ceiling) <= 0)
     throw fail(`ceiling must be a number of writes per second >= 0.000001, got ${String(options.ceiling)}`);
+  const { startRate } = options;
+  if (
+    startRate !== undefined &&
+    !(isPositive(startRate) && floorToRateGrid(startRate) > 0 && startRate <= (options.ceiling as number))
+  )
+    throw fail(`startRate must be a number of writes per second in (0, ceiling], got ${String(startRate)}`);
   // A Node timer past 2^31 - 1 ms fires at once.
   const { reportTimeoutMs } = options;
   if (reportTimeoutMs !== undefined && !(isPositive(reportTimeoutMs) && reportTimeoutMs < 2 ** 31))
@@ -51,4 +59,9 @@ export function checkReport(name: string, report: BookingReport): void {
     throw fail(`throttled must be a count >= 0, got ${String(report.throttled)}`);
   if (typeof report.starved !== 'boolean')
     throw fail(`starved must be a boolean, got ${String(report.starved)}`);
+}
+
+/** Where a budget whose item is missing starts: `startRate` on the rate grid within the law's bounds, else the ceiling. */
+export function startRateOf(startRate: number | undefined, ceiling: number): number {
+  return startRate === undefined ? ceiling : clampRate(floorToRateGrid(startRate), ceiling);
 }

@@ -68,11 +68,11 @@ export interface IngestHandlerOptions {
    */
   readonly store?: ObjectStore;
   /**
-   * Rate-budget port: builds the fleet-wide write budget of a prefix, `(name, ceiling) => RateBudget`
-   * (docs/fleet-cap.md): tenants with `SMALL_TENANTS.writes` or more book slots in it and pace their writes.
+   * Rate-budget port: builds the fleet-wide write budget of a prefix, `(name, ceiling, startRate) =>
+   * RateBudget` (docs/fleet-cap.md; `startRate` where a missing item starts, undefined: the ceiling): tenants with `SMALL_TENANTS.writes` or more book slots in it and pace their writes.
    * @default `dynamoRateBudgets(config, dynamodb, SEMAPHORE_TABLE)`: one DynamoDB item per prefix (none when
    * SEMAPHORE_TABLE is unset: pools bounded by the invocation only)
-   * @example { budgets: (name, ceiling) => new MemoryRateBudget({ name, ceiling }) }
+   * @example { budgets: (name, ceiling, startRate) => new MemoryRateBudget({ name, ceiling, startRate }) }
    */
   readonly budgets?: RateBudgetFactory;
   /**

@@ -117,8 +117,8 @@ export class ContainerBookings {
  */
 export function loggedBudgets(base: RateBudgetFactory, bookings: ContainerBookings): RateBudgetFactory {
   const { log, container } = bookings;
-  return (name, ceiling) => {
-    const budget = base(name, ceiling);
+  return (name, ceiling, startRate) => {
+    const budget = base(name, ceiling, startRate);
     bookings.markBuilt(name);
     return {
       name: budget.name,

@@ -55,6 +55,7 @@ function contextOn(store: BudgetStore, ceiling = 10): BudgetContext {
   return {
     name: 'prefix:b/t=acme/',
     ceiling,
+    startRate: ceiling,
     store,
     now: () => Date.now(),
     random: () => 0.999,

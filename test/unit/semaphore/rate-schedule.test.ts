@@ -231,6 +231,7 @@ function budgetOver(store: BudgetStore, ceiling = 100) {
   const context: BudgetContext = {
     name: 'unit',
     ceiling,
+    startRate: ceiling,
     store,
     now: () => t,
     random: () => 0,

@@ -6,7 +6,7 @@ import type { RateBudgetFactory } from './rate-holder.js';
 
 /**
  * The handler's prefix budgets in the semaphore table (docs/fleet-cap.md): one item per prefix, its
- * ceiling `S3_PREFIX_WRITE_RATE`, reports bounded like releases (a quarter of `DEADLINE_MARGIN_MS`).
+ * ceiling `S3_PREFIX_WRITE_RATE` (a new item starting where `PrefixRates` says), reports bounded like releases (a quarter of `DEADLINE_MARGIN_MS`).
  */
 export function dynamoRateBudgets(
   config: IngestConfig,
@@ -14,5 +14,6 @@ export function dynamoRateBudgets(
   tableName: string,
 ): RateBudgetFactory {
   const reportTimeoutMs = releaseTimeoutMs(config);
-  return (name, ceiling) => new DynamoRateBudget({ client, tableName, name, ceiling, reportTimeoutMs });
+  return (name, ceiling, startRate) =>
+    new DynamoRateBudget({ client, tableName, name, ceiling, startRate, reportTimeoutMs });
 }

@@ -9,8 +9,11 @@ import { drainBy } from './drain-by.js';
 import type { WriteWatch } from './prefix-write-counts.js';
 import { type PacedTarget, RatePace, type RefusalEvents } from './rate-pace.js';
 
-/** Builds the budget of one prefix, `(name, ceiling) => RateBudget`; called again after a cache eviction. */
-export type RateBudgetFactory = (name: string, ceiling: number) => RateBudget;
+/**
+ * Builds the budget of one prefix, `(name, ceiling, startRate) => RateBudget`; called again after a cache
+ * eviction. `startRate`: where the budget starts when its item does not exist yet (undefined: its ceiling).
+ */
+export type RateBudgetFactory = (name: string, ceiling: number, startRate?: number) => RateBudget;
 
 /** A tenant's pool as a rate holder steers it (`ExecutorPool` fits). */
 export interface RateHolderPool extends PacedTarget, RefusalEvents {

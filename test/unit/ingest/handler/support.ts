@@ -355,8 +355,8 @@ export function memoryBudgets(hooks: BudgetHooks = {}) {
   const table = new MemoryBudgetTable();
   const made = new Map<string, MemoryRateBudget>();
   const calls: BudgetCall[] = [];
-  const factory: RateBudgetFactory = (name, ceiling) => {
-    const inner = new MemoryRateBudget({ name, ceiling, table });
+  const factory: RateBudgetFactory = (name, ceiling, startRate) => {
+    const inner = new MemoryRateBudget({ name, ceiling, startRate, table });
     made.set(name, inner);
     return {
       name,

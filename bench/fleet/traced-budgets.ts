@@ -86,6 +86,7 @@ export function traceBudgets(
       const called = Date.now();
       add((c) => c.bookings++);
       const asked = {
+        name,
         writes: options.writes,
         latestStartIn: options.latestStart - called,
         writeByIn: options.writeBy - called,

@@ -21,8 +21,8 @@ export function observeBudgets(
   factory: RateBudgetFactory,
   observer: () => SemaphoreObserver | undefined,
 ): RateBudgetFactory {
-  return (name, ceiling) => {
-    const inner = factory(name, ceiling);
+  return (name, ceiling, startRate) => {
+    const inner = factory(name, ceiling, startRate);
     return {
       name: inner.name,
       ceiling: inner.ceiling,

@@ -8,7 +8,7 @@ import type { IngestConfig } from '../../config.js';
 import { drainBy } from './drain-by.js';
 import type { PrefixWriteCounts } from './prefix-write-counts.js';
 import { type RateBudgetFactory, type RateHolderPool, runUnderRate } from './rate-holder.js';
-import { allSharded, stripeBudgetName, stripeCount, stripeStartRate } from './shard-stripes.js';
+import { allSharded, stripeBudgetName, stripeCount } from './shard-stripes.js';
 
 /** Tenants that write without booking slots (docs/decisions/small-tenants-without-lease.md). */
 export const SMALL_TENANTS = {
@@ -236,7 +236,7 @@ export class PrefixRates {
       tenant.pool.off('pool:taskError', onError);
       if (throttled) {
         try {
-          this.#budget(factory, this.#promotionName(tenant), this.#startRate(tenant));
+          this.#budget(factory, this.#promotionName(tenant));
         } catch {
           // Promotion is an optimisation: without it the tenant stays small until a factory works.
         }
@@ -294,20 +294,10 @@ export class PrefixRates {
   #bookingBudget(factory: RateBudgetFactory, tenant: TenantRateRequest): RateBudget {
     if (!this.#striped(tenant)) return this.#budget(factory, this.#prefixName(tenant.tenant));
     this.#stripedBookers.set(this.#promotionName(tenant), true);
-    const start = this.#startRate(tenant);
     const stripes = Array.from({ length: this.#stripes }, (_, stripe) =>
-      this.#budget(
-        factory,
-        stripeBudgetName(this.config.bucketName, tenant.tenant, stripe, this.#stripes),
-        start,
-      ),
+      this.#budget(factory, stripeBudgetName(this.config.bucketName, tenant.tenant, stripe, this.#stripes)),
     );
     return new TwoChoiceRateBudget(`${this.#prefixName(tenant.tenant)}s=*`, stripes, this.random);
-  }
-
-  /** Where a missing item of the tenant's budget starts: a stripe's share of the rate; undefined: the ceiling. */
-  #startRate(tenant: TenantRateRequest): number | undefined {
-    return this.#striped(tenant) ? stripeStartRate(this.config, this.#stripes) : undefined;
   }
 
   /** The budget whose presence in the cache promotes a small tenant: its prefix's, or its first stripe. */
@@ -317,11 +307,10 @@ export class PrefixRates {
       : this.#prefixName(tenant.tenant);
   }
 
-  /** `startRate`: where its item starts when missing (a stripe's); undefined: the ceiling (a prefix's). */
-  #budget(factory: RateBudgetFactory, name: string, startRate?: number): RateBudget {
+  #budget(factory: RateBudgetFactory, name: string): RateBudget {
     let budget = this.#budgets.get(name);
     if (budget === undefined) {
-      budget = factory(name, this.config.s3PrefixWriteRate, startRate);
+      budget = factory(name, this.config.s3PrefixWriteRate);
       this.#budgets.set(name, budget);
     }
     return budget;

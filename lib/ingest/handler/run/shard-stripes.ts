@@ -1,10 +1,9 @@
 import type { IngestConfig } from '../../config.js';
 
 // A sharded tenant's write rate in stripes (docs/decisions/striped-shard-budgets.md): K schedule items, each
-// with ceiling `S3_PREFIX_WRITE_RATE`; a holder books one. A record's shard is a hash of its id, so every
-// holder's writes spread over all N shards and the stripes together (at most K x the rate) send a shard at
-// most the rate when K <= N. New stripes start at the rate / K each: S3 gives a prefix it has not scaled for
-// one partition, so the tenant starts inside one partition's limit and the law raises each stripe after.
+// at `S3_PREFIX_WRITE_RATE`; a holder books one. A record's shard is a hash of its id, so every holder's
+// writes spread over all N shards and the stripes together (at most K x the rate) send a shard at most the
+// rate when K <= N.
 
 /** The stripes of a sharded tenant's budget: the fewest shards of any sharded resource; 0 when none is sharded. */
 export function stripeCount(config: Pick<IngestConfig, 'resourceShards'>): number {
@@ -20,14 +19,6 @@ export function allSharded(
   const shards = config.resourceShards;
   if (shards === undefined || resources === undefined || resources.length === 0) return false;
   return resources.every((r) => (shards[r] ?? 1) > 1);
-}
-
-/**
- * Where a new stripe's schedule starts: `S3_PREFIX_WRITE_RATE / stripes`, so K new stripes start together at
- * one partition's limit (S3 puts a prefix it has not scaled for in one partition).
- */
-export function stripeStartRate(config: Pick<IngestConfig, 's3PrefixWriteRate'>, stripes: number): number {
-  return config.s3PrefixWriteRate / stripes;
 }
 
 /** The budget name of one stripe (0..stripes-1) of a tenant's sharded writes. */

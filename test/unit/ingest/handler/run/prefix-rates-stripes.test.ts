@@ -1,6 +1,6 @@
 // PrefixRates for a sharded tenant (docs/fleet-cap.md, "Sharded resources"; docs/decisions/
 // striped-shard-budgets.md): a holder whose writes all go to sharded resources books one stripe of its
-// tenant's budget (ceiling S3_PREFIX_WRITE_RATE, a new stripe starting at its K-th share), picked at random (a second one when the first is booked past the
+// tenant's budget at S3_PREFIX_WRITE_RATE, picked at random (a second one when the first is booked past the
 // holder's wait); a holder with an unsharded write books its
 // tenant prefix; a stripe booked past a holder's wait fails that holder only; a small sharded tenant S3
 // throttled is promoted; the budget cache holds a tenant's stripes.
@@ -32,14 +32,14 @@ describe('PrefixRates: sharded tenants book stripes', () => {
     expect(stripeCount(testConfig())).toBe(0);
   });
 
-  it('a tenant writing only sharded resources books the stripe `random` picks, new stripes starting at S3_PREFIX_WRITE_RATE / K together; one with an unsharded write books its prefix', async () => {
+  it('a tenant writing only sharded resources books the stripe `random` picks, at S3_PREFIX_WRITE_RATE; one with an unsharded write books its prefix', async () => {
     const budgets = memoryBudgets();
-    const made: [string, number, number | undefined][] = [];
+    const made: [string, number][] = [];
     const rates = new PrefixRates(
       testConfig({ ...SHARDED, RESOURCE_SHARDS: '{"orders":8}' }),
-      (n, c, start) => {
-        made.push([n, c, start]);
-        return budgets.factory(n, c, start);
+      (n, c) => {
+        made.push([n, c]);
+        return budgets.factory(n, c);
       },
       undefined,
       cycling(0.99, 0.3),
@@ -50,13 +50,12 @@ describe('PrefixRates: sharded tenants book stripes', () => {
     // Every stripe of the whale's budget is built (a holder may land in any); only the one picked is booked.
     expect(made.sort()).toEqual(
       [
-        [prefixOf('mixed'), 700, undefined],
-        ...[0, 1, 2, 3, 4, 5, 6, 7].map((s) => [stripeOf('whale', s, 8), 700, 700 / 8]),
+        [prefixOf('mixed'), 700],
+        ...[0, 1, 2, 3, 4, 5, 6, 7].map((s) => [stripeOf('whale', s, 8), 700]),
       ].sort(),
     );
     expect(budgets.books().map((b) => b.name)).toContain(stripeOf('whale', 7, 8));
-    // The 8 new stripes start at 700 together, within one S3 partition's limit: the law raises each after.
-    expect(report.results.get(whale)).toEqual({ rate: 700 / 8 });
+    expect(report.results.get(whale)).toEqual({ rate: 700 });
     expect(report.results.get(mixed)).toEqual({ rate: 700 });
     // The next holder of the whale picks again: 0.3 of 8 stripes is stripe 2.
     await rates.run([writing('whale', 20, ['orders'])], window(), async () => undefined);
@@ -91,7 +90,7 @@ describe('PrefixRates: sharded tenants book stripes', () => {
       window(),
       async () => undefined,
     );
-    expect([...report.results.values()]).toEqual([{ rate: config.s3PrefixWriteRate / 4 }]);
+    expect([...report.results.values()]).toEqual([{ rate: config.s3PrefixWriteRate }]);
     const holder = budgets.books().filter((b) => b.options.writes === 20);
     expect(holder.map((b) => b.name)).toEqual([stripeOf('whale', 0, 4), stripeOf('whale', 1, 4)]);
   });
@@ -114,18 +113,18 @@ describe('PrefixRates: sharded tenants book stripes', () => {
     const blockedResult = [...a.results.values()][0]!;
     expect(blockedResult).toMatchObject({ outOfTurn: true });
     expect('unavailable' in blockedResult && blockedResult.unavailable).toBeInstanceOf(SemaphoreTimeoutError);
-    expect([...b.results.values()]).toEqual([{ rate: config.s3PrefixWriteRate / 4 }]);
+    expect([...b.results.values()]).toEqual([{ rate: config.s3PrefixWriteRate }]);
     expect(ran).toHaveLength(1);
   });
 
   it('a small sharded tenant S3 throttled is promoted: it books a stripe from its next batch on', async () => {
     const budgets = memoryBudgets();
-    const made: [string, number | undefined][] = [];
+    const made: string[] = [];
     const rates = new PrefixRates(
       testConfig({ RESOURCE_SHARDS: '{"orders":4}' }),
-      (n, c, start) => {
-        made.push([n, start]);
-        return budgets.factory(n, c, start);
+      (n, c) => {
+        made.push(n);
+        return budgets.factory(n, c);
       },
       undefined,
       () => 0.6,
@@ -135,8 +134,7 @@ describe('PrefixRates: sharded tenants book stripes', () => {
       stub.throttled();
     });
     expect(budgets.books()).toEqual([]);
-    // The stripe its promotion builds starts where every new stripe does: at its share of the rate.
-    expect(made).toEqual([[stripeOf('spread', 0, 4), testConfig().s3PrefixWriteRate / 4]]);
+    expect(made).toEqual([stripeOf('spread', 0, 4)]);
     await rates.run([writing('spread', 1, ['orders'])], window(), async () => undefined);
     expect(budgets.books().map((b) => [b.name, b.options.writes])).toEqual([[stripeOf('spread', 2, 4), 1]]);
     // Its prefix (unsharded `customers`) was never throttled: a batch writing there stays small.

@@ -48,6 +48,9 @@ export function checkBook(name: string, options: BookOptions): void {
   const { earliestStart } = options;
   if (earliestStart !== undefined && (typeof earliestStart !== 'number' || !Number.isFinite(earliestStart)))
     throw fail(`earliestStart must be epoch milliseconds, got ${String(earliestStart)}`);
+  const { spanMs } = options;
+  if (spanMs !== undefined && !(typeof spanMs === 'number' && spanMs > 0))
+    throw fail(`spanMs must be a number of milliseconds > 0, got ${String(spanMs)}`);
 }
 
 /** Checks a booking's report (`InvalidPermitRequestError` naming the bad field). */

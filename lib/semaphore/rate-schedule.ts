@@ -50,7 +50,8 @@ export interface PlannedBooking {
 /**
  * Plans booking `writes` slots at `now` (GCRA): the first slot is the schedule's first free one, or the
  * earliest start asked (now by default) if that is later (unused slots are not banked: no burst after a
- * pause); the slots end by `writeBy` (fewer writes when not all fit); the schedule's first free slot moves
+ * pause); the slots end by `writeBy` (fewer writes when not all fit) and span at most `spanMs` (one slot
+ * at least); the schedule's first free slot moves
  * to where they end. `undefined` when the first slot is after `latestStart` or not one slot fits before
  * `writeBy`.
  */
@@ -63,7 +64,14 @@ export function planBooking(
     latestStart,
     writeBy,
     earliestStart = now,
-  }: { writes: number; latestStart: number; writeBy: number; earliestStart?: number | undefined },
+    spanMs = Number.POSITIVE_INFINITY,
+  }: {
+    writes: number;
+    latestStart: number;
+    writeBy: number;
+    earliestStart?: number | undefined;
+    spanMs?: number | undefined;
+  },
 ): PlannedBooking | undefined {
   const rate = Math.min(schedule.rate, ceiling);
   const asked = Math.max(now, earliestStart);
@@ -71,7 +79,7 @@ export function planBooking(
   if (startAt > latestStart) return undefined;
   const intervalMs = 1000 / rate;
   const fit = Math.floor((writeBy - startAt) / intervalMs);
-  const booked = Math.min(writes, fit);
+  const booked = Math.min(writes, fit, Math.max(1, Math.floor(spanMs / intervalMs)));
   if (booked < 1) return undefined;
   // Whole ms, rounded up: the next booking never starts inside this one's last interval.
   const endsAt = Math.ceil(startAt + booked * intervalMs);
@@ -112,6 +120,7 @@ export function planStep(
     nextRate(schedule.rate, round, ceiling, {
       sinceDecreaseMs: now - schedule.decreasedAt,
       roundMs: now - booking.bookedAt,
+      limitFound: schedule.decreasedAt > 0,
     }),
   );
   if (after === schedule.rate) return undefined;

@@ -8,11 +8,14 @@ export interface WriteRound {
   readonly accepted: number;
   /** Writes the service refused as throttled (S3 SlowDown, 503). */
   readonly throttled: number;
-  /** Demand exceeded the budget: the booking's first slot was later than its request (it queued). */
+  /**
+   * Demand exceeded the budget: the booking's first slot was later than its request (it queued), or it
+   * held fewer slots than asked (`spanMs` ended its round first).
+   */
   readonly starved: boolean;
 }
 
-/** What a booking's writes saw, reported when they have settled: the control law moves the budget by it. */
+/** What a booking's writes saw, reported when its slots are over: the control law moves the budget by it. */
 export type BookingReport = WriteRound;
 
 /** A schedule's rate and last decrease as a report left them. */
@@ -45,6 +48,14 @@ export interface BookOptions {
    */
   readonly earliestStart?: number;
   /**
+   * The longest the slots may span, ms (one slot at least, whatever the rate): fewer than `writes` are
+   * booked past it. A holder books a round of the control law (`ROUND_MS`) at a time and reports each, so
+   * a low rate is stepped as often as a high one.
+   * @default Infinity
+   * @example ROUND_MS
+   */
+  readonly spanMs?: number;
+  /**
    * Aborts the call and every request of it.
    * @default a `TimeoutError` at `writeBy`
    */
@@ -63,7 +74,7 @@ export interface RateBooking {
   readonly startAt: number;
   /** Epoch ms the slots end (`startAt + writes / rate`). */
   readonly endsAt: number;
-  /** Slots booked: the request's `writes`, or fewer when not all fit before its `writeBy`. */
+  /** Slots booked: the request's `writes`, or fewer when not all fit before its `writeBy` or in its `spanMs`. */
   readonly writes: number;
   /** Epoch ms the booking was made. */
   readonly bookedAt: number;

@@ -3,6 +3,13 @@
  * value's reason is in the decision record it links.
  */
 
+/**
+ * The law's round, ms: the rate moves at most one step per this long, and a booking spans at most this long
+ * of slots (one slot at least), so each booking's report is at most one round and a rate is tried within a
+ * round of being set, whatever the rate (docs/fleet-cap.md#the-control-law).
+ */
+export const ROUND_MS = 1_000;
+
 /** Below this share of writes refused with SlowDown, a rate holds: jitter alone causes that at the limit (docs/decisions/throttle-response.md). */
 export const TOLERATED_THROTTLE_SHARE = 0.01;
 

@@ -86,6 +86,12 @@ describe('SEMAPHORE_TABLE with no ports given', () => {
     for (const key of keys) expect(key).toMatch(stripe);
     // Eight bookings at random over four stripes: more than one stripe (all in one: 4 x 0.25^8 = 6e-5).
     expect(new Set(keys).size).toBeGreaterThan(1);
-    for (const item of Items) expect(item.rate?.N).toBe('200');
+    // Each stripe was created at its share of the prefix's rate (200 / 4): the four start inside one prefix's
+    // limit. A booking queued behind the last one's slots may double it per second since (slow start): in
+    // the test's ~2 s, never to the ceiling.
+    for (const item of Items) {
+      expect(Number(item.rate?.N)).toBeGreaterThanOrEqual(50);
+      expect(Number(item.rate?.N)).toBeLessThan(200);
+    }
   });
 });

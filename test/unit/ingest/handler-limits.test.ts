@@ -76,11 +76,11 @@ describe('deadline', () => {
   });
 
   it.each([
-    ['a booked tenant', 12, 1],
-    ['a small tenant (no booking, a lane of its own)', 3, 0],
+    ['a booked tenant', 12, true],
+    ['a small tenant (no booking, a lane of its own)', 3, false],
   ])(
     'returns by its deadline when a storage call ignores its abort and never settles (%s)',
-    async (_, n, reports) => {
+    async (_, n, booked) => {
       const store = new TrackingStore();
       // A request that neither answers nor honours its signal: the pool's drain would wait for it forever.
       let answer: () => void = () => undefined;
@@ -98,8 +98,9 @@ describe('deadline', () => {
       const response = await handler(event, lambdaContext(1_500));
       expect(Date.now() - started).toBeLessThan(1_500);
       expect(failedIds(response)).toEqual(ids(event).sort());
-      // The booking was reported though the request is still out (it was aborted at the cutoff).
-      expect(budgets.reports()).toHaveLength(reports);
+      // The bookings were reported though the request is still out (it was aborted at the cutoff): each
+      // retry of a timed-out write booked again, and each booking reports its round.
+      expect(budgets.reports().length > 0).toBe(booked);
       answer(); // lets the test's close() drain
     },
   );

@@ -69,6 +69,9 @@ describe('book arguments', () => {
     ['writeBy infinite', { writeBy: Number.POSITIVE_INFINITY }, 'writeBy'],
     ['earliestStart NaN', { earliestStart: Number.NaN }, 'earliestStart'],
     ['earliestStart a string', { earliestStart: '5' as unknown as number }, 'earliestStart'],
+    ['spanMs 0', { spanMs: 0 }, 'spanMs'],
+    ['spanMs NaN', { spanMs: Number.NaN }, 'spanMs'],
+    ['spanMs a string', { spanMs: '1000' as unknown as number }, 'spanMs'],
   ];
   for (const budget of [dynamo(), new MemoryRateBudget({ ceiling: 100 })]) {
     for (const [what, over, message] of cases) {

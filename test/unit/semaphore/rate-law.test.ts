@@ -62,6 +62,33 @@ describe('nextRate: the fleet cap control law', () => {
     expect(nextRate(2000, round(50, 50, true), CEILING, { sinceDecreaseMs: 0 })).toBe(1000);
   });
 
+  it('doubles a rate that has never been decreased (slow start): per second of its round, at most once', () => {
+    const fresh = { limitFound: false };
+    expect(nextRate(500, round(100, 0, true), CEILING, fresh)).toBe(1000);
+    expect(nextRate(500, round(100, 0, true), CEILING, { ...fresh, roundMs: 500 })).toBeCloseTo(
+      500 * Math.SQRT2,
+      9,
+    );
+    expect(nextRate(500, round(100, 0, true), CEILING, { ...fresh, roundMs: 60_000 })).toBe(1000);
+    // Steps compound: two half-second rounds double it, as one whole second does.
+    const half = { ...fresh, roundMs: 500 };
+    expect(
+      nextRate(nextRate(500, round(100, 0, true), CEILING, half), round(100, 0, true), CEILING, half),
+    ).toBeCloseTo(1000, 9);
+    // Only starved clean rounds grow it, and never past the ceiling; an overload cuts it as any other.
+    expect(nextRate(500, round(100, 0, false), CEILING, fresh)).toBe(500);
+    expect(nextRate(500, round(100, 1, true), CEILING, fresh)).toBe(500);
+    expect(nextRate(3000, round(100, 0, true), CEILING, fresh)).toBe(CEILING);
+    expect(nextRate(500, round(50, 50, true), CEILING, fresh)).toBe(250);
+    // A step below the additive one never slows a small rate's climb.
+    expect(nextRate(FLOOR, round(100, 0, true), CEILING, { ...fresh, roundMs: 50 })).toBeCloseTo(
+      FLOOR + STEP / 20,
+      9,
+    );
+    // Once a decrease has found the limit, it climbs additively.
+    expect(nextRate(500, round(100, 0, true), CEILING, { limitFound: true })).toBe(500 + STEP);
+  });
+
   it('keeps every rate within [ceiling / 64, ceiling]', () => {
     expect(nextRate(CEILING, round(100, 0, true), CEILING)).toBe(CEILING);
     expect(nextRate(CEILING - 1, round(100, 0, true), CEILING)).toBe(CEILING);

@@ -10,7 +10,7 @@ import {
   type ScheduleChange,
 } from '../../../lib/semaphore/rate-schedule.js';
 import type { WriteRound } from '../../../lib/semaphore/rate-types.js';
-import { MIN_BUDGET_SHARE, PROBE_HOLD_MS } from '../../../lib/semaphore/tuning.js';
+import { MIN_BUDGET_SHARE, PROBE_HOLD_MS, ROUND_MS } from '../../../lib/semaphore/tuning.js';
 
 const NOW = 1_700_000_000_000;
 const CLEAN: WriteRound = { accepted: 100, throttled: 0, starved: false };
@@ -87,6 +87,25 @@ describe('planBooking', () => {
     });
   });
 
+  it('books slots spanning at most spanMs, one slot at least', () => {
+    const round = { ...FAR, spanMs: ROUND_MS };
+    expect(planBooking(schedule({ rate: 10 }), 10, NOW, { ...round, writes: 100 })).toMatchObject({
+      writes: 10,
+      endsAt: NOW + ROUND_MS,
+    });
+    expect(planBooking(schedule({ rate: 10 }), 10, NOW, { ...FAR, writes: 100 })).toMatchObject({
+      writes: 100,
+    });
+    expect(planBooking(schedule({ rate: 0.5 }), 10, NOW, { ...round, writes: 5 })).toMatchObject({
+      writes: 1,
+      endsAt: NOW + 2_000,
+    });
+    // The slot must still fit before writeBy.
+    expect(
+      planBooking(schedule({ rate: 0.5 }), 10, NOW, { ...round, writes: 5, writeBy: NOW + 1_999 }),
+    ).toBeUndefined();
+  });
+
   it('is undefined when the first free slot is past latestStart', () => {
     const booked = schedule({ freeAt: NOW + 1_000 });
     expect(planBooking(booked, 100, NOW, { ...FAR, latestStart: NOW + 999 })).toBeUndefined();
@@ -120,6 +139,17 @@ describe('planStep', () => {
     const at50 = schedule({ rate: 50, freeAt: NOW + 2_000, decreasedAt: NOW - PROBE_HOLD_MS });
     const change = planStep(at50, { rate: 50, bookedAt: NOW - 1_000 }, STARVED, 100, NOW);
     expect(change).toEqual({ rate: 53.125, freeAt: NOW + 2_000, decreasedAt: NOW - PROBE_HOLD_MS });
+  });
+
+  it('a schedule never decreased doubles per second of starved clean rounds (slow start), then climbs additively', () => {
+    const fresh = schedule({ rate: 25, decreasedAt: 0 });
+    expect(planStep(fresh, { rate: 25, bookedAt: NOW - 1_000 }, STARVED, 100, NOW)).toMatchObject({
+      rate: 50,
+    });
+    const found = schedule({ rate: 25, decreasedAt: NOW - PROBE_HOLD_MS });
+    expect(planStep(found, { rate: 25, bookedAt: NOW - 1_000 }, STARVED, 100, NOW)).toMatchObject({
+      rate: 28.125,
+    });
   });
 
   it('an increase adds a step per second from the booking to the step: short bookings climb no faster', () => {

@@ -10,14 +10,14 @@ import {
   MemoryBudgetTable,
   MemoryRateBudget,
 } from '../../../lib/semaphore/index.js';
-import { INCREASE_SHARE } from '../../../lib/semaphore/tuning.js';
+import { INCREASE_SHARE, PROBE_HOLD_MS } from '../../../lib/semaphore/tuning.js';
 
 const T0 = 1_000_000;
 const book = (budget: MemoryRateBudget, at: number) =>
   budget.book({ writes: 10, latestStart: at + 60_000, writeBy: at + 60_000 });
 
 describe('a rate budget started below its ceiling', () => {
-  it('creates a missing item at startRate, and the law raises it by a step a second of starved clean rounds', async () => {
+  it('creates a missing item at startRate, and the law doubles it per second of starved clean rounds until a decrease', async () => {
     let now = T0;
     const table = new MemoryBudgetTable();
     const budget = new MemoryRateBudget({ ceiling: 3200, startRate: 200, table, now: () => now });
@@ -26,6 +26,16 @@ describe('a rate budget started below its ceiling', () => {
     expect(table.item('memory')?.rate).toBe(200);
     now += 1000;
     await first.report({ accepted: 10, throttled: 0, starved: true });
+    expect(table.item('memory')?.rate).toBe(400);
+    // An overload finds the limit: from there the rate climbs a step a second.
+    const second = await book(budget, now);
+    now += 1000;
+    await second.report({ accepted: 5, throttled: 5, starved: true });
+    expect(table.item('memory')?.rate).toBe(200);
+    now += PROBE_HOLD_MS;
+    const third = await book(budget, now);
+    now += 1000;
+    await third.report({ accepted: 10, throttled: 0, starved: true });
     expect(table.item('memory')?.rate).toBe(200 + 3200 * INCREASE_SHARE);
   });
 

@@ -294,8 +294,15 @@ export class PrefixRates {
   #bookingBudget(factory: RateBudgetFactory, tenant: TenantRateRequest): RateBudget {
     if (!this.#striped(tenant)) return this.#budget(factory, this.#prefixName(tenant.tenant));
     this.#stripedBookers.set(this.#promotionName(tenant), true);
+    // A new stripe starts at its share of one prefix's rate: S3 keeps a tenant's fresh shard prefixes in one
+    // partition until their load has run a while, and the stripes climb from there (slow start) as it splits.
+    const startRate = this.config.s3PrefixWriteRate / this.#stripes;
     const stripes = Array.from({ length: this.#stripes }, (_, stripe) =>
-      this.#budget(factory, stripeBudgetName(this.config.bucketName, tenant.tenant, stripe, this.#stripes)),
+      this.#budget(
+        factory,
+        stripeBudgetName(this.config.bucketName, tenant.tenant, stripe, this.#stripes),
+        startRate,
+      ),
     );
     return new TwoChoiceRateBudget(`${this.#prefixName(tenant.tenant)}s=*`, stripes, this.random);
   }
@@ -307,10 +314,10 @@ export class PrefixRates {
       : this.#prefixName(tenant.tenant);
   }
 
-  #budget(factory: RateBudgetFactory, name: string): RateBudget {
+  #budget(factory: RateBudgetFactory, name: string, startRate?: number): RateBudget {
     let budget = this.#budgets.get(name);
     if (budget === undefined) {
-      budget = factory(name, this.config.s3PrefixWriteRate);
+      budget = factory(name, this.config.s3PrefixWriteRate, startRate);
       this.#budgets.set(name, budget);
     }
     return budget;

@@ -4,7 +4,7 @@ import { sleep } from '../../../semaphore/backoff.js';
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
 import { nextRate } from '../../../semaphore/rate-law.js';
 import type { RateBooking, RateBudget } from '../../../semaphore/rate-types.js';
-import { SLOT_CATCH_UP_MS } from '../../../semaphore/tuning.js';
+import { ROUND_MS, SLOT_CATCH_UP_MS } from '../../../semaphore/tuning.js';
 import { drainBy } from './drain-by.js';
 import type { WriteWatch } from './prefix-write-counts.js';
 import { type PacedTarget, RatePace, type RefusalEvents } from './rate-pace.js';
@@ -102,6 +102,9 @@ export async function runUnderRate(
   const latestStart = start + Math.min(request.maxWaitMs ?? leftMs / 2, leftMs / 2);
   const wanted = Math.max(1, Math.ceil(request.writes));
   let booking: RateBooking;
+  // Writes the booking asked for: a booking with fewer slots (its round ends first) or one queued behind
+  // others is demand the rate did not meet, what lets the law raise it ("starved").
+  let asked = wanted;
   let slots: Slots;
   // How long the last booking's answer took: a booking made again asks for slots no earlier than that
   // from now, so an answer as slow finds them still ahead instead of passed.
@@ -111,6 +114,7 @@ export async function runUnderRate(
       writes: wanted,
       latestStart,
       writeBy: window.deadline,
+      spanMs: ROUND_MS,
       signal: window.signal,
     });
     bookingMs = now() - start;
@@ -214,15 +218,27 @@ export async function runUnderRate(
       // else's, as many as are waiting or still to come (one at least: a write is waiting).
       try {
         await pace.settled();
-        const asked = now();
+        // Its slots are over, and so is its round: reported now (a lost report loses the step, nothing
+        // else), the next booking's writes are the next round. A booking spans a round of the law at most,
+        // so a low rate is stepped as often as a high one.
+        await booking
+          .report(
+            { ...pace.sinceCut(), starved: starved(booking, asked) },
+            { signal: AbortSignal.any([window.signal, AbortSignal.timeout(window.releaseTimeoutMs)]) },
+          )
+          .catch(() => undefined);
+        pace.endRound();
+        const bookedAt = now();
+        asked = Math.max(1, request.pool.waiting, wanted - sent());
         booking = await budget.book({
-          writes: Math.max(1, request.pool.waiting, wanted - sent()),
+          writes: asked,
           latestStart: window.deadline,
           writeBy: window.deadline,
-          earliestStart: asked + bookingMs,
+          earliestStart: bookedAt + bookingMs,
+          spanMs: ROUND_MS,
           signal: window.signal,
         });
-        bookingMs = now() - asked;
+        bookingMs = now() - bookedAt;
         await sleepUntil(booking.startAt, window.signal, now);
       } catch (error) {
         // No slot before the cutoff, aborted, or the store unreachable or throttled: the writes left are
@@ -247,7 +263,7 @@ export async function runUnderRate(
     allow(Number.POSITIVE_INFINITY);
   }
   // The last round: the writes since the pace last followed a decrease (the whole booking when none).
-  const report = { ...pace.sinceCut(), starved: booking.queued };
+  const report = { ...pace.sinceCut(), starved: starved(booking, asked) };
   try {
     // Reported after the cutoff too, but bounded: a stalled store cannot hold the invocation.
     await booking.report(report, { signal: AbortSignal.timeout(window.releaseTimeoutMs) });
@@ -255,6 +271,11 @@ export async function runUnderRate(
   } catch (releaseError) {
     return { rate: slots.rate, releaseError };
   }
+}
+
+/** Whether demand exceeded the rate: the booking queued behind others, or its round held fewer slots than asked. */
+function starved(booking: RateBooking, asked: number): boolean {
+  return booking.queued || booking.writes < asked;
 }
 
 /**

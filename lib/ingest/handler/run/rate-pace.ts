@@ -88,6 +88,14 @@ export class RatePace {
     this.target.setStartInterval(1000 / rate, { catchUpMs: SLOT_CATCH_UP_MS });
   }
 
+  /**
+   * Ends the round where it stands (its booking's slots are over and it was reported): refusals of writes
+   * sent before now belong to it, and the next booking's writes start a new one.
+   */
+  endRound(): void {
+    this.#newRound();
+  }
+
   /** Resolves once the step in flight, if any, has cut (`onOverload` must not reject). */
   async settled(): Promise<void> {
     await this.#stepping;

@@ -1,7 +1,7 @@
 // PrefixRates for a sharded tenant (docs/fleet-cap.md, "Sharded resources"; docs/decisions/
 // striped-shard-budgets.md): a holder whose writes all go to sharded resources books one stripe of its
-// tenant's budget at S3_PREFIX_WRITE_RATE, picked at random (a second one when the first is booked past the
-// holder's wait); a holder with an unsharded write books its
+// tenant's budget (each new stripe at its share of S3_PREFIX_WRITE_RATE), picked at random (a second one when
+// the first is booked past the holder's wait); a holder with an unsharded write books its
 // tenant prefix; a stripe booked past a holder's wait fails that holder only; a small sharded tenant S3
 // throttled is promoted; the budget cache holds a tenant's stripes.
 import { describe, expect, it } from 'vitest';
@@ -32,14 +32,14 @@ describe('PrefixRates: sharded tenants book stripes', () => {
     expect(stripeCount(testConfig())).toBe(0);
   });
 
-  it('a tenant writing only sharded resources books the stripe `random` picks, at S3_PREFIX_WRITE_RATE; one with an unsharded write books its prefix', async () => {
+  it('a tenant writing only sharded resources books the stripe `random` picks, each new stripe at its share of one prefix; one with an unsharded write books its prefix', async () => {
     const budgets = memoryBudgets();
-    const made: [string, number][] = [];
+    const made: [string, number, number | undefined][] = [];
     const rates = new PrefixRates(
       testConfig({ ...SHARDED, RESOURCE_SHARDS: '{"orders":8}' }),
-      (n, c) => {
-        made.push([n, c]);
-        return budgets.factory(n, c);
+      (n, c, start) => {
+        made.push([n, c, start]);
+        return budgets.factory(n, c, start);
       },
       undefined,
       cycling(0.99, 0.3),
@@ -48,14 +48,16 @@ describe('PrefixRates: sharded tenants book stripes', () => {
     const mixed = writing('mixed', 20, ['orders', 'customers']);
     const report = await rates.run([whale, mixed], window(), async () => undefined);
     // Every stripe of the whale's budget is built (a holder may land in any); only the one picked is booked.
+    // A new stripe starts at 1/8 of S3_PREFIX_WRITE_RATE: the 8 together start inside one prefix's limit,
+    // where S3 keeps a tenant's fresh shard prefixes until it partitions them.
     expect(made.sort()).toEqual(
       [
-        [prefixOf('mixed'), 700],
-        ...[0, 1, 2, 3, 4, 5, 6, 7].map((s) => [stripeOf('whale', s, 8), 700]),
+        [prefixOf('mixed'), 700, undefined],
+        ...[0, 1, 2, 3, 4, 5, 6, 7].map((s) => [stripeOf('whale', s, 8), 700, 700 / 8]),
       ].sort(),
     );
     expect(budgets.books().map((b) => b.name)).toContain(stripeOf('whale', 7, 8));
-    expect(report.results.get(whale)).toEqual({ rate: 700 });
+    expect(report.results.get(whale)).toEqual({ rate: 700 / 8 });
     expect(report.results.get(mixed)).toEqual({ rate: 700 });
     // The next holder of the whale picks again: 0.3 of 8 stripes is stripe 2.
     await rates.run([writing('whale', 20, ['orders'])], window(), async () => undefined);
@@ -90,7 +92,7 @@ describe('PrefixRates: sharded tenants book stripes', () => {
       window(),
       async () => undefined,
     );
-    expect([...report.results.values()]).toEqual([{ rate: config.s3PrefixWriteRate }]);
+    expect([...report.results.values()]).toEqual([{ rate: config.s3PrefixWriteRate / 4 }]);
     const holder = budgets.books().filter((b) => b.options.writes === 20);
     expect(holder.map((b) => b.name)).toEqual([stripeOf('whale', 0, 4), stripeOf('whale', 1, 4)]);
   });
@@ -113,7 +115,7 @@ describe('PrefixRates: sharded tenants book stripes', () => {
     const blockedResult = [...a.results.values()][0]!;
     expect(blockedResult).toMatchObject({ outOfTurn: true });
     expect('unavailable' in blockedResult && blockedResult.unavailable).toBeInstanceOf(SemaphoreTimeoutError);
-    expect([...b.results.values()]).toEqual([{ rate: config.s3PrefixWriteRate }]);
+    expect([...b.results.values()]).toEqual([{ rate: config.s3PrefixWriteRate / 4 }]);
     expect(ran).toHaveLength(1);
   });
 

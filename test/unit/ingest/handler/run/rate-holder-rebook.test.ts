@@ -3,6 +3,7 @@ import { type RateWindow, runUnderRate } from '../../../../../lib/ingest/handler
 import { ExecutorPool } from '../../../../../lib/pool/executor-pool.js';
 import { MemoryBudgetTable, MemoryRateBudget } from '../../../../../lib/semaphore/memory-rate-budget.js';
 import type { BookOptions, RateBudget } from '../../../../../lib/semaphore/rate-types.js';
+import { SLOT_CATCH_UP_MS } from '../../../../../lib/semaphore/tuning.js';
 
 // A holder whose slots are over while writes are left (retries of refused writes, more writes than fitted)
 // holds them and books the next free slots at the end of the schedule, rather than writing in the slots of
@@ -123,7 +124,8 @@ describe('runUnderRate: writes left when its slots are over', () => {
     const booksA: BookOptions[] = [];
     // 10 writes/s: A books 5 slots [0, 500) ms; B, booked right after, has [500, 1000).
     const poolA = new ExecutorPool({ concurrency: 5, retries: 1, retryDelay: 1, jitter: 'none', timeout: 0 });
-    const a = writesThrough(poolA, 5, (i) => i < 2);
+    // One refusal: noise to the law (a round that cuts is the next test's), so the rate stays at 10.
+    const a = writesThrough(poolA, 5, (i) => i < 1);
     const holderA = runUnderRate(
       budgetOn(table, booksA),
       { pool: poolA, writes: 5, inFlight: 5 },
@@ -138,15 +140,39 @@ describe('runUnderRate: writes left when its slots are over', () => {
     expect(resultA).toMatchObject({ rate: 10 });
     expect(resultB).toMatchObject({ rate: 10 });
     expect(b.starts).toEqual([500, 600, 700, 800, 900]);
-    // A's two refused writes were retried after its slots: in two slots booked after B's.
-    expect(booksA.map((o) => o.writes)).toEqual([5, 2]);
-    expect(a.starts).toHaveLength(7);
+    // A's refused write was retried after its slots: in a slot booked after B's.
+    expect(booksA.map((o) => o.writes)).toEqual([5, 1]);
+    expect(a.starts).toHaveLength(6);
     const late = a.starts.filter((t) => t >= 500);
-    expect(late).toEqual([1000, 1100]);
+    expect(late).toEqual([1000]);
     // The pool outlives the holder: its next writes are not held by the spent allowance.
     const next = poolA.enqueue(async () => Date.now() - T0);
     await vi.runAllTimersAsync();
     await expect(next).resolves.toBeGreaterThanOrEqual(1100);
+  });
+
+  it("reports its booking's round before it books again: an overloaded round cuts the schedule, and the writes left pace at the cut rate", async () => {
+    const table = new MemoryBudgetTable();
+    const booksA: BookOptions[] = [];
+    const poolA = new ExecutorPool({ concurrency: 5, retries: 1, retryDelay: 1, jitter: 'none', timeout: 0 });
+    // Two of five refused: more than noise, and a share (0.4) the law cuts by: 10 -> 6 writes/s.
+    const a = writesThrough(poolA, 5, (i) => i < 2);
+    const holderA = runUnderRate(
+      budgetOn(table, booksA),
+      { pool: poolA, writes: 5, inFlight: 5 },
+      window(T0 + 10_000),
+      undefined,
+      a.body,
+    );
+    await vi.runAllTimersAsync();
+    expect(await holderA).toMatchObject({ rate: 6 });
+    expect(booksA.map((o) => o.writes)).toEqual([5, 2]);
+    // Cut when its slots ended (500 ms, and the catch-up a late start keeps its slot for).
+    expect(table.item(NAME)).toMatchObject({ rate: 6, decreasedAt: T0 + 500 + SLOT_CATCH_UP_MS });
+    // The retries start in slots a sixth of a second apart.
+    const late = a.starts.filter((t) => t >= 500);
+    expect(late).toHaveLength(2);
+    expect(late[1]! - late[0]!).toBeGreaterThanOrEqual(166);
   });
 
   it('gives up a retry at once when no slot is left before the cutoff, rather than holding it until then', async () => {

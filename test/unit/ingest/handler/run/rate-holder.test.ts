@@ -12,7 +12,7 @@ import type {
   ScheduleView,
   WriteRound,
 } from '../../../../../lib/semaphore/rate-types.js';
-import { MIN_ROUND_WRITES } from '../../../../../lib/semaphore/tuning.js';
+import { MIN_ROUND_WRITES, ROUND_MS } from '../../../../../lib/semaphore/tuning.js';
 
 const NAME = 'prefix:b/t=acme/';
 /** Epoch ms the tests start at (fake timers: Date.now, performance.now and every timer). */
@@ -152,7 +152,7 @@ afterEach(() => {
 });
 
 describe('runUnderRate: booking', () => {
-  it('books a slot per write, from now to the cutoff, starting no later than half the time left', async () => {
+  it('books a slot per write, from now to the cutoff, starting no later than half the time left, a round of the law at most', async () => {
     const { budget, books } = recording(memoryBudget(100));
     const signal = new AbortController().signal;
     await settle(
@@ -164,7 +164,9 @@ describe('runUnderRate: booking', () => {
         async () => {},
       ),
     );
-    expect(books).toEqual([{ writes: 40, latestStart: T0 + 5_000, writeBy: T0 + 10_000, signal }]);
+    expect(books).toEqual([
+      { writes: 40, latestStart: T0 + 5_000, writeBy: T0 + 10_000, spanMs: ROUND_MS, signal },
+    ]);
   });
 
   it('waits no longer than maxWaitMs for its first slot, and never more than half the time left', async () => {
@@ -686,6 +688,28 @@ describe('runUnderRate: pace and report', () => {
       ),
     );
     expect(reports).toEqual([{ accepted: 0, throttled: 0, starved: true }]);
+  });
+
+  it('a booking whose round holds fewer slots than it asked reports starved; the booking of the rest, met in full, does not', async () => {
+    const { budget, reports, books } = recording(memoryBudget(10));
+    const p = new ExecutorPool({ concurrency: 15, retries: 0, timeout: 0 });
+    await settle(
+      runUnderRate(
+        budget,
+        { pool: p, writes: 15, inFlight: 15 },
+        window(T0 + 20_000),
+        undefined,
+        async () => {
+          await Promise.all(Array.from({ length: 15 }, () => p.enqueue(async () => 'ok')));
+        },
+      ),
+    );
+    // 10 writes/s: a round's span holds 10 of the 15; the other 5 book again, and are not queued.
+    expect(books.map((b) => b.writes)).toEqual([15, 5]);
+    expect(reports).toEqual([
+      { accepted: 10, throttled: 0, starved: true },
+      { accepted: 5, throttled: 0, starved: false },
+    ]);
   });
 
   it('a report that fails is a releaseError: the rate and the writes stand', async () => {

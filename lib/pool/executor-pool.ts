@@ -232,7 +232,9 @@ export class ExecutorPool {
       this.#queue.push(task);
       if (this.#events.has['pool:taskQueued'])
         this.#events.emit('pool:taskQueued', { id: task.id, waiting: this.waiting });
-      this.#pump();
+      // With every slot taken, a pump would start nothing: only its offer of room to waiting producers is left.
+      if (this.#active + this.#rests.count < this.#cap) this.#pump();
+      else this.#offerRoom();
     }
     return promise as Promise<T>;
   }

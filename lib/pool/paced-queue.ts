@@ -37,10 +37,13 @@ export class PacedQueue<T extends PacedQueueEntry> {
   }
 
   peek(): T | undefined {
+    // Only paced tasks queued (the usual pool): no need to compare the two queues' heads.
+    if (this.#unpaced.size === 0) return this.held ? undefined : this.#paced.peek();
     return this.#next()?.peek();
   }
 
   pop(): T | undefined {
+    if (this.#unpaced.size === 0) return this.held ? undefined : this.#paced.pop();
     return this.#next()?.pop();
   }
 

@@ -78,7 +78,7 @@ export class PriorityQueue<T extends PriorityQueueEntry> {
     bucket.live -= 1;
     this.#size -= 1;
     if (bucket.live === 0) this.#dropLevel(bucket);
-    else if (bucket.head >= COMPACT_MIN && bucket.head * 2 >= bucket.items.length) this.#compact(bucket);
+    else if (bucket.head >= COMPACT_MIN && bucket.head * 2 >= bucket.items.length) this.#dropConsumed(bucket);
     return entry;
   }
 
@@ -107,6 +107,17 @@ export class PriorityQueue<T extends PriorityQueueEntry> {
 
   #skipStale(bucket: Bucket<T>): void {
     while (bucket.items[bucket.head] === undefined) bucket.head += 1;
+  }
+
+  /**
+   * Drops the consumed slots before `head`. The entries after it keep their absolute positions (`offset`
+   * moves by what was dropped), so none is touched: a long queue's entries are spread over the heap, and
+   * rewriting each one's `queueIndex` here cost a cache miss per entry (removed slots stay until `head` passes).
+   */
+  #dropConsumed(bucket: Bucket<T>): void {
+    bucket.items = bucket.items.slice(bucket.head);
+    bucket.offset += bucket.head;
+    bucket.head = 0;
   }
 
   /** Drops consumed and removed slots, renumbering the live entries. */

@@ -56,6 +56,48 @@ describe('PriorityQueue', () => {
       ),
     );
   });
+
+  it('keeps order and removals right across compactions (levels longer than 1024 entries)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 3000, max: 6000 }),
+        fc.integer({ min: 0, max: 0x7fffffff }),
+        (n, seed) => {
+          let state = seed;
+          const random = (below: number): number => {
+            state = (state * 1103515245 + 12345) & 0x7fffffff;
+            return state % below;
+          };
+          const byPriority = (a: Entry, b: Entry) => b.priority - a.priority || a.seq - b.seq;
+          const queue = new PriorityQueue<Entry>();
+          const model: Entry[] = [];
+          let seq = 0;
+          const push = (): void => {
+            const entry = { priority: random(3), seq: seq++, queueIndex: -1 };
+            queue.push(entry);
+            model.push(entry);
+            model.sort(byPriority);
+          };
+          for (let i = 0; i < n; i++) push();
+          // Mostly pops, with a removal (of a queued entry, then of the same one again) and a push mixed in.
+          for (let step = 0; model.length > 0; step++) {
+            if (step % 5 === 0) {
+              const victim = model.splice(random(model.length), 1)[0]!;
+              expect(queue.remove(victim)).toBe(true);
+              expect(queue.remove(victim)).toBe(false);
+            } else if (step % 7 === 0 && seq < n * 1.2) {
+              push();
+            } else {
+              expect(queue.pop()).toBe(model.shift());
+            }
+            expect(queue.size).toBe(model.length);
+          }
+          expect(queue.pop()).toBeUndefined();
+        },
+      ),
+      { numRuns: 5 },
+    );
+  });
 });
 
 describe('ExecutorPool priority', () => {

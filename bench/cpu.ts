@@ -4,13 +4,17 @@
 // 2. split: the real handler in one process (bench/cpu/engine.ts), the emulators in another
 //    (bench/cpu/emulators.ts), the same load handed over as Lambda batches; plus the plan stage alone;
 // 3. a profile of (2) under --cpu-prof: self time by package, by the repo folder that called, and the top
-//    functions (bench/support/cpu-profile.ts).
+//    functions (bench/support/cpu-profile.ts);
+// 4. the local pipeline's SQS traffic per message (send, receive, delete through the embedded stack, client
+//    and emulator), its SQS client (`createLocalSqsClient`) and the SDK's default one taking turns
+//    (bench/cpu/sqs-traffic.ts).
 // BENCH_CPU_MESSAGES (default 20000) sets N; BENCH_CPU_ROUNDS (default 3) the split runs (median, min-max).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CpuEngineResult } from './cpu/engine.js';
+import type { SqsTrafficResult } from './cpu/sqs-traffic.js';
 import { runInChild } from './support/child.js';
 import { summarizeCpuProfile } from './support/cpu-profile.js';
 import { type Row, writeResults } from './support/report.js';
@@ -87,6 +91,15 @@ try {
   rmSync(profileDir, { recursive: true, force: true });
 }
 
+process.stderr.write('SQS traffic: local pipeline client and SDK default, taking turns\n');
+const { result: sqsTraffic } = await runInChild<SqsTrafficResult>(
+  join(import.meta.dirname, 'cpu', 'sqs-traffic.ts'),
+  ['12'],
+);
+const sqsLocal = spreadOf(sqsTraffic.localClientUs);
+const sqsDefault = spreadOf(sqsTraffic.sdkDefaultUs);
+const sqsRatio = spreadOf(sqsTraffic.localClientUs.map((us, i) => us / sqsTraffic.sdkDefaultUs[i]!));
+
 const perMessage = (pick: (r: CpuEngineResult) => number) =>
   spreadOf(splits.map((r) => (pick(r) / r.messages) * 1000));
 const handler = perMessage((r) => r.handlerCpuMs);
@@ -114,6 +127,16 @@ const rows: Row[] = [
     'µs CPU per message': formatSpread(plan, 1),
     runs: ROUNDS,
   },
+  {
+    measure: 'SQS traffic, local pipeline client (send, receive, delete; client + emulator)',
+    'µs CPU per message': formatSpread(sqsLocal, 0),
+    runs: sqsLocal.n,
+  },
+  {
+    measure: 'SQS traffic, SDK default client (same calls, taking turns)',
+    'µs CPU per message': formatSpread(sqsDefault, 0),
+    runs: sqsDefault.n,
+  },
 ];
 writeResults('cpu', rows, {
   description: `CPU per message: ${MESSAGES} messages, ${TENANTS} tenants, batches of ${BATCH}, ${CONCURRENCY} containers, no bad messages. End to end = the whole npm start process tree (start-up, emulators, SQS polling, read-back included); split = handler in-process against the emulators in a child process. Figures: median (min-max) of the split runs`,
@@ -125,6 +148,12 @@ writeResults('cpu', rows, {
     emulatorUsPerMessage: emulators,
     planUsPerMessage: plan,
     runs: splits,
+  },
+  sqsTraffic: {
+    note: 'blocks of 500 messages through the embedded stack, the two clients taking turns; ratio per block',
+    localClientUsPerMessage: sqsLocal,
+    sdkDefaultUsPerMessage: sqsDefault,
+    localOverDefault: sqsRatio,
   },
   profile: {
     note: 'self time of the handler process under --cpu-prof; samples after an await have no caller frame of ours',

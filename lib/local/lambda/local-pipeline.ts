@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { loadConfig } from '../../ingest/config.js';
 import { createIngestHandler, type InvocationSummary } from '../../ingest/handler/ingest-handler.js';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, type LocalAws, startLocalAws } from '../emulators/local-aws.js';
@@ -13,6 +13,7 @@ import {
   type InvocationResult,
 } from './event-source-runner.js';
 import { type ContainerHandler, LambdaContainers } from './lambda-containers.js';
+import { createLocalSqsClient } from './local-sqs-client.js';
 import {
   createProducerQueue,
   type LocalProducer,
@@ -109,7 +110,7 @@ export interface LocalPipeline {
   /** The producers' queues, in the order given. */
   readonly producerQueues: readonly ProducerQueue[];
   readonly containers: LambdaContainers;
-  /** The runner's SQS client (endpoint of the embedded SQS). */
+  /** The runners' SQS client (endpoint of the embedded SQS; `createLocalSqsClient`). */
   readonly sqs: SQSClient;
   /** Stops the runner (nothing received is lost), the containers and the stack; resolves with the stats. */
   stop(): Promise<EventSourceRunnerStats>;
@@ -132,7 +133,8 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
         ? {}
         : { chaos: { writesPerSecond: slowdownRate, latency: { medianMs: 15, p99Ms: 80 } } },
   );
-  const sqs = new SQSClient(aws.clientConfig.sqs);
+  // The producer's and the runners' SQS traffic: the lean client (no MD5 of every body, trimmed stack).
+  const sqs = createLocalSqsClient(aws.clientConfig.sqs);
   try {
     const resources = await provisionLocal({
       // Provision the emulators directly: the chaos proxy could throttle or fault the setup itself.

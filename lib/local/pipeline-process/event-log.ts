@@ -90,7 +90,8 @@ export interface InvocationLine extends LineBase {
   peakInFlight: number;
   /**
    * Most S3 requests in flight on one tenant prefix beyond its bound then (<= 0: never): the holder's pool
-   * concurrency while a booking is open on it, else `SMALL_TENANTS.writes - 1` (an unbooked tenant's writes).
+   * concurrency while it has a holder (booked in the invocation), else `SMALL_TENANTS.writes - 1` (an
+   * unbooked tenant's writes).
    */
   peakOverBound: number;
   /** Records of the batch SQS had delivered before (`ApproximateReceiveCount` > 1). */

@@ -2,8 +2,8 @@ import type { S3Client } from '@aws-sdk/client-s3';
 
 /**
  * How many requests a tenant prefix may have in flight in one container (`name` is the handler's budget name
- * for it): its holder's pool concurrency while a booking is open on it, else (a tenant with few writes in the
- * batch writes unbooked) fewer than `SMALL_TENANTS.writes`.
+ * for it): its holder's pool concurrency while it has one (booked in the invocation), else (a tenant with
+ * few writes in the batch writes unbooked) fewer than `SMALL_TENANTS.writes`.
  */
 export type PrefixBound = (name: string) => number;
 

@@ -32,6 +32,7 @@ interface OpenBooking {
 export class ContainerBookings {
   readonly #open = new Map<string, OpenBooking>();
   readonly #built = new Set<string>();
+  readonly #holding = new Set<string>();
   #count = 0;
 
   constructor(
@@ -42,6 +43,15 @@ export class ContainerBookings {
   /** The booking open on `name`, if any. */
   on(name: string): OpenBooking | undefined {
     return this.#open.get(name);
+  }
+
+  /**
+   * Whether a holder wrote on `name` under a booking in this invocation: from its first booking until the
+   * invocation ends, across the gaps between a booking reported and the next one (its reads and the writes
+   * still settling stay in flight then, within its pool's concurrency).
+   */
+  holding(name: string): boolean {
+    return this.#holding.has(name);
   }
 
   /** Whether the container built budget `name`: its tenant writes under a booking from then on. */
@@ -59,6 +69,7 @@ export class ContainerBookings {
    */
   open(name: string, booking: Pick<RateBooking, 'rate' | 'startAt' | 'endsAt'>): string {
     this.#close(name, true);
+    this.#holding.add(name);
     const fence = `${this.container}-${++this.#count}`;
     const { rate, startAt, endsAt } = booking;
     this.#open.set(name, { fence, rate, startAt, endsAt, attempts: 0 });
@@ -88,6 +99,7 @@ export class ContainerBookings {
    */
   endInvocation(): void {
     for (const name of [...this.#open.keys()]) this.#close(name, true);
+    this.#holding.clear();
   }
 
   #close(name: string, unreported: boolean): void {

@@ -52,10 +52,10 @@ async function main(): Promise<void> {
   const containers = new LambdaContainers((): ContainerHandler => {
     const index = containerCount++;
     const bookings = new ContainerBookings(log, index);
-    // A booked prefix within its holder's pool; an unbooked one (a tenant with fewer than
-    // SMALL_TENANTS.writes writes in the batch) within its writes.
+    // A prefix with a holder (booked in this invocation) within its pool; an unbooked one (a tenant with
+    // fewer than SMALL_TENANTS.writes writes in the batch) within its writes.
     const gauge = new InFlightGauge((name) =>
-      bookings.on(name) === undefined ? SMALL_TENANTS.writes - 1 : config.poolConcurrency,
+      bookings.holding(name) ? config.poolConcurrency : SMALL_TENANTS.writes - 1,
     );
     const s3 = createS3Client({
       region,

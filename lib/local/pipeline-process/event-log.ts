@@ -94,6 +94,8 @@ export interface InvocationLine extends LineBase {
    * unbooked tenant's writes).
    */
   peakOverBound: number;
+  /** The prefix of `peakOverBound` and its bound then (`prefix:<bucket>/t=x/ (bound 15)`); empty with none. */
+  peakOverBoundAt: string;
   /** Records of the batch SQS had delivered before (`ApproximateReceiveCount` > 1). */
   redelivered: number;
   deadLettered: number;

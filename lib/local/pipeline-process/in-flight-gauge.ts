@@ -18,6 +18,8 @@ export class InFlightGauge {
   #now = 0;
   #peak = 0;
   #peakOver = Number.NEGATIVE_INFINITY;
+  /** Where the peak over its bound was: the prefix and its bound then (what a failing check prints). */
+  #peakOverAt = '';
   readonly #byPrefix = new Map<string, number>();
 
   constructor(private readonly bound: PrefixBound) {}
@@ -31,7 +33,11 @@ export class InFlightGauge {
         this.#byPrefix.set(name, onPrefix);
         this.#now++;
         this.#peak = Math.max(this.#peak, this.#now);
-        this.#peakOver = Math.max(this.#peakOver, onPrefix - this.bound(name));
+        const bound = this.bound(name);
+        if (onPrefix - bound > this.#peakOver) {
+          this.#peakOver = onPrefix - bound;
+          this.#peakOverAt = `${name} (bound ${bound})`;
+        }
         try {
           return await next(args);
         } finally {
@@ -46,13 +52,15 @@ export class InFlightGauge {
   }
 
   /** Peaks since the last call, then starts new ones from the requests in flight now. */
-  takePeaks(): { peakInFlight: number; peakOverBound: number } {
+  takePeaks(): { peakInFlight: number; peakOverBound: number; peakOverBoundAt: string } {
     const peaks = {
       peakInFlight: this.#peak,
       peakOverBound: this.#peakOver === Number.NEGATIVE_INFINITY ? 0 : this.#peakOver,
+      peakOverBoundAt: this.#peakOverAt,
     };
     this.#peak = this.#now;
     this.#peakOver = Number.NEGATIVE_INFINITY;
+    this.#peakOverAt = '';
     return peaks;
   }
 }

@@ -121,7 +121,7 @@ async function main(): Promise<void> {
       deleted: result.deleted,
       failed: result.failedMessageIds.length,
       outcome: result.outcome,
-      ...(state?.gauge.takePeaks() ?? { peakInFlight: 0, peakOverBound: 0 }),
+      ...(state?.gauge.takePeaks() ?? { peakInFlight: 0, peakOverBound: 0, peakOverBoundAt: '' }),
       redelivered: state?.redelivered ?? 0,
       deadLettered: summary?.RecordsDeadLettered ?? 0,
       retries: summary?.Retries ?? 0,

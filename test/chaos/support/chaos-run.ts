@@ -88,7 +88,13 @@ export interface ChaosReport extends DemoVerification {
    * Per container: most S3 requests in flight at once (cap `POOL_CONCURRENCY`), and most on one prefix beyond
    * its bound (a booked prefix: its holder's pool; an unbooked one: `SMALL_TENANTS.writes - 1`).
    */
-  inFlight: { cap: number; peak: number; peakOverBound: number };
+  inFlight: {
+    cap: number;
+    peak: number;
+    peakOverBound: number;
+    /** Each invocation that went over a prefix's bound: where, and by how much. */
+    overBound: string[];
+  };
   pool: { retries: number; throttles: number; timeouts: number };
   chaos: {
     requests: number;
@@ -283,6 +289,9 @@ export async function runChaosPipeline(options: ChaosRunOptions): Promise<ChaosR
         cap: Number(CHAOS_HANDLER_ENV.POOL_CONCURRENCY),
         peak: Math.max(0, ...invocations.map((l) => l.peakInFlight)),
         peakOverBound: Math.max(Number.NEGATIVE_INFINITY, ...invocations.map((l) => l.peakOverBound)),
+        overBound: invocations
+          .filter((l) => l.peakOverBound > 0)
+          .map((l) => `container ${l.container}: +${l.peakOverBound} on ${l.peakOverBoundAt}`),
       },
       pool: {
         retries: invocations.reduce((sum, l) => sum + l.retries, 0),
@@ -323,7 +332,7 @@ export function formatChaosReport(r: ChaosReport): string {
     `redelivered     ${r.redelivered} deliveries after the first, ${r.invocations} invocations (${r.failedInvocations} failed whole)`,
     `kills           ${r.kills.length}: ${r.kills.map((k) => `pid ${k.pid} after ${k.processedBefore} processed with ${k.bookingsOpen} bookings open (${k.rateBooked.toFixed(1)} writes/s)`).join('; ')}; ${r.processes} processes`,
     ...rateLines(r.rate),
-    `in flight       peak ${r.inFlight.peak} per container (cap ${r.inFlight.cap}); peak over a prefix's bound ${r.inFlight.peakOverBound}`,
+    `in flight       peak ${r.inFlight.peak} per container (cap ${r.inFlight.cap}); peak over a prefix's bound ${r.inFlight.peakOverBound}${r.inFlight.overBound.length > 0 ? ` (${r.inFlight.overBound.join('; ')})` : ''}`,
     `pool            retries ${r.pool.retries}, throttles ${r.pool.throttles}, timeouts ${r.pool.timeouts}`,
     `S3 faults       ${r.chaos.requests} requests: SlowDown ${r.chaos.slowDowns} (${pct(r.chaos.slowDowns)}), 500 ${r.chaos.internalErrors} (${pct(r.chaos.internalErrors)}), resets ${r.chaos.resets} (${pct(r.chaos.resets)}), stalls ${r.chaos.stalls} (${pct(r.chaos.stalls)})`,
     `duration        ${r.durationMs} ms`,

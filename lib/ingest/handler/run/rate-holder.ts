@@ -97,9 +97,15 @@ export async function runUnderRate(
   body: (signal: AbortSignal) => Promise<void>,
   now: () => number = Date.now,
 ): Promise<HolderResult> {
+  // Every booking, the first and each made again, starts no later than the tenant's wait from when it is
+  // made (at most half the time left): a schedule booked further ahead leaves the writes out of turn, to be
+  // deferred, rather than holding the invocation (and the queue's slot it takes) while others write.
+  const latestStartFrom = (at: number) => {
+    const leftMs = Math.max(2, window.deadline - at);
+    return at + Math.min(request.maxWaitMs ?? leftMs / 2, leftMs / 2);
+  };
   const start = now();
-  const leftMs = Math.max(2, window.deadline - start);
-  const latestStart = start + Math.min(request.maxWaitMs ?? leftMs / 2, leftMs / 2);
+  const latestStart = latestStartFrom(start);
   const wanted = Math.max(1, Math.ceil(request.writes));
   let booking: RateBooking;
   // Writes the booking asked for: a booking with fewer slots (its round ends first) or one queued behind
@@ -230,20 +236,22 @@ export async function runUnderRate(
         pace.endRound();
         const bookedAt = now();
         asked = Math.max(1, request.pool.waiting, wanted - sent());
+        // Its wait counts from the earliest it asks for: an answer as slow as the last takes none of it.
+        const earliestStart = bookedAt + bookingMs;
         booking = await budget.book({
           writes: asked,
-          latestStart: window.deadline,
+          latestStart: latestStartFrom(earliestStart),
           writeBy: window.deadline,
-          earliestStart: bookedAt + bookingMs,
+          earliestStart,
           spanMs: ROUND_MS,
           signal: window.signal,
         });
         bookingMs = now() - bookedAt;
         await sleepUntil(booking.startAt, window.signal, now);
       } catch (error) {
-        // No slot before the cutoff, aborted, or the store unreachable or throttled: the writes left are
-        // given up now, each settling as aborted (redelivered), rather than held by the spent allowance
-        // until the cutoff.
+        // No slot within the tenant's wait (out of turn: its writes left are deferred when they can be),
+        // aborted, or the store unreachable or throttled (redelivered): the writes left are given up now
+        // rather than held by the spent allowance until the cutoff.
         giveUp.abort(error);
         break;
       }

@@ -1,14 +1,17 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Database } from '../../../db/database.js';
+import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
 import type { IngestWrite } from '../../message/types.js';
 import type { OutcomeLedger } from '../settle/outcome-ledger.js';
 import { type AppliedWrite, applyChain } from './apply-write.js';
+import type { WriteOutcome } from './write-outcome.js';
 
 export interface TenantWritesContext {
   readonly ledger: OutcomeLedger;
   /**
    * The writes' deadline (the invocation's cutoff, or sooner its holder giving up the writes left): after
-   * it aborts no write starts, and queued and in-flight ones abort (each redelivered, cause `deadline`).
+   * it aborts no write starts, and queued and in-flight ones abort (each redelivered, cause `deadline`; or
+   * out of turn, for deferral, when the holder gave them up for want of a slot: a `SemaphoreTimeoutError`).
    */
   readonly deadline: AbortSignal;
   readonly logger: Logger;
@@ -40,7 +43,8 @@ export async function runTenantWrites(
           ? await applyChain(db.resource(chain[0]!.resource), chain, deadline)
           : await applyInMessageOrder(db, chain, deadline);
       chain.forEach((write, index) => {
-        const { outcome, stale } = applied[index]!;
+        const { stale } = applied[index]!;
+        const outcome = outOfTurnIfNoSlot(applied[index]!.outcome, deadline);
         if (stale) onStale?.();
         if (outcome.kind === 'transient' && (outcome.cause === 'storage' || outcome.cause === 'unexpected')) {
           const log = outcome.cause === 'storage' ? logger.warn : logger.error;
@@ -58,6 +62,18 @@ export async function runTenantWrites(
   );
   const failure = settled.find((result) => result.status === 'rejected');
   if (failure !== undefined) throw failure.reason;
+}
+
+/**
+ * A write cut by its holder giving up for want of a slot (the schedule booked up to the cutoff) is out of
+ * turn, as a tenant refused its first slot is: deferred when it can be, so a hot prefix's records come back
+ * as delayed copies instead of spending their receive count. One cut in flight may have landed; its copy
+ * is then stale by its `seq`, as a redelivery would be.
+ */
+function outOfTurnIfNoSlot(outcome: WriteOutcome, deadline: AbortSignal): WriteOutcome {
+  if (outcome.kind !== 'transient' || outcome.cause !== 'deadline') return outcome;
+  const reason: unknown = deadline.reason;
+  return reason instanceof SemaphoreTimeoutError ? { kind: 'out-of-turn', error: reason } : outcome;
 }
 
 function isOneRecord(chain: readonly IngestWrite[]): boolean {

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type RateWindow, runUnderRate } from '../../../../../lib/ingest/handler/run/rate-holder.js';
 import { ExecutorPool } from '../../../../../lib/pool/executor-pool.js';
+import { SemaphoreTimeoutError } from '../../../../../lib/semaphore/errors.js';
 import { MemoryBudgetTable, MemoryRateBudget } from '../../../../../lib/semaphore/memory-rate-budget.js';
 import type { BookOptions, RateBudget } from '../../../../../lib/semaphore/rate-types.js';
 import { SLOT_CATCH_UP_MS } from '../../../../../lib/semaphore/tuning.js';
@@ -14,8 +15,12 @@ const T0 = 1_000_000;
 
 const slowDown = () => Object.assign(new Error('Please reduce your request rate.'), { name: 'SlowDown' });
 
-function budgetOn(table: MemoryBudgetTable, books: BookOptions[] = []): RateBudget {
-  const inner = new MemoryRateBudget({ ceiling: 10, name: NAME, table, random: () => 0 });
+function budgetOn(
+  table: MemoryBudgetTable,
+  books: BookOptions[] = [],
+  limits: { ceiling: number; startRate?: number } = { ceiling: 10 },
+): RateBudget {
+  const inner = new MemoryRateBudget({ ...limits, name: NAME, table, random: () => 0 });
   return {
     name: inner.name,
     ceiling: inner.ceiling,
@@ -173,6 +178,38 @@ describe('runUnderRate: writes left when its slots are over', () => {
     const late = a.starts.filter((t) => t >= 500);
     expect(late).toHaveLength(2);
     expect(late[1]! - late[0]!).toBeGreaterThanOrEqual(166);
+  });
+
+  it('books again within the wait its tenant has for a first slot: further ahead, it gives up the writes left as out of turn (for deferral) rather than holding its invocation', async () => {
+    const table = new MemoryBudgetTable();
+    const booksA: BookOptions[] = [];
+    // A new schedule climbing from 10 writes/s: A's first booking spans a round, 10 slots [0, 1000) ms, of
+    // its 20 writes; B then books [1000, 1500) and C [1500, 2000). A's next free slot is a second ahead:
+    // past its 500 ms wait.
+    const poolA = new ExecutorPool({ concurrency: 20, retries: 0, timeout: 0 });
+    const a = writesThrough(poolA, 20, () => false);
+    let givenUpFor: unknown;
+    const holderA = runUnderRate(
+      budgetOn(table, booksA, { ceiling: 100, startRate: 10 }),
+      { pool: poolA, writes: 20, inFlight: 20, maxWaitMs: 500 },
+      window(T0 + 10_000),
+      undefined,
+      async (signal) => {
+        await a.body(signal);
+        givenUpFor = signal.reason;
+      },
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    const behind = [fiveWritesBehind(table, T0 + 10_000), fiveWritesBehind(table, T0 + 10_000)];
+    await vi.runAllTimersAsync();
+    expect(await holderA).toMatchObject({ rate: 10 });
+    await Promise.all(behind.map((h) => h.holderB));
+    expect(booksA.map((o) => o.writes)).toEqual([20, 10]);
+    expect(booksA[1]!.latestStart).toBeLessThanOrEqual(T0 + 1_000 + SLOT_CATCH_UP_MS + 500);
+    expect(a.starts).toHaveLength(10);
+    expect(a.unwritten).toHaveLength(10);
+    expect(a.unwritten.every((u) => u.at < 1_500)).toBe(true);
+    expect(givenUpFor).toBeInstanceOf(SemaphoreTimeoutError);
   });
 
   it('gives up a retry at once when no slot is left before the cutoff, rather than holding it until then', async () => {

@@ -12,6 +12,7 @@ import { runTenantWrites } from '../../../../../lib/ingest/handler/run/tenant-wr
 import { OutcomeLedger } from '../../../../../lib/ingest/handler/settle/outcome-ledger.js';
 import type { IngestWrite } from '../../../../../lib/ingest/message/types.js';
 import { ExecutorPool } from '../../../../../lib/pool/executor-pool.js';
+import { SemaphoreTimeoutError } from '../../../../../lib/semaphore/errors.js';
 import { sqsRecord } from '../support.js';
 
 const pools: ExecutorPool[] = [];
@@ -163,6 +164,38 @@ describe('runTenantWrites', () => {
     // Not stale (nothing was applied), and not logged one by one: the summary counts the deadline.
     expect(onStale).not.toHaveBeenCalled();
     expect(lines).toEqual([]);
+  });
+
+  it('a holder giving up its writes left for want of a slot (no slot before the cutoff): the writes not applied are out of turn, for deferral', async () => {
+    const { db, store } = await tenantDb();
+    const controller = new AbortController();
+    const reason = new SemaphoreTimeoutError('prefix:b/t=acme/', 2, Date.now() + 1_000, Date.now() + 5_000);
+    // One write's PUT is in flight when its holder gives up; the other has not started.
+    const put = vi.spyOn(store, 'put').mockImplementationOnce(
+      (_input, options) =>
+        new Promise((_resolve, reject) => {
+          const signal = options?.signal;
+          signal?.addEventListener('abort', () => reject(signal.reason), { once: true });
+          queueMicrotask(() => controller.abort(reason));
+        }),
+    );
+    const inFlight = write('a', { op: 'insert' });
+    const ledger = ledgerFor([[inFlight]]);
+    await runTenantWrites(db, [[inFlight]], {
+      ledger,
+      deadline: controller.signal,
+      logger: recordingLogger().logger,
+    });
+    const notStarted = write('b');
+    const later = ledgerFor([[notStarted]]);
+    await runTenantWrites(db, [[notStarted]], {
+      ledger: later,
+      deadline: controller.signal,
+      logger: recordingLogger().logger,
+    });
+    expect(put).toHaveBeenCalledTimes(1);
+    expect(ledger.fateOf(inFlight.messageId)).toEqual({ state: 'out-of-turn', error: reason });
+    expect(later.fateOf(notStarted.messageId)).toEqual({ state: 'out-of-turn', error: reason });
   });
 
   it('a chain spanning records (a FIFO group) runs in message order and stops at its first transient failure', async () => {

@@ -50,8 +50,8 @@ export interface PlannedBooking {
 /**
  * Plans booking `writes` slots at `now` (GCRA): the first slot is the schedule's first free one, or the
  * earliest start asked (now by default) if that is later (unused slots are not banked: no burst after a
- * pause); the slots end by `writeBy` (fewer writes when not all fit) and span at most `spanMs` (one slot
- * at least); the schedule's first free slot moves
+ * pause); the slots end by `writeBy` (fewer writes when not all fit) and, while the rate climbs (never
+ * decreased, under `ceiling`), span at most `spanMs` (one slot at least); the schedule's first free slot moves
  * to where they end. `undefined` when the first slot is after `latestStart` or not one slot fits before
  * `writeBy`.
  */
@@ -79,7 +79,11 @@ export function planBooking(
   if (startAt > latestStart) return undefined;
   const intervalMs = 1000 / rate;
   const fit = Math.floor((writeBy - startAt) / intervalMs);
-  const booked = Math.min(writes, fit, Math.max(1, Math.floor(spanMs / intervalMs)));
+  // Only a climbing rate needs its rounds short (it doubles per round); once it has found its limit, a
+  // booking takes every write asked, so holders write one after the other rather than in turns.
+  const climbing = schedule.decreasedAt === 0 && rate < ceiling;
+  const span = climbing ? Math.max(1, Math.floor(spanMs / intervalMs)) : Number.POSITIVE_INFINITY;
+  const booked = Math.min(writes, fit, span);
   if (booked < 1) return undefined;
   // Whole ms, rounded up: the next booking never starts inside this one's last interval.
   const endsAt = Math.ceil(startAt + booked * intervalMs);

@@ -48,9 +48,11 @@ export interface BookOptions {
    */
   readonly earliestStart?: number;
   /**
-   * The longest the slots may span, ms (one slot at least, whatever the rate): fewer than `writes` are
-   * booked past it. A holder books a round of the control law (`ROUND_MS`) at a time and reports each, so
-   * a low rate is stepped as often as a high one.
+   * The longest the slots may span while the rate climbs (the schedule never decreased and under the
+   * ceiling), ms (one slot at least, whatever the rate): fewer than `writes` are booked past it. A holder
+   * books a round of the control law (`ROUND_MS`) at a time then and reports each, so slow start doubles
+   * a low rate as often as a high one. Once the rate has found its limit every write asked is booked, and
+   * holders write one after the other instead of taking turns a round each.
    * @default Infinity
    * @example ROUND_MS
    */

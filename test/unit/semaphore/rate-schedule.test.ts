@@ -87,13 +87,13 @@ describe('planBooking', () => {
     });
   });
 
-  it('books slots spanning at most spanMs, one slot at least', () => {
+  it('while the rate climbs (never decreased, under its ceiling), books slots spanning at most spanMs, one slot at least', () => {
     const round = { ...FAR, spanMs: ROUND_MS };
-    expect(planBooking(schedule({ rate: 10 }), 10, NOW, { ...round, writes: 100 })).toMatchObject({
+    expect(planBooking(schedule({ rate: 10 }), 100, NOW, { ...round, writes: 100 })).toMatchObject({
       writes: 10,
       endsAt: NOW + ROUND_MS,
     });
-    expect(planBooking(schedule({ rate: 10 }), 10, NOW, { ...FAR, writes: 100 })).toMatchObject({
+    expect(planBooking(schedule({ rate: 10 }), 100, NOW, { ...FAR, writes: 100 })).toMatchObject({
       writes: 100,
     });
     expect(planBooking(schedule({ rate: 0.5 }), 10, NOW, { ...round, writes: 5 })).toMatchObject({
@@ -104,6 +104,20 @@ describe('planBooking', () => {
     expect(
       planBooking(schedule({ rate: 0.5 }), 10, NOW, { ...round, writes: 5, writeBy: NOW + 1_999 }),
     ).toBeUndefined();
+  });
+
+  it('once the rate has found its limit (decreased, or at its ceiling), books every write asked whatever spanMs', () => {
+    const round = { ...FAR, spanMs: ROUND_MS };
+    expect(
+      planBooking(schedule({ rate: 10, decreasedAt: NOW - 1 }), 100, NOW, { ...round, writes: 100 }),
+    ).toMatchObject({ writes: 100, endsAt: NOW + 10_000 });
+    expect(planBooking(schedule({ rate: 10 }), 10, NOW, { ...round, writes: 100 })).toMatchObject({
+      writes: 100,
+    });
+    // A ceiling lowered under the stored rate is the limit too.
+    expect(planBooking(schedule({ rate: 20 }), 10, NOW, { ...round, writes: 30 })).toMatchObject({
+      writes: 30,
+    });
   });
 
   it('is undefined when the first free slot is past latestStart', () => {

@@ -21,8 +21,12 @@ const T0 = 1_000_000;
 const slowDown = () => Object.assign(new Error('Please reduce your request rate.'), { name: 'SlowDown' });
 
 /** A budget of `ceiling` writes/s in `table` (shared by the holders of one prefix), on the fake clock. */
-function memoryBudget(ceiling: number, table = new MemoryBudgetTable()): MemoryRateBudget {
-  return new MemoryRateBudget({ ceiling, name: NAME, table, random: () => 0 });
+function memoryBudget(
+  ceiling: number,
+  table = new MemoryBudgetTable(),
+  startRate?: number,
+): MemoryRateBudget {
+  return new MemoryRateBudget({ ceiling, name: NAME, table, random: () => 0, startRate });
 }
 
 interface Faults {
@@ -691,7 +695,8 @@ describe('runUnderRate: pace and report', () => {
   });
 
   it('a booking whose round holds fewer slots than it asked reports starved; the booking of the rest, met in full, does not', async () => {
-    const { budget, reports, books } = recording(memoryBudget(10));
+    // A new budget climbing from 10 writes/s to its ceiling: its bookings span a round each.
+    const { budget, reports, books } = recording(memoryBudget(100, new MemoryBudgetTable(), 10));
     const p = new ExecutorPool({ concurrency: 15, retries: 0, timeout: 0 });
     await settle(
       runUnderRate(

@@ -4,9 +4,9 @@
  */
 
 /**
- * The law's round, ms: the rate moves at most one step per this long, and a booking spans at most this long
- * of slots (one slot at least), so each booking's report is at most one round and a rate is tried within a
- * round of being set, whatever the rate (docs/fleet-cap.md#the-control-law).
+ * The law's round, ms: the rate moves at most one step per this long, and while a rate climbs a booking
+ * spans at most this long of slots (one slot at least), so each booking's report is at most one round and a
+ * climbing rate is tried within a round of being set, whatever the rate (docs/fleet-cap.md#the-control-law).
  */
 export const ROUND_MS = 1_000;
 

@@ -39,6 +39,21 @@ async function setup(env: Record<string, string>, options: TestHandlerOptions = 
 const records = (tenant: string, n: number) =>
   Array.from({ length: n }, (_, i) => ({ tenant, id: `${tenant}-${i}` }));
 
+/** The writes a prefix's booking reports counted, summed per prefix over its bookings. */
+function reportedWrites(
+  reports: ReadonlyArray<{ name: string; report: { accepted: number; throttled: number } }>,
+) {
+  const byPrefix: Record<string, { accepted: number; throttled: number }> = {};
+  for (const { name, report } of reports) {
+    const sum = byPrefix[name] ?? { accepted: 0, throttled: 0 };
+    byPrefix[name] = {
+      accepted: sum.accepted + report.accepted,
+      throttled: sum.throttled + report.throttled,
+    };
+  }
+  return byPrefix;
+}
+
 describe('deadline', () => {
   it('stops before the Lambda timeout, aborts in-flight writes and reports everything unfinished', async () => {
     const store = new TrackingStore({ model: latency(60_000) });
@@ -189,9 +204,9 @@ describe("a prefix's rate schedule", () => {
     expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(14 * 10 - SLOT_CATCH_UP_MS);
     // The schedule item was written at that rate, and the booking reported its writes.
     expect(budgets.table.item(prefixOf('big'))).toMatchObject({ rate: 100 });
-    expect(budgets.reports()).toEqual([
-      { name: prefixOf('big'), report: { accepted: 15, throttled: 0, starved: false } },
-    ]);
+    // One report per booking (more than one when writes fell behind their slots on a loaded host): together
+    // they count the 15 writes, none refused.
+    expect(reportedWrites(budgets.reports())).toEqual({ [prefixOf('big')]: { accepted: 15, throttled: 0 } });
   });
 
   it('a booking answered after its slots passed (a DynamoDB round trip longer than the slots) still writes the tenant before the cutoff', async () => {
@@ -281,10 +296,9 @@ describe("a booking's report", () => {
     const event = sqsEvent([...records('acme', 12), ...records('globex', 10)]);
     expect(failedIds(await handler(event, lambdaContext(30_000)))).toEqual([]);
     expect(store.keys()).toHaveLength(22);
-    const byTenant = Object.fromEntries(budgets.reports().map((r) => [r.name, r.report]));
-    expect(byTenant).toEqual({
-      [prefixOf('acme')]: { accepted: 12, throttled: 0, starved: false },
-      [prefixOf('globex')]: { accepted: 10, throttled: 0, starved: false },
+    expect(reportedWrites(budgets.reports())).toEqual({
+      [prefixOf('acme')]: { accepted: 12, throttled: 0 },
+      [prefixOf('globex')]: { accepted: 10, throttled: 0 },
     });
     expect(store.calls.filter((c) => c.key.startsWith('t=acme/')).length).toBeGreaterThan(12);
   });
@@ -307,9 +321,16 @@ describe('a failed rate report (issue 14, defect 3)', () => {
     const response = await handler(event, lambdaContext(30_000));
     expect(response).toEqual({ batchItemFailures: [] });
     expect(store.keys()).toHaveLength(24);
-    expect(reported.sort()).toEqual([prefixOf('big'), prefixOf('other')]);
-    expect(summaries[0]).toMatchObject({ RecordsProcessed: 24, RecordsFailed: 0, rateReportFailures: 2 });
+    // Each large tenant's bookings report (one each, or more when writes fell behind their slots): all fail.
+    expect([...new Set(reported)].sort()).toEqual([prefixOf('big'), prefixOf('other')]);
+    expect(summaries[0]).toMatchObject({
+      RecordsProcessed: 24,
+      RecordsFailed: 0,
+      rateReportFailures: reported.length,
+    });
     const logged = warn.mock.calls.filter(([message]) => String(message).startsWith('rate report failed'));
-    expect(logged.map(([, extra]) => (extra as { prefix: string }).prefix).sort()).toEqual(reported);
+    expect(logged.map(([, extra]) => (extra as { prefix: string }).prefix).sort()).toEqual(
+      [...reported].sort(),
+    );
   });
 });

@@ -213,13 +213,16 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
   });
 
   it('rate signals: BookingWaitMs per booking, BookedWriteRate, throttled and failed budget calls', async () => {
+    let flakyReports = 0;
     const budgets = memoryBudgets({
       book: (name) => {
         if (name === prefixOf('throttled'))
           throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
       },
       report: (name) => {
-        if (name === prefixOf('flaky')) throw new Error('socket hang up');
+        if (name !== prefixOf('flaky')) return;
+        flakyReports += 1;
+        throw new Error('socket hang up');
       },
     });
     const { handler } = emittingHandler({ S3_PREFIX_WRITE_RATE: '500' }, { budgets: budgets.factory });
@@ -233,8 +236,11 @@ describe('EMF metrics (the catalogue of lib/ingest/metric-names.ts) and structur
       // Two tenants booked, each on a fresh schedule at S3_PREFIX_WRITE_RATE (a failed report keeps its rate).
       BookedWriteRate: 2 * 500,
       SemaphoreThrottles: 1,
-      SemaphoreErrors: 1,
+      // Every failed report: one per booking of the flaky tenant (a holder whose writes fell behind their
+      // slots, on a loaded host, books and reports again).
+      SemaphoreErrors: flakyReports,
     });
+    expect(flakyReports).toBeGreaterThanOrEqual(1);
     // One sample per booking: the three tenants', and any a holder made again for writes left behind its slots.
     expect(budgets.books().length).toBeGreaterThanOrEqual(3);
     expect(samplesOf(main[0]!, 'BookingWaitMs')).toHaveLength(budgets.books().length);

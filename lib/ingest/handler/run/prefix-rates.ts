@@ -274,7 +274,7 @@ export class PrefixRates {
       (signal) => work(tenant, signal),
     );
     if ('unavailable' in result) return result;
-    if ('releaseError' in result) reportFailures.push({ prefix: budget.name, error: result.releaseError });
+    for (const error of result.reportErrors ?? []) reportFailures.push({ prefix: budget.name, error });
     return { rate: result.rate };
   }
 

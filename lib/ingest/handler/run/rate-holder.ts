@@ -52,12 +52,12 @@ export interface RateWindow {
 }
 
 /**
- * What a holder did: it wrote at `rate` writes/s (`releaseError`: its report failed; the budget's step is
- * lost and nothing about the writes changes), or could not have slots (`outOfTurn`: the schedule is booked
- * past its latest start).
+ * What a holder did: it wrote at `rate` writes/s (`reportErrors`: the reports that failed, one per booking at
+ * most, a round's before a rebooking and the last; each loses the budget's step and changes nothing about
+ * the writes), or could not have slots (`outOfTurn`: the schedule is booked past its latest start).
  */
 export type HolderResult =
-  | { readonly rate: number; readonly releaseError?: unknown }
+  | { readonly rate: number; readonly reportErrors?: readonly unknown[] }
   | { readonly unavailable: unknown; readonly outOfTurn?: true };
 
 /** Attempts the pool settled while a booking was being written: a count of writes when the store counts none. */
@@ -115,6 +115,7 @@ export async function runUnderRate(
   // How long the last booking's answer took: a booking made again asks for slots no earlier than that
   // from now, so an answer as slow finds them still ahead instead of passed.
   let bookingMs = 0;
+  const reportErrors: unknown[] = [];
   try {
     booking = await budget.book({
       writes: wanted,
@@ -232,7 +233,9 @@ export async function runUnderRate(
             { ...pace.sinceCut(), starved: starved(booking, asked) },
             { signal: AbortSignal.any([window.signal, AbortSignal.timeout(window.releaseTimeoutMs)]) },
           )
-          .catch(() => undefined);
+          .catch((error: unknown) => {
+            reportErrors.push(error);
+          });
         pace.endRound();
         const bookedAt = now();
         asked = Math.max(1, request.pool.waiting, wanted - sent());
@@ -275,10 +278,10 @@ export async function runUnderRate(
   try {
     // Reported after the cutoff too, but bounded: a stalled store cannot hold the invocation.
     await booking.report(report, { signal: AbortSignal.timeout(window.releaseTimeoutMs) });
-    return { rate: slots.rate };
-  } catch (releaseError) {
-    return { rate: slots.rate, releaseError };
+  } catch (error) {
+    reportErrors.push(error);
   }
+  return reportErrors.length === 0 ? { rate: slots.rate } : { rate: slots.rate, reportErrors };
 }
 
 /** Whether demand exceeded the rate: the booking queued behind others, or its round held fewer slots than asked. */

@@ -454,4 +454,39 @@ describe('runUnderRate: writes left when its slots are over', () => {
     expect(booksA).toHaveLength(2);
     expect(Math.max(...a.starts)).toBeGreaterThan(bTo);
   });
+
+  it("a report that fails is in the holder's result, whichever booking made it: a round's before a rebooking too", async () => {
+    const table = new MemoryBudgetTable();
+    const lost = (n: number) => new Error(`report ${n} lost`);
+    let reports = 0;
+    const inner = budgetOn(table);
+    const failingReports: RateBudget = {
+      name: inner.name,
+      ceiling: inner.ceiling,
+      book: async (options) => {
+        const booking = await inner.book(options);
+        return Object.assign(Object.create(booking) as typeof booking, {
+          report: async () => {
+            reports += 1;
+            throw lost(reports);
+          },
+        });
+      },
+    };
+    const pool = new ExecutorPool({ concurrency: 5, retries: 1, retryDelay: 1, jitter: 'none', timeout: 0 });
+    // One refusal: its retry comes after the booking's 5 slots, so the holder reports and books again.
+    const a = writesThrough(pool, 5, (i) => i < 1);
+    const holder = runUnderRate(
+      failingReports,
+      { pool, writes: 5, inFlight: 5 },
+      window(T0 + 10_000),
+      undefined,
+      a.body,
+    );
+    await vi.runAllTimersAsync();
+    const result = await holder;
+    expect(a.starts).toHaveLength(6);
+    expect(reports).toBe(2);
+    expect(result).toEqual({ rate: 10, reportErrors: [lost(1), lost(2)] });
+  });
 });

@@ -717,7 +717,7 @@ describe('runUnderRate: pace and report', () => {
     ]);
   });
 
-  it('a report that fails is a releaseError: the rate and the writes stand', async () => {
+  it('a report that fails is in reportErrors: the rate and the writes stand', async () => {
     const lost = new Error('report lost');
     const { budget, reports } = recording(memoryBudget(100), { reportError: lost });
     const p = pool();
@@ -727,7 +727,7 @@ describe('runUnderRate: pace and report', () => {
         await Promise.all([1, 2, 3, 4].map((n) => p.enqueue(async () => done.push(n))));
       }),
     );
-    expect(result).toEqual({ rate: 100, releaseError: lost });
+    expect(result).toEqual({ rate: 100, reportErrors: [lost] });
     expect(done).toEqual([1, 2, 3, 4]);
     expect(reports).toEqual([{ accepted: 4, throttled: 0, starved: false }]);
   });

@@ -11,4 +11,11 @@ export {
   type MemoryRateBudgetOptions,
 } from './memory-rate-budget.js';
 export { clampRate, nextRate, overloaded, type RoundTiming } from './rate-law.js';
-export type { BookingReport, BookOptions, RateBooking, RateBudget, WriteRound } from './rate-types.js';
+export type {
+  BookingReport,
+  BookOptions,
+  RateBooking,
+  RateBudget,
+  StepOptions,
+  WriteRound,
+} from './rate-types.js';

@@ -4,7 +4,7 @@ import { newLeaseId } from './lease-id.js';
 import { checkReport } from './rate-budget-checks.js';
 import { nextRate } from './rate-law.js';
 import { type BookedFrom, onRateGrid, type PlannedBooking, planStep } from './rate-schedule.js';
-import type { BookingReport, RateBooking, ScheduleView, WriteRound } from './rate-types.js';
+import type { BookingReport, RateBooking, ScheduleView, StepOptions, WriteRound } from './rate-types.js';
 
 /**
  * Slots booked in a budget's schedule. Each step moves the budget by the control law (`planStep`): read the
@@ -37,13 +37,13 @@ export class ScheduledBooking implements RateBooking {
     this.queued = plan.queued;
   }
 
-  step(round: WriteRound, options: { readonly signal?: AbortSignal } = {}): Promise<ScheduleView> {
+  step(round: WriteRound, options: StepOptions = {}): Promise<ScheduleView> {
     try {
       checkReport(this.budget.name, round);
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.#step(round, options.signal);
+    return this.#step(round, options.signal, options.followIncrease === true);
   }
 
   report(report: BookingReport, options: { readonly signal?: AbortSignal } = {}): Promise<void> {
@@ -69,7 +69,11 @@ export class ScheduledBooking implements RateBooking {
     await this.#step(report, signal);
   }
 
-  async #step(round: WriteRound, signal: AbortSignal | undefined): Promise<ScheduleView> {
+  async #step(
+    round: WriteRound,
+    signal: AbortSignal | undefined,
+    followIncrease = false,
+  ): Promise<ScheduleView> {
     const { store, ceiling, now, reportTimeoutMs } = this.budget;
     const bound = signal ?? AbortSignal.timeout(reportTimeoutMs);
     const id = newLeaseId();
@@ -93,6 +97,8 @@ export class ScheduledBooking implements RateBooking {
     // starts after the decrease even when the clock has not moved on since (or is behind the decreaser's).
     if (view.rate < this.#from.rate)
       this.#from = { rate: view.rate, bookedAt: Math.max(now(), view.decreasedAt + 1) };
+    // An increase followed at the first slot: the round from here runs at it, so it is stepped from it.
+    else if (followIncrease && view.rate > this.#from.rate) this.#from = { rate: view.rate, bookedAt: now() };
     return view;
   }
 }

@@ -110,7 +110,8 @@ export interface BookedFrom {
  * law holds the rate; or a decrease already followed the booking (one decrease per round of bookings). A
  * decrease rescales the slots booked ahead (`freeAt - now` of them at the old rate take `old / new` as long
  * at the new one), so the writes already booked are spread at the new rate before anyone books after them.
- * An increase leaves them: their holders do not speed up, so a booking after them starts where they end.
+ * An increase leaves them where they are: a queued holder writes more in the same window from its turn,
+ * so a booking after them still starts where they end.
  */
 export function planStep(
   schedule: Schedule,

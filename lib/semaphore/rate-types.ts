@@ -15,6 +15,19 @@ export interface WriteRound {
   readonly starved: boolean;
 }
 
+/** Options of one `RateBooking.step`. */
+export interface StepOptions {
+  /** Aborts the step and every request of it. */
+  readonly signal?: AbortSignal;
+  /**
+   * Follow an increase made since the booking as well as a decrease: the holder paces at the schedule's rate
+   * from now, and the booking's later steps and report start from it. For a booking at its first slot,
+   * whose window of slots then holds that many more writes (docs/fleet-cap.md#what-a-holder-does).
+   * @default false (only a decrease is followed: the pace never rises within a booking's writes)
+   */
+  readonly followIncrease?: boolean;
+}
+
 /** What a booking's writes saw, reported when its slots are over: the control law moves the budget by it. */
 export type BookingReport = WriteRound;
 
@@ -89,7 +102,7 @@ export interface RateBooking {
    * decrease is taken once per round of bookings. Resolves the schedule's rate and last decrease as they
    * stand after it; rejects with `signal`'s reason or the store's error when it cannot finish.
    */
-  step(round: WriteRound, options?: { readonly signal?: AbortSignal }): Promise<ScheduleView>;
+  step(round: WriteRound, options?: StepOptions): Promise<ScheduleView>;
   /**
    * Reports the whole booking once its writes have settled: a `step` of the whole round, made once (later
    * calls return the first call's promise, unless it failed). Nothing else depends on it.

@@ -216,6 +216,21 @@ describe('a booking steps the schedule', () => {
     expect(store.item?.rate).toBe(12);
   });
 
+  it("told to, follows another holder's increase: its later rounds step from the raised rate", async () => {
+    const store = new ScriptedStore(schedule({ decreasedAt: 1 }));
+    const booking = await bookSlots(contextOn(store, 20), {
+      writes: 1,
+      latestStart: T0 + 5_000,
+      writeBy: T0 + 60_000,
+    });
+    store.landOther({ rate: 12 });
+    // At its first slot it reads the schedule and takes the raised rate.
+    await expect(booking.step(CLEAN, { followIncrease: true })).resolves.toMatchObject({ rate: 12 });
+    // Its round from there ran at 12 writes/s: overloaded there, it cuts the schedule from 12.
+    await expect(booking.step(HALF_REFUSED)).resolves.toMatchObject({ rate: 6 });
+    expect(store.item?.rate).toBe(6);
+  });
+
   it("follows another holder's decrease made on a clock ahead of its own, and may then cut from the new rate", async () => {
     const store = new ScriptedStore(schedule());
     const booking = await bookSlots(contextOn(store), {

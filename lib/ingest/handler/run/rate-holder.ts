@@ -182,7 +182,7 @@ export async function runUnderRate(
       booked,
       Math.max(0, Math.floor(((slots.endsAt + SLOT_CATCH_UP_MS - now()) * slots.rate) / 1000)),
     );
-  allow(slotsAhead(booking.writes));
+  allow(slotsAhead(slots.writes));
   // The writes' signal: the cutoff, or sooner a rebooking that failed (the writes left have no slot, and
   // holding them until the cutoff would hold the invocation with them).
   const giveUp = new AbortController();
@@ -250,7 +250,7 @@ export async function runUnderRate(
           signal: window.signal,
         });
         bookingMs = now() - bookedAt;
-        await sleepUntil(booking.startAt, window.signal, now);
+        slots = await firstSlot(budget, booking, window.signal, now);
       } catch (error) {
         // No slot within the tenant's wait (out of turn: its writes left are deferred when they can be),
         // aborted, or the store unreachable or throttled (redelivered): the writes left are given up now
@@ -258,9 +258,8 @@ export async function runUnderRate(
         giveUp.abort(error);
         break;
       }
-      slots = { rate: Math.min(booking.rate, budget.ceiling), endsAt: booking.endsAt };
       pace.restart(slots.rate);
-      allow(slotsAhead(booking.writes));
+      allow(slotsAhead(slots.writes));
     }
     await work;
   } finally {
@@ -291,9 +290,11 @@ function starved(booking: RateBooking, asked: number): boolean {
 
 /**
  * Sleeps until the booking's first slot and resolves the slots to write in. A booking that queued behind
- * others reads the schedule when its turn comes: if the rate was decreased after the booking, its slots are
- * stretched as the schedule's were (`freeAt` rescaled around the decrease), so it starts later and paces at
- * the new rate. A read that fails keeps the booking as made.
+ * others reads the schedule when its turn comes and takes its rate. Decreased after the booking: its slots
+ * are stretched as the schedule's were (`freeAt` rescaled around the decrease), so it starts later and paces
+ * at the new rate. Increased: its slots keep their window, which holds more writes at the new rate (the
+ * schedule grants that rate from now, and the next booking starts where the window ends), and its round
+ * runs, and is stepped, from there. A read that fails keeps the booking as made.
  */
 async function firstSlot(
   budget: RateBudget,
@@ -301,27 +302,39 @@ async function firstSlot(
   signal: AbortSignal,
   now: () => number,
 ): Promise<Slots> {
-  const asBooked = { rate: booking.rate, endsAt: booking.endsAt };
+  const asBooked = {
+    rate: Math.min(booking.rate, budget.ceiling),
+    endsAt: booking.endsAt,
+    writes: booking.writes,
+  };
   await sleepUntil(booking.startAt, signal, now);
   if (!booking.queued) return asBooked;
   const view = await booking
-    .step({ accepted: 0, throttled: 0, starved: false }, { signal })
+    .step({ accepted: 0, throttled: 0, starved: false }, { signal, followIncrease: true })
     .catch(() => undefined);
   if (signal.aborted) throw signal.reason;
   if (view === undefined) return asBooked;
   const rate = Math.min(view.rate, budget.ceiling);
+  if (rate > asBooked.rate) {
+    const writes = Math.floor(((booking.endsAt - booking.startAt) * rate) / 1000);
+    return { rate, endsAt: booking.endsAt, writes: Math.max(booking.writes, writes) };
+  }
   // Lower than it booked at: decreased since (its booking read the rate it booked at).
-  if (!(rate < booking.rate)) return asBooked;
-  const stretch = booking.rate / rate;
+  if (!(rate < asBooked.rate)) return asBooked;
+  const stretch = asBooked.rate / rate;
   const startAt = view.decreasedAt + Math.max(0, booking.startAt - view.decreasedAt) * stretch;
   await sleepUntil(startAt, signal, now);
-  return { rate, endsAt: startAt + (booking.endsAt - booking.startAt) * stretch };
+  return { rate, endsAt: startAt + (booking.endsAt - booking.startAt) * stretch, writes: booking.writes };
 }
 
-/** The slots a holder writes in: its pace, and when its last slot ends (both move when the pace is cut). */
+/**
+ * The slots a holder writes in: its pace, when its last slot ends (both move when the pace is cut), and how
+ * many writes they hold.
+ */
 interface Slots {
   rate: number;
   endsAt: number;
+  writes: number;
 }
 
 /**

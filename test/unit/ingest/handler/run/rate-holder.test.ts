@@ -147,6 +147,23 @@ function fortyWrites(p: ExecutorPool, refused: (i: number) => boolean) {
   return { starts, body };
 }
 
+/** A holder of `count` writes in `budget` with 20 s left, its pool recording when each write started (ms since T0). */
+function timedHolder(budget: RateBudget, count: number) {
+  const p = pool();
+  const starts: number[] = [];
+  const running = runUnderRate(
+    budget,
+    { pool: p, writes: count, inFlight: 1 },
+    window(T0 + 20_000),
+    undefined,
+    () =>
+      Promise.all(
+        Array.from({ length: count }, () => p.enqueue(async () => starts.push(Date.now() - T0))),
+      ).then(() => {}),
+  );
+  return { starts, running };
+}
+
 beforeEach(() => {
   vi.useFakeTimers({ now: T0 });
 });
@@ -364,18 +381,7 @@ describe('runUnderRate: the first slot', () => {
         return recorded.budget.book(options);
       },
     };
-    const p = pool();
-    const starts: number[] = [];
-    const running = runUnderRate(
-      budget,
-      { pool: p, writes: 5, inFlight: 1 },
-      window(T0 + 20_000),
-      undefined,
-      () =>
-        Promise.all(
-          Array.from({ length: 5 }, () => p.enqueue(async () => starts.push(Date.now() - T0))),
-        ).then(() => {}),
-    );
+    const { starts, running } = timedHolder(budget, 5);
     await vi.advanceTimersByTimeAsync(0);
     // Behind it: 5 more slots, [2.5 s, 3 s) at 10/s when booked.
     const behind = await memoryBudget(10, table).book({
@@ -431,12 +437,16 @@ describe('runUnderRate: the first slot', () => {
     expect(seen).toEqual({ began: T0 + 2_000, interval: 100 });
   });
 
-  it('follows no increase made after its booking: it starts in its slots as booked, at the rate it booked', async () => {
+  it('follows an increase made after its booking: its window of slots holds more writes at the new rate, and its report steps from it', async () => {
     const { table } = await bookedAhead(10, 20);
-    // Its budget's ceiling is 20: the stored rate (10) may rise after its booking.
-    const { running, seen } = holder(memoryBudget(20, table));
+    // Its budget's ceiling is 40: the stored rate (10) may rise after its booking.
+    const { budget, reports } = recording(memoryBudget(40, table));
+    const { starts, running } = timedHolder(budget, 10);
+    // Booked at T0 for 10 slots at 10/s from T0 + 2 s: the window [2 s, 3 s).
+    await vi.advanceTimersByTimeAsync(0);
+    expect(table.item(NAME)!.freeAt).toBe(T0 + 3_000);
     await vi.advanceTimersByTimeAsync(100);
-    const other = await memoryBudget(20, table).book({
+    const other = await memoryBudget(40, table).book({
       writes: 1,
       latestStart: T0 + 60_000,
       writeBy: T0 + 60_000,
@@ -444,9 +454,44 @@ describe('runUnderRate: the first slot', () => {
     // An increase adds by the time its booking ran at the rate (still before the holder's first slot).
     await vi.advanceTimersByTimeAsync(1_000);
     await other.report({ accepted: 1, throttled: 0, starved: true });
-    expect(table.item(NAME)!.rate).toBeGreaterThan(10);
-    expect(await settle(running)).toEqual({ rate: 10 });
-    expect(seen).toEqual({ began: T0 + 2_000, interval: 100 });
+    const raised = table.item(NAME)!.rate;
+    expect(raised).toBeGreaterThan(10);
+    expect(await settle(running)).toEqual({ rate: raised });
+    // Its writes start at the raised rate from its first slot, inside its window.
+    expect(starts[0]).toBe(2_000);
+    expect(starts.at(-1)!).toBeLessThan(3_000);
+    expect(starts[1]! - starts[0]!).toBeLessThan(100);
+    // Its round ran at the raised rate: the report steps the schedule from it, not dropped as stale.
+    expect(reports).toEqual([{ accepted: 10, throttled: 0, starved: true }]);
+    expect(table.item(NAME)!.rate).toBeGreaterThan(raised);
+  });
+
+  it('a booking made again, queued behind another, follows a decrease made before its turn: its slots stretch', async () => {
+    // Climbing from 5 writes/s (ceiling 10): a booking spans a round (1 s), so 10 writes take two bookings.
+    const table = new MemoryBudgetTable();
+    const { starts, running } = timedHolder(memoryBudget(10, table, 5), 10);
+    // Its first booking: 5 slots at 5/s, [0, 1 s). Another holder books the next second's 5 behind it.
+    await vi.advanceTimersByTimeAsync(0);
+    await memoryBudget(10, table, 5).book({ writes: 5, latestStart: T0 + 60_000, writeBy: T0 + 60_000 });
+    // At 1 s its slots are over: its starved round doubles the rate (10/s) and it books its 5 writes left
+    // behind the other's, [2 s, 2.5 s).
+    await vi.advanceTimersByTimeAsync(1_050);
+    expect(table.item(NAME)).toMatchObject({ rate: 10, freeAt: T0 + 2_500 });
+    // A third holder books [2.5 s, 3 s) at 10/s and halves the rate at 1.2 s.
+    const third = await memoryBudget(10, table, 5).book({
+      writes: 5,
+      latestStart: T0 + 60_000,
+      writeBy: T0 + 60_000,
+    });
+    await vi.advanceTimersByTimeAsync(150);
+    expect(await third.step({ accepted: 10, throttled: 10, starved: false })).toEqual({
+      rate: 5,
+      decreasedAt: T0 + 1_200,
+    });
+    await settle(running);
+    // Its slots [2 s, 2.5 s) at 10/s stretch around the decrease at 1.2 s: [2.8 s, 3.8 s) at 5/s, as the
+    // schedule's did; at 10/s from 2 s it would write beside the holder ahead, still at 5/s until 2.8 s.
+    expect(starts.slice(5)).toEqual([2_800, 3_000, 3_200, 3_400, 3_600]);
   });
 
   it('the cutoff while it reads the schedule at its first slot ends the read and it: unavailable, nothing run', async () => {

@@ -1,3 +1,6 @@
+import { LayoutCopiedError } from './errors.js';
+import { layoutCopyMarkerKey, readLayoutCopyMarker, writeLayoutCopyMarker } from './layout-copy-marker.js';
+import { forEachLayoutRecord, toolConcurrency } from './layout-records.js';
 import { type ObjectStore, PreconditionFailedError, type StoreCallOptions } from './object-store.js';
 import type { ResourceLayout } from './resource-layout.js';
 import { HIDDEN_METADATA, HIDDEN_TAGS } from './sequenced-state.js';
@@ -6,7 +9,9 @@ import { HIDDEN_METADATA, HIDDEN_TAGS } from './sequenced-state.js';
 // byte for byte with their metadata and lifecycle tag) to the keys another layout gives their ids. It is
 // NOT safe while anything writes the resource: run it with ingestion stopped (messages wait in the queue)
 // and the invocations already running ended (one function timeout after the pause),
-// then declare the resource with the new shard count (docs/decisions/sharded-keys.md).
+// then declare the resource with the new shard count (docs/decisions/sharded-keys.md). Once a copy has
+// completed it leaves a marker, and a later run of the same copy refuses: ingestion may have resumed on the
+// new layout, and records deleted there since would come back from the old keys once their tombstones expire.
 
 export interface CopyLayoutResult {
   /** Objects written at their new key. */
@@ -15,12 +20,21 @@ export interface CopyLayoutResult {
   readonly unchanged: number;
   /** Ids whose new key holds other content: left as they are, for someone to look at. */
   readonly conflicts: readonly string[];
+  /**
+   * Whether every id was copied or found unchanged (no conflicts): the completion marker (`markerKey`) was
+   * written, so the copy will not run again and `removeOldLayout` may remove the old keys.
+   */
+  readonly completed: boolean;
+  /** The S3 key of the copy's completion marker (under the resource's prefix; no record key). */
+  readonly markerKey: string;
 }
 
 /**
  * Copies the objects of layout `from` to layout `to` in `store`, one shard listing page at a time and
  * `concurrency` objects at once (default 16). Create-only (`If-None-Match: *`): a re-run after a failure
- * copies what is missing and changes nothing else. Leaves the old keys in place.
+ * copies what is missing and changes nothing else. Leaves the old keys in place (`removeOldLayout` removes
+ * them). A copy that ends with no conflicts writes its completion marker; a run that finds the marker
+ * rejects with `LayoutCopiedError` before it copies anything.
  */
 export async function copyLayout(
   store: ObjectStore,
@@ -29,12 +43,13 @@ export async function copyLayout(
   options: StoreCallOptions & { concurrency?: number } = {},
 ): Promise<CopyLayoutResult> {
   const call = { ...(options.signal !== undefined ? { signal: options.signal } : {}) };
-  // NaN (a flag that did not parse) takes the default: as a step it ended every page's loop at once.
-  const asked = Math.floor(Number(options.concurrency ?? 16));
-  const concurrency = Number.isNaN(asked) ? 16 : Math.max(1, asked);
+  const concurrency = toolConcurrency(options.concurrency);
   let copied = 0;
   let unchanged = 0;
   const conflicts: string[] = [];
+  const markerKey = layoutCopyMarkerKey(from, to);
+  const done = await readLayoutCopyMarker(store, markerKey, call);
+  if (done !== undefined) throw new LayoutCopiedError(markerKey, done.completedAt || undefined);
 
   const copyOne = async (id: string, key: string): Promise<void> => {
     const target = to.keyOf(id);
@@ -65,26 +80,20 @@ export async function copyLayout(
     }
   };
 
-  for (let shard = 0; shard < from.shards; shard++) {
-    let token: string | undefined;
-    do {
-      const page = await store.list(
-        {
-          prefix: from.prefixOf(shard),
-          maxKeys: 1000,
-          ...(token !== undefined ? { continuationToken: token } : {}),
-        },
-        call,
-      );
-      const records = page.keys.flatMap((key) => {
-        const id = from.idAt(shard, key);
-        return id === undefined ? [] : [{ id, key }];
-      });
-      for (let i = 0; i < records.length; i += concurrency) {
-        await Promise.all(records.slice(i, i + concurrency).map(({ id, key }) => copyOne(id, key)));
-      }
-      token = page.continuationToken;
-    } while (token !== undefined);
-  }
-  return { copied, unchanged, conflicts };
+  await forEachLayoutRecord(store, from, call, concurrency, ({ id, key }) => copyOne(id, key));
+  const completed = conflicts.length === 0;
+  if (completed)
+    await writeLayoutCopyMarker(
+      store,
+      markerKey,
+      {
+        fromShards: from.shards,
+        toShards: to.shards,
+        completedAt: new Date().toISOString(),
+        copied,
+        unchanged,
+      },
+      call,
+    );
+  return { copied, unchanged, conflicts, completed, markerKey };
 }

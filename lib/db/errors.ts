@@ -180,3 +180,39 @@ export class InvalidCursorError extends S3IngestError {
     super(`invalid list cursor for ${resource}: ${reason}`);
   }
 }
+
+/**
+ * `copyLayout` from one shard count to another already completed for this resource (its completion marker
+ * exists): a re-run after ingestion resumed on the new layout would copy back records deleted there since
+ * (their tombstones expire). Nothing was copied. Delete the marker (`markerKey`) to copy again knowingly.
+ */
+export class LayoutCopiedError extends S3IngestError {
+  override readonly name = 'LayoutCopiedError';
+
+  constructor(
+    /** The completion marker's S3 key. */
+    readonly markerKey: string,
+    /** When the copy completed (ISO 8601), as the marker says. */
+    readonly completedAt: string | undefined,
+  ) {
+    super(
+      `this layout copy already completed${completedAt !== undefined ? ` at ${completedAt}` : ''} (${markerKey}): ` +
+        'copying again would bring back records deleted in the new layout since; delete the marker to copy again',
+    );
+  }
+}
+
+/**
+ * `removeOldLayout` before `copyLayout` completed for the same two layouts (no completion marker, or a copy
+ * that left conflicts): removing the old keys then would lose records. Nothing was removed.
+ */
+export class LayoutNotCopiedError extends S3IngestError {
+  override readonly name = 'LayoutNotCopiedError';
+
+  constructor(
+    /** The completion marker's S3 key, not found. */
+    readonly markerKey: string,
+  ) {
+    super(`no completed copy to the new layout (${markerKey} is missing): run copyLayout to the end first`);
+  }
+}

@@ -30,6 +30,8 @@ export type {
 export { PreconditionFailedError } from './object-store.js';
 export type { OpenDatabaseOptions } from './open-database.js';
 export { DATABASE_POOL_DEFAULTS, openDatabase } from './open-database.js';
+export type { RemoveOldLayoutResult } from './remove-old-layout.js';
+export { removeOldLayout } from './remove-old-layout.js';
 export type {
   CallOptions,
   Document,

@@ -19,6 +19,11 @@ export class ResourceLayout {
     if (shards > 1) shardPrefix(tenant, resource, shards - 1, prefix);
   }
 
+  /** `.../r=<resource>/`: the prefix every layout of the resource shares (its records, and its copies' markers). */
+  get resourcePrefix(): string {
+    return this.#base;
+  }
+
   /**
    * The listing prefix of each shard, in shard order (one entry, the resource prefix, when unsharded). Built
    * on first use: a resource that is only written never holds its shards' prefixes.

@@ -2,15 +2,21 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   ConflictError,
+  copyLayout,
   type Database,
+  LayoutCopiedError,
   RecordExistsError,
+  RecordNotFoundError,
+  ResourceLayout,
+  removeOldLayout,
   type StoredRecord,
   shardOf,
 } from '../../lib/db/index.js';
 import { freshTenant, rgwClient, rgwDatabase, rgwObjectStore } from './support/rgw.js';
 
 // A sharded resource on Ceph RGW: records under their shard prefixes, `list` as a merge of the shards'
-// ListObjectsV2 (StartAfter) with pagination, `count`, and insert/update races per record across shards.
+// ListObjectsV2 (StartAfter) with pagination, `count`, and insert/update races per record across shards;
+// resharding offline (copyLayout, its completion marker, removeOldLayout) through S3ObjectStore.
 
 type Event = { n: number };
 const SHARDS = 4;
@@ -92,5 +98,31 @@ describe('a sharded resource on Ceph RGW', () => {
       expect(final.version).toBe(1 + mine.length);
       expect(final).toEqual(mine.find((r) => r.version === final.version) as StoredRecord<Event>);
     }
+  });
+
+  it('reshards 1 -> 4 on RGW: the copy reads the same, a second copy refuses, the old keys go and the new ones stay', async () => {
+    const tenant = freshTenant('reshard');
+    const db = await rgwDatabase(tenant, { client });
+    opened.push(db);
+    const one = await db.createResource<Event>({ name: 'events' });
+    const ids = Array.from({ length: 40 }, (_, n) => `r-${n}`);
+    await Promise.all(ids.map((id, n) => one.insert({ n }, { id })));
+    await one.delete('r-0');
+    const store = rgwObjectStore(client);
+    const from = new ResourceLayout(tenant, 'events', '');
+    const to = new ResourceLayout(tenant, 'events', '', SHARDS);
+    expect(await copyLayout(store, from, to, { concurrency: 8 })).toMatchObject({
+      copied: 39,
+      conflicts: [],
+      completed: true,
+    });
+    const four = await db.createResource<Event>({ name: 'events', shards: SHARDS });
+    expect(await four.count()).toBe(39);
+    await expect(four.get('r-0')).rejects.toBeInstanceOf(RecordNotFoundError);
+    await expect(copyLayout(store, from, to)).rejects.toBeInstanceOf(LayoutCopiedError);
+    expect(await removeOldLayout(store, from, to)).toEqual({ removed: 39, kept: 0 });
+    expect(await one.count()).toBe(0);
+    expect(await four.count()).toBe(39);
+    expect((await four.get('r-39')).n).toBe(39);
   });
 });

@@ -21,6 +21,9 @@ describe('resharding from the public entry point (s3-ingest/db)', () => {
       new ResourceLayout('acme', 'orders', '', 1),
       new ResourceLayout('acme', 'orders', '', 4),
     );
-    expect(result).toEqual({ copied: 1, unchanged: 0, conflicts: [] });
+    expect(result).toMatchObject({ copied: 1, unchanged: 0, conflicts: [], completed: true });
+    expect(typeof api.removeOldLayout).toBe('function');
+    expect(typeof api.LayoutCopiedError).toBe('function');
+    expect(typeof api.LayoutNotCopiedError).toBe('function');
   });
 });

@@ -12,6 +12,7 @@ Commands:
   send      send NDJSON writes to an ingestion queue
   inspect   count records in a bucket and messages in a queue and its DLQ
   dlq       peek at, redrive, export or import dead-lettered and rejected messages
+  reshard   move a resource's records to another shard count, tenant by tenant
 
 Run "s3-ingest <command> --help" for a command's options.`;
 
@@ -23,6 +24,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   send: async () => (await import('./send.js')).sendCommand,
   inspect: async () => (await import('./inspect.js')).inspectCommand,
   dlq: async () => (await import('./dlq/command.js')).dlqCommand,
+  reshard: async () => (await import('./reshard.js')).reshardCommand,
 };
 
 /**
@@ -45,6 +47,7 @@ const PEERS: Record<string, readonly string[]> = {
   inspect: ['@aws-sdk/client-s3'],
   send: [],
   dlq: [],
+  reshard: ['@aws-sdk/client-s3', '@smithy/node-http-handler'],
 };
 
 /** Runs the `s3-ingest` command line; resolves to the exit code. */

@@ -59,6 +59,15 @@ describe('the rate check: writes accepted per window against the slots booked', 
     expect(check(writes, [booking({ until: 2_500 })])).not.toEqual([]);
   });
 
+  it('follows a rate raised at the first slot: the same window holds more slots, and no more than that', () => {
+    // Booked at 20/s for [1,000, 2,000); raised to 40/s at its first slot: 40 slots in the same second.
+    const raised = booking({ raised: { at: 1_000, rate: 40 }, attempts: 40 });
+    expect(check(writesAt(1_000, 40, 25), [raised])).toEqual([]);
+    expect(check(writesAt(1_000, 40, 25), [booking({ attempts: 40 })])).not.toEqual([]);
+    // Faster than the raised rate is still flagged.
+    expect(check(writesAt(1_000, 40, 12), [raised])).not.toEqual([]);
+  });
+
   it('counts the small tenants writes without a booking, and only in their window', () => {
     const writes = writesAt(1_000, 8, 5);
     expect(rateViolations('t=x/', writes, [], { skewMs: 0, unbooked: writes })).toEqual([]);
@@ -77,17 +86,20 @@ describe('bookings from the process logs', () => {
   it('joins a booking with its followed decreases and its report, by process (fences repeat after a restart)', () => {
     const lines: PipelineLogLine[] = [
       { event: 'rate-book', t: 900, pid: 1, ...base, startAt: 1_000, endsAt: 2_000, writes: 20 },
+      { event: 'rate-raise', t: 1_000, pid: 1, ...base, rate: 30, at: 1_000 },
       { event: 'rate-step', t: 1_500, pid: 1, ...base, rate: 10, decreasedAt: 1_490 },
       { event: 'rate-report', t: 2_600, pid: 1, ...base, attempts: 22 },
       { event: 'rate-book', t: 3_000, pid: 2, ...base, startAt: 3_000, endsAt: 4_000, writes: 20 },
     ];
     const [first, killed] = bookingsByName(lines, (pid) => (pid === 2 ? 3_500 : 0)).get('p')!;
     expect(first).toMatchObject({
+      raised: { at: 1_000, rate: 30 },
       decreases: [{ at: 1_490, rate: 10 }],
       attempts: 22,
       until: 2_600,
       reported: true,
     });
     expect(killed).toMatchObject({ decreases: [], attempts: undefined, until: 3_500, reported: false });
+    expect(killed!.raised).toBeUndefined();
   });
 });

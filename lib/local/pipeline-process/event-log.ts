@@ -43,6 +43,21 @@ export interface RateStepLine extends LineBase {
   decreasedAt: number;
 }
 
+/**
+ * A queued booking's holder paces higher from its first slot: the schedule's rate rose after the booking,
+ * and its slots keep their window (to the booking's end) at `rate` (docs/fleet-cap.md, "What a holder does").
+ */
+export interface RateRaiseLine extends LineBase {
+  event: 'rate-raise';
+  container: number;
+  name: string;
+  fence: string;
+  /** Writes per second the holder paces at from `at` on. */
+  rate: number;
+  /** Epoch ms it took the raised rate (its first slot). */
+  at: number;
+}
+
 /** A booking's writes have drained: logged before its report, so its holder surely wrote no later than `t`. */
 export interface RateReportLine extends LineBase {
   event: 'rate-report';
@@ -115,6 +130,7 @@ export type PipelineLogLine =
   | ReadyLine
   | RateBookLine
   | RateStepLine
+  | RateRaiseLine
   | RateReportLine
   | UnbookedWriteLine
   | InvocationLine

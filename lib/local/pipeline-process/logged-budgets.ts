@@ -8,6 +8,7 @@ import type {
   RateBooking,
   RateBudget,
   ScheduleView,
+  StepOptions,
   WriteRound,
 } from '../../semaphore/rate-types.js';
 import { SLOT_CATCH_UP_MS } from '../../semaphore/tuning.js';
@@ -121,7 +122,8 @@ export class ContainerBookings {
 
 /**
  * Wraps a rate-budget factory so every booking is logged to `bookings.log` (`rate-book`
- * after the booking, `rate-step` when its holder follows a decrease, `rate-report` before the report, once
+ * after the booking, `rate-step` when its holder follows a decrease, `rate-raise` when it takes a raised rate
+ * at its first slot, `rate-report` before the report, once
  * its writes have drained, with the writes started under it) and kept open in `bookings` from one to the
  * other (`ContainerBookings.endInvocation` closes what its holder left unreported):
  * the slots of every process, killed ones included, can then be rebuilt from the logs and held against the
@@ -145,9 +147,16 @@ export function loggedBudgets(base: RateBudgetFactory, bookings: ContainerBookin
         // The pace its holder takes from a step (rate-holder.ts): at its first slot (an empty round) the
         // schedule's rate when lower, its slots stretched around the decrease; after an overloaded round the
         // schedule's rate when lower, else the law applied to the round, its slots left stretched from now.
-        const follow = (round: WriteRound, view: ScheduleView | undefined) => {
+        // At its first slot a queued booking also takes a raised rate (`followIncrease`): its window holds
+        // more slots.
+        const follow = (round: WriteRound, view: ScheduleView | undefined, followIncrease: boolean) => {
           const first = round.accepted === 0 && round.throttled === 0;
           const scheduled = view === undefined ? Number.NaN : Math.min(view.rate, ceiling);
+          if (first && followIncrease && scheduled > paced) {
+            paced = scheduled;
+            log.write({ event: 'rate-raise', container, name, fence, rate: scheduled, at: Date.now() });
+            return;
+          }
           const next = scheduled < paced || first ? scheduled : nextRate(paced, round, ceiling);
           if (!(next < paced)) return;
           const decreasedAt = first && view !== undefined ? view.decreasedAt : Date.now();
@@ -156,18 +165,16 @@ export function loggedBudgets(base: RateBudgetFactory, bookings: ContainerBookin
           log.write({ event: 'rate-step', container, name, fence, rate: next, decreasedAt });
         };
         return withBookingCalls(booking, {
-          async step(
-            round: WriteRound,
-            stepOptions?: { readonly signal?: AbortSignal },
-          ): Promise<ScheduleView> {
+          async step(round: WriteRound, stepOptions?: StepOptions): Promise<ScheduleView> {
+            const followIncrease = stepOptions?.followIncrease === true;
             let view: ScheduleView;
             try {
               view = await booking.step(round, stepOptions);
             } catch (error) {
-              follow(round, undefined);
+              follow(round, undefined, followIncrease);
               throw error;
             }
-            follow(round, view);
+            follow(round, view, followIncrease);
             return view;
           },
           async report(report: BookingReport, reportOptions?: { readonly signal?: AbortSignal }) {

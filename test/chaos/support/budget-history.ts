@@ -6,6 +6,7 @@ import type { ProxiedCall } from '../../../lib/local/faults/fault-proxy.js';
 import type {
   PipelineLogLine,
   RateBookLine,
+  RateRaiseLine,
   RateReportLine,
   RateStepLine,
 } from '../../../lib/local/pipeline-process/event-log.js';
@@ -24,7 +25,8 @@ export interface LoggedBooking extends BookedSlots {
 
 /**
  * The bookings in `lines` (every process's log), per budget name: each from its `rate-book` to its
- * `rate-report`, the decreases its holder followed (`rate-step`) and the writes it started. A booking never
+ * `rate-report`, the decreases its holder followed (`rate-step`), the raised rate it took at its first slot
+ * (`rate-raise`) and the writes it started. A booking never
  * reported belongs to a killed process: its writes may have gone on until `diedAt(pid)`.
  */
 export function bookingsByName(
@@ -35,13 +37,16 @@ export function bookingsByName(
   const key = (l: { pid: number; fence: string }) => `${l.pid}:${l.fence}`;
   const reports = new Map<string, RateReportLine>();
   const steps = new Map<string, RateStepLine[]>();
+  const raises = new Map<string, RateRaiseLine>();
   for (const l of lines) {
     if (l.event === 'rate-report') reports.set(key(l), l);
     if (l.event === 'rate-step') steps.set(key(l), [...(steps.get(key(l)) ?? []), l]);
+    if (l.event === 'rate-raise') raises.set(key(l), l);
   }
   const byName = new Map<string, LoggedBooking[]>();
   for (const book of lines.filter((l): l is RateBookLine => l.event === 'rate-book')) {
     const report = reports.get(key(book));
+    const raise = raises.get(key(book));
     const booking: LoggedBooking = {
       fence: key(book),
       name: book.name,
@@ -54,6 +59,7 @@ export function bookingsByName(
       decreases: (steps.get(key(book)) ?? [])
         .sort((a, b) => a.t - b.t)
         .map((s) => ({ at: s.decreasedAt, rate: s.rate })),
+      ...(raise !== undefined ? { raised: { at: raise.at, rate: raise.rate } } : {}),
       attempts: report?.attempts,
       until: report?.t ?? diedAt(book.pid),
       reported: report !== undefined,

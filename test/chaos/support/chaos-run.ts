@@ -345,7 +345,7 @@ function rateLines(rate: RateAccount): string[] {
     .map(([prefix, peak]) => `${prefix} ${peak}`)
     .join(', ');
   return [
-    `rate bookings   ${rate.bookings} (${rate.slots} slots, lowest rate ${rate.lowestRate} writes/s, ${rate.decreasesFollowed} decreases followed); open at the kills ${rate.orphaned} (${rate.orphanedRate.toFixed(1)} writes/s); next slot after the run ${rate.nextSlotBooked ? 'booked' : 'NOT booked'} at most ${rate.nextSlotLateMs} ms after the call`,
+    `rate bookings   ${rate.bookings} (${rate.slots} slots, lowest rate ${rate.lowestRate} writes/s, ${rate.decreasesFollowed} decreases followed, ${rate.raisesTaken} raised rates taken at a first slot); open at the kills ${rate.orphaned} (${rate.orphanedRate.toFixed(1)} writes/s); next slot after the run ${rate.nextSlotBooked ? 'booked' : 'NOT booked'} at most ${rate.nextSlotLateMs} ms after the call`,
     `rate invariant  ${rate.violations.length} violations; most accepted writes in 250 ms: ${peaks}; unbooked writes ${rate.unbookedWrites} (small tenants), ${rate.largeUnbookedWrites} (large; ${rate.largeLateSends} sent late within a stall); skew ${rate.skewMs} ms`,
     ...rate.violations.slice(0, 10).map((v) => `  ${v}`),
   ];

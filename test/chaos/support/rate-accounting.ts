@@ -83,10 +83,11 @@ function skewAt(parent: readonly StallSample[], child: readonly StallSample[], w
 
 /** What the rate engine did in a pipeline run, and every rate invariant it broke. */
 export interface RateAccount {
-  /** Bookings logged, the slots they booked, and the decreases their holders followed. */
+  /** Bookings logged, the slots they booked, the decreases their holders followed and the raised rates they took. */
   readonly bookings: number;
   readonly slots: number;
   readonly decreasesFollowed: number;
+  readonly raisesTaken: number;
   /** Lowest rate a booking was made at (writes/s). */
   readonly lowestRate: number;
   /** Bookings killed processes never reported, and their rates summed (writes/s). */
@@ -182,6 +183,7 @@ export async function accountRates(run: {
     bookings: all.length,
     slots: all.reduce((sum, b) => sum + b.writes, 0),
     decreasesFollowed: all.reduce((sum, b) => sum + b.decreases.length, 0),
+    raisesTaken: all.filter((b) => b.raised !== undefined).length,
     lowestRate: Math.min(...all.map((b) => b.rate)),
     orphaned: orphans.length,
     orphanedRate: orphans.reduce((sum, b) => sum + b.rate, 0),

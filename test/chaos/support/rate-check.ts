@@ -20,6 +20,12 @@ export interface BookedSlots {
    * rescale, docs/fleet-cap.md#the-control-law), and it paces at `rate`.
    */
   readonly decreases: readonly { readonly at: number; readonly rate: number }[];
+  /**
+   * The raised rate its holder took at its first slot (a queued booking whose schedule's rate rose since):
+   * from `at` to the booking's end its slots are spaced at `rate` (the same window, more slots), and the
+   * decreases it followed after stretch those.
+   */
+  readonly raised?: { readonly at: number; readonly rate: number };
   /** S3 write requests its holder started under it (undefined: not known, its process was killed). */
   readonly attempts: number | undefined;
   /** Epoch ms its writes had all started by: its report (writes drained), or its process's death. */
@@ -55,11 +61,15 @@ export const BURST_PER_BOOKING = 1;
 /** Default window: a quarter of a second, short enough that a booking's second of writes cannot hide in it. */
 export const RATE_WINDOW_MS = 250;
 
-/** Slot times of a booking as booked, and as stretched by the decreases its holder followed. */
+/** Slot times of a booking as booked (raised at its first slot), and as stretched by the decreases its holder followed. */
 interface SlotTimes {
   readonly booking: BookedSlots;
   readonly booked: readonly number[];
   readonly stretched: readonly number[];
+  /** Slots it holds: as booked, or as many as its window holds at the raised rate. */
+  readonly held: number;
+  /** The rate its slots are spaced at before any decrease: booked, or raised. */
+  readonly slotRate: number;
   /** The rate it paces at in the end (its last decrease followed, else its own). */
   readonly finalRate: number;
   /** Where its slots end, booked, and where its retries may go on: to `until`. */
@@ -68,8 +78,21 @@ interface SlotTimes {
 
 function slotTimes(booking: BookedSlots): SlotTimes {
   const interval = 1000 / booking.rate;
-  const booked = Array.from({ length: booking.writes }, (_, j) => booking.startAt + j * interval);
+  const endsAt = booking.startAt + booking.writes * interval;
+  let booked = Array.from({ length: booking.writes }, (_, j) => booking.startAt + j * interval);
   let rate = booking.rate;
+  const raised = booking.raised;
+  if (raised !== undefined && raised.rate > rate) {
+    const before = booked.filter((t) => t < raised.at);
+    const from = Math.max(raised.at, booking.startAt);
+    const after = Array.from(
+      { length: Math.max(0, Math.ceil(((endsAt - from) * raised.rate) / 1000)) },
+      (_, j) => from + (j * 1000) / raised.rate,
+    );
+    booked = [...before, ...after];
+    rate = raised.rate;
+  }
+  const slotRate = rate;
   let stretched = booked;
   for (const d of booking.decreases) {
     if (!(d.rate < rate)) continue;
@@ -77,13 +100,7 @@ function slotTimes(booking: BookedSlots): SlotTimes {
     stretched = stretched.map((t) => (t > d.at ? d.at + (t - d.at) * k : t));
     rate = d.rate;
   }
-  return {
-    booking,
-    booked,
-    stretched,
-    finalRate: rate,
-    endsAt: booking.startAt + booking.writes * interval,
-  };
+  return { booking, booked, stretched, held: booked.length, slotRate, finalRate: rate, endsAt };
 }
 
 /** How many of the sorted `times` lie in `[from, to]`. */
@@ -115,10 +132,8 @@ function allowedBy(slots: readonly SlotTimes[], from: number, to: number): numbe
     if (booking.startAt > to || booking.until < from) continue;
     allowed += Math.max(countIn(s.booked, from, to), countIn(s.stretched, from, to)) + BURST_PER_BOOKING;
     const extra =
-      booking.attempts === undefined
-        ? Number.POSITIVE_INFINITY
-        : Math.max(0, booking.attempts - booking.writes);
-    const tailFrom = Math.max(from, s.endsAt - 1000 / booking.rate);
+      booking.attempts === undefined ? Number.POSITIVE_INFINITY : Math.max(0, booking.attempts - s.held);
+    const tailFrom = Math.max(from, s.endsAt - 1000 / s.slotRate);
     const tailTo = Math.min(to, booking.until);
     if (extra > 0 && tailTo >= tailFrom)
       allowed += Math.min(extra, Math.floor(((tailTo - tailFrom) * s.finalRate) / 1000) + 1);

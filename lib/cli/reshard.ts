@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
 import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { copyLayout } from '../db/copy-layout.js';
+import { type CopyLayoutResult, copyLayout } from '../db/copy-layout.js';
 import { LayoutCopiedError, LayoutNotCopiedError } from '../db/errors.js';
 import { isValidResource, isValidTenant, normalizePrefix, resourcePrefix } from '../db/keys.js';
-import { removeOldLayout } from '../db/remove-old-layout.js';
+import { type RemoveOldLayoutResult, removeOldLayout } from '../db/remove-old-layout.js';
 import { ResourceLayout } from '../db/resource-layout.js';
 import { S3ObjectStore } from '../db/s3-object-store.js';
 import { isValidShardCount, MAX_SHARDS } from '../db/shard-hash.js';
@@ -33,12 +33,21 @@ Options:
   --json             print one JSON object per tenant on stdout
   -h, --help         this help
 
-Exit 0 when every tenant is done, 1 when a tenant's copy left conflicts (ids whose new key holds other
-content: listed, left as they are) or a tenant failed. AWS settings follow the SDK.`;
+Exit 0 when every tenant is done, 1 when a tenant failed or its copy did not complete: conflicts (ids whose
+new key holds other content) or stale ids (records the new layout holds that the old one no longer has, left
+by an earlier move: copied back they would live again); both are listed and left as they are. AWS settings
+follow the SDK.`;
 
 /** What one tenant's step did. */
 type TenantOutcome =
-  | { tenant: string; step: 'copy'; copied: number; unchanged: number; conflicts: readonly string[] }
+  | {
+      tenant: string;
+      step: 'copy';
+      copied: number;
+      unchanged: number;
+      conflicts: readonly string[];
+      stale: readonly string[];
+    }
   | { tenant: string; step: 'copy'; alreadyCopied: string }
   | { tenant: string; step: 'remove-old'; removed: number; kept: number }
   | { tenant: string; step: 'copy' | 'remove-old'; error: string };
@@ -104,7 +113,11 @@ export async function reshardCommand(argv: string[], io: CliIo): Promise<number>
           ? removeOldLayout(store, before, after, { concurrency })
           : copyLayout(store, before, after, { concurrency }),
       );
-      if ('error' in outcome || ('conflicts' in outcome && outcome.conflicts.length > 0)) failed = true;
+      if (
+        'error' in outcome ||
+        ('conflicts' in outcome && outcome.conflicts.length + outcome.stale.length > 0)
+      )
+        failed = true;
       io.stdout.write(`${values.json ? JSON.stringify(outcome) : describe(outcome)}\n`);
     }
     if (names.length === 0 && !values.json) io.stdout.write(`no tenant has records of ${resource}\n`);
@@ -117,16 +130,14 @@ export async function reshardCommand(argv: string[], io: CliIo): Promise<number>
 async function step(
   tenant: string,
   removeOld: boolean,
-  run: () => Promise<
-    { copied: number; unchanged: number; conflicts: readonly string[] } | { removed: number; kept: number }
-  >,
+  run: () => Promise<CopyLayoutResult | RemoveOldLayoutResult>,
 ): Promise<TenantOutcome> {
   try {
     const result = await run();
     if ('removed' in result)
       return { tenant, step: 'remove-old', removed: result.removed, kept: result.kept };
-    const { copied, unchanged, conflicts } = result;
-    return { tenant, step: 'copy', copied, unchanged, conflicts };
+    const { copied, unchanged, conflicts, stale } = result;
+    return { tenant, step: 'copy', copied, unchanged, conflicts, stale };
   } catch (error) {
     // A tenant copied by an earlier run is done, not failed: a run that stopped half-way is run again.
     if (error instanceof LayoutCopiedError)
@@ -145,11 +156,14 @@ function describe(outcome: TenantOutcome): string {
   if ('alreadyCopied' in outcome) return `${outcome.tenant}: already copied (${outcome.alreadyCopied})`;
   if ('removed' in outcome)
     return `${outcome.tenant}: removed ${outcome.removed} old key(s), kept ${outcome.kept}`;
-  const conflicts =
-    outcome.conflicts.length === 0
-      ? 'complete'
-      : `${outcome.conflicts.length} conflict(s), not complete: ${outcome.conflicts.join(', ')}`;
-  return `${outcome.tenant}: copied ${outcome.copied}, unchanged ${outcome.unchanged}, ${conflicts}`;
+  const left = [
+    ...(outcome.conflicts.length > 0
+      ? [`${outcome.conflicts.length} conflict(s): ${outcome.conflicts.join(', ')}`]
+      : []),
+    ...(outcome.stale.length > 0 ? [`${outcome.stale.length} stale: ${outcome.stale.join(', ')}`] : []),
+  ];
+  const state = left.length === 0 ? 'complete' : `not complete, ${left.join('; ')}`;
+  return `${outcome.tenant}: copied ${outcome.copied}, unchanged ${outcome.unchanged}, ${state}`;
 }
 
 /** The tenants under `prefix` that have any object under the resource's prefix (either layout's keys). */

@@ -1,5 +1,10 @@
 import { LayoutCopiedError } from './errors.js';
-import { layoutCopyMarkerKey, readLayoutCopyMarker, writeLayoutCopyMarker } from './layout-copy-marker.js';
+import {
+  dropMarkersInto,
+  layoutCopyMarkerKey,
+  readLayoutCopyMarker,
+  writeLayoutCopyMarker,
+} from './layout-copy-marker.js';
 import { forEachLayoutRecord, toolConcurrency } from './layout-records.js';
 import { type ObjectStore, PreconditionFailedError, type StoreCallOptions } from './object-store.js';
 import type { ResourceLayout } from './resource-layout.js';
@@ -12,6 +17,8 @@ import { HIDDEN_METADATA, HIDDEN_TAGS } from './sequenced-state.js';
 // then declare the resource with the new shard count (docs/decisions/sharded-keys.md). Once a copy has
 // completed it leaves a marker, and a later run of the same copy refuses: ingestion may have resumed on the
 // new layout, and records deleted there since would come back from the old keys once their tombstones expire.
+// For the same reason a copy into a layout that still holds records the source no longer has (a move rolled
+// back before its old keys were removed) reports them as stale and does not complete.
 
 export interface CopyLayoutResult {
   /** Objects written at their new key. */
@@ -21,11 +28,17 @@ export interface CopyLayoutResult {
   /** Ids whose new key holds other content: left as they are, for someone to look at. */
   readonly conflicts: readonly string[];
   /**
-   * Whether every id was copied or found unchanged (no conflicts): the completion marker (`markerKey`) was
-   * written, so the copy will not run again and `removeOldLayout` may remove the old keys.
+   * Ids the new layout holds (at a key of its own) that the old one does not: a record deleted since an
+   * earlier copy left it there (a move rolled back before its old keys were removed). Declared, the new
+   * layout would serve them again; left as they are, for someone to remove.
+   */
+  readonly stale: readonly string[];
+  /**
+   * Whether every id was copied or found unchanged and nothing is stale: the completion marker
+   * (`markerKey`) was written, so the copy will not run again and `removeOldLayout` may remove the old keys.
    */
   readonly completed: boolean;
-  /** The S3 key of the copy's completion marker (under the resource's prefix; no record key). */
+  /** The S3 key of the copy's completion marker (under the tenant's prefix, outside the resource's listings). */
   readonly markerKey: string;
 }
 
@@ -80,9 +93,21 @@ export async function copyLayout(
     }
   };
 
-  await forEachLayoutRecord(store, from, call, concurrency, ({ id, key }) => copyOne(id, key));
-  const completed = conflicts.length === 0;
-  if (completed)
+  const copiedIds = new Set<string>();
+  await forEachLayoutRecord(store, from, call, concurrency, ({ id, key }) => {
+    copiedIds.add(id);
+    return copyOne(id, key);
+  });
+  // What the new layout holds at keys of its own that the old one has no record for was deleted since an
+  // earlier copy put it there: copied back, it would come back to life.
+  const stale: string[] = [];
+  await forEachLayoutRecord(store, to, call, concurrency, async ({ id, key }) => {
+    if (!copiedIds.has(id) && from.keyOf(id) !== key) stale.push(id);
+  });
+  const completed = conflicts.length === 0 && stale.length === 0;
+  if (completed) {
+    // The copies that made the old layout current no longer say where the records live.
+    await dropMarkersInto(store, from, call);
     await writeLayoutCopyMarker(
       store,
       markerKey,
@@ -95,5 +120,6 @@ export async function copyLayout(
       },
       call,
     );
-  return { copied, unchanged, conflicts, completed, markerKey };
+  }
+  return { copied, unchanged, conflicts, stale, completed, markerKey };
 }

@@ -1,10 +1,13 @@
 import { type ObjectStore, PreconditionFailedError, type StoreCallOptions } from './object-store.js';
 import type { ResourceLayout } from './resource-layout.js';
 
-// The completion marker of a resharding copy: one small JSON object under the resource's prefix, written
-// create-only once `copyLayout` has copied every id (no conflicts). It is what a re-run of the copy
-// refuses on, and what `removeOldLayout` requires: both read it before touching a record. Its key is no
-// record key (`id=` keys only), so listings and counts of either layout skip it.
+// The completion marker of a resharding copy: one small JSON object under the tenant's prefix, beside the
+// resource's records but outside every listing prefix of it (`.../t=<tenant>/layout-copy/r=<resource>/`),
+// written create-only once `copyLayout` has copied every id (no conflicts, nothing stale). It is what a
+// re-run of the copy refuses on, and what `removeOldLayout` requires: both read it before touching a
+// record. A marker stands for the layout its copy made current: a later copy away from that layout deletes
+// it, so a move between the same two shard counts made again (N -> M, M -> N, N -> M) runs, and the
+// removal after it needs its own copy.
 
 /** What the marker holds. */
 export interface LayoutCopyMarker {
@@ -18,7 +21,32 @@ export interface LayoutCopyMarker {
 
 /** The marker's key for a copy of `from`'s resource to `to`'s shard count. */
 export function layoutCopyMarkerKey(from: ResourceLayout, to: ResourceLayout): string {
-  return `${to.resourcePrefix}layout-copy/from=${from.shards}/to=${to.shards}.json`;
+  return `${to.copyMarkerPrefix}from=${from.shards}/to=${to.shards}.json`;
+}
+
+/**
+ * Deletes the markers of the copies that made `layout` current (any `from=K/to=<layout.shards>`): the
+ * records have been copied away from it, so those copies no longer describe where they live.
+ */
+export async function dropMarkersInto(
+  store: ObjectStore,
+  layout: ResourceLayout,
+  options: StoreCallOptions,
+): Promise<void> {
+  let token: string | undefined;
+  do {
+    const page = await store.list(
+      {
+        prefix: layout.copyMarkerPrefix,
+        maxKeys: 1000,
+        ...(token !== undefined ? { continuationToken: token } : {}),
+      },
+      options,
+    );
+    for (const key of page.keys)
+      if (key.endsWith(`/to=${layout.shards}.json`)) await store.delete(key, options);
+    token = page.continuationToken;
+  } while (token !== undefined);
 }
 
 /** The marker, or `undefined` when the copy has not completed. */

@@ -1,4 +1,4 @@
-import { idFromKey, recordKeyUnder, resourcePrefix, shardPrefix } from './keys.js';
+import { idFromKey, recordKeyUnder, resourcePrefix, shardPrefix, tenantPrefix } from './keys.js';
 import { assertShardCount, shardLabel, shardOf } from './shard-hash.js';
 
 /**
@@ -9,17 +9,23 @@ export class ResourceLayout {
   readonly shards: number;
   /** `.../r=<resource>/`: the listing prefix when unsharded, the shards' common prefix otherwise. */
   readonly #base: string;
+  /**
+   * `.../t=<tenant>/layout-copy/r=<resource>/`: where the resource's resharding copies leave their markers,
+   * outside every listing prefix of the resource.
+   */
+  readonly copyMarkerPrefix: string;
   #prefixes: readonly string[] | undefined;
 
   constructor(tenant: string, resource: string, prefix: string, shards = 1) {
     assertShardCount(shards);
     this.shards = shards;
     this.#base = resourcePrefix(tenant, resource, prefix);
+    this.copyMarkerPrefix = `${tenantPrefix(tenant, prefix)}layout-copy/r=${resource}/`;
     // Validates every part once, so the per-record prefixes below can be built by concatenation.
     if (shards > 1) shardPrefix(tenant, resource, shards - 1, prefix);
   }
 
-  /** `.../r=<resource>/`: the prefix every layout of the resource shares (its records, and its copies' markers). */
+  /** `.../r=<resource>/`: the prefix every layout of the resource shares. */
   get resourcePrefix(): string {
     return this.#base;
   }

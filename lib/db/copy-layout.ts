@@ -46,7 +46,7 @@ export interface CopyLayoutResult {
  * Copies the objects of layout `from` to layout `to` in `store`, one shard listing page at a time and
  * `concurrency` objects at once (default 16). Create-only (`If-None-Match: *`): a re-run after a failure
  * copies what is missing and changes nothing else. Leaves the old keys in place (`removeOldLayout` removes
- * them). A copy that ends with no conflicts writes its completion marker; a run that finds the marker
+ * them). A copy that ends with no conflicts and nothing stale writes its completion marker; a run that finds the marker
  * rejects with `LayoutCopiedError` before it copies anything.
  */
 export async function copyLayout(

@@ -1,3 +1,4 @@
+import { forEachListedPage } from './layout-records.js';
 import { type ObjectStore, PreconditionFailedError, type StoreCallOptions } from './object-store.js';
 import type { ResourceLayout } from './resource-layout.js';
 
@@ -33,20 +34,9 @@ export async function dropMarkersInto(
   layout: ResourceLayout,
   options: StoreCallOptions,
 ): Promise<void> {
-  let token: string | undefined;
-  do {
-    const page = await store.list(
-      {
-        prefix: layout.copyMarkerPrefix,
-        maxKeys: 1000,
-        ...(token !== undefined ? { continuationToken: token } : {}),
-      },
-      options,
-    );
-    for (const key of page.keys)
-      if (key.endsWith(`/to=${layout.shards}.json`)) await store.delete(key, options);
-    token = page.continuationToken;
-  } while (token !== undefined);
+  await forEachListedPage(store, layout.copyMarkerPrefix, options, async (keys) => {
+    for (const key of keys) if (key.endsWith(`/to=${layout.shards}.json`)) await store.delete(key, options);
+  });
 }
 
 /** The marker, or `undefined` when the copy has not completed. */

@@ -17,6 +17,24 @@ export function toolConcurrency(asked: number | undefined): number {
   return Number.isNaN(whole) ? 16 : Math.max(1, whole);
 }
 
+/** Calls `onPage` with every key under `prefix`, a listing page (up to 1,000 keys) at a time, in order. */
+export async function forEachListedPage(
+  store: ObjectStore,
+  prefix: string,
+  call: StoreCallOptions,
+  onPage: (keys: readonly string[]) => Promise<void>,
+): Promise<void> {
+  let token: string | undefined;
+  do {
+    const page = await store.list(
+      { prefix, maxKeys: 1000, ...(token !== undefined ? { continuationToken: token } : {}) },
+      call,
+    );
+    await onPage(page.keys);
+    token = page.continuationToken;
+  } while (token !== undefined);
+}
+
 /**
  * Runs `each` on every record key of `layout` (foreign objects and keys in a shard their id does not hash to
  * are skipped), `concurrency` at once, a listing page at a time.
@@ -29,24 +47,14 @@ export async function forEachLayoutRecord(
   each: (record: LayoutRecord) => Promise<void>,
 ): Promise<void> {
   for (let shard = 0; shard < layout.shards; shard++) {
-    let token: string | undefined;
-    do {
-      const page = await store.list(
-        {
-          prefix: layout.prefixOf(shard),
-          maxKeys: 1000,
-          ...(token !== undefined ? { continuationToken: token } : {}),
-        },
-        call,
-      );
-      const records = page.keys.flatMap((key) => {
+    await forEachListedPage(store, layout.prefixOf(shard), call, async (keys) => {
+      const records = keys.flatMap((key) => {
         const id = layout.idAt(shard, key);
         return id === undefined ? [] : [{ id, key }];
       });
       for (let i = 0; i < records.length; i += concurrency) {
         await Promise.all(records.slice(i, i + concurrency).map(each));
       }
-      token = page.continuationToken;
-    } while (token !== undefined);
+    });
   }
 }

@@ -49,5 +49,6 @@ export const SLOT_CATCH_UP_MS = 20;
  * Writes a holder's round needs, counted from its first refusal, before its share refused may step the
  * schedule within a booking: fewer is noise (two refusals in a row read as a halving), more lets a halved
  * limit refuse that many writes per holder before anyone slows down (docs/decisions/slot-schedule.md).
+ * Per prefix: a holder whose writes spread over K shard prefixes needs K times as many.
  */
 export const MIN_ROUND_WRITES = 10;

@@ -268,6 +268,7 @@ export class PrefixRates {
         writes: tenant.writes,
         inFlight: Math.min(this.config.poolConcurrency, tenant.writes),
         maxWaitMs: tenant.maxWaitMs,
+        spreadOver: this.#striped(tenant) ? this.#stripes : 1,
       },
       { ...window, releaseTimeoutMs: this.#releaseTimeoutMs },
       this.writeCounts?.watch(tenantPrefix(tenant.tenant)),

@@ -4,7 +4,7 @@ import { sleep } from '../../../semaphore/backoff.js';
 import { SemaphoreTimeoutError } from '../../../semaphore/errors.js';
 import { nextRate } from '../../../semaphore/rate-law.js';
 import type { RateBooking, RateBudget } from '../../../semaphore/rate-types.js';
-import { ROUND_MS, SLOT_CATCH_UP_MS } from '../../../semaphore/tuning.js';
+import { MIN_ROUND_WRITES, ROUND_MS, SLOT_CATCH_UP_MS } from '../../../semaphore/tuning.js';
 import { drainBy } from './drain-by.js';
 import type { WriteWatch } from './prefix-write-counts.js';
 import { type PacedTarget, RatePace, type RefusalEvents } from './rate-pace.js';
@@ -40,6 +40,13 @@ export interface RateHolderRequest {
   readonly inFlight: number;
   /** The longest it waits for its first slot (a tenant whose records can be deferred). @default half the time left */
   readonly maxWaitMs?: number | undefined;
+  /**
+   * The prefixes its writes spread over (a sharded tenant's: the fewest shards of its resources). A refusal
+   * comes from one of them, which sees this share of the writes: a round's share is trusted once it holds
+   * MIN_ROUND_WRITES writes to each (docs/fleet-cap.md#pace).
+   * @default 1
+   */
+  readonly spreadOver?: number | undefined;
 }
 
 /** The invocation's bounds on a holder. */
@@ -166,6 +173,8 @@ export async function runUnderRate(
           () => nextRate(pace.rate, round, budget.ceiling),
         )
         .then((next) => cutTo(next < pace.rate ? next : nextRate(pace.rate, round, budget.ceiling))),
+    undefined,
+    MIN_ROUND_WRITES * Math.max(1, request.spreadOver ?? 1),
   );
   // No more paced starts than slots booked: retries of refused writes count.
   // ... and none after its last slot (give or take the catch-up), however late a timer fires.

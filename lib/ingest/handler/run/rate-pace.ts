@@ -40,7 +40,8 @@ export class RatePace {
 
   /**
    * `rate`: the booking's (writes/s); `writes()`: the writes sent so far under the booking (refused ones
-   * included); `now`: the clock of the pool's durations.
+   * included); `now`: the clock of the pool's durations; `minRoundWrites`: the writes a round needs, from
+   * its first refusal, before its share is trusted (MIN_ROUND_WRITES for each prefix the writes spread over).
    */
   constructor(
     private readonly target: PacedTarget,
@@ -49,6 +50,7 @@ export class RatePace {
     private readonly writes: () => number,
     private readonly onOverload: (round: WriteRound) => Promise<number>,
     private readonly now: () => number = () => performance.now(),
+    private readonly minRoundWrites: number = MIN_ROUND_WRITES,
   ) {
     this.#rate = rate;
     this.#roundRate = rate;
@@ -115,9 +117,9 @@ export class RatePace {
     this.#roundFrom ??= Math.max(this.#sentAtCut, this.writes() - 1);
     if (this.#stepping !== undefined) return;
     // A round starts at its first refusal (writes accepted before the limit dropped do not dilute it) and
-    // needs MIN_ROUND_WRITES writes before its share is trusted.
+    // needs MIN_ROUND_WRITES writes to each prefix its writes spread over before its share is trusted.
     const sent = this.writes() - this.#roundFrom;
-    if (sent < MIN_ROUND_WRITES) return;
+    if (sent < this.minRoundWrites) return;
     const throttled = this.#throttledSinceCut;
     const round = { accepted: Math.max(0, sent - throttled), throttled, starved: false };
     if (!overloaded(round)) return;

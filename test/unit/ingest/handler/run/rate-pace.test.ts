@@ -20,7 +20,11 @@ function later<T>() {
  * A pace over a pool's refusal events and start interval, on a clock and a write count the test moves.
  * `answer(round)` is what stepping the schedule resolves (the rate to pace at); each round is kept.
  */
-function harness(rate: number, answer: (round: WriteRound) => Promise<number> = async () => rate / 2) {
+function harness(
+  rate: number,
+  answer: (round: WriteRound) => Promise<number> = async () => rate / 2,
+  minRoundWrites?: number,
+) {
   const emitter = new EventEmitter();
   const intervals: Array<{ ms: number; catchUpMs: number | undefined }> = [];
   const clock = { now: 1_000, writes: 0 };
@@ -45,6 +49,7 @@ function harness(rate: number, answer: (round: WriteRound) => Promise<number> = 
       return answer(round);
     },
     () => clock.now,
+    minRoundWrites,
   );
   /** A write refused now, answered `durationMs` after it started (counted in `writes` first, as the pool's count is). */
   const refuse = (durationMs = 0, error: unknown = slowDown) => {
@@ -106,6 +111,23 @@ describe('RatePace', () => {
     await turn();
     expect(rounds).toEqual([]);
     expect(pace.rate).toBe(40);
+  });
+
+  it('writes spread over 4 prefixes: a round needs MIN_ROUND_WRITES writes to each before its share is trusted', async () => {
+    const { pace, refuse, accept, rounds } = harness(40, undefined, 4 * MIN_ROUND_WRITES);
+    // A burst of refusals from the one prefix that ran out: 4 of the first 10 writes, a 40% share of the
+    // writes to all four (one prefix's MIN_ROUND_WRITES: an unsharded holder would step by it here).
+    for (let i = 0; i < 4; i++) {
+      refuse();
+      if (i < 3) accept(2);
+    }
+    expect(rounds).toEqual([]);
+    // 40 writes from the first refusal, 5 refused: judged now, by its share over all of them.
+    accept(29);
+    refuse();
+    expect(rounds).toEqual([{ accepted: 35, throttled: 5, starved: false }]);
+    await turn();
+    expect(pace.rate).toBe(20);
   });
 
   it('holds through a stray SlowDown, and through refusals under the tolerated share', async () => {

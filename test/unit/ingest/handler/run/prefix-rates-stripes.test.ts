@@ -82,22 +82,6 @@ describe('PrefixRates: sharded tenants book stripes', () => {
     expect(perStripe).toEqual(new Map([0, 1, 2, 3].map((s) => [stripeOf('whale', s, 4), 2])));
   });
 
-  it('a holder whose writes outlast a round of one stripe at the ceiling spreads them over free stripes, paced at their sum', async () => {
-    const budgets = memoryBudgets();
-    const config = testConfig(SHARDED);
-    const rates = new PrefixRates(config, budgets.factory, undefined, () => 0);
-    // 1,400 writes are two rounds at the ceiling (700 writes/s): two stripes, each at its start (700 / 4).
-    const spread = await rates.run([writing('whale', 1_400, ['orders'])], window(), async () => undefined);
-    expect([...spread.results.values()]).toEqual([{ rate: (2 * 700) / 4 }]);
-    const booked = budgets.books().map((b) => b.name);
-    expect(new Set(booked).size).toBe(2);
-    // A round's writes at the ceiling book one stripe, as any holder's do.
-    const before = budgets.books().length;
-    const one = await rates.run([writing('whale', 700, ['orders'])], window(), async () => undefined);
-    expect(budgets.books().length - before).toBe(1);
-    expect([...one.results.values()]).toEqual([{ rate: 700 / 4 }]);
-  });
-
   it("a sharded tenant's round needs MIN_ROUND_WRITES writes to each of its stripes' shards before its share steps the schedule", async () => {
     // 4 refused of 10 writes: one shard prefix out of tokens. An unsharded holder's round is judged there
     // (its one prefix refused 40%); a holder over 4 shards sent that prefix a quarter of them.

@@ -88,6 +88,15 @@ describe('s3-ingest reshard', () => {
     // The resource declared with 4 shards reads every record; the old keys are still there.
     const acme = await connect('acme').createResource({ name: 'orders', shards: 4 });
     expect(await acme.count()).toBe(12);
+    // inspect counts each record once; the old layout's keys apart, until they are removed.
+    const inspected = io();
+    expect(await main(['inspect', '--bucket', bucket, '--json'], inspected.value)).toBe(0);
+    const counts = JSON.parse(inspected.stdout()).bucket;
+    expect(counts.byTenant).toEqual({ acme: { orders: 12 }, globex: { orders: 5 }, initech: { users: 1 } });
+    expect(counts.oldLayoutKeys).toEqual({
+      acme: { orders: { fromShards: 1, toShards: 4, keys: 12 } },
+      globex: { orders: { fromShards: 1, toShards: 4, keys: 5 } },
+    });
     await acme.delete('o-3');
     expect((await keysOf('acme')).filter((k) => k.includes('/s=')).length).toBe(11);
 
@@ -99,6 +108,9 @@ describe('s3-ingest reshard', () => {
     expect((await keysOf('acme')).every((k) => k.includes('/s='))).toBe(true);
     expect(await acme.count()).toBe(11);
     await expect(acme.get('o-3')).rejects.toBeInstanceOf(RecordNotFoundError);
+    const after = io();
+    expect(await main(['inspect', '--bucket', bucket], after.value)).toBe(0);
+    expect(after.stdout()).toContain('  acme/orders: 11\n');
     expect(await (await connect('globex').createResource({ name: 'orders', shards: 4 })).count()).toBe(5);
   });
 

@@ -4,7 +4,6 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Database } from '../../lib/db/database.js';
-import { SignalScopedHttpHandler } from '../../lib/db/request-signal.js';
 import { createS3Client } from '../../lib/db/s3-client.js';
 import { dropUnusedPerCallMiddlewares, reuseRequestSigner } from '../../lib/db/s3-client-trims.js';
 import { S3ObjectStore } from '../../lib/db/s3-object-store.js';
@@ -13,6 +12,7 @@ import { ExecutorPool } from '../../lib/pool/index.js';
 import { reportToParent } from '../support/child.js';
 import { startFakeS3 } from './fake-s3.js';
 import { CLIENT_SETUPS, type ClientSetup, type DbSetupResult } from './setups.js';
+import { SignalScopedHttpHandler } from './signal-scoped-http-handler.js';
 
 const writes = Number(process.argv[2] ?? 10_000);
 const CHUNK = 250;
@@ -41,7 +41,8 @@ function clientFor(setup: ClientSetup): S3Client {
     case 'checksums-when-required':
     case 'unused-middlewares-dropped':
     case 'signer-reused':
-    case 'sha256-key-cache': {
+    case 'sha256-key-cache':
+    case 'signing-key-reused': {
       // The steps from createS3Client as of 6f08387 to now, each adding one change to the one before.
       const step = CLIENT_SETUPS.indexOf(setup);
       const client = new S3Client({
@@ -62,11 +63,12 @@ function clientFor(setup: ClientSetup): S3Client {
       });
       // Step 3: per-call middlewares S3ObjectStore does not use dropped. Step 4: one SigV4 signer reused.
       if (step >= 3) dropUnusedPerCallMiddlewares(client);
-      if (step >= 4) reuseRequestSigner(client, { reuseKey: false });
+      // Step 6: the signer keeps its last signing key (createS3Client on Node's http client).
+      if (step >= 4) reuseRequestSigner(client, { reuseKey: step >= 6 });
       return client;
     }
     case 'create-s3-client':
-      // After: what createS3Client builds now (step 5 + the signer keeps its last signing key).
+      // After: what createS3Client builds now (step 6 with undici's HTTP client).
       return createS3Client({
         endpoint: server.endpoint,
         region: 'us-east-1',

@@ -7,6 +7,7 @@ export const CLIENT_SETUPS = [
   'unused-middlewares-dropped',
   'signer-reused',
   'sha256-key-cache',
+  'signing-key-reused',
   'create-s3-client',
 ] as const;
 export type ClientSetup = (typeof CLIENT_SETUPS)[number];

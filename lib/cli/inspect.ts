@@ -84,7 +84,8 @@ export async function countBucket(s3: S3Client, bucket: string): Promise<BucketC
       const move = moved.get(`${tenant}/${resource}`);
       if (move !== undefined && !inLayout(move.toShards, shard, id)) {
         move.keys++;
-        const perResource = (counts.oldLayoutKeys ??= {})[tenant] ?? {};
+        counts.oldLayoutKeys ??= {};
+        const perResource = counts.oldLayoutKeys[tenant] ?? {};
         counts.oldLayoutKeys[tenant] = perResource;
         perResource[resource] = move;
         continue;

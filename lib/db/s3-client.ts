@@ -1,8 +1,8 @@
 import { S3Client } from '@aws-sdk/client-s3';
-import { SignalScopedHttpHandler } from './request-signal.js';
 import { keepConfigCompact } from './s3-client-config-shape.js';
 import { dropUnusedPerCallMiddlewares, reuseRequestSigner } from './s3-client-trims.js';
 import { KeyCachingSha256 } from './sha256-key-cache.js';
+import { UndiciHttpHandler } from './undici-http-handler.js';
 
 export interface CreateS3ClientOptions {
   /**
@@ -30,8 +30,8 @@ export interface CreateS3ClientOptions {
    */
   forcePathStyle?: boolean;
   /**
-   * Sockets per host in the keep-alive agents. Must be >= the concurrency of every pool sharing the
-   * client, or requests queue invisibly inside the SDK.
+   * Keep-alive connections per origin. Must be >= the concurrency of every pool sharing the client, or
+   * requests queue invisibly inside the HTTP client.
    * @default 100
    * @example { maxSockets: 256 }
    */
@@ -43,8 +43,9 @@ export interface CreateS3ClientOptions {
    */
   connectionTimeout?: number;
   /**
-   * Socket idle timeout in ms (the handler's `requestTimeout`). 0: none, the pool's per-task timeout
-   * aborts stalled requests through the signal, which destroys the socket.
+   * Milliseconds of silence allowed while waiting for a response's headers, then between chunks of its body.
+   * 0: none, the pool's per-task timeout aborts stalled requests through the signal, which destroys the
+   * connection.
    * @default 0
    * @example { requestTimeout: 5000 }
    */
@@ -53,9 +54,9 @@ export interface CreateS3ClientOptions {
 
 /**
  * The one factory for S3 clients used behind an ExecutorPool: `maxAttempts: 1` (the pool owns retries,
- * so a throttled write is not retried 3x in the SDK and again by the pool), keep-alive agents sized to
- * the pool, path-style when an endpoint is overridden, and a cached middleware stack with abort signals
- * taken from the call's async context (`SignalScopedHttpHandler`), checksums only where S3 requires them,
+ * so a throttled write is not retried 3x in the SDK and again by the pool), undici keep-alive connection
+ * pools sized to the pool (`UndiciHttpHandler`), path-style when an endpoint is overridden, and a cached
+ * middleware stack with abort signals taken from the call's async context, checksums only where S3 requires them,
  * without the per-call middlewares it does not use, with one request signer (and its last signing key)
  * reused (`s3-client-trims.ts`), HMAC keys kept as key objects (`sha256-key-cache.ts`) and its config laid out
  * for the SDK's per-call copies of it (`s3-client-config-shape.ts`): well under 0.6x
@@ -81,10 +82,8 @@ export function createS3Client(options: CreateS3ClientOptions = {}): S3Client {
     ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
     ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
     forcePathStyle: options.forcePathStyle ?? options.endpoint !== undefined,
-    requestHandler: new SignalScopedHttpHandler({
-      // Options, not Agent instances: the handler then owns the agents and `client.destroy()` closes them.
-      httpAgent: { keepAlive: true, maxSockets },
-      httpsAgent: { keepAlive: true, maxSockets },
+    requestHandler: new UndiciHttpHandler({
+      maxSockets,
       connectionTimeout: options.connectionTimeout ?? 3000,
       requestTimeout: options.requestTimeout ?? 0,
     }),

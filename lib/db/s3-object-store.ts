@@ -17,7 +17,7 @@ import {
   type StoreCallOptions,
   type StoredObject,
 } from './object-store.js';
-import { SignalScopedHttpHandler, withRequestSignal } from './request-signal.js';
+import { isSignalScoped, withRequestSignal } from './request-signal.js';
 
 function httpStatus(err: unknown): number | undefined {
   return (err as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode;
@@ -52,7 +52,7 @@ export class S3ObjectStore implements ObjectStore {
     readonly client: S3Client,
     readonly bucket: string,
   ) {
-    this.#scoped = client.config.requestHandler instanceof SignalScopedHttpHandler;
+    this.#scoped = isSignalScoped(client.config.requestHandler);
   }
 
   /**

@@ -98,6 +98,7 @@ beforeAll(() => {
   );
   const ingestPeers = pinnedPeers([
     '@aws-sdk/client-s3',
+    '@smithy/core',
     '@smithy/node-http-handler',
     'ajv',
     'ajv-formats',

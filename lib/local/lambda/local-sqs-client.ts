@@ -1,7 +1,8 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { SignalScopedHttpHandler, withRequestSignal } from '../../db/request-signal.js';
+import { withRequestSignal } from '../../db/request-signal.js';
 import { keepConfigCompact } from '../../db/s3-client-config-shape.js';
 import { KeyCachingSha256 } from '../../db/sha256-key-cache.js';
+import { UndiciHttpHandler } from '../../db/undici-http-handler.js';
 import type { LocalServiceClientConfig } from '../emulators/local-aws.js';
 
 /**
@@ -39,7 +40,7 @@ export function createLocalSqsClient(config: LocalServiceClientConfig): SQSClien
     md5: false,
     cacheMiddleware: true,
     sha256: KeyCachingSha256,
-    requestHandler: new SignalScopedHttpHandler(),
+    requestHandler: new UndiciHttpHandler(),
   });
   removeMiddlewares(client, LOCAL_SQS_UNUSED_MIDDLEWARES);
   keepConfigCompact(client.config);
@@ -54,7 +55,7 @@ type Send = (command: unknown, optionsOrCallback?: unknown, callback?: unknown) 
  * the stack again for any call with options, and drops its cache (smithy's `Client.send`), which the producer
  * (`SendMessageBatch`) and the event-source runner (`ReceiveMessage`) do on every call. A call whose only
  * option is `abortSignal` is sent without options, the signal beside it in the async context, where the
- * client's `SignalScopedHttpHandler` takes it (as `createS3Client` does): an abort still destroys the
+ * client's `UndiciHttpHandler` takes it (as `createS3Client` does): an abort still destroys the
  * request in flight; only a wait between two SDK retries is no longer cut short. Calls with other options
  * or a callback go through unchanged.
  */

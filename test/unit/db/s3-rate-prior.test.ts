@@ -1,4 +1,3 @@
-import type { Agent } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import {
   type Database,
@@ -7,6 +6,7 @@ import {
   type S3ObjectStore,
   s3Autotune,
 } from '../../../lib/db/index.js';
+import type { UndiciHttpHandler } from '../../../lib/db/undici-http-handler.js';
 import { Autotuner, ExecutorPool } from '../../../lib/pool/index.js';
 
 /** The Autotuner a pool built with `options` attached (a test asserts it is one). */
@@ -56,19 +56,17 @@ describe('s3Autotune: the pool knows no S3 limit, the Database gives it one', ()
   });
 
   it("sizes openDatabase's own client for the tuner's ceiling, not where the pool starts", async () => {
-    const socketsOf = async (db: Database) => {
-      const handler = (db.store as S3ObjectStore).client.config.requestHandler as unknown as {
-        configProvider: Promise<{ httpAgentProvider: () => Promise<Agent> }>;
-      };
-      return (await (await handler.configProvider).httpAgentProvider()).maxSockets;
+    const socketsOf = (db: Database) => {
+      const handler = (db.store as S3ObjectStore).client.config.requestHandler;
+      return (handler as UndiciHttpHandler).httpHandlerConfigs().maxSockets;
     };
     const auto = openDatabase('http://k:s@127.0.0.1:1/bucket/auto', { pool: { concurrency: 'auto' } });
     const capped = openDatabase('http://k:s@127.0.0.1:1/bucket/capped', {
       pool: { concurrency: 'auto', autotune: s3Autotune({ maxConcurrency: 400 }) },
     });
     try {
-      expect(await socketsOf(auto)).toBe(1000);
-      expect(await socketsOf(capped)).toBe(400);
+      expect(socketsOf(auto)).toBe(1000);
+      expect(socketsOf(capped)).toBe(400);
     } finally {
       await Promise.all([auto.disconnect(), capped.disconnect()]);
     }

@@ -61,7 +61,10 @@ describe('startLocalDashboard on a running local pipeline', () => {
     expect(lineOf(snapshot, 'local-pipeline', 'Dead letters (DLQ depth)')?.last).toBe(1);
     expect(lineOf(snapshot, 'dead-letters', 'Dead letters (failed after retries)')?.last).toBe(1);
     for (const tenant of ['acme', 'globex'])
-      expect(lineOf(snapshot, 'local-prefix-rates', `t=${tenant}/ accepted`)?.total, tenant).toBeGreaterThanOrEqual(15);
+      expect(
+        lineOf(snapshot, 'local-prefix-rates', `t=${tenant}/ accepted`)?.total,
+        tenant,
+      ).toBeGreaterThanOrEqual(15);
     // The counting-only model limits nothing.
     expect(snapshot.s3WriteLimit).toBeNull();
     expect(lineOf(snapshot, 'local-prefix-rates', 'S3 limit')).toBeUndefined();

@@ -100,6 +100,7 @@ beforeAll(() => {
     '@aws-sdk/client-s3',
     '@smithy/core',
     '@smithy/node-http-handler',
+    'undici',
     'ajv',
     'ajv-formats',
     're2js',

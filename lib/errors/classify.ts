@@ -32,14 +32,17 @@ export const THROTTLING_ERROR_NAMES: readonly string[] = Object.freeze([
 ]);
 
 /**
- * Names of a request that ran out of time: the pool's `TaskTimeoutError`, the platform's `TimeoutError`
- * (`AbortSignal.timeout`, the SDK's socket/request timeouts) and the services' own timeout codes.
+ * Names/codes of a request that ran out of time: the pool's `TaskTimeoutError`, the platform's `TimeoutError`
+ * (`AbortSignal.timeout`, the SDK's socket/request timeouts), the services' own timeout codes, and undici's
+ * codes for a response whose headers or body stalled past its timeout.
  */
 export const TIMEOUT_ERROR_NAMES: readonly string[] = Object.freeze([
   'TaskTimeoutError',
   'TimeoutError',
   'RequestTimeout',
   'RequestTimeoutException',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
 ]);
 
 /**

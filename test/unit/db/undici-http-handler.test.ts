@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import { HttpRequest } from '@smithy/core/protocols';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -139,7 +140,8 @@ describe('UndiciHttpHandler: the request on the wire and the response the SDK re
     const { response } = await undici().handle(request);
     expect(response.statusCode).toBe(201);
     expect(response.headers.etag).toBe('"e1"');
-    expect(response.headers['x-amz-meta-a']).toBe('1,2');
+    // Joined as Node's IncomingMessage joins them.
+    expect(response.headers['x-amz-meta-a']).toBe('1, 2');
     expect(await text(response.body)).toBe('stored');
     expect(server.requests).toEqual([
       expect.objectContaining({
@@ -162,6 +164,27 @@ describe('UndiciHttpHandler: the request on the wire and the response the SDK re
     expect(await text(response.body)).toBe('got 2');
     expect(server.requests[0]?.headers.expect).toBeUndefined();
     expect(request.headers.Expect).toBe('100-continue');
+  });
+
+  it('streams a body of unknown length the SDK marked `Transfer-Encoding: chunked` (undici refuses the header)', async () => {
+    const server = await serve((_req, res, body) => res.end(`got ${body}`));
+    const request = put(server.port, {
+      headers: { host: `127.0.0.1:${server.port}`, 'Transfer-Encoding': 'chunked' },
+      body: Readable.from([Buffer.from('{"a":'), Buffer.from('1}')]),
+    });
+    const { response } = await undici().handle(request);
+    expect(await text(response.body)).toBe('got {"a":1}');
+    expect(server.requests[0]?.headers['transfer-encoding']).toBe('chunked');
+  });
+
+  it('opens new connections for requests after destroy(), as the SDK handler does', async () => {
+    const server = await serve((_req, res) => res.end('ok'));
+    const handler = undici();
+    expect(await text((await handler.handle(put(server.port))).response.body)).toBe('ok');
+    handler.destroy();
+    handler.destroy();
+    expect(await text((await handler.handle(put(server.port))).response.body)).toBe('ok');
+    expect(server.sockets.size).toBe(2);
   });
 
   it('keeps its connections alive across sequential requests and closes them on destroy()', async () => {
@@ -253,11 +276,38 @@ describe('UndiciHttpHandler: cancellation', () => {
     const handler = undici();
     const controller = new AbortController();
     const { response } = await withRequestSignal(controller.signal, () => handler.handle(put(server.port)));
-    const reading = text(response.body);
-    controller.abort(new Error('deadline'));
-    await expect(reading).rejects.toMatchObject({ message: 'deadline' });
-    const [carried] = server.sockets;
-    await expect.poll(() => carried !== undefined && server.closed.has(carried)).toBe(true);
+    const second = await withRequestSignal(controller.signal, () => handler.handle(put(server.port)));
+    const reading = [text(response.body), text(second.response.body)].map(failureOf);
+    const reason = new Error('deadline');
+    controller.abort(reason);
+    const [first, other] = await Promise.all(reading);
+    // Node's IncomingMessage error when its request is destroyed, fresh per request: the SDK decorates the
+    // error a body fails with, and the reason is shared by every request under one deadline.
+    expect(first).toMatchObject({ message: 'aborted', code: 'ECONNRESET', cause: reason });
+    expect(other).toMatchObject({ message: 'aborted', code: 'ECONNRESET', cause: reason });
+    expect(first).not.toBe(other);
+    expect(classified(first)).toMatchObject({ transient: true });
+    for (const carried of server.sockets) await expect.poll(() => server.closed.has(carried)).toBe(true);
+  });
+
+  it('settles at once on abort while the connection is still being made (no connect timeout to wait for)', async () => {
+    // A TCP server that accepts and never speaks: the TLS handshake of an https origin stalls.
+    const silent = createTcpServer(() => undefined);
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    try {
+      const request = put((silent.address() as AddressInfo).port, { protocol: 'https:' });
+      const controller = new AbortController();
+      const pending = withRequestSignal(controller.signal, () =>
+        undici({ connectionTimeout: 0 }).handle(request),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const reason = new Error('deadline');
+      controller.abort(reason);
+      expect(await failureOf(pending)).toMatchObject({ name: 'AbortError', cause: reason });
+    } finally {
+      silent.close();
+    }
   });
 });
 
@@ -299,6 +349,36 @@ describe("UndiciHttpHandler: failures in the SDK's NodeHttpHandler shapes", () =
         throttling: false,
       });
       expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+    },
+  );
+
+  it.each(handlersUnderTest)(
+    '%s: an abort without a reason, or a falsy one, says "Request aborted"',
+    async (_n, make) => {
+      const server = await serve((_req, res) => res.end('ok'));
+      for (const reason of [undefined, null, 0]) {
+        const controller = new AbortController();
+        controller.abort(reason);
+        const error = await failureOf(make({}).handle(put(server.port), { abortSignal: controller.signal }));
+        expect(error).toMatchObject({ name: 'AbortError', message: 'Request aborted' });
+      }
+    },
+  );
+
+  it.each(handlersUnderTest)(
+    '%s: a request in flight when the handler is destroyed fails transient',
+    async (_n, make) => {
+      const server = await serve(() => undefined);
+      const handler = make({});
+      const pending = failureOf(handler.handle(put(server.port)));
+      await expect.poll(() => server.requests.length).toBe(1);
+      handler.destroy();
+      expect(classified(await pending)).toEqual({
+        name: 'TimeoutError',
+        timeout: true,
+        transient: true,
+        throttling: false,
+      });
     },
   );
 

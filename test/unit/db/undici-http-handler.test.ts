@@ -1,4 +1,4 @@
-import { once } from 'node:events';
+import { getEventListeners, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
@@ -163,6 +163,11 @@ describe('UndiciHttpHandler: the request on the wire and the response the SDK re
     const { response } = await undici().handle(request);
     expect(await text(response.body)).toBe('got 2');
     expect(server.requests[0]?.headers.expect).toBeUndefined();
+    // Only the refused header goes: the others arrive as the SDK set them (those it signed among them).
+    expect(server.requests[0]).toMatchObject({
+      url: '/bucket/key',
+      headers: { 'content-type': 'application/json', 'content-length': '2' },
+    });
     expect(request.headers.Expect).toBe('100-continue');
   });
 
@@ -252,6 +257,32 @@ describe('UndiciHttpHandler: cancellation', () => {
       .poll(() => carried !== null && carried !== undefined && server.closed.has(carried))
       .toBe(true);
     expect(server.requests).toHaveLength(1);
+  });
+
+  it('leaves no listener on a signal shared by many requests, answered, failed or aborted', async () => {
+    const server = await serve((req, res) => {
+      if (req.url === '/bucket/reset') req.socket.destroy();
+      else res.end('ok');
+    });
+    const handler = undici();
+    const deadline = new AbortController();
+    const all = Array.from({ length: 20 }, (_, i) =>
+      withRequestSignal(deadline.signal, () =>
+        handler.handle(put(server.port, i % 4 === 0 ? { path: '/bucket/reset' } : {})),
+      ).then(
+        ({ response }) => text(response.body),
+        (error: unknown) => classified(error).name,
+      ),
+    );
+    const outcomes = await Promise.all(all);
+    expect(outcomes.filter((o) => o === 'ok')).toHaveLength(15);
+    expect(outcomes.filter((o) => o === 'TimeoutError')).toHaveLength(5);
+    expect(getEventListeners(deadline.signal, 'abort')).toHaveLength(0);
+    const perCall = new AbortController();
+    const pending = withRequestSignal(perCall.signal, () => handler.handle(put(server.port)));
+    perCall.abort();
+    await failureOf(pending);
+    expect(getEventListeners(perCall.signal, 'abort')).toHaveLength(0);
   });
 
   it('prefers the signal the SDK passes, and rejects an aborted one before anything is sent', async () => {
@@ -388,7 +419,8 @@ describe("UndiciHttpHandler: failures in the SDK's NodeHttpHandler shapes", () =
     await servers.splice(servers.indexOf(server), 1)[0]?.stop();
     const error = await failureOf(make({}).handle(put(port)));
     expect(error).toMatchObject({ code: 'ECONNREFUSED' });
-    expect(classified(error)).toMatchObject({ transient: true, throttling: false });
+    // Not renamed: a refused connection is no timeout (nothing was sent; the pool retries it all the same).
+    expect(classified(error)).toEqual({ name: 'Error', timeout: false, transient: true, throttling: false });
   });
 
   it("a connection that does not finish within connectionTimeout fails as a TimeoutError with undici's code", async () => {

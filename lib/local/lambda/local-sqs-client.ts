@@ -27,7 +27,8 @@ export const LOCAL_SQS_UNUSED_MIDDLEWARES = [
  * - the middleware stack resolved once per command (`cacheMiddleware`), also for calls whose only option is
  *   an abort signal (`sendAbortSignalsAside`);
  * - `LOCAL_SQS_UNUSED_MIDDLEWARES` removed, HMAC keys kept as key objects (`KeyCachingSha256`) and the
- *   config laid out for the SDK's per-call copies (`keepConfigCompact`), as `createS3Client` does.
+ *   config laid out for the SDK's per-call copies (`keepConfigCompact`), as `createS3Client` does;
+ * - undici's HTTP client (`UndiciHttpHandler`), as `createS3Client` has.
  *
  * Retries stay the SDK's. Send, receive and delete of 5,000 messages through the embedded stack, client and
  * emulator in one process: about 0.7x the CPU of `new SQSClient(config)` (docs/cpu.md).

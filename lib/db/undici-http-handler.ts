@@ -11,9 +11,9 @@ import { currentRequestSignal, SIGNAL_SCOPED } from './request-signal.js';
 // bench:db measures the two side by side (docs/cpu.md).
 
 type HandleOptions = Parameters<HttpHandler['handle']>[1];
+type Handled = ReturnType<HttpHandler['handle']>;
 
 const noop = (): void => {};
-type Handled = ReturnType<HttpHandler['handle']>;
 
 export interface UndiciHttpHandlerOptions {
   /**
@@ -31,8 +31,9 @@ export interface UndiciHttpHandlerOptions {
   connectionTimeout?: number;
   /**
    * Milliseconds of silence allowed while waiting for the response's headers, and then between two chunks
-   * of its body; past it the request fails with a `TimeoutError`. 0: none (the caller's abort signal, the
-   * pool's per-task timeout, bounds the request).
+   * of its body; past it the request fails with a `TimeoutError`, or its body with undici's
+   * `UND_ERR_BODY_TIMEOUT` (which the error taxonomy reads as a timeout). 0: none (the caller's abort
+   * signal, the pool's per-task timeout, bounds the request).
    * @default 0
    * @example { requestTimeout: 5000 }
    */

@@ -82,10 +82,11 @@ export function createS3Client(options: CreateS3ClientOptions = {}): S3Client {
     ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
     ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
     forcePathStyle: options.forcePathStyle ?? options.endpoint !== undefined,
+    // The handler owns the defaults of both timeouts (the same as documented above).
     requestHandler: new UndiciHttpHandler({
       maxSockets,
-      connectionTimeout: options.connectionTimeout ?? 3000,
-      requestTimeout: options.requestTimeout ?? 0,
+      connectionTimeout: options.connectionTimeout,
+      requestTimeout: options.requestTimeout,
     }),
   });
   dropUnusedPerCallMiddlewares(client);

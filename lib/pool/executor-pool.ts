@@ -19,7 +19,7 @@ import { SlotRests } from './slot-rests.js';
 import { type StartIntervalOptions, StartPacer } from './start-pacer.js';
 import type { EnqueueOptions, TaskContext, TaskFn } from './task.js';
 import { attachPromise, rejected, rejectTask } from './task-promise.js';
-import { Attempt, BACKOFF, DONE, QUEUED, RUNNING, Task, TaskExtras } from './task-state.js';
+import { type Attempt, BACKOFF, DONE, QUEUED, RUNNING, Task, TaskExtras } from './task-state.js';
 import { assertFractionalConcurrency, invalidEnqueueOption } from './validation.js';
 import { Waiters } from './waiters.js';
 
@@ -205,7 +205,7 @@ export class ExecutorPool {
     if (this.#queue.size >= this.#options.maxQueueSize && !this.#canStartNow()) {
       return rejected(new QueueFullError(this.#options.maxQueueSize));
     }
-    const task = new Task(fn as TaskFn<unknown>, options?.priority ?? 0, ++this.#seq, now);
+    const task = new Task(fn as TaskFn<unknown>, options?.priority ?? 0, ++this.#seq);
     if (options?.paced === false) task.paced = false;
     const promise = attachPromise(task);
     if (needsExtras) {
@@ -227,9 +227,9 @@ export class ExecutorPool {
       (this.#pacer.interval === 0 || !task.paced)
     ) {
       // Nothing waits and a slot is free: skip the queue.
-      this.#start(task, false, now);
+      this.#start(task, false, now, now);
     } else {
-      this.#queue.push(task);
+      this.#queue.push(task, now);
       if (this.#events.has['pool:taskQueued'])
         this.#events.emit('pool:taskQueued', { id: task.id, waiting: this.waiting });
       // With every slot taken, a pump would start nothing: only its offer of room to waiting producers is left.
@@ -287,7 +287,7 @@ export class ExecutorPool {
     for (let attempt = this.#runner.head; attempt !== undefined; attempt = attempt.next) {
       if (attempt.detached) continue;
       attempt.detached = true;
-      attempt.abort(error);
+      attempt.context.abort(error);
       this.#failTask(attempt.task, error);
     }
     this.#dedup?.clear();
@@ -356,7 +356,8 @@ export class ExecutorPool {
         this.#member.waitForSlot();
         return;
       }
-      this.#start(queue.pop()!, admission === 'probe', now >= 0 ? now : performance.now());
+      const task = queue.pop()!;
+      this.#start(task, admission === 'probe', now >= 0 ? now : performance.now(), queue.poppedQueuedAt);
       // A started task ran its function synchronously: read the clock afresh for the next one.
       now = -1;
     }
@@ -402,7 +403,8 @@ export class ExecutorPool {
       if (this.#queue.size === 0) queueMicrotask(() => this.#pump());
       return false;
     }
-    this.#start(this.#queue.pop()!, admission === 'probe', performance.now());
+    const task = this.#queue.pop()!;
+    this.#start(task, admission === 'probe', performance.now(), this.#queue.poppedQueuedAt);
     // Still busy: get back in line (at the back) for the next slot.
     // Stryker disable next-line LogicalOperator,ArithmeticOperator: re-joining the line more often only adds offers, and #onSlotGranted refuses one this pool cannot use and hands it on in the same dispatch
     if (!this.#paused && this.#active + this.#rests.count < this.#cap && this.#queue.size > 0)
@@ -410,17 +412,17 @@ export class ExecutorPool {
     return true;
   }
 
-  #start(task: Task, probe: boolean, now: number): void {
+  /** Starts `task`'s next attempt at `now`; `queuedAt` is when it entered the queue for it. */
+  #start(task: Task, probe: boolean, now: number, queuedAt: number): void {
     if (task.paced) this.#pacer.started(now);
     task.state = RUNNING;
     task.attempts += 1;
     const extras = task.extras;
     const timeout = extras?.timeout ?? this.#options.timeout;
-    const attempt = new Attempt(task, task.attempts, now, probe, timeout);
-    if (extras !== undefined) extras.current = attempt;
     this.#active += 1;
-    this.#runner.track(attempt);
-    const queueWaitMs = now - task.enqueuedAt;
+    const attempt = this.#runner.start(task, now, queuedAt, probe, timeout);
+    if (extras !== undefined) extras.current = attempt;
+    const queueWaitMs = now - queuedAt;
     this.#metrics.started(now, queueWaitMs, this.#active);
     if (this.#events.has['pool:taskStarted']) {
       this.#events.emit('pool:taskStarted', {
@@ -508,8 +510,7 @@ export class ExecutorPool {
   /** A retrying task's backoff ended: back in the queue, with its priority. */
   #requeue(task: Task): void {
     task.state = QUEUED;
-    task.enqueuedAt = performance.now();
-    this.#queue.push(task);
+    this.#queue.push(task, performance.now());
     this.#pump();
   }
 
@@ -530,7 +531,7 @@ export class ExecutorPool {
         // Stryker disable next-line LogicalOperator: a RUNNING task always has a current attempt, never detached (timeouts move the task on at once), so || and && agree
         if (attempt !== undefined && !attempt.detached) {
           attempt.detached = true;
-          attempt.abort(error);
+          attempt.context.abort(error);
           // A probe whose caller gave up proves nothing: give it back, or half-open waits for it forever.
           if (attempt.probe) this.#breaker!.cancelProbe();
         }
@@ -553,7 +554,7 @@ export class ExecutorPool {
       this.#events.emit('pool:taskCompleted', {
         id: task.id,
         attempt: attempt.attempt,
-        queueWaitMs: attempt.startedAt - task.enqueuedAt,
+        queueWaitMs: attempt.startedAt - attempt.queuedAt,
         durationMs,
       });
     }

@@ -16,6 +16,8 @@ export class PacedQueue<T extends PacedQueueEntry> {
   readonly #unpaced = new PriorityQueue<T>();
   /** While true, `peek` and `pop` offer only unpaced tasks. Set by the pool before it takes from the queue. */
   held = false;
+  /** When the entry `pop` returned last was queued (the `queuedAt` it was pushed with). */
+  poppedQueuedAt = 0;
 
   /** Tasks queued, both kinds. */
   get size(): number {
@@ -32,8 +34,9 @@ export class PacedQueue<T extends PacedQueueEntry> {
     return this.held ? this.#unpaced.size : this.size;
   }
 
-  push(entry: T): void {
-    (entry.paced ? this.#paced : this.#unpaced).push(entry);
+  /** Queues `entry`; `queuedAt` (a time) comes back as `poppedQueuedAt` when it is popped. */
+  push(entry: T, queuedAt = 0): void {
+    (entry.paced ? this.#paced : this.#unpaced).push(entry, queuedAt);
   }
 
   peek(): T | undefined {
@@ -43,8 +46,11 @@ export class PacedQueue<T extends PacedQueueEntry> {
   }
 
   pop(): T | undefined {
-    if (this.#unpaced.size === 0) return this.held ? undefined : this.#paced.pop();
-    return this.#next()?.pop();
+    const queue = this.#unpaced.size === 0 ? (this.held ? undefined : this.#paced) : this.#next();
+    if (queue === undefined) return undefined;
+    const entry = queue.pop();
+    this.poppedQueuedAt = queue.poppedQueuedAt;
+    return entry;
   }
 
   remove(entry: T): boolean {

@@ -9,6 +9,8 @@ export interface PriorityQueueEntry {
 /** All queued entries of one priority, FIFO. Slots of removed entries are skipped lazily. */
 class Bucket<T extends PriorityQueueEntry> {
   items: (T | undefined)[] = [];
+  /** When each entry of `items` was queued, at the same index: an array of numbers V8 keeps unboxed. */
+  times: number[] = [];
   head = 0;
   /** Absolute position of items[0]: an entry is live when its queueIndex equals offset + its array index. */
   offset = 0;
@@ -37,12 +39,15 @@ export class PriorityQueue<T extends PriorityQueueEntry> {
   );
   #size = 0;
   #lastPushed: Bucket<T> | undefined;
+  /** When the entry `pop` returned last was queued (the `queuedAt` it was pushed with). */
+  poppedQueuedAt = 0;
 
   get size(): number {
     return this.#size;
   }
 
-  push(entry: T): void {
+  /** Queues `entry`; `queuedAt` (a time) comes back as `poppedQueuedAt` when it is popped. */
+  push(entry: T, queuedAt = 0): void {
     const priority = entry.priority;
     let bucket = this.#lastPushed;
     if (bucket === undefined || bucket.priority !== priority || bucket.heapIndex < 0) {
@@ -56,6 +61,7 @@ export class PriorityQueue<T extends PriorityQueueEntry> {
     }
     entry.queueIndex = bucket.offset + bucket.items.length;
     bucket.items.push(entry);
+    bucket.times.push(queuedAt);
     bucket.live += 1;
     this.#size += 1;
   }
@@ -72,6 +78,7 @@ export class PriorityQueue<T extends PriorityQueueEntry> {
     if (bucket === undefined) return undefined;
     this.#skipStale(bucket);
     const entry = bucket.items[bucket.head]!;
+    this.poppedQueuedAt = bucket.times[bucket.head]!;
     bucket.items[bucket.head] = undefined;
     bucket.head += 1;
     entry.queueIndex = -1;
@@ -116,6 +123,7 @@ export class PriorityQueue<T extends PriorityQueueEntry> {
    */
   #dropConsumed(bucket: Bucket<T>): void {
     bucket.items = bucket.items.slice(bucket.head);
+    bucket.times = bucket.times.slice(bucket.head);
     bucket.offset += bucket.head;
     bucket.head = 0;
   }
@@ -123,13 +131,17 @@ export class PriorityQueue<T extends PriorityQueueEntry> {
   /** Drops consumed and removed slots, renumbering the live entries. */
   #compact(bucket: Bucket<T>): void {
     const live: T[] = [];
+    const times: number[] = [];
     for (let i = bucket.head; i < bucket.items.length; i++) {
       const entry = bucket.items[i];
-      if (entry !== undefined) live.push(entry);
+      if (entry === undefined) continue;
+      live.push(entry);
+      times.push(bucket.times[i]!);
     }
     bucket.offset += bucket.items.length;
     for (let i = 0; i < live.length; i++) live[i]!.queueIndex = bucket.offset + i;
     bucket.items = live;
+    bucket.times = times;
     bucket.head = 0;
   }
 

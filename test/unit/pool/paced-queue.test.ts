@@ -24,6 +24,15 @@ function popAll(queue: PacedQueue<Entry>): string[] {
 }
 
 describe('PacedQueue', () => {
+  it('gives back the time each entry was queued with, from whichever kind it came out of', () => {
+    const queue = new PacedQueue<Entry>();
+    const pushed = [entry('w-low', 0), entry('r-high', 2), entry('w-mid', 1), entry('r-low', 0)];
+    for (const [i, e] of pushed.entries()) queue.push(e, 100 + i);
+    const out: string[] = [];
+    for (let e = queue.pop(); e !== undefined; e = queue.pop()) out.push(`${e.name}@${queue.poppedQueuedAt}`);
+    expect(out).toEqual(['r-high@101', 'w-mid@102', 'w-low@100', 'r-low@103']);
+  });
+
   it('is empty when new: nothing to peek or pop, every size 0', () => {
     const queue = new PacedQueue<Entry>();
     expect(queue.peek()).toBeUndefined();

@@ -17,7 +17,7 @@ describe('PriorityQueue', () => {
         (spec) => {
           const queue = new PriorityQueue<Entry>();
           const entries = spec.map(([priority], seq) => ({ priority, seq, queueIndex: -1 }));
-          for (const entry of entries) queue.push(entry);
+          for (const entry of entries) queue.push(entry, entry.seq + 0.25);
           const removed = entries.filter((_, i) => spec[i]![1]);
           for (const entry of removed) expect(queue.remove(entry)).toBe(true);
           for (const entry of removed) expect(queue.remove(entry)).toBe(false);
@@ -26,11 +26,33 @@ describe('PriorityQueue', () => {
             .sort((a, b) => b.priority - a.priority || a.seq - b.seq);
           expect(queue.size).toBe(expected.length);
           const popped: Entry[] = [];
-          for (let e = queue.pop(); e !== undefined; e = queue.pop()) popped.push(e);
+          for (let e = queue.pop(); e !== undefined; e = queue.pop()) {
+            popped.push(e);
+            expect(queue.poppedQueuedAt).toBe(e.seq + 0.25);
+          }
           expect(popped).toEqual(expected);
         },
       ),
     );
+  });
+
+  it('gives back the time each entry was queued with, through compaction of removed and consumed slots', () => {
+    const queue = new PriorityQueue<Entry>();
+    const entries = Array.from({ length: 6000 }, (_, seq) => ({ priority: seq % 2, seq, queueIndex: -1 }));
+    for (const entry of entries) queue.push(entry, entry.seq * 1.5);
+    // Two thirds removed: the levels compact, renumbering what is left.
+    for (const entry of entries) if (entry.seq % 3 !== 0) queue.remove(entry);
+    const times: number[] = [];
+    const expected: number[] = [];
+    for (let e = queue.pop(); e !== undefined; e = queue.pop()) {
+      times.push(queue.poppedQueuedAt);
+      expected.push(e.seq * 1.5);
+      // Pushed while popping: consumed slots are dropped as the heads move on.
+      if (e.seq < 3000)
+        queue.push({ priority: -1, seq: e.seq + 10_000, queueIndex: -1 }, (e.seq + 10_000) * 1.5);
+    }
+    expect(times).toEqual(expected);
+    expect(times.length).toBe(2000 + 1000);
   });
 
   it('keeps working when pushes and pops interleave', () => {

@@ -1,8 +1,33 @@
-// The scheduler reuses its fulfil/reject callbacks across attempts (attempt-settlers.ts). Task code whose
-// promise misbehaves must not be able to settle an attempt twice, settle someone else's attempt, or leak a slot.
+// The scheduler reuses its records of attempts in flight, with their fulfil/reject callbacks, across attempts
+// (attempt-runner.ts). Task code whose promise misbehaves must not be able to settle an attempt twice, settle
+// someone else's attempt, or leak a slot; a context a task function keeps is its own; a free record keeps
+// no caller's task alive.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { ExecutorPool } from '../../../lib/pool/index.js';
-import { deferred, flush } from './helpers.js';
+import { ExecutorPool, type TaskContext } from '../../../lib/pool/index.js';
+import { deferred, flush, stateOf } from './helpers.js';
+
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
+
+/**
+ * Enqueues `count` tasks, each function the only holder of an object, and returns weak references to those
+ * objects. Made outside the test's async function, whose suspended frame could keep the last one.
+ */
+function enqueueHoldingTasks(
+  pool: ExecutorPool,
+  count: number,
+): { refs: WeakRef<object>[]; answers: Promise<number>[] } {
+  const refs: WeakRef<object>[] = [];
+  const answers: Promise<number>[] = [];
+  for (let i = 0; i < count; i++) {
+    const held = { items: [i] };
+    refs.push(new WeakRef(held));
+    answers.push(pool.enqueue(() => held.items.length));
+  }
+  return { refs, answers };
+}
 
 /** A Promise subclass whose `then` passes every outcome on twice, then forges a rejection (a buggy library). */
 class ChattyPromise<T> extends Promise<T> {
@@ -102,5 +127,62 @@ describe('attempt settlement', () => {
     );
     expect(await Promise.all(results)).toEqual(Array.from({ length: 3000 }, (_, i) => i));
     expect(pool.getStats()).toMatchObject({ activeCount: 0, processedCount: 3000, retryCount: 600 });
+  });
+
+  it('leaves a context a task function kept as it was, while later attempts reuse the record', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, retries: 0 });
+    let kept: TaskContext | undefined;
+    await pool.enqueue(
+      (ctx) => {
+        kept = ctx;
+        return ctx.signal.aborted;
+      },
+      { id: 'kept' },
+    );
+    const later: string[] = [];
+    for (let i = 0; i < 3; i++)
+      await pool.enqueue((ctx) => later.push(`${ctx.id}#${ctx.attempt}`), { id: `later-${i}` });
+    // The next attempt takes the same record and is aborted by stop(): the kept context is not.
+    const hanging = pool.enqueue(
+      (ctx) =>
+        new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))),
+      { id: 'hanging' },
+    );
+    await flush();
+    pool.stop();
+    await expect(hanging).rejects.toMatchObject({ name: 'PoolStoppedError' });
+    expect(later).toEqual(['later-0#1', 'later-1#1', 'later-2#1']);
+    expect({ id: kept?.id, attempt: kept?.attempt, aborted: kept?.signal.aborted }).toEqual({
+      id: 'kept',
+      attempt: 1,
+      aborted: false,
+    });
+  });
+
+  it('frees the record of a timed-out attempt only when its work settles; its late outcome answers no one', async () => {
+    const pool = new ExecutorPool({ concurrency: 1, retries: 0, timeout: 5 });
+    const late = deferred<string>();
+    const timedOut = pool.enqueue(() => late.promise);
+    await expect(timedOut).rejects.toMatchObject({ name: 'TaskTimeoutError' });
+    // The timed-out work still holds the slot (and its record): the next task waits for it.
+    const next = pool.enqueue(() => 'next');
+    expect(await stateOf(next)).toBe('pending');
+    late.resolve('late');
+    await expect(next).resolves.toBe('next');
+    expect(await Promise.all([pool.enqueue(() => 'a'), pool.enqueue(() => 'b')])).toEqual(['a', 'b']);
+    expect(pool.getStats()).toMatchObject({ activeCount: 0, processedCount: 3, errorCount: 1 });
+  });
+
+  it('keeps no answered task function alive: a free record points at no caller task', async () => {
+    const pool = new ExecutorPool({ concurrency: 2, retries: 0 });
+    const { refs, answers } = enqueueHoldingTasks(pool, 4);
+    expect(await Promise.all(answers)).toEqual([1, 1, 1, 1]);
+    await pool.drain();
+    // A WeakRef is kept alive for the rest of the job that read or made it: collect in a later one.
+    await new Promise((resolve) => setImmediate(resolve));
+    collectGarbage();
+    expect(refs.map((ref) => ref.deref() === undefined)).toEqual([true, true, true, true]);
+    // The pool is still in use: its records are reused, not the reason the tasks were collected.
+    await expect(pool.enqueue(() => 'still working')).resolves.toBe('still working');
   });
 });

@@ -1,5 +1,6 @@
-// One engine, one measurement, in its own process (spawned by bench/pool.ts through runInChild).
-// argv: <engine> <tasks> <mode: throughput | closure | heap | process | signal>
+// One engine, one measurement, in its own process (spawned by bench/pool.ts and bench/pool-closure.ts through
+// runInChild). argv: <engine> <tasks> <mode: throughput | closure | heap | process | signal>, or
+// <engine,engine,...> <tasks> interleaved <rounds> for several engines taking turns in this one process.
 import fastq from 'fastq';
 import pLimit from 'p-limit';
 import PQueue from 'p-queue';
@@ -153,28 +154,49 @@ async function throughput(): Promise<EngineResult> {
   return measured(engine, performance.now() - start);
 }
 
-/** The per-task-closure pattern: a fresh payload (and, for function-taking APIs, a fresh closure) per task. */
+/** One run of the per-task-closure pattern with a fresh `name` engine: a fresh payload (and, for function-taking APIs, a fresh closure) per task. */
+async function closureRun(name: string): Promise<EngineResult> {
+  const e = makeEngine(name);
+  const all: Promise<number>[] = new Array(tasks);
+  startCpu();
+  const start = performance.now();
+  for (let i = 0; i < tasks; i++) all[i] = e.submitPayload({ index: i });
+  const submitted = process.cpuUsage(cpuAtStart);
+  await Promise.all(all);
+  const result = measured(name, performance.now() - start);
+  result.enqueueCpuMicrosPerTask = (submitted.user + submitted.system) / tasks;
+  result.drainCpuMicrosPerTask = result.cpuMicrosPerTask - result.enqueueCpuMicrosPerTask;
+  return result;
+}
+
+/** The closure pattern in a fresh process: the engine's first 100k tasks (JIT and heap warm-up included). */
 async function closures(): Promise<EngineResult> {
   // BENCH_POOL_WARM_RUNS (default 0): that many unmeasured runs first, each with a fresh engine, so the
   // measured run sees optimised code (steady state) rather than the JIT's warm-up.
   const warmRuns = Number(process.env.BENCH_POOL_WARM_RUNS ?? 0);
-  for (let run = 0; run <= warmRuns; run++) {
-    const e = makeEngine(engine);
-    const all: Promise<number>[] = new Array(tasks);
-    const last = run === warmRuns;
-    if (last) startCpu();
-    const start = performance.now();
-    for (let i = 0; i < tasks; i++) all[i] = e.submitPayload({ index: i });
-    const submitted = process.cpuUsage(cpuAtStart);
-    await Promise.all(all);
-    if (last) {
-      const result = measured(engine, performance.now() - start);
-      result.enqueueCpuMicrosPerTask = (submitted.user + submitted.system) / tasks;
-      result.drainCpuMicrosPerTask = result.cpuMicrosPerTask - result.enqueueCpuMicrosPerTask;
-      return result;
+  for (let run = 0; run < warmRuns; run++) await closureRun(engine);
+  return closureRun(engine);
+}
+
+/**
+ * The closure pattern with every engine in this one process, taking turns: `rounds` rounds (argv after the
+ * mode), each running every engine of the comma-separated list once, the order rotated by one each round.
+ * Each run is a fresh engine. No GC is forced between runs: as in any long-lived process, a run may collect
+ * the garbage of the run before it, and the rotation spreads that over the engines. The first round runs
+ * every engine's code cold; later rounds run it as a long-lived process does.
+ */
+async function interleaved(): Promise<EngineResult[][]> {
+  const names = engine.split(',');
+  const rounds = Number(process.argv[5] ?? 5);
+  const results: EngineResult[][] = [];
+  for (let round = 0; round < rounds; round++) {
+    const runs: EngineResult[] = [];
+    for (let i = 0; i < names.length; i++) {
+      runs.push(await closureRun(names[(i + round) % names.length]!));
     }
+    results.push(runs);
   }
-  throw new Error('unreachable');
+  return results;
 }
 
 /**
@@ -255,9 +277,10 @@ async function heapPerTask(): Promise<EngineResult> {
   return result;
 }
 
-const modes: Record<string, () => Promise<EngineResult>> = {
+const modes: Record<string, () => Promise<EngineResult | EngineResult[][]>> = {
   throughput,
   closure: closures,
+  interleaved,
   heap: heapPerTask,
   process: streaming,
   signal: sharedSignal,

@@ -9,7 +9,10 @@
 // `pool-one-priority` is the same pool with every task at one priority: the gap between it and `pool` is what
 // starting queued tasks in priority order (not in the order they were allocated) costs. `pool-sorted-priority`
 // (a diagnostic) deals the same ten priorities in descending blocks, so tasks start in allocation order through
-// ten queue levels. Each run also reports its CPU per task while submitting and while draining.
+// ten queue levels. Each run also reports its CPU per task while submitting and while draining. A last step
+// measures the caller's side of priority order alone: resolving 100k promises awaited by one Promise.all in the
+// order they were made against the pool's start order, with no queue, cold (a fresh process's first run) and
+// warm (its fourth).
 // Ratios are taken per round (same load on both) and reported as median (min-max) over the rounds.
 // BENCH_POOL_ROUNDS (default 5) sets the rounds of each measure; BENCH_POOL_WARM_RUNS (default 0) adds that many
 // unmeasured runs before the measured one in each fresh process.
@@ -101,13 +104,55 @@ function targetsOf(rounds: readonly Round[]): Record<string, Spread> {
   };
 }
 
+/**
+ * The caller's side of priority order alone (no queue): 100k promises awaited by one Promise.all, resolved in
+ * the order they were made and in the pool's start order, alternated, each in a fresh process: its first run
+ * (`cold`) or its fourth (`warm`: three unmeasured runs first).
+ */
+type Order = 'allocation' | 'priority';
+async function resolveOrders(warmRuns: number): Promise<Record<Order, EngineResult[]>> {
+  const runs: Record<Order, EngineResult[]> = { allocation: [], priority: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    const orders: Order[] = round % 2 === 0 ? ['allocation', 'priority'] : ['priority', 'allocation'];
+    for (const order of orders) {
+      const args = [order, String(TASKS), 'resolve-order', String(warmRuns)];
+      runs[order].push((await runInChild<EngineResult>(script, args, NODE_ARGS)).result);
+    }
+  }
+  return runs;
+}
+
 const loadAtStart = loadavg();
 const interleaved = await sameProcess();
 const fresh = await freshProcesses();
-writeResults('pool-closure', [...rowsOf(interleaved, 'same process'), ...rowsOf(fresh, 'fresh process')], {
-  description: `${TASKS} tasks, concurrency 100, a fresh payload per task (a fresh closure where the API takes functions), one setImmediate hop of work; ${ROUNDS} rounds of each measure, engines interleaved; figures: median (min-max) over rounds`,
-  loadAverageAtStart: loadAtStart,
-  loadAverageAtEnd: loadavg(),
-  targets: { 'same process, interleaved': targetsOf(interleaved), 'fresh process per run': targetsOf(fresh) },
-  rounds: { sameProcess: interleaved, freshProcess: fresh },
-});
+const resolved = { cold: await resolveOrders(0), warm: await resolveOrders(3) };
+const resolveMs = (runs: readonly EngineResult[]) => spreadOf(runs.map((run) => run.ms));
+const callerRows: Row[] = (['cold', 'warm'] as const).flatMap((state) =>
+  (['allocation', 'priority'] as const).map((order) => ({
+    measure: `caller's side, ${state}`,
+    engine: `100k promises under Promise.all, resolved in ${order} order`,
+    'ops/s': formatSpread(spreadOf(resolved[state][order].map((run) => run.opsPerSec)), 0),
+    'CPU µs/task': formatSpread(spreadOf(resolved[state][order].map((run) => run.cpuMicrosPerTask)), 2),
+    'submit / drain CPU µs/task': `ms: ${formatSpread(resolveMs(resolved[state][order]), 1)}`,
+  })),
+);
+writeResults(
+  'pool-closure',
+  [...rowsOf(interleaved, 'same process'), ...rowsOf(fresh, 'fresh process'), ...callerRows],
+  {
+    description: `${TASKS} tasks, concurrency 100, a fresh payload per task (a fresh closure where the API takes functions), one setImmediate hop of work; ${ROUNDS} rounds of each measure, engines interleaved; figures: median (min-max) over rounds`,
+    loadAverageAtStart: loadAtStart,
+    loadAverageAtEnd: loadavg(),
+    targets: {
+      'same process, interleaved': targetsOf(interleaved),
+      'fresh process per run': targetsOf(fresh),
+    },
+    callersSide: {
+      'cold: resolving in allocation order, ms': resolveMs(resolved.cold.allocation),
+      'cold: resolving in priority order, ms': resolveMs(resolved.cold.priority),
+      'warm: resolving in allocation order, ms': resolveMs(resolved.warm.allocation),
+      'warm: resolving in priority order, ms': resolveMs(resolved.warm.priority),
+    },
+    rounds: { sameProcess: interleaved, freshProcess: fresh, resolveOrder: resolved },
+  },
+);

@@ -1,5 +1,5 @@
 // One engine, one measurement, in its own process (spawned by bench/pool.ts and bench/pool-closure.ts through
-// runInChild). argv: <engine> <tasks> <mode: throughput | closure | heap | process | signal>, or
+// runInChild). argv: <engine> <tasks> <mode: throughput | closure | heap | process | signal | resolve-order>, or
 // <engine,engine,...> <tasks> interleaved <rounds> for several engines taking turns in this one process.
 import fastq from 'fastq';
 import pLimit from 'p-limit';
@@ -277,10 +277,45 @@ async function heapPerTask(): Promise<EngineResult> {
   return result;
 }
 
+/**
+ * The caller's side of starting tasks in priority order, with no queue at all: `tasks` promises awaited by one
+ * `Promise.all`, resolved `CONCURRENCY` per event-loop turn, in the order they were made (engine
+ * `allocation`: what a FIFO queue does) or in the order this bench's scrambled priorities start them (engine
+ * `priority`: highest first, FIFO among equals). argv after the mode: unmeasured runs first (default 0).
+ */
+async function resolveOrder(): Promise<EngineResult> {
+  const warmRuns = Number(process.argv[5] ?? 0);
+  for (let run = 0; run < warmRuns; run++) await resolveOrderRun();
+  return resolveOrderRun();
+}
+
+async function resolveOrderRun(): Promise<EngineResult> {
+  const resolvers: Array<(value: number) => void> = new Array(tasks);
+  const all: Promise<number>[] = new Array(tasks);
+  const levels = Array.from({ length: 10 }, (): number[] => []);
+  for (let i = 0; i < tasks; i++) {
+    all[i] = new Promise<number>((resolve) => {
+      resolvers[i] = resolve;
+    });
+    levels[nextPriority()]!.push(i);
+  }
+  const waited = Promise.all(all);
+  const order = engine === 'priority' ? levels.reverse().flat() : Array.from({ length: tasks }, (_, i) => i);
+  startCpu();
+  const start = performance.now();
+  for (let first = 0; first < tasks; first += CONCURRENCY) {
+    for (let i = first; i < Math.min(first + CONCURRENCY, tasks); i++) resolvers[order[i]!]!(i);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await waited;
+  return measured(`resolve in ${engine} order`, performance.now() - start);
+}
+
 const modes: Record<string, () => Promise<EngineResult | EngineResult[][]>> = {
   throughput,
   closure: closures,
   interleaved,
+  'resolve-order': resolveOrder,
   heap: heapPerTask,
   process: streaming,
   signal: sharedSignal,

@@ -69,6 +69,7 @@ function typeCheck(app: string, file: string): { output: string; status: number 
 let bare: string;
 let ingestApp: string;
 let semaphoreApp: string;
+let localApp: string;
 
 beforeAll(() => {
   scratch = mkdtempSync(join(tmpdir(), 's3-ingest-consumer-'));
@@ -132,6 +133,25 @@ beforeAll(() => {
       ...pinnedPeers(['@aws-sdk/client-dynamodb']),
     ],
     semaphoreApp,
+  );
+  // A test suite on the embedded stack: the tarball plus exactly the peers the README lists for s3-ingest/local.
+  localApp = join(scratch, 'local');
+  mkdirSync(localApp);
+  writeFileSync(
+    join(localApp, 'package.json'),
+    JSON.stringify({ name: 'local-app', private: true, type: 'module' }),
+  );
+  run(
+    'npm',
+    [
+      'install',
+      '--omit=dev',
+      '--prefer-offline',
+      '--no-package-lock',
+      tarball,
+      ...pinnedPeers(['@aws-sdk/client-s3', '@aws-sdk/client-dynamodb', 'fauxqs', 'dynalite']),
+    ],
+    localApp,
   );
 }, 300_000);
 
@@ -284,6 +304,38 @@ describe('entry points with the peers the README lists', () => {
     );
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
+  });
+});
+
+describe('s3-ingest/local with the peers the README lists', () => {
+  it('starts the embedded stack, provisions it and answers on it', () => {
+    writeFileSync(
+      join(localApp, 'stack.mjs'),
+      [
+        "import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';",
+        "import { ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';",
+        "import { provisionLocal, startLocalAws } from 's3-ingest/local';",
+        'const aws = await startLocalAws();',
+        'try {',
+        '  const resources = await provisionLocal({ endpoints: aws.endpoints });',
+        '  const s3 = new S3Client(aws.clientConfig.s3);',
+        '  const sqs = new SQSClient(aws.clientConfig.sqs);',
+        '  await s3.send(new HeadBucketCommand({ Bucket: resources.bucket }));',
+        '  const { QueueUrls = [] } = await sqs.send(new ListQueuesCommand({}));',
+        '  s3.destroy();',
+        '  sqs.destroy();',
+        '  console.log(JSON.stringify({ queues: QueueUrls.includes(resources.queueUrl), table: resources.tableName }));',
+        '} finally {',
+        '  await aws.stop();',
+        '}',
+      ].join('\n'),
+    );
+    const ran = spawnSync(NODE, ['stack.mjs'], { cwd: localApp, encoding: 'utf8', timeout: 60_000 });
+    expect(ran.stderr).toBe('');
+    expect(ran.status).toBe(0);
+    const { queues, table } = JSON.parse(ran.stdout) as { queues: boolean; table: string };
+    expect(queues).toBe(true);
+    expect(table.length).toBeGreaterThan(0);
   });
 });
 

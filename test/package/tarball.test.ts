@@ -26,7 +26,7 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
 }
 
 /** The optional peers at the versions package.json pins. */
-function pinnedPeers(names: string[]): string[] {
+function pinnedPeers(names: readonly string[]): string[] {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
     peerDependencies: Record<string, string>;
   };
@@ -82,22 +82,25 @@ beforeAll(() => {
   }>;
   const tarball = join(packDir, (packed[0] as { filename: string }).filename);
   files = (packed[0] as { files: Array<{ path: string }> }).files.map((f) => f.path);
-  const app = join(scratch, 'app');
-  mkdirSync(app);
-  writeFileSync(
-    join(app, 'package.json'),
-    JSON.stringify({ name: 'producer-app', private: true, type: 'module' }),
-  );
-  run('npm', ['install', '--omit=dev', '--prefer-offline', '--no-package-lock', tarball], app);
-  bare = app;
-  // A Lambda-side project: the tarball plus exactly the peers the README lists for s3-ingest/ingest.
-  ingestApp = join(scratch, 'ingest');
-  mkdirSync(ingestApp);
-  writeFileSync(
-    join(ingestApp, 'package.json'),
-    JSON.stringify({ name: 'ingest-app', private: true, type: 'module' }),
-  );
-  const ingestPeers = pinnedPeers([
+  /** A consumer project named `name`: the tarball plus `peers` (pinned as package.json pins them), nothing else. */
+  const project = (name: string, peers: readonly string[]): string => {
+    const dir = join(scratch, name);
+    mkdirSync(dir);
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: `${name}-consumer`, private: true, type: 'module' }),
+    );
+    run(
+      'npm',
+      ['install', '--omit=dev', '--prefer-offline', '--no-package-lock', tarball, ...pinnedPeers(peers)],
+      dir,
+    );
+    return dir;
+  };
+  // A producer: no optional peers.
+  bare = project('app', []);
+  // A Lambda-side project: exactly the peers the README lists for s3-ingest/ingest.
+  ingestApp = project('ingest', [
     '@aws-sdk/client-s3',
     '@smithy/core',
     '@smithy/node-http-handler',
@@ -110,49 +113,10 @@ beforeAll(() => {
     '@aws-lambda-powertools/logger',
     '@aws-lambda-powertools/metrics',
   ]);
-  run(
-    'npm',
-    ['install', '--omit=dev', '--prefer-offline', '--no-package-lock', tarball, ...ingestPeers],
-    ingestApp,
-  );
-  // A service booking a prefix's writes: the tarball plus the one peer the README lists for s3-ingest/semaphore.
-  semaphoreApp = join(scratch, 'semaphore');
-  mkdirSync(semaphoreApp);
-  writeFileSync(
-    join(semaphoreApp, 'package.json'),
-    JSON.stringify({ name: 'budget-app', private: true, type: 'module' }),
-  );
-  run(
-    'npm',
-    [
-      'install',
-      '--omit=dev',
-      '--prefer-offline',
-      '--no-package-lock',
-      tarball,
-      ...pinnedPeers(['@aws-sdk/client-dynamodb']),
-    ],
-    semaphoreApp,
-  );
-  // A test suite on the embedded stack: the tarball plus exactly the peers the README lists for s3-ingest/local.
-  localApp = join(scratch, 'local');
-  mkdirSync(localApp);
-  writeFileSync(
-    join(localApp, 'package.json'),
-    JSON.stringify({ name: 'local-app', private: true, type: 'module' }),
-  );
-  run(
-    'npm',
-    [
-      'install',
-      '--omit=dev',
-      '--prefer-offline',
-      '--no-package-lock',
-      tarball,
-      ...pinnedPeers(['@aws-sdk/client-s3', '@aws-sdk/client-dynamodb', 'fauxqs', 'dynalite']),
-    ],
-    localApp,
-  );
+  // A service booking a prefix's writes: the one peer the README lists for s3-ingest/semaphore.
+  semaphoreApp = project('semaphore', ['@aws-sdk/client-dynamodb']);
+  // A test suite on the embedded stack: exactly the peers the README lists for s3-ingest/local.
+  localApp = project('local', ['@aws-sdk/client-s3', '@aws-sdk/client-dynamodb', 'fauxqs', 'dynalite']);
 }, 300_000);
 
 afterAll(() => {

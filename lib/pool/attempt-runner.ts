@@ -61,17 +61,17 @@ export class AttemptRunner {
 
   /** Calls the task's function for `attempt` and watches what it returns. */
   invoke(attempt: Attempt): void {
-    let result: unknown;
+    let work: Promise<unknown>;
     try {
-      result = attempt.task.fn(attempt.context);
+      // Promise.resolve returns a native promise as is and adopts anything else (a value, a thenable, a
+      // Promise subclass) the way `await` does, so its own `then` runs later, at most once, and a throw from
+      // it rejects the attempt. It reads a native promise's `constructor`, which can throw too.
+      work = Promise.resolve(attempt.task.fn(attempt.context));
     } catch (error) {
       // Settle asynchronously like a rejected promise, so a synchronous thrower cannot recurse through pump.
-      result = Promise.reject(error);
+      work = Promise.reject(error);
     }
-    // Promise.resolve returns a native promise as is and adopts anything else (a value, a thenable, a Promise
-    // subclass) the way `await` does, so its own `then` runs later, at most once, and a throw from it rejects
-    // the attempt.
-    promiseThen.call(Promise.resolve(result), attempt.fulfilled, attempt.rejected);
+    promiseThen.call(work, attempt.fulfilled, attempt.rejected);
   }
 
   /** `attempt`'s work settled: off the timer and the running list. */

@@ -39,6 +39,7 @@ export type PoolListener<K extends PoolEventName> = (payload: PoolEvents[K]) => 
  */
 export class PoolEventEmitter {
   readonly #listeners: { [K in PoolEventName]?: PoolListener<K>[] } = {};
+  #count = 0;
   readonly has: Record<PoolEventName, boolean> = {
     'pool:taskQueued': false,
     'pool:taskStarted': false,
@@ -54,6 +55,7 @@ export class PoolEventEmitter {
     // Copy on write: emitting iterates a snapshot even if a listener unsubscribes itself.
     (this.#listeners as Record<K, PoolListener<K>[]>)[event] = [...list, listener];
     this.has[event] = true;
+    this.#count += 1;
   }
 
   off<K extends PoolEventName>(event: K, listener: PoolListener<K>): void {
@@ -64,6 +66,12 @@ export class PoolEventEmitter {
     const next = list.filter((_, i) => i !== index);
     (this.#listeners as Record<K, PoolListener<K>[]>)[event] = next;
     this.has[event] = next.length > 0;
+    this.#count -= 1;
+  }
+
+  /** Whether any event has a listener: listener code may run (and take time) inside the pool's steps. */
+  get listening(): boolean {
+    return this.#count > 0;
   }
 
   listenerCount(event: PoolEventName): number {

@@ -446,8 +446,11 @@ export class ExecutorPool {
     const now = performance.now();
     this.#release(attempt, now);
     // Timed out or aborted before it settled: no answer came, so its duration is a stall, not the latency a
-    // rest keeps the rate by (a 2 s timeout at 0.42 would rest 2.7 s more and idle a busy lease).
+    // rest keeps the rate by (a 2 s timeout at 0.42 would rest 2.7 s more and idle a busy lease). The rest
+    // starts before the outcome is handled: a task a listener starts, or a retry with no delay, finds the
+    // slot resting.
     const answered = !attempt.detached;
+    if (answered && this.#rests.resting) this.#rests.rest(now - attempt.startedAt, now);
     if (answered) {
       // Stryker disable next-line BooleanLiteral: a settled attempt is off the running list and the timer: nothing reads its flag again
       attempt.detached = true;
@@ -464,14 +467,14 @@ export class ExecutorPool {
     // The budget hands the freed slot to a waiting pool before this pool competes for it again; only now,
     // once the breaker has seen this outcome, so a failure that opens it also stops the next queued task.
     this.#member?.release();
-    if (answered && this.#rests.resting) this.#rests.rest(now - attempt.startedAt, now);
-    this.#pump(now);
+    // Listeners ran above, for as long as they took: the next start is dated after them, not before.
+    this.#pump(this.#events.listening ? -1 : now);
   }
 
   #attemptFailed(attempt: Attempt, error: unknown, durationMs: number): void {
     const task = attempt.task;
     this.#metrics.attemptFinished(durationMs, error);
-    const retryable = isRetryableError(error, this.#options.retryableErrors);
+    const retryable = this.#isRetryable(error);
     this.#breaker?.record(retryable, attempt.probe, performance.now());
     const allowed = task.extras?.retries ?? this.#options.retries;
     const willRetry =
@@ -492,8 +495,21 @@ export class ExecutorPool {
         paced: task.paced,
       });
     }
-    if (willRetry) this.#scheduleRetry(task, error, attempt.attempt);
-    else if (task.state === RUNNING) this.#failTask(task, error);
+    // A listener may have answered the task's caller (its abort, or `stop()`): then nothing more is done.
+    if (task.state !== RUNNING) return;
+    if (!willRetry) this.#failTask(task, error);
+    // Stopped by a listener: the task would have waited out its backoff, which `stop()` ends with this error.
+    else if (this.#stopped) this.#failTask(task, new PoolStoppedError());
+    else this.#scheduleRetry(task, error, attempt.attempt);
+  }
+
+  /** The retry policy's verdict; an error that throws when read (a getter, a revoked Proxy) is not retryable. */
+  #isRetryable(error: unknown): boolean {
+    try {
+      return isRetryableError(error, this.#options.retryableErrors);
+    } catch {
+      return false;
+    }
   }
 
   #scheduleRetry(task: Task, error: unknown, attempt: number): void {
@@ -502,6 +518,12 @@ export class ExecutorPool {
     task.extras!.current = undefined;
     if (this.#events.has['pool:taskRetry']) {
       this.#events.emit('pool:taskRetry', { id: task.id, attempt, error, delayMs });
+      // As in #attemptFailed: a listener's abort answered the caller, a listener's stop() ends the wait.
+      if (task.state !== RUNNING) return;
+      if (this.#stopped) {
+        this.#failTask(task, new PoolStoppedError());
+        return;
+      }
     }
     task.state = BACKOFF;
     this.#retryWaits.wait(task, delayMs, performance.now());

@@ -170,7 +170,13 @@ function summary(h: Histogram): Quantiles & { mean: number; max: number; count: 
 
 function errorName(error: unknown): string {
   if (error !== null && typeof error === 'object') {
-    const name = (error as { name?: unknown }).name;
+    let name: unknown;
+    try {
+      name = (error as { name?: unknown }).name;
+    } catch {
+      // A getter that throws (a revoked Proxy, a buggy library's error) must not stop the pool.
+      return typeof error;
+    }
     if (typeof name === 'string' && name.length > 0) return name;
   }
   return typeof error;

@@ -39,8 +39,8 @@ export class AttemptRunner {
   }
 
   /**
-   * Starts attempt number `task.attempts` of `task`: it holds a slot from now on (on the running list, and
-   * on the timer when `timeoutMs` is finite), and its function is called.
+   * Starts attempt number `task.attempts` of `task`: from now on it holds a slot (on the running list, and
+   * on the timer when `timeoutMs` is finite). `invoke` then calls its function.
    */
   start(task: Task, now: number, queuedAt: number, probe: boolean, timeoutMs: number): Attempt {
     const context = new AttemptContext(task, task.attempts);

@@ -450,8 +450,8 @@ export class ExecutorPool {
     // starts before the outcome is handled: a task a listener starts, or a retry with no delay, finds the
     // slot resting.
     const answered = !attempt.detached;
-    if (answered && this.#rests.resting) this.#rests.rest(now - attempt.startedAt, now);
     if (answered) {
+      if (this.#rests.resting) this.#rests.rest(now - attempt.startedAt, now);
       // Stryker disable next-line BooleanLiteral: a settled attempt is off the running list and the timer: nothing reads its flag again
       attempt.detached = true;
       const task = attempt.task;

@@ -9,13 +9,15 @@
 // `pool-one-priority` is the same pool with every task at one priority: the gap between it and `pool` is what
 // starting queued tasks in priority order (not in the order they were allocated) costs. `pool-sorted-priority`
 // (a diagnostic) deals the same ten priorities in descending blocks, so tasks start in allocation order through
-// ten queue levels. Each run also reports its CPU per task while submitting and while draining. A last step
-// measures the caller's side of priority order alone: resolving 100k promises awaited by one Promise.all in the
-// order they were made against the pool's start order, with no queue, cold (a fresh process's first run) and
-// warm (its fourth).
+// ten queue levels. `floor` (bench/pool/floor-pool.ts) is the least a priority-honouring pool does per task, with
+// the same scrambled priorities and no features: its ratio to fastq bounds what the pool can reach here. Each
+// run also reports its CPU per task while submitting and while draining. A last step measures the caller's side
+// of priority order alone: resolving 100k promises awaited by one Promise.all in the order they were made
+// against the pool's start order, with no queue, cold (a fresh process's first run) and warm (its fourth).
 // Ratios are taken per round (same load on both) and reported as median (min-max) over the rounds.
-// BENCH_POOL_ROUNDS (default 5) sets the rounds of each measure; BENCH_POOL_WARM_RUNS (default 0) adds that many
-// unmeasured runs before the measured one in each fresh process.
+// BENCH_POOL_SAME_PROCESS_ROUNDS (default 11) sets the rounds of the same-process measure, BENCH_POOL_ROUNDS
+// (default 5) those of the others; BENCH_POOL_WARM_RUNS (default 0) adds that many unmeasured runs before the
+// measured one in each fresh process.
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { EngineResult } from './pool/engine.js';
@@ -24,10 +26,23 @@ import { type Row, writeResults } from './support/report.js';
 import { formatSpread, type Spread, spreadOf } from './support/stats.js';
 
 const ROUNDS = Number(process.env.BENCH_POOL_ROUNDS ?? 5);
+/**
+ * Rounds of the same-process measure. Its runs are short (a fifth of a second warm) and its per-round ratios swing
+ * about 0.6x-1.8x with which run pays for collecting the garbage of the one before, so it takes more rounds than
+ * the fresh-process measure for a median that holds from one run of the bench to the next.
+ */
+const SAME_PROCESS_ROUNDS = Number(process.env.BENCH_POOL_SAME_PROCESS_ROUNDS ?? 11);
 const TASKS = 100_000;
 const NODE_ARGS = ['--expose-gc', '--max-old-space-size=4096'];
 const script = fileURLToPath(new URL('./pool/engine.ts', import.meta.url));
-const engines = ['pool', 'fastq', 'p-queue-priority', 'pool-one-priority', 'pool-sorted-priority'] as const;
+const engines = [
+  'pool',
+  'fastq',
+  'p-queue-priority',
+  'pool-one-priority',
+  'pool-sorted-priority',
+  'floor',
+] as const;
 type Engine = (typeof engines)[number];
 type Round = Record<Engine, EngineResult>;
 
@@ -35,10 +50,10 @@ function byEngine(runs: readonly EngineResult[]): Round {
   return Object.fromEntries(runs.map((run) => [run.engine, run])) as Round;
 }
 
-function progress(label: string, round: number, r: Round): void {
+function progress(label: string, round: number, rounds: number, r: Round): void {
   const vs = (a: Engine, b: Engine) => (r[a].opsPerSec / r[b].opsPerSec).toFixed(2);
   process.stderr.write(
-    `  ${label} round ${round + 1}/${ROUNDS}: pool/fastq ${vs('pool', 'fastq')}x, pool/p-queue(priority) ${vs('pool', 'p-queue-priority')}x, one priority/fastq ${vs('pool-one-priority', 'fastq')}x (load ${loadavg()[0]})\n`,
+    `  ${label} round ${round + 1}/${rounds}: pool/fastq ${vs('pool', 'fastq')}x, pool/p-queue(priority) ${vs('pool', 'p-queue-priority')}x, one priority/fastq ${vs('pool-one-priority', 'fastq')}x, floor/fastq ${vs('floor', 'fastq')}x (load ${loadavg()[0]})\n`,
   );
 }
 
@@ -46,11 +61,11 @@ function progress(label: string, round: number, r: Round): void {
 async function sameProcess(): Promise<Round[]> {
   const { result } = await runInChild<EngineResult[][]>(
     script,
-    [engines.join(','), String(TASKS), 'interleaved', String(ROUNDS)],
+    [engines.join(','), String(TASKS), 'interleaved', String(SAME_PROCESS_ROUNDS)],
     NODE_ARGS,
   );
   const rounds = result.map(byEngine);
-  rounds.forEach((round, i) => progress('same process', i, round));
+  rounds.forEach((round, i) => progress('same process', i, SAME_PROCESS_ROUNDS, round));
   return rounds;
 }
 
@@ -69,7 +84,7 @@ async function freshProcesses(): Promise<Round[]> {
       runs.push(result);
     }
     rounds.push(byEngine(runs));
-    progress('fresh process', round, rounds[round]!);
+    progress('fresh process', round, ROUNDS, rounds[round]!);
   }
   return rounds;
 }
@@ -101,6 +116,7 @@ function targetsOf(rounds: readonly Round[]): Record<string, Spread> {
     ),
     'pool with one priority / fastq ops/s': ratio(rounds, 'pool-one-priority', 'fastq'),
     'pool with priorities in start order / fastq ops/s': ratio(rounds, 'pool-sorted-priority', 'fastq'),
+    'floor (a featureless priority pool) / fastq ops/s': ratio(rounds, 'floor', 'fastq'),
   };
 }
 
@@ -140,7 +156,7 @@ writeResults(
   'pool-closure',
   [...rowsOf(interleaved, 'same process'), ...rowsOf(fresh, 'fresh process'), ...callerRows],
   {
-    description: `${TASKS} tasks, concurrency 100, a fresh payload per task (a fresh closure where the API takes functions), one setImmediate hop of work; ${ROUNDS} rounds of each measure, engines interleaved; figures: median (min-max) over rounds`,
+    description: `${TASKS} tasks, concurrency 100, a fresh payload per task (a fresh closure where the API takes functions), one setImmediate hop of work; ${SAME_PROCESS_ROUNDS} rounds in one process and ${ROUNDS} of fresh processes, engines interleaved; figures: median (min-max) over rounds`,
     loadAverageAtStart: loadAtStart,
     loadAverageAtEnd: loadavg(),
     targets: {

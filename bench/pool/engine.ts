@@ -6,6 +6,7 @@ import pLimit from 'p-limit';
 import PQueue from 'p-queue';
 import { ExecutorPool, processWithPool } from '../../lib/pool/index.js';
 import { reportToParent } from '../support/child.js';
+import { FloorPool } from './floor-pool.js';
 
 export interface EngineResult {
   engine: string;
@@ -89,6 +90,15 @@ function makeEngine(name: string): Engine {
         submit: (fn) => pool.enqueue(fn, { priority: nextPriority() }),
         submitPayload: (payload) =>
           pool.enqueue(() => op(payload), { priority: 9 - Math.floor((payload.index * 10) / tasks) }),
+      };
+    }
+    case 'floor': {
+      // The least a priority-honouring pool does per task (floor-pool.ts), with the same scrambled priorities:
+      // its ratio to fastq bounds what the pool can reach in this pattern with its features on.
+      const pool = new FloorPool(CONCURRENCY);
+      return {
+        submit: (fn) => pool.enqueue(fn, nextPriority()),
+        submitPayload: (payload) => pool.enqueue(() => op(payload), nextPriority()),
       };
     }
     case 'fastq': {

@@ -4,7 +4,11 @@ import { type BuiltApp, buildApp } from '../../infra/build-app.js';
 import { DASHBOARD_WIDGETS, type DashboardMetric } from '../../lib/ingest/dashboard-widgets.js';
 import { INGEST_METRIC_CATALOGUE } from '../../lib/ingest/metric-names.js';
 import { DashboardState } from '../../lib/local/dashboard/dashboard-state.js';
+import { fileTempDirs } from '../support/temp-dir.js';
 import { cdkJsonContext, withDeploySettings } from './cdk-context.js';
+
+/** Where each app synthesizes (CDK's default is a new directory under the OS's temp directory per app). */
+const appOutdir = fileTempDirs('cdk');
 
 /** One plotted line, as both sides can state it: where it is read, which metric, which statistic, its label. */
 interface Line {
@@ -31,6 +35,7 @@ let built: BuiltApp;
 let widgets: BodyWidget[];
 beforeAll(() => {
   built = buildApp({
+    outdir: appOutdir(),
     envName: 'dev',
     context: { ...withDeploySettings(cdkJsonContext()), 'aws:cdk:bundling-stacks': [] },
     builtinCloudFormationValidation: false,

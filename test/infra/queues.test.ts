@@ -5,7 +5,11 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { type BuiltApp, buildApp } from '../../infra/build-app.js';
 import { EnvironmentConfigError } from '../../infra/config.js';
 import { parseSourceTenants } from '../../lib/ingest/source-tenants.js';
+import { fileTempDirs } from '../support/temp-dir.js';
 import { cdkJsonContext, withDeploySettings } from './cdk-context.js';
+
+/** Where each app synthesizes (CDK's default is a new directory under the OS's temp directory per app). */
+const appOutdir = fileTempDirs('cdk');
 
 interface CfnResource {
   Type: string;
@@ -32,6 +36,7 @@ function build(patch: Record<string, unknown>, envName: 'dev' | 'staging' = 'dev
   const context = withDeploySettings(cdkJsonContext());
   const environments = context.environments as Record<string, Record<string, unknown>>;
   return buildApp({
+    outdir: appOutdir(),
     envName,
     context: {
       ...context,

@@ -13,7 +13,11 @@ import {
   INGEST_CATALOGUE_METRIC_NAMES,
   type IngestCatalogueMetricName,
 } from '../../lib/ingest/metric-names.js';
+import { fileTempDirs } from '../support/temp-dir.js';
 import { cdkJsonContext, TEST_PAGE_EMAIL, TEST_TICKET_EMAIL, withDeploySettings } from './cdk-context.js';
+
+/** Where each app synthesizes (CDK's default is a new directory under the OS's temp directory per app). */
+const appOutdir = fileTempDirs('cdk');
 
 const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 type EnvName = (typeof ENVIRONMENTS)[number];
@@ -51,6 +55,7 @@ function testApp(
   context: Record<string, unknown> = withDeploySettings(cdkJsonContext()),
 ): BuiltApp {
   return buildApp({
+    outdir: appOutdir(),
     envName,
     context: bundle ? context : { ...context, 'aws:cdk:bundling-stacks': [] },
     builtinCloudFormationValidation: false,

@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type MessageAttributeValue, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../../lib/cli/main.js';
+import { testTempDir } from '../../support/temp-dir.js';
 import { captureIo } from './capture-io.js';
 import { testSqs } from './sqs-queue.js';
 
@@ -42,7 +42,7 @@ describe('dlq export and import', () => {
     const dlq = await queue('dlq');
     const ingest = await ingestFor(dlq.arn);
     const original = await moveToDlq(ingest.url, '{"op":"upsert"}', own);
-    const file = join(mkdtempSync(join(tmpdir(), 'dlq-roundtrip-')), 'out.ndjson');
+    const file = join(testTempDir('dlq-roundtrip'), 'out.ndjson');
     const exported = await run(['export', '--dlq-url', dlq.url, file, '--purge', '--yes']);
     expect(exported.code).toBe(0);
     const [line] = readFileSync(file, 'utf8')
@@ -84,7 +84,7 @@ describe('dlq export and import', () => {
     const beta = await ingestFor(dlq.arn);
     await moveToDlq(alpha.url, 'a', {});
     await moveToDlq(beta.url, 'b', {});
-    const dir = mkdtempSync(join(tmpdir(), 'dlq-import-'));
+    const dir = testTempDir('dlq-import');
     const file = join(dir, 'both.ndjson');
     expect((await run(['export', '--dlq-url', dlq.url, file])).code).toBe(0);
     const r = await run(['import', file, '--to', beta.url]);

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   CreateQueueCommand,
@@ -13,6 +12,7 @@ import {
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../../lib/cli/main.js';
 import { localClientConfig } from '../../support/local-aws.js';
+import { testTempDir } from '../../support/temp-dir.js';
 import { captureIo } from './capture-io.js';
 
 const sqs = new SQSClient(localClientConfig('sqs'));
@@ -298,7 +298,7 @@ describe('s3-ingest dlq redrive', () => {
 describe('s3-ingest dlq export', () => {
   it('writes every message as NDJSON and keeps them in the queue', async () => {
     const url = await mixedQueue();
-    const file = join(mkdtempSync(join(tmpdir(), 'dlq-export-')), 'out.ndjson');
+    const file = join(testTempDir('dlq-export'), 'out.ndjson');
     const r = await run(['export', '--dlq-url', url, file]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('exported 6 message(s)');
@@ -321,7 +321,7 @@ describe('s3-ingest dlq export', () => {
 
   it('purges exactly the exported messages after writing the file, with --purge --yes', async () => {
     const url = await mixedQueue();
-    const file = join(mkdtempSync(join(tmpdir(), 'dlq-export-')), 'rejected.ndjson');
+    const file = join(testTempDir('dlq-export'), 'rejected.ndjson');
     const r = await run([
       'export',
       '--dlq-url',
@@ -343,7 +343,7 @@ describe('s3-ingest dlq export', () => {
 
   it('does not purge without confirmation, and never overwrites an earlier export', async () => {
     const url = await mixedQueue();
-    const dir = mkdtempSync(join(tmpdir(), 'dlq-export-'));
+    const dir = testTempDir('dlq-export');
     const piped = await run(['export', '--dlq-url', url, join(dir, 'a.ndjson'), '--purge']);
     expect(piped.code).toBe(64);
     expect(piped.stdout).toContain('still in the queue');

@@ -2,7 +2,6 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,6 +9,7 @@ import type { CliIo } from '../../../lib/cli/io.js';
 import { SERVE_READY } from '../../../lib/cli/local-serve.js';
 import { main } from '../../../lib/cli/main.js';
 import { Producer } from '../../../lib/index.js';
+import { testTempDir } from '../../support/temp-dir.js';
 import { exportedEnv, watchOutput } from './serve-output.js';
 
 let child: ChildProcess | undefined;
@@ -87,8 +87,11 @@ describe('s3-ingest local --serve', () => {
 
     // Two sends: a record, then an explicit-id insert of other content on it, which the handler dead-letters
     // (record-exists). (An update of a missing record would be kept pending, not dead-lettered: issue 15.)
+    const sends = testTempDir('serve-sends');
+    let sendCount = 0;
     const sendLine = async (write: object) => {
-      const file = join(tmpdir(), `serve-${process.pid}-${Date.now()}-${Math.random()}.ndjson`);
+      sendCount += 1;
+      const file = join(sends, `${sendCount}.ndjson`);
       writeFileSync(file, JSON.stringify(write));
       const sendArgs = printedArgs(banner, 'send').map((a) => (a === 'writes.ndjson' ? file : a));
       const sent = await run(sendArgs, env);

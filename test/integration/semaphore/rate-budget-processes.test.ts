@@ -6,17 +6,19 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoRateBudget } from '../../../lib/semaphore/index.js';
+import { fileTempDir } from '../../support/temp-dir.js';
 import { dynamoBackend, overlapping, peakSlots, slotsOf } from './support/budget.js';
 import type { BookedSlots, RateWorkerConfig, RateWorkerMessage } from './support/rate-budget-worker.js';
 import { bundleWorker, startWorker, type Worker } from './support/workers.js';
 
 const backend = dynamoBackend();
+const workerDir = fileTempDir('rate-budget-worker');
 let bundle: string;
 const started: Worker<RateWorkerMessage>[] = [];
 
 beforeAll(async () => {
   const source = fileURLToPath(new URL('./support/rate-budget-worker.ts', import.meta.url));
-  [, bundle] = await Promise.all([backend.setup(), bundleWorker(source)]);
+  [, bundle] = await Promise.all([backend.setup(), bundleWorker(workerDir, source)]);
 });
 
 afterEach(async () => {

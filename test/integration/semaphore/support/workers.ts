@@ -1,7 +1,5 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -10,12 +8,12 @@ import type { RateWorkerConfig, RateWorkerMessage } from './rate-budget-worker.j
 const rateBudgetWorker = fileURLToPath(new URL('./rate-budget-worker.ts', import.meta.url));
 
 /**
- * Bundles the worker (the real lib code and SDK) into one ESM file, once per test file. A bundled worker
- * starts with about 40% of the CPU of `node --import tsx worker.ts`, which matters when several processes
- * start at once on a 2-core machine.
+ * Bundles the worker (the real lib code and SDK) into one ESM file in `dir` (the test file's own, which it
+ * removes), once per test file. A bundled worker starts with about 40% of the CPU of
+ * `node --import tsx worker.ts`, which matters when several processes start at once on a 2-core machine.
  */
-export async function bundleWorker(source = rateBudgetWorker): Promise<string> {
-  const outfile = join(mkdtempSync(join(tmpdir(), 'rate-budget-worker-')), 'worker.mjs');
+export async function bundleWorker(dir: string, source = rateBudgetWorker): Promise<string> {
+  const outfile = join(dir, 'worker.mjs');
   await build({
     entryPoints: [source],
     outfile,

@@ -1,7 +1,7 @@
 // `s3-ingest dlq export` and `dlq import` on an in-memory SQS and an injected clock: every attribute kept and
 // restored, only a new file written, purge only when confirmed, import checks the whole file first, sends
 // only what came from --to, paced, and says what it left.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
@@ -22,7 +22,8 @@ beforeEach(() => {
   fake.current = sqs;
   sqs.queues.set(queueUrl('dlq'), []);
   sqs.queues.set(queueUrl('ingest'), []);
-  dir = mkdtempSync(join(tmpdir(), 'dlq-unit-'));
+  dir = mkdtempSync(join(tmpdir(), 's3-ingest-dlq-unit-'));
+  return () => rmSync(dir, { recursive: true, force: true });
 });
 
 const exportTo = (argv: string[], options: { terminalAnswer?: string } = {}) =>

@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { testSources } from './test-sources.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const TEST_DIR = join(ROOT, 'test');
@@ -28,14 +29,6 @@ function weakRejections(file: string, source: string): string[] {
     found.push(`${file}:${line}: ${form}`);
   }
   return found;
-}
-
-function testSources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return testSources(path);
-    return /\.(ts|mts|js|mjs)$/.test(entry.name) ? [path] : [];
-  });
 }
 
 describe('rejection assertions in test/', () => {

@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { testSources } from './test-sources.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const TEST_DIR = join(ROOT, 'test');
@@ -19,14 +20,6 @@ function leavesTempFiles(source: string): boolean {
 /** A CDK `App` (infra/build-app.ts) built with no `outdir` makes a `cdk.out*` directory under the OS's temp directory. */
 function buildsAppWithoutOutdir(source: string): boolean {
   return /infra\/build-app\.js'/.test(source) && /\bbuildApp\(\{/.test(source) && !/\boutdir\b/.test(source);
-}
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sources(path);
-    return /\.(ts|mts|js|mjs)$/.test(entry.name) ? [path] : [];
-  });
 }
 
 describe('temporary files made by tests', () => {
@@ -47,7 +40,7 @@ describe('temporary files made by tests', () => {
   });
 
   it('are all removed by the file that makes them', () => {
-    const offenders = sources(TEST_DIR)
+    const offenders = testSources(TEST_DIR)
       .map((path) => relative(ROOT, path))
       .filter((path) => path !== SELF)
       .filter((path) => {

@@ -45,7 +45,8 @@ export async function launchChromium(size = { width: 1400, height: 1000 }): Prom
       `--window-size=${size.width},${size.height}`,
       'about:blank',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    // Chromium's own temporary files (org.chromium.Chromium.*) go under the profile, removed with it.
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TMPDIR: profile } },
   );
   const cleanup = () => rmSync(profile, { recursive: true, force: true });
   try {

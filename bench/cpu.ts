@@ -9,13 +9,17 @@
 //    and emulator), its SQS client (`createLocalSqsClient`) and the SDK's default one taking turns
 //    (bench/cpu/sqs-traffic.ts).
 // BENCH_CPU_MESSAGES (default 20000) sets N; BENCH_CPU_E2E_RUNS (default 3) the end-to-end runs and
-// BENCH_CPU_ROUNDS (default 3) the split runs (median, min-max).
+// BENCH_CPU_ROUNDS (default 3) the split runs (median, min-max). BENCH_CPU_BASELINE=<git ref> (default unset)
+// checks that commit out beside this tree (bench/support/baseline-worktree.ts, `npm ci` in it) and runs its
+// end to end with this tree's, taking turns, the order swapped each round: the ratio per round is the figure
+// a shared machine cannot move, where an absolute CPU time moves by a third between sittings.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CpuEngineResult } from './cpu/engine.js';
 import type { SqsTrafficResult } from './cpu/sqs-traffic.js';
+import { type BaselineWorktree, checkoutBaseline } from './support/baseline-worktree.js';
 import { runInChild } from './support/child.js';
 import { summarizeCpuProfile } from './support/cpu-profile.js';
 import { type Row, writeResults } from './support/report.js';
@@ -37,7 +41,8 @@ function childrenCpuMs(): number {
   return (Number(fields[13]) + Number(fields[14])) * 10;
 }
 
-function endToEnd(): Promise<{ cpuMs: number; wallMs: number }> {
+/** One end-to-end run of the command in `cwd` (this tree, or a baseline's checkout). */
+function endToEnd(cwd = process.cwd()): Promise<{ cpuMs: number; wallMs: number }> {
   const before = childrenCpuMs();
   const started = performance.now();
   const cli = [
@@ -47,7 +52,7 @@ function endToEnd(): Promise<{ cpuMs: number; wallMs: number }> {
     ...['--batch-size', String(BATCH), '--concurrency', String(CONCURRENCY), '--json'],
   ];
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', cli, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn('npm', cli, { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk;
@@ -67,17 +72,58 @@ function endToEnd(): Promise<{ cpuMs: number; wallMs: number }> {
   });
 }
 
-const loadAtStart = loadavg();
-const e2eRuns: { cpuMs: number; wallMs: number; loadAtStart: number }[] = [];
-for (let run = 0; run < E2E_RUNS; run++) {
-  const load = loadavg()[0] ?? 0;
-  process.stderr.write(
-    `end to end ${run + 1}/${E2E_RUNS}: npm start with ${MESSAGES} messages (load ${load})\n`,
-  );
-  e2eRuns.push({ ...(await endToEnd()), loadAtStart: load });
-  process.stderr.write(`  ${(e2eRuns.at(-1)!.cpuMs / MESSAGES).toFixed(2)} ms CPU per message\n`);
+interface EndToEndRun {
+  cpuMs: number;
+  wallMs: number;
+  loadAtStart: number;
 }
-const e2e = spreadOf(e2eRuns.map((r) => (r.cpuMs / MESSAGES) * 1000));
+
+async function timedEndToEnd(label: string, cwd?: string): Promise<EndToEndRun> {
+  const load = loadavg()[0] ?? 0;
+  process.stderr.write(`end to end, ${label}: npm start with ${MESSAGES} messages (load ${load})\n`);
+  const run = { ...(await endToEnd(cwd)), loadAtStart: load };
+  process.stderr.write(`  ${(run.cpuMs / MESSAGES).toFixed(2)} ms CPU per message\n`);
+  return run;
+}
+
+const baselineRef = process.env.BENCH_CPU_BASELINE;
+let baseline: BaselineWorktree | undefined;
+if (baselineRef !== undefined && baselineRef !== '') {
+  process.stderr.write(`baseline: checking ${baselineRef} out and installing its dependencies\n`);
+  baseline = checkoutBaseline(baselineRef);
+}
+
+const loadAtStart = loadavg();
+const e2eRuns: EndToEndRun[] = [];
+const baselineRuns: EndToEndRun[] = [];
+try {
+  for (let run = 0; run < E2E_RUNS; run++) {
+    const round = `${run + 1}/${E2E_RUNS}`;
+    if (baseline === undefined) {
+      e2eRuns.push(await timedEndToEnd(round));
+    } else if (run % 2 === 0) {
+      baselineRuns.push(await timedEndToEnd(`${round} baseline ${baseline.ref}`, baseline.dir));
+      e2eRuns.push(await timedEndToEnd(`${round} this tree`));
+    } else {
+      e2eRuns.push(await timedEndToEnd(`${round} this tree`));
+      baselineRuns.push(await timedEndToEnd(`${round} baseline ${baseline.ref}`, baseline.dir));
+    }
+  }
+} finally {
+  baseline?.dispose();
+}
+const usPerMessage = (r: EndToEndRun) => (r.cpuMs / MESSAGES) * 1000;
+const e2e = spreadOf(e2eRuns.map(usPerMessage));
+const againstBaseline =
+  baseline === undefined
+    ? undefined
+    : {
+        ref: baseline.ref,
+        commit: baseline.commit,
+        baselineUsPerMessage: spreadOf(baselineRuns.map(usPerMessage)),
+        thisOverBaseline: spreadOf(e2eRuns.map((r, i) => r.cpuMs / baselineRuns[i]!.cpuMs)),
+        baselineRuns,
+      };
 
 const splits: CpuEngineResult[] = [];
 for (let round = 0; round < ROUNDS; round++) {
@@ -121,6 +167,20 @@ const rows: Row[] = [
     'µs CPU per message': formatSpread(e2e, 0),
     runs: E2E_RUNS,
   },
+  ...(againstBaseline === undefined
+    ? []
+    : [
+        {
+          measure: `end to end, baseline ${againstBaseline.commit.slice(0, 7)}, taking turns with this tree`,
+          'µs CPU per message': formatSpread(againstBaseline.baselineUsPerMessage, 0),
+          runs: E2E_RUNS,
+        },
+        {
+          measure: 'end to end, this tree / baseline (per round)',
+          'µs CPU per message': `${formatSpread(againstBaseline.thisOverBaseline, 2)}x`,
+          runs: E2E_RUNS,
+        },
+      ]),
   {
     measure: 'handler process (SDK clients, pools, plan, settle)',
     'µs CPU per message': formatSpread(handler, 0),
@@ -151,7 +211,7 @@ writeResults('cpu', rows, {
   description: `CPU per message: ${MESSAGES} messages, ${TENANTS} tenants, batches of ${BATCH}, ${CONCURRENCY} containers, no bad messages. End to end = the whole npm start process tree (start-up, emulators, SQS polling, read-back included); split = handler in-process against the emulators in a child process. Figures: median (min-max) of the runs`,
   loadAverageAtStart: loadAtStart,
   loadAverageAtEnd: loadavg(),
-  endToEnd: { usPerMessage: e2e, runs: e2eRuns },
+  endToEnd: { usPerMessage: e2e, runs: e2eRuns, againstBaseline },
   split: {
     handlerUsPerMessage: handler,
     emulatorUsPerMessage: emulators,

@@ -10,7 +10,10 @@
 // starting queued tasks in priority order (not in the order they were allocated) costs. `pool-sorted-priority`
 // (a diagnostic) deals the same ten priorities in descending blocks, so tasks start in allocation order through
 // ten queue levels. `floor` (bench/pool/floor-pool.ts) is the least a priority-honouring pool does per task, with
-// the same scrambled priorities and no features: its ratio to fastq bounds what the pool can reach here. Each
+// the same scrambled priorities and no features: its ratio to fastq bounds what the pool can reach here;
+// `floor-sorted-priority` deals it the priorities as `pool-sorted-priority` does. The four make a grid: the
+// pool over the floor in each order is what the features cost, each engine's scrambled over its sorted
+// order is what priority order costs it. Each
 // run also reports its CPU per task while submitting and while draining. A last step measures the caller's side
 // of priority order alone: resolving 100k promises awaited by one Promise.all in the order they were made
 // against the pool's start order, with no queue, cold (a fresh process's first run) and warm (its fourth).
@@ -42,6 +45,7 @@ const engines = [
   'pool-one-priority',
   'pool-sorted-priority',
   'floor',
+  'floor-sorted-priority',
 ] as const;
 type Engine = (typeof engines)[number];
 type Round = Record<Engine, EngineResult>;
@@ -117,6 +121,23 @@ function targetsOf(rounds: readonly Round[]): Record<string, Spread> {
     'pool with one priority / fastq ops/s': ratio(rounds, 'pool-one-priority', 'fastq'),
     'pool with priorities in start order / fastq ops/s': ratio(rounds, 'pool-sorted-priority', 'fastq'),
     'floor (a featureless priority pool) / fastq ops/s': ratio(rounds, 'floor', 'fastq'),
+    'floor with priorities in start order / fastq ops/s': ratio(rounds, 'floor-sorted-priority', 'fastq'),
+    "pool / floor ops/s, scrambled priorities (the features' cost)": ratio(rounds, 'pool', 'floor'),
+    "pool / floor ops/s, priorities in start order (the features' cost)": ratio(
+      rounds,
+      'pool-sorted-priority',
+      'floor-sorted-priority',
+    ),
+    'floor scrambled / in start order ops/s (what priority order costs a featureless pool)': ratio(
+      rounds,
+      'floor',
+      'floor-sorted-priority',
+    ),
+    'pool scrambled / in start order ops/s (what priority order costs the pool)': ratio(
+      rounds,
+      'pool',
+      'pool-sorted-priority',
+    ),
   };
 }
 
@@ -152,6 +173,15 @@ const callerRows: Row[] = (['cold', 'warm'] as const).flatMap((state) =>
     'submit / drain CPU µs/task': `ms: ${formatSpread(resolveMs(resolved[state][order]), 1)}`,
   })),
 );
+for (const [measure, rounds] of [
+  ['same process', interleaved],
+  ['fresh process', fresh],
+] as const) {
+  process.stderr.write(`\n${measure}, median (min-max) of the per-round ratios:\n`);
+  for (const [name, spread] of Object.entries(targetsOf(rounds))) {
+    process.stderr.write(`  ${name}: ${formatSpread(spread, 2)}\n`);
+  }
+}
 writeResults(
   'pool-closure',
   [...rowsOf(interleaved, 'same process'), ...rowsOf(fresh, 'fresh process'), ...callerRows],

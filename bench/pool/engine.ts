@@ -101,6 +101,16 @@ function makeEngine(name: string): Engine {
         submitPayload: (payload) => pool.enqueue(() => op(payload), nextPriority()),
       };
     }
+    case 'floor-sorted-priority': {
+      // The floor with the priorities dealt as 'pool-sorted-priority' deals them: against 'floor', what
+      // priority order costs a pool with no features; against 'pool-sorted-priority', what the features cost.
+      const pool = new FloorPool(CONCURRENCY);
+      return {
+        submit: (fn) => pool.enqueue(fn, nextPriority()),
+        submitPayload: (payload) =>
+          pool.enqueue(() => op(payload), 9 - Math.floor((payload.index * 10) / tasks)),
+      };
+    }
     case 'fastq': {
       const queue = fastq.promise((fn: () => Promise<void>) => fn(), CONCURRENCY);
       const payloads = fastq.promise(op, CONCURRENCY);

@@ -91,6 +91,11 @@ let baseline: BaselineWorktree | undefined;
 if (baselineRef !== undefined && baselineRef !== '') {
   process.stderr.write(`baseline: checking ${baselineRef} out and installing its dependencies\n`);
   baseline = checkoutBaseline(baselineRef);
+  // Ctrl-C mid-run: the checkout (a few hundred MB with its node_modules) goes with the run.
+  process.once('SIGINT', () => {
+    baseline?.dispose();
+    process.exit(130);
+  });
 }
 
 const loadAtStart = loadavg();

@@ -46,6 +46,11 @@ function nextPriority(): number {
   return seed % 10;
 }
 
+/** The same ten priorities dealt in descending blocks by task index: tasks start in the order they were made. */
+function startOrderPriority(index: number): number {
+  return 9 - Math.floor((index * 10) / tasks);
+}
+
 interface Engine {
   /** Submits one task and returns its promise. */
   submit(fn: () => Promise<void>): Promise<void>;
@@ -89,7 +94,7 @@ function makeEngine(name: string): Engine {
       return {
         submit: (fn) => pool.enqueue(fn, { priority: nextPriority() }),
         submitPayload: (payload) =>
-          pool.enqueue(() => op(payload), { priority: 9 - Math.floor((payload.index * 10) / tasks) }),
+          pool.enqueue(() => op(payload), { priority: startOrderPriority(payload.index) }),
       };
     }
     case 'floor': {
@@ -107,8 +112,7 @@ function makeEngine(name: string): Engine {
       const pool = new FloorPool(CONCURRENCY);
       return {
         submit: (fn) => pool.enqueue(fn, nextPriority()),
-        submitPayload: (payload) =>
-          pool.enqueue(() => op(payload), 9 - Math.floor((payload.index * 10) / tasks)),
+        submitPayload: (payload) => pool.enqueue(() => op(payload), startOrderPriority(payload.index)),
       };
     }
     case 'fastq': {
